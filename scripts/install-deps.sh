@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the system packages svc needs on Debian/Ubuntu when they are missing:
+# redis-server (the kv area's database; also used by benches). Needs root or sudo for apt-get.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+if [ "${#need[@]}" -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  echo "installing: ${need[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi

@@ -1,0 +1,40 @@
+/**
+ * The contract between `main.ts` and each area (DESIGN.md "Layout"): an area module exports one
+ * {@link AreaModule}; `create` builds its server, which listens on the area's port.
+ */
+import type { AreaName, Config } from './config.js';
+import type { CredentialStore } from './credentials.js';
+import type { Logger } from './logger.js';
+
+export interface AreaContext {
+  config: Config;
+  credentials: CredentialStore;
+  logger: Logger;
+  /**
+   * Readiness of every started area, filled by `main.ts` after each area is created (the
+   * management area's `/v2/health` reads it without importing other areas).
+   */
+  health: Map<AreaName, () => boolean | Promise<boolean>>;
+}
+
+export interface AreaServer {
+  /** Starts listening on the area's configured port (0 = free port); resolves to the base URL. */
+  listen(): Promise<string>;
+  /** Stops accepting, drains in-flight work, releases child processes and files. Idempotent. */
+  close(): Promise<void>;
+  /** Readiness: true when the area can serve requests (e.g. kv: the database answers). */
+  ready?(): boolean | Promise<boolean>;
+}
+
+export interface AreaModule {
+  name: AreaName;
+  /** Builds the area (opens stores, starts children); does not listen yet. */
+  create(ctx: AreaContext): Promise<AreaServer>;
+  /**
+   * The `.env` lines for this area given its base URL: the names the official SDKs read and the
+   * `SVC_*` names (e.g. `UPSTASH_REDIS_REST_URL`, `UPSTASH_REDIS_REST_TOKEN`, `SVC_KV_TOKEN`).
+   */
+  env(ctx: AreaContext, url: string): Record<string, string>;
+  /** Extra human-readable start-up lines (e.g. read-only token, more vector indexes). */
+  banner?(ctx: AreaContext, url: string): string[];
+}

@@ -1,0 +1,72 @@
+/**
+ * The `svc` command.
+ *   svc serve   start the enabled areas, print URLs, tokens and the .env block; stop on SIGINT/SIGTERM
+ *   svc env     print the .env block alone (creating credentials if needed)
+ * Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
+ */
+import { ConfigError, loadConfig } from './config.js';
+import { configuredEnvBlock, createContext, startSvc } from './main.js';
+
+const USAGE = `usage: svc <command>
+
+commands:
+  serve   start svc (areas from SVC_AREAS, default all) and print the .env block
+  env     print the .env block for the configured ports
+  help    this text
+
+configuration: environment variables, see README.md "Configuration".
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const cmd = argv[0] ?? 'serve';
+  if (cmd === 'help' || cmd === '--help' || cmd === '-h') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (cmd !== 'serve' && cmd !== 'env') {
+    process.stderr.write(`svc: unknown command ${JSON.stringify(cmd)}\n\n${USAGE}`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`svc: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const ctx = createContext(config);
+  if (cmd === 'env') {
+    process.stdout.write(configuredEnvBlock(ctx) + '\n');
+    return 0;
+  }
+  const svc = await startSvc(ctx);
+  process.stdout.write(svc.banner + '\n');
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        ctx.logger.warn({ signal }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      stopping = true;
+      ctx.logger.info({ signal }, 'shutting down');
+      svc.close().then(resolve, resolve);
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  });
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`svc: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,194 @@
+/**
+ * Environment -> one typed, validated {@link Config}.
+ *
+ * The env names are the contract of `../shared/DESIGN.md` ("Process and ports"); every variable is
+ * validated at start-up and all problems are reported together by {@link ConfigError}, one line
+ * per bad variable. Credentials are not part of the config: they live in the credential store
+ * (`src/credentials.ts`), which takes env-given values first and generates the rest.
+ *
+ * Units: every duration here is in milliseconds unless the name says otherwise; sizes in bytes.
+ */
+import path from 'node:path';
+
+export const AREAS = ['queue', 'kv', 'vector', 'mgmt'] as const;
+export type AreaName = (typeof AREAS)[number];
+
+export interface Config {
+  host: string;
+  dataDir: string;
+  areas: AreaName[];
+  logLevel: string;
+  ports: Record<AreaName, number>;
+  kv: {
+    /** External Redis/Valkey (`redis://` / `rediss://`); undefined = supervise our own redis-server. */
+    redisUrl?: string;
+    /** Path of the redis-server binary for the supervised mode. */
+    redisServerBin: string;
+    /** Maximum request body in bytes (`ERR max request size exceeded`). */
+    maxRequestBytes: number;
+    /** Requests per UTC day for the database; 0 = unlimited. */
+    dailyRequestLimit: number;
+  };
+  queue: {
+    region: 'eu-central-1' | 'us-east-1';
+    /** Maximum message body in bytes. */
+    maxMessageBytes: number;
+    /** Refuse loopback/private destinations (SSRF protection). */
+    blockPrivateDestinations: boolean;
+    /** Source address for outgoing deliveries (undici `localAddress`). */
+    egressAddress?: string;
+    /** Deduplication window in ms. */
+    dedupWindowMs: number;
+    /** How long logs (events) are kept, in ms. */
+    logRetentionMs: number;
+    /** Concurrent outgoing delivery requests. */
+    maxConcurrentDeliveries: number;
+  };
+  vector: {
+    dimension?: number;
+    metric: 'COSINE' | 'EUCLIDEAN' | 'DOT_PRODUCT';
+    type: 'DENSE' | 'SPARSE' | 'HYBRID';
+    /** Path of a JSON file describing more indexes (`SVC_VECTOR_INDEXES`). */
+    indexesFile?: string;
+  };
+  mgmt: {
+    /** Explicit sender blocks; undefined = detect from interfaces. */
+    ipv4Cidrs?: string[];
+  };
+}
+
+/** Thrown by {@link loadConfig}; `problems` holds one human-readable line per bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and validates the env contract; throws {@link ConfigError} listing every problem. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const v = str(name);
+    if (v === undefined) return def;
+    if (!/^-?\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+      problems.push(`${name}=${JSON.stringify(v)}: expected an integer from ${min} to ${max}`);
+      return def;
+    }
+    return Number(v);
+  };
+  const bool = (name: string, def: boolean): boolean => {
+    const v = str(name);
+    if (v === undefined) return def;
+    if (/^(1|true|yes|on)$/i.test(v)) return true;
+    if (/^(0|false|no|off)$/i.test(v)) return false;
+    problems.push(`${name}=${JSON.stringify(v)}: expected true or false`);
+    return def;
+  };
+  const oneOf = <T extends string>(name: string, def: T, allowed: readonly T[], upper = false): T => {
+    let v = str(name);
+    if (v === undefined) return def;
+    if (upper) v = v.toUpperCase();
+    if (!(allowed as readonly string[]).includes(v)) {
+      problems.push(`${name}=${JSON.stringify(v)}: expected one of ${allowed.join(', ')}`);
+      return def;
+    }
+    return v as T;
+  };
+
+  let areas: AreaName[] = [...AREAS];
+  const areasRaw = str('SVC_AREAS');
+  if (areasRaw !== undefined && areasRaw.toLowerCase() !== 'all') {
+    const list = areasRaw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+    const bad = list.filter((a) => !(AREAS as readonly string[]).includes(a));
+    if (bad.length || list.length === 0) {
+      problems.push(`SVC_AREAS=${JSON.stringify(areasRaw)}: expected a comma list of ${AREAS.join(', ')} (or "all")`);
+    } else {
+      areas = AREAS.filter((a) => list.includes(a));
+    }
+  }
+
+  const redisUrl = str('SVC_KV_REDIS_URL');
+  if (redisUrl !== undefined && !/^rediss?:\/\/[^\s]+$/.test(redisUrl)) {
+    problems.push(`SVC_KV_REDIS_URL: expected redis://[user:password@]host:port[/db] or rediss://...`);
+  }
+
+  const dimension = str('SVC_VECTOR_DIMENSION');
+  let vectorDimension: number | undefined;
+  if (dimension !== undefined) vectorDimension = int('SVC_VECTOR_DIMENSION', 0, 1, 65536);
+
+  let ipv4Cidrs: string[] | undefined;
+  const cidrs = str('SVC_MGMT_IPV4_CIDRS');
+  if (cidrs !== undefined) {
+    ipv4Cidrs = cidrs.split(',').map((s) => s.trim()).filter(Boolean);
+    const bad = ipv4Cidrs.filter((c) => !isIpv4Cidr(c));
+    if (bad.length || ipv4Cidrs.length === 0) {
+      problems.push(`SVC_MGMT_IPV4_CIDRS: not IPv4 CIDR blocks: ${bad.join(', ') || '(empty)'} (example: 203.0.113.0/24,198.51.100.7/32)`);
+    }
+  }
+
+  const egress = str('SVC_QUEUE_EGRESS_ADDRESS');
+  if (egress !== undefined && !isIpv4(egress)) {
+    problems.push(`SVC_QUEUE_EGRESS_ADDRESS=${JSON.stringify(egress)}: expected an IPv4 address of this host`);
+  }
+
+  const config: Config = {
+    host: str('SVC_HOST') ?? '127.0.0.1',
+    dataDir: path.resolve(str('SVC_DATA_DIR') ?? './data'),
+    areas,
+    logLevel: oneOf('SVC_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    ports: {
+      queue: int('SVC_QUEUE_PORT', 8080, 0, 65535),
+      kv: int('SVC_KV_PORT', 8079, 0, 65535),
+      vector: int('SVC_VECTOR_PORT', 8078, 0, 65535),
+      mgmt: int('SVC_MGMT_PORT', 8077, 0, 65535),
+    },
+    kv: {
+      redisUrl,
+      redisServerBin: str('SVC_KV_REDIS_SERVER_BIN') ?? 'redis-server',
+      maxRequestBytes: int('SVC_KV_MAX_REQUEST_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
+    },
+    queue: {
+      region: oneOf('SVC_QUEUE_REGION', 'eu-central-1', ['eu-central-1', 'us-east-1'] as const),
+      maxMessageBytes: int('SVC_QUEUE_MAX_MESSAGE_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      blockPrivateDestinations: bool('SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS', false),
+      egressAddress: egress,
+      dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),
+      logRetentionMs: int('SVC_QUEUE_LOG_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
+      maxConcurrentDeliveries: int('SVC_QUEUE_MAX_CONCURRENT_DELIVERIES', 256, 1, 100_000),
+    },
+    vector: {
+      dimension: vectorDimension,
+      metric: oneOf('SVC_VECTOR_METRIC', 'COSINE', ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as const, true),
+      type: oneOf('SVC_VECTOR_TYPE', 'DENSE', ['DENSE', 'SPARSE', 'HYBRID'] as const, true),
+      indexesFile: str('SVC_VECTOR_INDEXES'),
+    },
+    mgmt: { ipv4Cidrs },
+  };
+
+  if (problems.length) throw new ConfigError(problems);
+  return config;
+}
+
+/** True for dotted-quad IPv4 (`10.0.0.1`). */
+export function isIpv4(s: string): boolean {
+  const parts = s.split('.');
+  return parts.length === 4 && parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255 && String(Number(p)) === p);
+}
+
+/** True for an IPv4 CIDR block (`10.0.0.0/8`) whose address has no bits set past the prefix. */
+export function isIpv4Cidr(s: string): boolean {
+  const m = /^([^/]+)\/(\d{1,2})$/.exec(s);
+  if (!m || !isIpv4(m[1]) || Number(m[2]) > 32) return false;
+  const bits = Number(m[2]);
+  const n = m[1].split('.').reduce((acc, p) => acc * 256 + Number(p), 0);
+  const hostBits = 2 ** (32 - bits);
+  return n % hostBits === 0;
+}

@@ -1,0 +1,133 @@
+/**
+ * The one shared credential store: every token, password and signing key of every area.
+ *
+ * - Values come from env first (the names of DESIGN.md "Process and ports", see {@link ENV_NAMES}),
+ *   otherwise from `SVC_DATA_DIR/credentials.json`, otherwise they are generated once and persisted.
+ * - The file is written atomically (temp file + rename) with mode 0600.
+ * - Areas read credentials through this module at request time (an in-memory map lookup), so a
+ *   rotation through {@link CredentialStore.set} (management API) takes effect immediately without
+ *   areas importing each other. A rotated value is persisted; on restart an env-given value wins
+ *   again (env is the operator's explicit choice).
+ *
+ * Names are dotted: `kv.token`, `kv.readonlyToken`, `queue.token`, `queue.currentSigningKey`,
+ * `queue.nextSigningKey`, `vector.<index>.token`, `vector.<index>.readonlyToken`, `mgmt.user`,
+ * `mgmt.password`; an area may add its own names under its prefix.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Env variables that pin a credential (DESIGN.md env contract). */
+export const ENV_NAMES: Record<string, string> = {
+  'queue.token': 'SVC_QUEUE_TOKEN',
+  'queue.currentSigningKey': 'SVC_QUEUE_CURRENT_SIGNING_KEY',
+  'queue.nextSigningKey': 'SVC_QUEUE_NEXT_SIGNING_KEY',
+  'kv.token': 'SVC_KV_TOKEN',
+  'kv.readonlyToken': 'SVC_KV_READONLY_TOKEN',
+  'vector.default.token': 'SVC_VECTOR_TOKEN',
+  'vector.default.readonlyToken': 'SVC_VECTOR_READONLY_TOKEN',
+  'mgmt.user': 'SVC_MGMT_USER',
+  'mgmt.password': 'SVC_MGMT_PASSWORD',
+};
+
+/** A random URL-safe secret: `bytes` random bytes as base64url, with an optional prefix. */
+export function generateSecret(bytes = 32, prefix = ''): string {
+  return prefix + randomBytes(bytes).toString('base64url');
+}
+
+export type CredentialListener = (name: string, value: string) => void;
+
+export class CredentialStore {
+  private readonly values = new Map<string, string>();
+  private readonly fromEnv = new Set<string>();
+  private readonly listeners = new Set<CredentialListener>();
+
+  private constructor(
+    private readonly file: string,
+    stored: Record<string, string>,
+    env: Record<string, string | undefined>,
+  ) {
+    for (const [k, v] of Object.entries(stored)) if (typeof v === 'string') this.values.set(k, v);
+    for (const [name, envName] of Object.entries(ENV_NAMES)) {
+      const v = env[envName]?.trim();
+      if (v) {
+        this.values.set(name, v);
+        this.fromEnv.add(name);
+      }
+    }
+  }
+
+  /**
+   * Opens (creating when absent) `<dataDir>/credentials.json`.
+   * @throws Error when the file exists but is not a JSON object of strings.
+   */
+  static open(dataDir: string, env: Record<string, string | undefined> = process.env): CredentialStore {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const file = path.join(dataDir, 'credentials.json');
+    let stored: Record<string, string> = {};
+    if (fs.existsSync(file)) {
+      const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+        throw new Error(`${file}: expected a JSON object of credential names to strings`);
+      }
+      stored = parsed as Record<string, string>;
+    }
+    return new CredentialStore(file, stored, env);
+  }
+
+  /** Path of the backing file. */
+  get path(): string {
+    return this.file;
+  }
+
+  /**
+   * The credential `name`; when it does not exist yet it is created with `generate()` (default: a
+   * 32-byte random secret) and persisted before returning.
+   */
+  get(name: string, generate: () => string = () => generateSecret()): string {
+    const v = this.values.get(name);
+    if (v !== undefined) return v;
+    const fresh = generate();
+    this.values.set(name, fresh);
+    this.persist();
+    return fresh;
+  }
+
+  /** The credential `name` if it exists, without generating it. */
+  peek(name: string): string | undefined {
+    return this.values.get(name);
+  }
+
+  /** True when `name` was given by env (it reverts to the env value on restart). */
+  isFromEnv(name: string): boolean {
+    return this.fromEnv.has(name);
+  }
+
+  /** Replaces (rotates) a credential: persisted, then every listener is told. */
+  set(name: string, value: string): void {
+    this.values.set(name, value);
+    this.persist();
+    for (const l of this.listeners) {
+      try {
+        l(name, value);
+      } catch {
+        /* a listener's failure must not stop the rotation */
+      }
+    }
+  }
+
+  /** Subscribes to changes; returns the unsubscribe function. */
+  onChange(listener: CredentialListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private persist(): void {
+    const obj: Record<string, string> = {};
+    for (const [k, v] of [...this.values].sort(([a], [b]) => a.localeCompare(b))) obj[k] = v;
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(obj, null, 2) + '\n', { mode: 0o600 });
+    fs.renameSync(tmp, this.file);
+    fs.chmodSync(this.file, 0o600);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Shared authentication helpers (spec "Authentication"): bearer token from the header or a query
+ * parameter, HTTP Basic credentials, and constant-time comparison. Areas decide which tokens are
+ * valid; these helpers only extract and compare.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+
+/**
+ * Compares two secrets in constant time (independent of where they differ and of their lengths:
+ * both sides are hashed to 32 bytes first).
+ */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb) && a.length === b.length;
+}
+
+/** True when `candidate` equals one of `valid` (each compared in constant time, all compared). */
+export function matchesAny(candidate: string, valid: readonly string[]): boolean {
+  let ok = false;
+  for (const v of valid) ok = constantTimeEqual(candidate, v) || ok;
+  return ok;
+}
+
+/**
+ * The token of a request: `Authorization: Bearer <t>` first, else the first present query
+ * parameter of `queryNames` (e.g. `['_token']` for kv, `['svc_token', 'qstash_token']` for the queue).
+ * Returns undefined when there is none.
+ */
+export function requestToken(req: FastifyRequest, queryNames: readonly string[] = []): string | undefined {
+  const h = req.headers.authorization;
+  if (typeof h === 'string') {
+    const m = /^Bearer\s+(.+)$/i.exec(h.trim());
+    if (m) return m[1].trim();
+  }
+  if (queryNames.length) {
+    const q = req.query as Record<string, unknown> | undefined;
+    for (const n of queryNames) {
+      const v = q?.[n];
+      if (typeof v === 'string' && v) return v;
+      if (Array.isArray(v) && typeof v[0] === 'string') return v[0];
+    }
+  }
+  return undefined;
+}
+
+/** `Authorization: Basic base64(user:password)` parsed; undefined when absent or malformed. */
+export function basicCredentials(req: FastifyRequest): { user: string; password: string } | undefined {
+  const h = req.headers.authorization;
+  if (typeof h !== 'string') return undefined;
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(h.trim());
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) return undefined;
+  return { user: decoded.slice(0, i), password: decoded.slice(i + 1) };
+}

@@ -1,0 +1,35 @@
+/**
+ * The shared Fastify factory: one instance per area port, with the project's defaults. Each area
+ * registers its own content-type parsers, auth hook and error handler on it (STYLE.md §10: the four
+ * wire formats differ; no global error handler guesses).
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from '../logger.js';
+
+export interface HttpServerOptions {
+  logger: Logger;
+  /** Maximum body size in bytes (Fastify answers 413 past it unless the area handles it). */
+  bodyLimit: number;
+}
+
+/** A Fastify instance with svc's defaults (no request logging at info level, trusted proxy off). */
+export function createHttpServer(opts: HttpServerOptions): FastifyInstance {
+  return Fastify({
+    loggerInstance: opts.logger,
+    disableRequestLogging: true,
+    bodyLimit: opts.bodyLimit,
+    keepAliveTimeout: 72_000,
+    forceCloseConnections: true,
+    // Keep `//` and percent-encoding as sent: the queue puts raw URLs in the path.
+    routerOptions: { ignoreDuplicateSlashes: false, ignoreTrailingSlash: false, maxParamLength: 100_000 },
+  }) as unknown as FastifyInstance;
+}
+
+/** Listens on `host:port` (0 = a free port) and returns the base URL, e.g. `http://127.0.0.1:8079`. */
+export async function listenOn(app: FastifyInstance, host: string, port: number): Promise<string> {
+  await app.listen({ host, port });
+  const addr = app.server.address();
+  const actual = typeof addr === 'object' && addr ? addr.port : port;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shownHost}:${actual}`;
+}

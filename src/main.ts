@@ -1,0 +1,108 @@
+/**
+ * Starts the enabled areas (`SVC_AREAS`), each on its own port, and stops them gracefully.
+ * Areas are listed in {@link AREA_MODULES}; they never import each other (DESIGN.md).
+ */
+import type { AreaContext, AreaModule, AreaServer } from './area.js';
+import type { AreaName, Config } from './config.js';
+import { CredentialStore } from './credentials.js';
+import { createLogger, type Logger } from './logger.js';
+
+/** Every area svc has, in start order. */
+export const AREA_MODULES: Partial<Record<AreaName, AreaModule>> = {
+};
+
+export interface RunningSvc {
+  /** Base URL per started area. */
+  urls: Partial<Record<AreaName, string>>;
+  /** Area servers, e.g. for tests that need readiness. */
+  servers: Partial<Record<AreaName, AreaServer>>;
+  ctx: AreaContext;
+  /** The `.env` block (KEY=value lines) for the started areas. */
+  envBlock: string;
+  /** Human-readable start-up banner. */
+  banner: string;
+  /** Stops every area (reverse start order). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Builds the shared context: opens the credential store in `config.dataDir`. */
+export function createContext(config: Config, opts: { logger?: Logger; env?: Record<string, string | undefined> } = {}): AreaContext {
+  return {
+    config,
+    credentials: CredentialStore.open(config.dataDir, opts.env ?? process.env),
+    logger: opts.logger ?? createLogger(config.logLevel),
+    health: new Map(),
+  };
+}
+
+/** Formats `KEY=value` lines. */
+export function formatEnv(vars: Record<string, string>): string {
+  return Object.entries(vars).map(([k, v]) => `${k}=${v}`).join('\n');
+}
+
+/** The `.env` block for the enabled areas at their configured ports (for `svc env`). */
+export function configuredEnvBlock(ctx: AreaContext): string {
+  const vars: Record<string, string> = {};
+  for (const name of ctx.config.areas) {
+    const m = AREA_MODULES[name];
+    if (!m) continue;
+    const host = ['0.0.0.0', '::'].includes(ctx.config.host) ? '127.0.0.1' : ctx.config.host;
+    Object.assign(vars, m.env(ctx, `http://${host}:${ctx.config.ports[name]}`));
+  }
+  return formatEnv(vars);
+}
+
+/**
+ * Creates and starts every enabled area. On a failure, areas already started are closed and the
+ * error is rethrown.
+ */
+export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
+  const started: { name: AreaName; server: AreaServer }[] = [];
+  const urls: Partial<Record<AreaName, string>> = {};
+  const servers: Partial<Record<AreaName, AreaServer>> = {};
+  const vars: Record<string, string> = {};
+  const lines: string[] = [];
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      for (const { name, server } of [...started].reverse()) {
+        try {
+          await server.close();
+        } catch (err) {
+          ctx.logger.error({ err, area: name }, 'error while closing area');
+        }
+      }
+    })());
+  try {
+    for (const name of ctx.config.areas) {
+      const m = AREA_MODULES[name];
+      if (!m) {
+        lines.push(`${name}: not available in this build`);
+        continue;
+      }
+      const server = await m.create(ctx);
+      started.push({ name, server });
+      ctx.health.set(name, () => server.ready?.() ?? true);
+      const url = await server.listen();
+      urls[name] = url;
+      servers[name] = server;
+      Object.assign(vars, m.env(ctx, url));
+      lines.push(`${name.padEnd(6)} ${url}`, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const envBlock = formatEnv(vars);
+  const banner = [
+    'svc is running',
+    ...lines,
+    `data   ${ctx.config.dataDir} (credentials: ${ctx.credentials.path})`,
+    '',
+    'Paste into your app\'s .env:',
+    '',
+    envBlock,
+    '',
+  ].join('\n');
+  return { urls, servers, ctx, envBlock, banner, close };
+}

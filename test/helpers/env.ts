@@ -1,0 +1,54 @@
+/**
+ * Test helpers: a fresh data dir per test, a config for it with every port 0, and a running
+ * area or whole svc built through the same code path as `svc serve`.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createContext, startSvc, type RunningSvc } from '../../src/main.js';
+import { createLogger } from '../../src/logger.js';
+
+/** A new empty directory under the OS temp dir; removed by the returned cleanup. */
+export function tempDir(prefix = 'svc-test-'): { dir: string; cleanup(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A validated config on 127.0.0.1 with every port 0, data in `dataDir`, plus `env` overrides. */
+export function testConfig(dataDir: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    SVC_HOST: '127.0.0.1',
+    SVC_QUEUE_PORT: '0',
+    SVC_KV_PORT: '0',
+    SVC_VECTOR_PORT: '0',
+    SVC_MGMT_PORT: '0',
+    SVC_DATA_DIR: dataDir,
+    SVC_LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+  });
+}
+
+/**
+ * Starts svc with the given areas (e.g. `['kv']`) in a fresh data dir (or `opts.dataDir`).
+ * `close()` stops it and removes the temp dir (unless `dataDir` was given).
+ */
+export async function startTestSvc(
+  areas: string[],
+  opts: { env?: Record<string, string>; dataDir?: string } = {},
+): Promise<RunningSvc & { dataDir: string }> {
+  const tmp = opts.dataDir ? undefined : tempDir();
+  const dataDir = opts.dataDir ?? tmp!.dir;
+  const env = { SVC_AREAS: areas.join(','), ...opts.env };
+  const config = testConfig(dataDir, env);
+  const ctx = createContext(config, { logger: createLogger(config.logLevel), env });
+  const svc = await startSvc(ctx);
+  return {
+    ...svc,
+    dataDir,
+    close: async () => {
+      await svc.close();
+      tmp?.cleanup();
+    },
+  };
+}
