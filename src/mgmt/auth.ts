@@ -1,0 +1,79 @@
+/**
+ * HTTP Basic authentication of the management API (spec "Authentication": `Authorization: Basic
+ * <base64(username:password)>`; RFC 7617), with a per-address limit on failed attempts.
+ *
+ * - The expected user and password are the credentials `mgmt.user` and `mgmt.password`
+ *   (`SVC_MGMT_USER` / `SVC_MGMT_PASSWORD`, else generated once and kept in credentials.json),
+ *   read from the store on every request. User and password are both compared, each in constant
+ *   time (`constantTimeEqual`), so timing reveals neither which one was wrong nor a prefix.
+ * - 401 with `WWW-Authenticate: Basic realm="svc"` and `{error}` when credentials are missing,
+ *   malformed or wrong.
+ * - Brute-force brake (`@fastify/rate-limit`, in-memory LRU keyed by client address): every
+ *   presented-but-wrong credential (malformed or mismatching; a request with no `Authorization`
+ *   header is not a guess and is not counted) counts one failure. Once an address has
+ *   `maxFailures` failures in the current window of `windowMs`, EVERY protected request from it —
+ *   even with the right credentials, otherwise the limit would still answer guesses — gets 429
+ *   `{error}` with `Retry-After` (seconds) until the window (started at the first failure) ends.
+ *   Successful requests are never counted: one in-memory read per request.
+ *   The address is the TCP peer (`trustProxy` is off): behind a reverse proxy all clients share it.
+ *   The peek, the comparison and the increment of one request run without I/O in between, so
+ *   requests can only slip past the limit when their hooks interleave at microtask level (several
+ *   pipelined requests parsed from one socket read): a few extra guesses per window at most.
+ */
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { basicCredentials, constantTimeEqual } from '../http/auth.js';
+import { generateSecret, type CredentialStore } from '../credentials.js';
+import { sendError } from './errors.js';
+
+/** Default user name when `SVC_MGMT_USER` is not set (stored on first start; editable there). */
+export const DEFAULT_MGMT_USER = 'admin';
+
+/** The management user name (created as {@link DEFAULT_MGMT_USER} when absent). */
+export function mgmtUser(store: CredentialStore): string {
+  return store.get('mgmt.user', () => DEFAULT_MGMT_USER);
+}
+
+/** The management password (created as a 24-byte random base64url string, 32 chars, when absent). */
+export function mgmtPassword(store: CredentialStore): string {
+  return store.get('mgmt.password', () => generateSecret(24));
+}
+
+export interface BasicAuthOptions {
+  credentials: CredentialStore;
+  /** Failed attempts allowed per address per window; the next request is refused with 429. */
+  maxFailures: number;
+  /** Window length in ms, counted from an address's first failure. */
+  windowMs: number;
+  /** Routes that need no credentials (e.g. health checks). */
+  isPublic(req: FastifyRequest): boolean;
+}
+
+/**
+ * Registers the rate-limit plugin (not global: it only counts what this hook tells it) and an
+ * `onRequest` hook that authenticates every non-public request, including unknown routes (so an
+ * unauthenticated client cannot probe which routes exist).
+ */
+export async function registerBasicAuth(app: FastifyInstance, opts: BasicAuthOptions): Promise<void> {
+  await app.register(rateLimit, { global: false, cache: 10_000 });
+  const failures = app.createRateLimit({ max: opts.maxFailures, timeWindow: opts.windowMs });
+
+  app.addHook('onRequest', async (req, reply) => {
+    if (opts.isPublic(req)) return;
+    const seen = await failures(req, { increment: false });
+    if (!seen.isAllowed && seen.remaining === 0) {
+      reply.header('Retry-After', String(Math.max(1, seen.ttlInSeconds)));
+      return sendError(reply, 'tooManyFailures');
+    }
+    const header = req.headers.authorization;
+    if (typeof header !== 'string' || header.trim() === '') return sendError(reply, 'missingCredentials');
+    const given = basicCredentials(req);
+    if (given) {
+      const userOk = constantTimeEqual(given.user, mgmtUser(opts.credentials));
+      const passwordOk = constantTimeEqual(given.password, mgmtPassword(opts.credentials));
+      if (userOk && passwordOk) return;
+    }
+    await failures(req);
+    return sendError(reply, 'invalidCredentials');
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * The management API's error catalogue (STYLE.md §8): every error it answers, once, with its
+ * status and exact body. Bodies are `{error: string}` (spec "Errors": the queue/kv shape; the
+ * management endpoint's own error format is "not shown" in the spec, so svc uses the same one).
+ */
+import type { FastifyReply } from 'fastify';
+
+/** The Basic challenge sent with every 401 (RFC 7617 §2). */
+export const BASIC_CHALLENGE = 'Basic realm="svc", charset="UTF-8"';
+
+export const MGMT_ERRORS = {
+  /** No `Authorization` header (or an empty one). */
+  missingCredentials: { status: 401, error: 'Unauthorized: Basic credentials required (Authorization: Basic base64(user:password))' },
+  /** A header that is not `Basic <base64(user:password)>`, or a wrong user or password. */
+  invalidCredentials: { status: 401, error: 'Unauthorized: invalid user or password' },
+  /** Too many failed attempts from the client's address in the current window. */
+  tooManyFailures: { status: 429, error: 'Too many failed authentication attempts from this address; retry later' },
+  /** `POST /v2/credentials/vector/{index}/rotate` for an index without tokens in the store. */
+  unknownVectorIndex: { status: 404, error: 'vector index not found' },
+  /** Any route that does not exist. */
+  notFound: { status: 404, error: 'Not Found' },
+  /** An unexpected failure (details are logged, not returned). */
+  internal: { status: 500, error: 'Internal Server Error' },
+} as const satisfies Record<string, { status: number; error: string }>;
+
+export type MgmtErrorName = keyof typeof MGMT_ERRORS;
+
+/** Sends catalogue error `name` (optionally with a more specific message) as JSON. */
+export function sendError(reply: FastifyReply, name: MgmtErrorName, message?: string): FastifyReply {
+  const e = MGMT_ERRORS[name];
+  if (e.status === 401) reply.header('WWW-Authenticate', BASIC_CHALLENGE);
+  return reply.code(e.status).type('application/json; charset=utf-8').send({ error: message ?? e.error });
+}

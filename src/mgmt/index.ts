@@ -1,0 +1,89 @@
+/**
+ * Area D, the management API (spec "Get sender IPv4 blocks", "Authentication"; issue 7): sender
+ * IPv4 blocks, credential rotation for the other areas, and health. One Fastify instance on
+ * `SVC_MGMT_PORT` (default 8077); routes in `routes.ts`, Basic auth in `auth.ts`.
+ */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { AreaContext, AreaModule, AreaServer } from '../area.js';
+import { createHttpServer, listenOn } from '../http/server.js';
+import { mgmtPassword, mgmtUser, registerBasicAuth } from './auth.js';
+import { sendError } from './errors.js';
+import { PUBLIC_ROUTES, registerRoutes } from './routes.js';
+
+/** Failed authentication attempts allowed per client address per window, then 429. */
+export const MAX_AUTH_FAILURES = 10;
+/** The failure-count window in ms (from an address's first failure). */
+export const AUTH_FAILURE_WINDOW_MS = 60_000;
+/** Request body limit in bytes: no management route takes a body. */
+const BODY_LIMIT = 64 * 1024;
+
+/**
+ * Builds the management server: JSON `{error}` for every failure (including 404 and body
+ * errors), Basic auth on every route but the health checks. Request bodies are accepted with any
+ * content type (or none) and ignored, so `curl -X POST` and clients that send `{}` both work.
+ */
+async function buildApp(ctx: AreaContext): Promise<FastifyInstance> {
+  const app = createHttpServer({ logger: ctx.logger, bodyLimit: BODY_LIMIT });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const status = typeof err.statusCode === 'number' && err.statusCode >= 400 ? err.statusCode : 500;
+    if (status >= 500) {
+      req.log.error({ err }, 'management API: request failed');
+      return sendError(reply, 'internal');
+    }
+    return reply.code(status).type('application/json; charset=utf-8').send({ error: err.message });
+  });
+  app.setNotFoundHandler((_req, reply) => sendError(reply, 'notFound'));
+  await registerBasicAuth(app, {
+    credentials: ctx.credentials,
+    maxFailures: MAX_AUTH_FAILURES,
+    windowMs: AUTH_FAILURE_WINDOW_MS,
+    isPublic: (req) => PUBLIC_ROUTES.has(req.routeOptions.url ?? ''),
+  });
+  registerRoutes(app, ctx);
+  return app;
+}
+
+/** The management area for `main.ts` (`SVC_AREAS` name `mgmt`). */
+export const mgmtArea: AreaModule = {
+  name: 'mgmt',
+
+  async create(ctx: AreaContext): Promise<AreaServer> {
+    // Create the account before listening so it is printed and persisted on first start.
+    mgmtUser(ctx.credentials);
+    mgmtPassword(ctx.credentials);
+    const app = await buildApp(ctx);
+    let listening = false;
+    let closing: Promise<void> | undefined;
+    return {
+      async listen() {
+        const url = await listenOn(app, ctx.config.host, ctx.config.ports.mgmt);
+        listening = true;
+        return url;
+      },
+      close() {
+        return (closing ??= (async () => {
+          listening = false;
+          await app.close();
+        })());
+      },
+      ready: () => listening,
+    };
+  },
+
+  env(ctx, url) {
+    return {
+      SVC_MGMT_URL: url,
+      SVC_MGMT_USER: mgmtUser(ctx.credentials),
+      SVC_MGMT_PASSWORD: mgmtPassword(ctx.credentials),
+    };
+  },
+
+  banner(ctx, url) {
+    return [
+      `sender blocks: GET ${url}/v2/mq/ipv4 (Basic auth, user ${mgmtUser(ctx.credentials)})`,
+      `health:        GET ${url}/v2/health (no auth)`,
+    ];
+  },
+};

@@ -1,0 +1,66 @@
+/**
+ * Routes of the management API (area D). Paths carry the `/v2` prefix (spec "Versioning").
+ *
+ *   GET  /v2/mq/ipv4                                 sender IPv4 blocks (spec "Get sender IPv4 blocks")
+ *   POST /v2/credentials/queue/token/rotate          {token, warnings}
+ *   POST /v2/credentials/queue/signing-keys/rotate   {current, next, warnings}
+ *   POST /v2/credentials/kv/reset-password           {token, readonlyToken, warnings}
+ *   POST /v2/credentials/vector/:index/rotate        {index, token, readonlyToken, warnings}; 404
+ *   GET  /v2/health   (no auth)                      {status, areas}; 200 all ok, 503 otherwise
+ *   GET  /healthz     (no auth)                      {status: 'ok'}: the management port is up
+ *
+ * Authentication (Basic) is the `onRequest` hook of `auth.ts`; the two health routes are public
+ * ({@link PUBLIC_ROUTES}). Responses carrying secrets are sent with `Cache-Control: no-store`.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { AreaContext } from '../area.js';
+import { sendError } from './errors.js';
+import { healthReport } from './health.js';
+import { senderIpv4Blocks } from './ipv4.js';
+import { resetKvPassword, rotateQueueToken, rotateSigningKeys, rotateVectorTokens } from './rotate.js';
+
+/** Route URLs (as registered) that need no credentials. */
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/v2/health', '/healthz']);
+
+function secret(reply: FastifyReply, body: object): FastifyReply {
+  return reply.header('Cache-Control', 'no-store').send(body);
+}
+
+/** Registers every management route on `app` (auth is added separately, see `auth.ts`). */
+export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
+  const store = ctx.credentials;
+
+  app.get('/v2/mq/ipv4', async (_req, reply) => reply.send(senderIpv4Blocks(ctx.config)));
+
+  app.post('/v2/credentials/queue/token/rotate', async (_req, reply) => {
+    const r = rotateQueueToken(store);
+    ctx.logger.info({ credential: 'queue.token' }, 'management API: queue token rotated');
+    return secret(reply, r);
+  });
+
+  app.post('/v2/credentials/queue/signing-keys/rotate', async (_req, reply) => {
+    const r = rotateSigningKeys(store);
+    ctx.logger.info({ credential: 'queue signing keys' }, 'management API: signing keys rotated');
+    return secret(reply, r);
+  });
+
+  app.post('/v2/credentials/kv/reset-password', async (_req, reply) => {
+    const r = resetKvPassword(store);
+    ctx.logger.info({ credential: 'kv' }, 'management API: kv password reset (both tokens and every ACL REST token revoked)');
+    return secret(reply, r);
+  });
+
+  app.post<{ Params: { index: string } }>('/v2/credentials/vector/:index/rotate', async (req, reply) => {
+    const r = rotateVectorTokens(store, req.params.index);
+    if (!r) return sendError(reply, 'unknownVectorIndex', `vector index not found: ${JSON.stringify(req.params.index.slice(0, 200))}`);
+    ctx.logger.info({ credential: `vector.${r.index}` }, 'management API: vector index tokens rotated');
+    return secret(reply, r);
+  });
+
+  app.get('/v2/health', async (_req, reply) => {
+    const report = await healthReport(ctx.health);
+    return reply.code(report.status === 'ok' ? 200 : 503).header('Cache-Control', 'no-store').send(report);
+  });
+
+  app.get('/healthz', async (_req, reply) => reply.header('Cache-Control', 'no-store').send({ status: 'ok' }));
+}
