@@ -3,7 +3,7 @@
  * registers its own content-type parsers, auth hook and error handler on it (STYLE.md §10: the four
  * wire formats differ; no global error handler guesses).
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from '../logger.js';
 
 export interface HttpServerOptions {
@@ -16,7 +16,7 @@ export interface HttpServerOptions {
 export function createHttpServer(opts: HttpServerOptions): FastifyInstance {
   return Fastify({
     loggerInstance: opts.logger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.bodyLimit,
     keepAliveTimeout: 72_000,
     forceCloseConnections: true,
