@@ -24,6 +24,8 @@ export interface Config {
     redisUrl?: string;
     /** Path of the redis-server binary for the supervised mode. */
     redisServerBin: string;
+    /** PEM file of extra CA certificates trusted for `rediss://` (self-signed servers). */
+    redisTlsCaFile?: string;
     /** Maximum request body in bytes (`ERR max request size exceeded`). */
     maxRequestBytes: number;
     /** Requests per UTC day for the database; 0 = unlimited. */
@@ -152,6 +154,7 @@ export function loadConfig(env: Env = process.env): Config {
     kv: {
       redisUrl,
       redisServerBin: str('SVC_KV_REDIS_SERVER_BIN') ?? 'redis-server',
+      redisTlsCaFile: str('SVC_KV_REDIS_TLS_CA_FILE'),
       maxRequestBytes: int('SVC_KV_MAX_REQUEST_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
     },

@@ -1,0 +1,46 @@
+/**
+ * Reply -> JSON text (spec "Key-value REST response", kv-wire.md §A.5–A.8). Hand-written for the
+ * hot path: no intermediate objects, one string per response.
+ *
+ * - bulk strings: UTF-8 text (invalid bytes become U+FFFD), or base64 with `Svc-Encoding: base64`
+ * - simple strings: text, or base64 too (kv-wire.md §A.6) — except the top-level `OK`
+ * - integers as JSON numbers (beyond 2^53 as exact digits), null as `null`, arrays recursed
+ * - an error nested inside an array (e.g. in a Lua table) is emitted as its message string
+ */
+import { RespError, SimpleString, type Reply } from './resp.js';
+
+function str(s: string, b64: boolean): string {
+  return b64 ? `"${Buffer.from(s, 'utf8').toString('base64')}"` : JSON.stringify(s);
+}
+
+/** JSON text of a reply value (`top`: apply the top-level `OK` exception). */
+export function replyJson(r: Reply, b64: boolean, top: boolean): string {
+  if (r === null) return 'null';
+  if (Buffer.isBuffer(r)) return b64 ? `"${r.toString('base64')}"` : JSON.stringify(r.toString('utf8'));
+  switch (typeof r) {
+    case 'number':
+      return String(r);
+    case 'bigint':
+      return r.toString();
+  }
+  if (Array.isArray(r)) {
+    if (r.length === 0) return '[]';
+    let s = '[' + replyJson(r[0], b64, false);
+    for (let i = 1; i < r.length; i++) s += ',' + replyJson(r[i], b64, false);
+    return s + ']';
+  }
+  if (r instanceof SimpleString) return top && r.value === 'OK' ? '"OK"' : str(r.value, b64);
+  if (r instanceof RespError) return str(r.message, b64);
+  return 'null';
+}
+
+/** `{"result":...}` or `{"error":"..."}` for one top-level reply. */
+export function itemJson(r: Reply, b64: boolean): string {
+  if (r instanceof RespError) return `{"error":${JSON.stringify(r.message)}}`;
+  return `{"result":${replyJson(r, b64, true)}}`;
+}
+
+/** `{"error":"..."}`. */
+export function errorJson(message: string): string {
+  return `{"error":${JSON.stringify(message)}}`;
+}

@@ -1,0 +1,355 @@
+/**
+ * The execution core of the kv gateway (issue 2 §2), independent of HTTP: runs single commands,
+ * pipelines and transactions for an {@link Identity} on connections authenticated as the matching
+ * Redis ACL user, applies the command policy, JSON.* translation, the daily limit and the
+ * read-your-writes sync token.
+ *
+ * Whole-request failures are thrown as {@link KvError} (status + `{error}` text); a per-command
+ * failure is a {@link RespError} in the reply list.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import { JSON_LIBRARY, JsonCommandError, translateJsonCommand } from './json/index.js';
+import { CommandPolicy, parseCommandTable } from './policy.js';
+import type { Backend } from './redis/backend.js';
+import {
+  AuthFailedError,
+  BackendUnavailableError,
+  ConnectionPool,
+  RedisConnection,
+  type RedisUser,
+} from './redis/connection.js';
+import { RespError, type Arg, type Reply } from './resp.js';
+import type { Identity, KvTokens } from './tokens.js';
+
+/** A whole-request failure: HTTP `status` and the `{error}` text. */
+export class KvError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Shared connections per pool (requests are RESP-pipelined on them). */
+const SHARED_CONNECTIONS = 2;
+const MAX_ACL_POOLS = 64;
+
+type Prepared = { args: Arg[]; write: boolean } | { error: string } | { resttoken: true };
+
+export class KvGateway {
+  readonly policy: CommandPolicy;
+  private readonly pools = new Map<string, ConnectionPool>();
+  private syncSeq = 0;
+  private readonly syncPrefix = randomBytes(6).toString('base64url');
+  private syncValue: string;
+  private day = 0;
+  private dayCount = 0;
+  private closed = false;
+  private jsonReloadPending = false;
+
+  constructor(
+    readonly backend: Backend,
+    readonly tokens: KvTokens,
+    private readonly config: Config['kv'],
+    private readonly logger: Logger,
+  ) {
+    this.policy = new CommandPolicy(new Map(), backend.protectedUsers);
+    this.syncValue = `${this.syncPrefix}-0`;
+    backend.onUp(() => this.refresh());
+  }
+
+  /** Starts the backend (and loads the command table). @throws Error when the database cannot start. */
+  async start(): Promise<void> {
+    await this.backend.start();
+  }
+
+  /**
+   * Reads `COMMAND` into the policy table and sets up JSON.*: native when the server has
+   * `JSON.GET`, else the Lua library via `FUNCTION LOAD REPLACE` when available.
+   */
+  private async refresh(): Promise<void> {
+    for (const p of this.pools.values()) p.close();
+    this.pools.clear();
+    const conn = await RedisConnection.connect(this.backend.endpoint, this.backend.admin);
+    try {
+      const table = parseCommandTable(await conn.send(['COMMAND']));
+      this.policy.setTable(table);
+      if (table.has('json.get')) this.policy.jsonMode = 'native';
+      else if (JSON_LIBRARY !== '') {
+        const r = await conn.send(['FUNCTION', 'LOAD', 'REPLACE', JSON_LIBRARY]);
+        if (r instanceof RespError) {
+          this.logger.error({ error: r.message }, 'kv: loading the JSON function library failed');
+          this.policy.jsonMode = 'none';
+        } else this.policy.jsonMode = 'library';
+      } else this.policy.jsonMode = 'none';
+    } finally {
+      conn.close();
+    }
+  }
+
+  /** The current read-your-writes token (changes after every request that wrote). */
+  get syncToken(): string {
+    return this.syncValue;
+  }
+
+  private wrote(): void {
+    this.syncValue = `${this.syncPrefix}-${(++this.syncSeq).toString(36)}`;
+  }
+
+  private userOf(id: Identity): RedisUser {
+    if (id.kind === 'standard') return this.backend.standard;
+    if (id.kind === 'readonly') return this.backend.readonly;
+    return { user: id.user, password: id.password };
+  }
+
+  private pool(id: Identity): ConnectionPool {
+    if (this.closed) throw new KvError('ERR server is shutting down', 503);
+    if (!this.backend.up) throw new KvError('ERR database unavailable: redis-server is restarting, retry shortly', 503);
+    const key = id.kind === 'acl' ? `acl:${id.user}\0${id.password}` : id.kind;
+    let p = this.pools.get(key);
+    if (p === undefined) {
+      if (id.kind === 'acl' && this.pools.size >= MAX_ACL_POOLS + 2) {
+        for (const [k, old] of this.pools) {
+          if (k.startsWith('acl:')) {
+            old.close();
+            this.pools.delete(k);
+            break;
+          }
+        }
+      }
+      const who = this.userOf(id);
+      p = new ConnectionPool(() => RedisConnection.connect(this.backend.endpoint, who), id.kind === 'acl' ? 1 : SHARED_CONNECTIONS);
+      this.pools.set(key, p);
+    }
+    return p;
+  }
+
+  /** Counts `n` commands against the daily limit. @throws KvError 400 past the limit. */
+  private count(n: number): void {
+    const limit = this.config.dailyRequestLimit;
+    if (limit <= 0) return;
+    const day = Math.floor(Date.now() / 86_400_000);
+    if (day !== this.day) {
+      this.day = day;
+      this.dayCount = 0;
+    }
+    if (this.dayCount + n > limit) {
+      throw new KvError(`ERR max daily request limit exceeded. Limit: ${limit}, Usage: ${this.dayCount}`, 400);
+    }
+    this.dayCount += n;
+  }
+
+  /**
+   * After a client ran FUNCTION FLUSH / DELETE / RESTORE, the JSON library may be gone: load it
+   * again (REPLACE keeps it idempotent). Errors are logged.
+   */
+  private reloadJsonSoon(): void {
+    if (this.policy.jsonMode !== 'library' || this.jsonReloadPending) return;
+    this.jsonReloadPending = true;
+    setImmediate(() => {
+      this.jsonReloadPending = false;
+      void this.loadJsonLibrary().catch((err: Error) => this.logger.error({ err: err.message }, 'kv: reloading the JSON library failed'));
+    });
+  }
+
+  private async loadJsonLibrary(): Promise<void> {
+    const conn = await RedisConnection.connect(this.backend.endpoint, this.backend.admin);
+    try {
+      const r = await conn.send(['FUNCTION', 'LOAD', 'REPLACE', JSON_LIBRARY]);
+      if (r instanceof RespError) throw new Error(r.message);
+    } finally {
+      conn.close();
+    }
+  }
+
+  /** Policy + JSON translation for one command. */
+  private prepare(args: Arg[]): Prepared {
+    const v = this.policy.check(args);
+    switch (v.kind) {
+      case 'forward':
+        if (v.info?.name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(v.info.name)) this.reloadJsonSoon();
+        return { args, write: v.write };
+      case 'refuse':
+        return { error: v.error };
+      case 'resttoken':
+        return { resttoken: true };
+      case 'json':
+        try {
+          const t = translateJsonCommand(args.map((a) => (typeof a === 'string' ? Buffer.from(a) : a)));
+          if (!t) return { error: `ERR unknown command '${String(args[0])}'` };
+          return { args: t, write: true };
+        } catch (err) {
+          if (err instanceof JsonCommandError) return { error: err.message };
+          throw err;
+        }
+    }
+  }
+
+  private async conn(id: Identity): Promise<{ pool: ConnectionPool; c: RedisConnection }> {
+    const pool = this.pool(id);
+    try {
+      return { pool, c: await pool.get() };
+    } catch (err) {
+      throw mapError(err);
+    }
+  }
+
+  /**
+   * Runs one command. Resolves to its reply (a Redis error is a {@link RespError} reply) and the
+   * raw RESP bytes when `wantRaw`.
+   * @throws KvError (400 refused/limit, 401 ACL user auth failed, 503 database unavailable)
+   */
+  async single(id: Identity, args: Arg[], wantRaw: boolean): Promise<{ reply: Reply; raw?: Buffer }> {
+    const p = this.prepare(args);
+    if ('error' in p) throw new KvError(p.error, 400);
+    this.count(1);
+    if ('resttoken' in p) return { reply: await this.restToken(args) };
+    if (p.write) this.wrote();
+    const { c } = await this.conn(id);
+    try {
+      if (!wantRaw) return { reply: await c.send(p.args) };
+      const r = await c.batch([p.args], true);
+      return { reply: r.replies[0], raw: r.raws?.[0] };
+    } catch (err) {
+      throw mapError(err);
+    }
+  }
+
+  /**
+   * Runs a pipeline: every allowed command is written at once on one connection; refused ones
+   * become error items in place. Non-atomic; all commands run even if some fail.
+   * @throws KvError for whole-request failures (limit, database unavailable)
+   */
+  async pipeline(id: Identity, cmds: Arg[][], wantRaw: boolean): Promise<{ replies: Reply[]; raws?: Buffer[] }> {
+    this.count(cmds.length);
+    const replies: Reply[] = new Array(cmds.length);
+    const send: Arg[][] = [];
+    const at: number[] = [];
+    let write = false;
+    for (let i = 0; i < cmds.length; i++) {
+      const p = this.prepare(cmds[i]);
+      if ('error' in p) replies[i] = new RespError(p.error);
+      else if ('resttoken' in p) replies[i] = new RespError('ERR ACL RESTTOKEN is only supported as a single command');
+      else {
+        if (p.write) write = true;
+        send.push(p.args);
+        at.push(i);
+      }
+    }
+    if (write) this.wrote();
+    let raws: Buffer[] | undefined;
+    if (send.length) {
+      const { c } = await this.conn(id);
+      let r;
+      try {
+        r = await c.batch(send, wantRaw);
+      } catch (err) {
+        throw mapError(err);
+      }
+      if (send.length === cmds.length) return { replies: r.replies, raws: r.raws };
+      for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];
+      if (wantRaw) {
+        raws = new Array(cmds.length);
+        for (let k = 0; k < at.length; k++) raws[at[k]] = r.raws![k];
+      }
+    } else if (wantRaw) raws = new Array(cmds.length);
+    return { replies, raws };
+  }
+
+  /**
+   * Runs a transaction (MULTI, commands, EXEC written at once on a dedicated connection).
+   * @throws KvError 400 when the transaction is discarded as a whole (refused command, queue-time
+   *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable
+   */
+  async multi(id: Identity, cmds: Arg[][]): Promise<Reply[]> {
+    const prepared: Arg[][] = [['MULTI']];
+    let write = false;
+    for (const cmd of cmds) {
+      const p = this.prepare(cmd);
+      if ('error' in p) throw new KvError(p.error, 400);
+      if ('resttoken' in p) throw new KvError('ERR ACL RESTTOKEN is only supported as a single command', 400);
+      if (p.write) write = true;
+      prepared.push(p.args);
+    }
+    prepared.push(['EXEC']);
+    this.count(cmds.length);
+    if (write) this.wrote();
+    const pool = this.pool(id);
+    let c: RedisConnection;
+    try {
+      c = await pool.exclusive();
+    } catch (err) {
+      throw mapError(err);
+    }
+    let replies: Reply[];
+    try {
+      replies = (await c.batch(prepared, false)).replies;
+    } catch (err) {
+      throw mapError(err);
+    } finally {
+      pool.release(c);
+    }
+    const exec = replies[replies.length - 1];
+    if (exec instanceof RespError || exec === null || !Array.isArray(exec)) {
+      const first = replies.slice(0, -1).find((r): r is RespError => r instanceof RespError);
+      throw new KvError(first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted'), 400);
+    }
+    return exec;
+  }
+
+  /** `ACL RESTTOKEN <user> <password>`: verifies the password with AUTH on a fresh connection. */
+  private async restToken(args: Arg[]): Promise<Reply> {
+    if (!this.backend.up) throw new KvError('ERR database unavailable: redis-server is restarting, retry shortly', 503);
+    const user = String(args[2]);
+    const password = String(args[3]);
+    try {
+      const c = await RedisConnection.connect(this.backend.endpoint, { user, password });
+      c.close();
+    } catch (err) {
+      if (err instanceof AuthFailedError) return new RespError(`ERR Wrong password or user "${user}" does not exist`);
+      throw mapError(err);
+    }
+    return Buffer.from(this.tokens.mint(user, password));
+  }
+
+  /** A new connection of its own for `id` (SSE streams); the caller closes it. */
+  async dedicated(id: Identity): Promise<RedisConnection> {
+    this.pool(id); // availability check
+    try {
+      return await RedisConnection.connect(this.backend.endpoint, this.userOf(id));
+    } catch (err) {
+      throw mapError(err);
+    }
+  }
+
+  /** Answers PING within 1 s. */
+  async ping(): Promise<boolean> {
+    if (!this.backend.up || this.closed) return false;
+    try {
+      const { c } = await this.conn({ kind: 'standard' });
+      const r = await Promise.race([c.send(['PING']), new Promise<null>((res) => setTimeout(() => res(null), 1000).unref())]);
+      return r !== null && !(r instanceof RespError);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Closes every pool and stops the backend. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const p of this.pools.values()) p.close();
+    this.pools.clear();
+    await this.backend.stop();
+  }
+}
+
+/** Connection-level failures -> KvError (503, or 401 for an ACL user whose AUTH fails). */
+export function mapError(err: unknown): KvError {
+  if (err instanceof KvError) return err;
+  if (err instanceof AuthFailedError) return new KvError(err.message, 401);
+  if (err instanceof BackendUnavailableError) return new KvError(err.message, 503);
+  return new KvError(`ERR ${(err as Error).message}`, 500);
+}

@@ -1,0 +1,167 @@
+/**
+ * Command policy as data (STYLE.md §11, issue 2 §2 "Unsupported" and "full privilege on the data,
+ * not on the server"). The table is read from the server's own `COMMAND` reply at start-up and
+ * after every backend restart; {@link CommandPolicy.check} is the one function that decides whether
+ * a command is forwarded, refused (with the error text) or handled by svc itself.
+ */
+import { RespError, type Arg, type Reply } from './resp.js';
+
+/** One row of the table (from `COMMAND`): name lower-case, arity, flags, ACL categories. */
+export interface CommandInfo {
+  name: string;
+  arity: number;
+  flags: ReadonlySet<string>;
+  categories: ReadonlySet<string>;
+  subcommands: ReadonlyMap<string, CommandInfo>;
+}
+
+/** Outcome of {@link CommandPolicy.check}. */
+export type Verdict =
+  | { kind: 'forward'; info: CommandInfo | undefined; write: boolean }
+  | { kind: 'json' }
+  | { kind: 'resttoken' }
+  | { kind: 'refuse'; error: string };
+
+/** Commands refused for every token because they would hand over the host or the database process. */
+const FORBIDDEN = new Set(['shutdown', 'debug', 'module', 'replicaof', 'slaveof', 'sync', 'psync', 'failover', 'migrate']);
+const FORBIDDEN_SUB = new Set(['config|set', 'config|rewrite', 'config|resetstat']);
+const ENDPOINT_ONLY: Record<string, string> = {
+  subscribe: 'use the /subscribe/<channel> endpoint',
+  psubscribe: 'use the /psubscribe/<pattern> endpoint',
+  ssubscribe: 'sharded pub/sub is not supported',
+  unsubscribe: 'use the /subscribe/<channel> endpoint and close the stream',
+  punsubscribe: 'use the /psubscribe/<pattern> endpoint and close the stream',
+  sunsubscribe: 'sharded pub/sub is not supported',
+  monitor: 'use the /monitor endpoint',
+};
+const TRANSACTION = new Set(['multi', 'exec', 'watch', 'unwatch', 'discard']);
+const CLUSTER = new Set(['cluster', 'readonly', 'readwrite', 'asking']);
+/** Allowed members of the @connection category (spec "Connection: only PING and ECHO"). */
+const CONNECTION_ALLOWED = new Set(['ping', 'echo', 'command']);
+/** Connection commands refused even where `COMMAND` lists the category only on subcommands (CLIENT). */
+const CONNECTION_REFUSED = new Set(['auth', 'client', 'hello', 'quit', 'reset', 'select', 'wait', 'waitaof']);
+
+const lower = (a: Arg): string => (typeof a === 'string' ? a : a.toString('utf8')).toLowerCase();
+
+/** Builds a {@link CommandInfo} map from a `COMMAND` (or `COMMAND INFO`) reply. */
+export function parseCommandTable(reply: Reply): Map<string, CommandInfo> {
+  const map = new Map<string, CommandInfo>();
+  if (!Array.isArray(reply)) return map;
+  for (const row of reply) {
+    const info = parseRow(row);
+    if (info) map.set(info.name, info);
+  }
+  return map;
+}
+
+function parseRow(row: Reply): CommandInfo | undefined {
+  if (!Array.isArray(row) || row.length < 3) return undefined;
+  const str = (r: Reply): string => (Buffer.isBuffer(r) ? r.toString('utf8') : r && typeof r === 'object' && 'value' in r ? r.value : String(r));
+  const name = str(row[0]).toLowerCase();
+  const flags = new Set(Array.isArray(row[2]) ? row[2].map((f) => str(f).toLowerCase()) : []);
+  const categories = new Set(Array.isArray(row[6]) ? row[6].map((c) => str(c).toLowerCase().replace(/^@/, '')) : []);
+  const subcommands = new Map<string, CommandInfo>();
+  if (Array.isArray(row[9])) {
+    for (const sub of row[9]) {
+      const s = parseRow(sub);
+      if (s) subcommands.set(s.name.slice(s.name.indexOf('|') + 1), s);
+    }
+  }
+  return { name, arity: Number(row[1]), flags, categories, subcommands };
+}
+
+/** Redis's own arity error text. */
+export function arityError(name: string): string {
+  return `ERR wrong number of arguments for '${name}' command`;
+}
+
+export class CommandPolicy {
+  /** JSON.* support: 'native' (module present), 'library' (Lua functions), 'none'. */
+  jsonMode: 'native' | 'library' | 'none' = 'none';
+
+  constructor(
+    private table: Map<string, CommandInfo>,
+    private readonly protectedUsers: ReadonlySet<string>,
+  ) {}
+
+  /** Replaces the table (after a backend restart). */
+  setTable(table: Map<string, CommandInfo>): void {
+    this.table = table;
+  }
+
+  /** Looks up a command (lower-case name). */
+  info(name: string): CommandInfo | undefined {
+    return this.table.get(name);
+  }
+
+  /**
+   * Decides what happens to one command (`args[0]` is the name, any case).
+   * - `forward`: send to Redis (ACL still applies); `write` false only for commands flagged readonly.
+   * - `json`: a JSON.* command to translate (library mode).
+   * - `resttoken`: `ACL RESTTOKEN`, handled by svc.
+   * - `refuse`: never sent; `error` is the `{error}` text (status 400).
+   */
+  check(args: readonly Arg[]): Verdict {
+    if (args.length === 0) return { kind: 'refuse', error: 'ERR empty command' };
+    const name = lower(args[0]);
+    if (name.startsWith('json.')) {
+      if (this.jsonMode === 'native') return { kind: 'forward', info: this.table.get(name), write: true };
+      if (this.jsonMode === 'library') return { kind: 'json' };
+      return { kind: 'refuse', error: `ERR Command is not supported by this server: '${name}' (JSON.* needs the RedisJSON module or svc's JSON library)` };
+    }
+    const info = this.table.get(name);
+    if (FORBIDDEN.has(name)) return { kind: 'refuse', error: `ERR Command is not allowed: '${name}'` };
+    if (name in ENDPOINT_ONLY) return { kind: 'refuse', error: `ERR Command is not supported as a command: '${name}' (${ENDPOINT_ONLY[name]})` };
+    if (TRANSACTION.has(name)) {
+      return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (use the /multi-exec endpoint for transactions)` };
+    }
+    if (CLUSTER.has(name)) return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (cluster commands are not available)` };
+    if (info === undefined) return { kind: 'forward', info, write: true }; // Redis answers "unknown command"
+    if ((info.categories.has('connection') || CONNECTION_REFUSED.has(name)) && !CONNECTION_ALLOWED.has(name)) {
+      return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (of the connection commands only PING and ECHO are)` };
+    }
+    if (info.flags.has('blocking')) {
+      if ((name === 'xread' || name === 'xreadgroup') && !hasBlockOption(args)) return { kind: 'forward', info, write: name === 'xreadgroup' };
+      return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (blocking commands are not available over REST)` };
+    }
+    if (info.subcommands.size && args.length > 1) {
+      const sub = lower(args[1]);
+      if (FORBIDDEN_SUB.has(`${name}|${sub}`)) return { kind: 'refuse', error: `ERR Command is not allowed: '${name} ${sub}'` };
+      if (name === 'acl') {
+        if (sub === 'resttoken') return args.length === 4 ? { kind: 'resttoken' } : { kind: 'refuse', error: arityError('acl|resttoken') };
+        if ((sub === 'setuser' || sub === 'deluser') && args.length > 2) {
+          const targets = sub === 'setuser' ? [args[2]] : args.slice(2);
+          for (const t of targets) {
+            const u = typeof t === 'string' ? t : t.toString('utf8');
+            if (this.protectedUsers.has(u)) return { kind: 'refuse', error: `ERR ACL user '${u}' is managed by svc and cannot be changed` };
+          }
+        }
+      }
+      const subInfo = info.subcommands.get(sub);
+      if (subInfo) return { kind: 'forward', info: subInfo, write: !subInfo.flags.has('readonly') };
+    }
+    return { kind: 'forward', info, write: !info.flags.has('readonly') };
+  }
+
+  /** True when `name` (lower-case) may run with the read-only token (documentation/tests). */
+  readonlyAllowed(name: string): boolean {
+    const info = this.table.get(name);
+    if (!info) return false;
+    if (name === 'scan' || name === 'keys') return false;
+    return info.categories.has('read') && !info.categories.has('dangerous');
+  }
+}
+
+function hasBlockOption(args: readonly Arg[]): boolean {
+  for (let i = 1; i < args.length; i++) {
+    const a = lower(args[i]);
+    if (a === 'streams') return false;
+    if (a === 'block') return true;
+  }
+  return false;
+}
+
+/** True when a reply is an error. */
+export function isError(r: Reply): r is RespError {
+  return r instanceof RespError;
+}

@@ -1,0 +1,302 @@
+/**
+ * One RESP2 connection to Redis over `net` (unix socket or TCP) or `tls` (rediss://), with
+ * RESP pipelining: any number of commands may be in flight; replies are matched to requests in
+ * FIFO order (Redis answers in order on a connection). Also a tiny pool of such connections.
+ *
+ * Errors: every in-flight request is rejected with {@link BackendUnavailableError} when the socket
+ * closes (redis-server died, network error); {@link AuthFailedError} when AUTH is refused.
+ */
+import net from 'node:net';
+import tls from 'node:tls';
+import { encodeCommand, encodeCommands, RespError, RespParser, type Arg, type Reply } from '../resp.js';
+
+/** Where Redis listens: a unix socket `path`, or `host:port` (optionally TLS). */
+export interface Endpoint {
+  path?: string;
+  host?: string;
+  port?: number;
+  tls?: boolean;
+  /** Logical database to SELECT after AUTH (external mode `/db` in the URL); 0 = default. */
+  db?: number;
+  /** Extra trusted CA certificates (PEM) for TLS, added to Node's default roots. */
+  ca?: Buffer;
+}
+
+/** The ACL user a connection authenticates as (`AUTH user password`); no password = no AUTH. */
+export interface RedisUser {
+  user?: string;
+  password?: string;
+}
+
+/** The database cannot be reached or the connection was lost (answered 503). */
+export class BackendUnavailableError extends Error {}
+
+/** AUTH was refused; `message` is Redis's text (e.g. `WRONGPASS invalid username-password pair...`). */
+export class AuthFailedError extends Error {}
+
+interface Pending {
+  n: number;
+  replies: Reply[];
+  raws: Buffer[] | undefined;
+  resolve: (p: Pending) => void;
+  reject: (e: Error) => void;
+}
+
+/** Result of {@link RedisConnection.batch}: one reply per command, and raw bytes when asked. */
+export interface BatchResult {
+  replies: Reply[];
+  raws: Buffer[] | undefined;
+}
+
+export class RedisConnection {
+  private readonly queue: Pending[] = [];
+  private head = 0;
+  private readonly parser: RespParser;
+  private isClosed = false;
+  private readonly closeListeners: (() => void)[] = [];
+  /** Receives replies that match no request (pub/sub messages, MONITOR lines). */
+  onPush: ((reply: Reply) => void) | undefined;
+
+  private constructor(private readonly socket: net.Socket) {
+    this.parser = new RespParser(
+      (reply, raw) => this.onReply(reply, raw),
+      () => {
+        const p = this.queue[this.head];
+        return p !== undefined && p.raws !== undefined;
+      },
+    );
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        this.parser.feed(chunk);
+      } catch (err) {
+        this.fail(new BackendUnavailableError(`ERR protocol error from database: ${(err as Error).message}`));
+        socket.destroy();
+      }
+    });
+    socket.on('error', () => {
+      /* 'close' follows */
+    });
+    socket.on('close', () => this.fail(new BackendUnavailableError('ERR database connection lost')));
+  }
+
+  /**
+   * Connects and authenticates. Resolves once AUTH (if any) succeeded.
+   * @throws BackendUnavailableError (connect failed / timed out after `timeoutMs` ms), AuthFailedError
+   */
+  static connect(endpoint: Endpoint, who: RedisUser, timeoutMs = 3000): Promise<RedisConnection> {
+    return new Promise((resolve, reject) => {
+      let socket: net.Socket;
+      const event = endpoint.tls ? 'secureConnect' : 'connect';
+      if (endpoint.path) socket = net.connect({ path: endpoint.path });
+      else if (endpoint.tls) {
+        socket = tls.connect({
+          host: endpoint.host,
+          port: endpoint.port,
+          servername: endpoint.host && !net.isIP(endpoint.host) ? endpoint.host : undefined,
+          ca: endpoint.ca ? [...tls.rootCertificates, endpoint.ca.toString('utf8')] : undefined,
+        });
+      }
+      else socket = net.connect({ host: endpoint.host ?? '127.0.0.1', port: endpoint.port ?? 6379 });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new BackendUnavailableError('ERR database connection timed out'));
+      }, timeoutMs);
+      const onError = (err: Error) => {
+        clearTimeout(timer);
+        reject(new BackendUnavailableError(`ERR database unavailable: ${err.message}`));
+      };
+      socket.once('error', onError);
+      socket.once(event, () => {
+        socket.off('error', onError);
+        clearTimeout(timer);
+        const conn = new RedisConnection(socket);
+        const hello: Arg[][] = [];
+        if (who.password !== undefined) hello.push(who.user ? ['AUTH', who.user, who.password] : ['AUTH', who.password]);
+        if (endpoint.db) hello.push(['SELECT', String(endpoint.db)]);
+        if (!hello.length) return resolve(conn);
+        conn.batch(hello, false).then(
+          ({ replies }) => {
+            const err = replies.find((r): r is RespError => r instanceof RespError);
+            if (err) {
+              conn.close();
+              reject(new AuthFailedError(err.message));
+            } else resolve(conn);
+          },
+          (e: Error) => reject(e),
+        );
+      });
+    });
+  }
+
+  /** True after the socket closed. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Requests in flight. */
+  get inFlight(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** Runs `fn` once when the connection closes. */
+  onClose(fn: () => void): void {
+    if (this.isClosed) fn();
+    else this.closeListeners.push(fn);
+  }
+
+  /** Sends one command; resolves to its reply (a {@link RespError} reply resolves, it is not thrown). */
+  send(args: readonly Arg[]): Promise<Reply> {
+    return this.write(encodeCommand(args), 1, false).then((p) => p.replies[0]);
+  }
+
+  /**
+   * Sends several commands in ONE write (RESP pipelining); resolves when all `cmds.length + extra`
+   * replies arrived. `wantRaw` keeps each reply's exact bytes.
+   */
+  batch(cmds: readonly (readonly Arg[])[], wantRaw: boolean): Promise<BatchResult> {
+    return this.write(encodeCommands(cmds), cmds.length, wantRaw);
+  }
+
+  /** Writes `count` commands (already encoded) and waits for `count` replies. */
+  private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
+    if (this.isClosed) return Promise.reject(new BackendUnavailableError('ERR database connection lost'));
+    return new Promise<Pending>((resolve, reject) => {
+      this.queue.push({ n: count, replies: [], raws: wantRaw ? [] : undefined, resolve, reject });
+      if (!this.corked) {
+        // Coalesce the writes of every request handled in this event-loop turn into one writev
+        // (many concurrent HTTP requests -> one syscall to Redis).
+        this.corked = true;
+        this.socket.cork();
+        setImmediate(this.uncork);
+      }
+      this.socket.write(data);
+    });
+  }
+
+  private corked = false;
+  private readonly uncork = () => {
+    this.corked = false;
+    this.socket.uncork();
+  };
+
+  private onReply(reply: Reply, raw: Buffer | undefined): void {
+    const p = this.queue[this.head];
+    if (p === undefined) {
+      this.onPush?.(reply);
+      return;
+    }
+    p.replies.push(reply);
+    if (p.raws !== undefined && raw !== undefined) p.raws.push(raw);
+    if (p.replies.length < p.n) return;
+    this.queue[this.head++] = undefined as unknown as Pending;
+    if (this.head === this.queue.length) {
+      this.queue.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+    p.resolve(p);
+  }
+
+  private fail(err: Error): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.parser.reset();
+    const pending = this.queue.slice(this.head);
+    this.queue.length = 0;
+    this.head = 0;
+    for (const p of pending) p.reject(err);
+    for (const fn of this.closeListeners.splice(0)) fn();
+  }
+
+  /** Closes the socket; in-flight requests are rejected. Idempotent. */
+  close(): void {
+    this.socket.destroy();
+    this.fail(new BackendUnavailableError('ERR database connection closed'));
+  }
+}
+
+/**
+ * A small pool for one Redis user: `size` shared connections used round-robin by many concurrent
+ * requests (commands are pipelined on them; each request writes its commands in one write, so a
+ * request's commands stay contiguous and in order), plus exclusive connections for transactions.
+ */
+export class ConnectionPool {
+  private readonly shared: (RedisConnection | undefined)[];
+  private readonly connecting: (Promise<RedisConnection> | undefined)[];
+  private readonly idle: RedisConnection[] = [];
+  private readonly all = new Set<RedisConnection>();
+  private next = 0;
+  private isClosed = false;
+  /** Time of the last use (ms since epoch), for idle eviction by the owner. */
+  lastUsed = Date.now();
+
+  constructor(
+    private readonly open: () => Promise<RedisConnection>,
+    size: number,
+  ) {
+    this.shared = new Array(size).fill(undefined);
+    this.connecting = new Array(size).fill(undefined);
+  }
+
+  /** A shared connection (an open one synchronously when available). */
+  get(): RedisConnection | Promise<RedisConnection> {
+    this.lastUsed = Date.now();
+    const i = this.next;
+    this.next = (i + 1) % this.shared.length;
+    const c = this.shared[i];
+    if (c !== undefined && !c.closed) return c;
+    const pending = this.connecting[i];
+    if (pending) return pending;
+    const p = this.track(this.open()).then(
+      (conn) => {
+        this.connecting[i] = undefined;
+        this.shared[i] = conn;
+        return conn;
+      },
+      (err: Error) => {
+        this.connecting[i] = undefined;
+        throw err;
+      },
+    );
+    this.connecting[i] = p;
+    return p;
+  }
+
+  /** A connection used by nobody else until {@link release}d (e.g. MULTI ... EXEC). */
+  async exclusive(): Promise<RedisConnection> {
+    this.lastUsed = Date.now();
+    while (this.idle.length) {
+      const c = this.idle.pop()!;
+      if (!c.closed) return c;
+    }
+    return this.track(this.open());
+  }
+
+  /** Returns an exclusive connection; it is closed instead when it is busy or the pool is closed. */
+  release(c: RedisConnection): void {
+    if (c.closed) return;
+    if (this.isClosed || c.inFlight > 0 || this.idle.length >= 4) c.close();
+    else this.idle.push(c);
+  }
+
+  private async track(p: Promise<RedisConnection>): Promise<RedisConnection> {
+    const c = await p;
+    if (this.isClosed) {
+      c.close();
+      throw new BackendUnavailableError('ERR database connection closed');
+    }
+    this.all.add(c);
+    c.onClose(() => this.all.delete(c));
+    return c;
+  }
+
+  /** Closes every connection (in-flight requests are rejected). */
+  close(): void {
+    this.isClosed = true;
+    for (const c of [...this.all]) c.close();
+    this.idle.length = 0;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Who a kv request runs as (spec "Authentication", kv-wire.md §B.6):
+ * - the standard token (`kv.token`) -> the standard ACL user (everything on the data)
+ * - the read-only token (`kv.readonlyToken`) -> the read-only ACL user
+ * - a token minted by `ACL RESTTOKEN <user> <password>` -> that ACL user
+ *
+ * Credentials are read from the store on every request, so a rotation by the management API
+ * applies to the next request. ACL tokens are stateless: `base64url(user) "." base64url(iv |
+ * AES-256-GCM(password) | tag)` with the key SHA-256(`kv.aclTokenSecret`) and the user as
+ * associated data — verifiable without storage, and revoked all at once by rotating the secret.
+ * (The password must be recoverable: the gateway AUTHs as that user so Redis enforces its ACL.)
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { CredentialStore } from '../credentials.js';
+
+export type Identity =
+  | { kind: 'standard' }
+  | { kind: 'readonly' }
+  | { kind: 'acl'; user: string; password: string };
+
+const STANDARD: Identity = { kind: 'standard' };
+const READONLY: Identity = { kind: 'readonly' };
+
+export class KvTokens {
+  private readonly cache = new Map<string, { secret: string; id: Identity }>();
+  /** SHA-256 of the current standard / read-only token, recomputed when the stored value changes. */
+  private stdValue = '';
+  private stdDigest: Buffer = Buffer.alloc(32);
+  private roValue = '';
+  private roDigest: Buffer = Buffer.alloc(32);
+
+  constructor(private readonly credentials: CredentialStore) {
+    credentials.get('kv.token');
+    credentials.get('kv.readonlyToken');
+    credentials.get('kv.aclTokenSecret');
+  }
+
+  /** The identity of a bearer token, or undefined (401). Constant-time comparisons. */
+  resolve(token: string | undefined): Identity | undefined {
+    if (!token) return undefined;
+    const std = this.credentials.get('kv.token');
+    const ro = this.credentials.get('kv.readonlyToken');
+    if (std !== this.stdValue) {
+      this.stdValue = std;
+      this.stdDigest = sha256(std);
+    }
+    if (ro !== this.roValue) {
+      this.roValue = ro;
+      this.roDigest = sha256(ro);
+    }
+    // constant time: one digest of the candidate, compared with both (like src/http/auth.ts)
+    const d = sha256(token);
+    const isStd = timingSafeEqual(d, this.stdDigest) && token.length === std.length;
+    const isRo = timingSafeEqual(d, this.roDigest) && token.length === ro.length;
+    if (isStd) return STANDARD;
+    if (isRo) return READONLY;
+    const dot = token.indexOf('.');
+    if (dot <= 0) return undefined;
+    const secret = this.credentials.get('kv.aclTokenSecret');
+    const hit = this.cache.get(token);
+    if (hit && hit.secret === secret) return hit.id;
+    const id = this.open(token, dot, secret);
+    if (id) {
+      if (this.cache.size >= 1000) this.cache.clear();
+      this.cache.set(token, { secret, id });
+    }
+    return id;
+  }
+
+  /** A new REST token for ACL user `user` (whose password was verified by the caller). */
+  mint(user: string, password: string): string {
+    const iv = randomBytes(12);
+    const c = createCipheriv('aes-256-gcm', key(this.credentials.get('kv.aclTokenSecret')), iv);
+    c.setAAD(Buffer.from(user, 'utf8'));
+    const ct = Buffer.concat([c.update(password, 'utf8'), c.final()]);
+    return `${Buffer.from(user, 'utf8').toString('base64url')}.${Buffer.concat([iv, ct, c.getAuthTag()]).toString('base64url')}`;
+  }
+
+  private open(token: string, dot: number, secret: string): Identity | undefined {
+    try {
+      const user = Buffer.from(token.slice(0, dot), 'base64url').toString('utf8');
+      const blob = Buffer.from(token.slice(dot + 1), 'base64url');
+      if (blob.length < 28 || !user) return undefined;
+      const d = createDecipheriv('aes-256-gcm', key(secret), blob.subarray(0, 12));
+      d.setAAD(Buffer.from(user, 'utf8'));
+      d.setAuthTag(blob.subarray(blob.length - 16));
+      const password = Buffer.concat([d.update(blob.subarray(12, blob.length - 16)), d.final()]).toString('utf8');
+      return { kind: 'acl', user, password };
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+function sha256(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+function key(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}

@@ -1,0 +1,399 @@
+/**
+ * Raw HTTP against the kv gateway (spec "Key-value REST interface", "Errors", kv-wire.md §A):
+ * every request form, format header, status code and token kind.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { JSON_LIBRARY } from '../../src/kv/json/index.js';
+import { startTestSvc } from '../helpers/env.js';
+import { call } from './helpers.js';
+
+let svc: Awaited<ReturnType<typeof startTestSvc>>;
+let base: string;
+let token: string;
+let roToken: string;
+const q = (path: string, init: Parameters<typeof call>[2] = {}) => call(base, path, { token, ...init });
+const post = (path: string, body: unknown, init: Parameters<typeof call>[2] = {}) =>
+  q(path, { method: 'POST', body: (typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)) as BodyInit, ...init });
+
+before(async () => {
+  svc = await startTestSvc(['kv']);
+  base = svc.urls.kv!;
+  token = svc.ctx.credentials.get('kv.token');
+  roToken = svc.ctx.credentials.get('kv.readonlyToken');
+});
+after(async () => {
+  await svc?.close();
+});
+
+describe('request forms', () => {
+  test('command in path with GET, POST, PUT and HEAD; percent-decoded segments', async () => {
+    assert.deepEqual((await q('/set/a%2Fb/hello%20world')).json, { result: 'OK' });
+    assert.deepEqual((await q('/get/a%2Fb')).json, { result: 'hello world' });
+    assert.deepEqual((await q('/get/a%2Fb', { method: 'POST' })).json, { result: 'hello world' });
+    assert.deepEqual((await q('/get/a%2Fb', { method: 'PUT' })).json, { result: 'hello world' });
+    const head = await q('/get/a%2Fb', { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.text, '');
+    assert.ok(head.headers.get('upstash-sync-token'));
+    assert.deepEqual((await q('/SET/UpperKey/v')).json, { result: 'OK' });
+    assert.deepEqual((await q('/get/UpperKey/')).json, { result: 'v' }); // one trailing slash ignored
+    assert.deepEqual((await q('/get/missing')).json, { result: null });
+    assert.deepEqual((await q('/publish/nobody/hi')).json, { result: 0 });
+  });
+
+  test('POST body is the last argument (binary-safe), then query parameters in order; _token excluded', async () => {
+    const bin = Buffer.from([0, 1, 2, 0xff, 0xfe, 13, 10, 0x41]);
+    assert.deepEqual((await post('/set/bin', bin, { headers: { 'content-type': 'application/octet-stream' } })).json, { result: 'OK' });
+    const got = await q('/get/bin', { headers: { 'Svc-Response-Format': 'resp2' } });
+    assert.deepEqual(got.body, Buffer.concat([Buffer.from('$8\r\n'), bin, Buffer.from('\r\n')]));
+    assert.deepEqual((await q('/get/bin', { headers: { 'Svc-Encoding': 'base64' } })).json, { result: bin.toString('base64') });
+    // ?EX=100&NX  ->  SET k <body> EX 100 NX
+    assert.deepEqual((await call(base, `/set/qk?EX=100&NX&_token=${token}`, { method: 'POST', body: 'v1' })).json, { result: 'OK' });
+    assert.deepEqual((await call(base, `/set/qk?EX=100&NX&_token=${token}`, { method: 'POST', body: 'v2' })).json, { result: null });
+    const ttl = (await q('/ttl/qk')).json.result;
+    assert.ok(ttl > 90 && ttl <= 100, `ttl ${ttl}`);
+    assert.deepEqual((await q('/get/qk')).json, { result: 'v1' });
+    // a JSON-looking body is still just the value in the path form
+    assert.deepEqual((await post('/set/jk', '{"a":1}', { headers: { 'content-type': 'application/json' } })).json, { result: 'OK' });
+    assert.deepEqual((await q('/get/jk')).json, { result: '{"a":1}' });
+  });
+
+  test('command as JSON array body; numbers and booleans stringified; bad elements refused', async () => {
+    assert.deepEqual((await post('/', ['SET', 'num', 1.5])).json, { result: 'OK' });
+    assert.deepEqual((await post('/', ['get', 'num'])).json, { result: '1.5' });
+    assert.deepEqual((await post('/', ['set', 'bool', true])).json, { result: 'OK' });
+    assert.deepEqual((await post('/', ['get', 'bool'])).json, { result: 'true' });
+    assert.deepEqual((await post('/', ['incrby', 'ctr', 5])).json, { result: 5 });
+    for (const bad of [['set', 'k', null], ['set', 'k', { a: 1 }], [], { cmd: 'get' }, 'get']) {
+      const r = await post('/', bad);
+      assert.equal(r.status, 400, JSON.stringify(bad));
+      assert.equal(typeof r.json.error, 'string');
+    }
+    const malformed = await post('/', '["set", "k"');
+    assert.equal(malformed.status, 400);
+    assert.match(malformed.json.error, /invalid JSON/);
+    const empty = await q('/', { method: 'POST' });
+    assert.equal(empty.status, 400);
+  });
+
+  test('pipeline: ordered, every command runs, errors in place', async () => {
+    const r = await post('/pipeline', [['set', 'p1', 1], ['incr', 'p1'], ['hget', 'p1', 'f'], ['blpop', 'x', 0], ['incr', 'p1'], ['get', 'p1']]);
+    assert.equal(r.status, 200);
+    assert.equal(r.json.length, 6);
+    assert.deepEqual(r.json[0], { result: 'OK' });
+    assert.deepEqual(r.json[1], { result: 2 });
+    assert.match(r.json[2].error, /^WRONGTYPE/);
+    assert.match(r.json[3].error, /not supported/);
+    assert.deepEqual(r.json[4], { result: 3 });
+    assert.deepEqual(r.json[5], { result: '3' });
+    assert.equal((await post('/pipeline', [])).status, 400);
+    assert.equal((await post('/pipeline', ['get', 'x'])).status, 400);
+    assert.equal((await post('/pipeline', '[[')).status, 400);
+  });
+
+  test('a 5 MB binary value round-trips (body in, JSON base64 and resp2 out)', async () => {
+    const big = Buffer.alloc(5 * 1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
+    assert.deepEqual((await post('/set/bigval', big)).json, { result: 'OK' });
+    const b64 = await q('/get/bigval', { headers: { 'Svc-Encoding': 'base64' } });
+    assert.ok(Buffer.from(b64.json.result, 'base64').equals(big));
+    const raw = await q('/get/bigval', { headers: { 'Svc-Response-Format': 'resp2' } });
+    assert.ok(raw.body.subarray(raw.body.indexOf('\r\n') + 2, raw.body.length - 2).equals(big));
+    const pipe = await post('/pipeline', [['strlen', 'bigval'], ['getrange', 'bigval', 0, 2]], { headers: { 'Svc-Encoding': 'base64' } });
+    assert.deepEqual(pipe.json, [{ result: big.length }, { result: big.subarray(0, 3).toString('base64') }]);
+  });
+
+  test('a large pipeline keeps order', async () => {
+    const cmds = Array.from({ length: 2000 }, (_, i) => ['rpush', 'biglist', `v${i}`]);
+    const r = await post('/pipeline', cmds);
+    assert.equal(r.json.length, 2000);
+    assert.deepEqual(r.json[1999], { result: 2000 });
+    const lr = await post('/', ['lrange', 'biglist', 0, -1]);
+    assert.equal(lr.json.result.length, 2000);
+    assert.equal(lr.json.result[1234], 'v1234');
+  });
+
+  test('multi-exec: atomic, runtime errors per item, discarded transactions', async () => {
+    const ok = await post('/multi-exec', [['set', 'm1', 'a'], ['incr', 'm1'], ['append', 'm1', 'b'], ['get', 'm1']]);
+    assert.equal(ok.status, 200);
+    assert.equal(ok.json[0].result, 'OK');
+    assert.match(ok.json[1].error, /not an integer/);
+    assert.deepEqual(ok.json.slice(2), [{ result: 2 }, { result: 'ab' }]);
+    // syntax error (arity) discards the whole transaction: nothing ran
+    const bad = await post('/multi-exec', [['set', 'm2', 'x'], ['get']]);
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error, /wrong number of arguments/);
+    assert.deepEqual((await q('/get/m2')).json, { result: null });
+    // an unsupported command discards it too, before anything is sent
+    const unsup = await post('/multi-exec', [['set', 'm3', 'x'], ['watch', 'm3']]);
+    assert.equal(unsup.status, 400);
+    assert.deepEqual((await q('/get/m3')).json, { result: null });
+    // resp2 does not apply: JSON answer
+    const r2 = await post('/multi-exec', [['get', 'm1']], { headers: { 'Svc-Response-Format': 'resp2' } });
+    assert.deepEqual(r2.json, [{ result: 'ab' }]);
+    assert.match(String(r2.headers.get('content-type')), /application\/json/);
+    const b64 = await post('/multi-exec', [['set', 'm4', 'x'], ['get', 'm4']], { headers: { 'Upstash-Encoding': 'base64' } });
+    assert.deepEqual(b64.json, [{ result: 'OK' }, { result: 'eA==' }]); // each item's OK is top-level, as in /pipeline
+  });
+});
+
+describe('response formats', () => {
+  test('base64 encodes every string except the top-level OK (Svc- and Upstash- names)', async () => {
+    await q('/set/b64/hello');
+    await q('/rpush/b64l/a/OK');
+    for (const h of ['Svc-Encoding', 'Upstash-Encoding']) {
+      const headers = { [h]: 'base64' };
+      assert.deepEqual((await q('/set/b64/hello', { headers })).json, { result: 'OK' });
+      assert.deepEqual((await q('/get/b64', { headers })).json, { result: 'aGVsbG8=' });
+      assert.deepEqual((await q('/ping', { headers })).json, { result: 'UE9ORw==' });
+      assert.deepEqual((await q('/type/b64', { headers })).json, { result: 'c3RyaW5n' });
+      assert.deepEqual((await q('/lrange/b64l/0/-1', { headers })).json, { result: ['YQ==', 'T0s='] });
+      assert.deepEqual((await q('/strlen/b64', { headers })).json, { result: 5 });
+      assert.deepEqual((await q('/get/nothing', { headers })).json, { result: null });
+      const err = await q('/hget/b64/f', { headers });
+      assert.equal(err.status, 400);
+      assert.match(err.json.error, /^WRONGTYPE/); // errors are never encoded
+    }
+  });
+
+  test('without base64, invalid UTF-8 becomes U+FFFD', async () => {
+    await post('/set/badutf', Buffer.from([0x61, 0xff, 0x62]));
+    assert.deepEqual((await q('/get/badutf')).json, { result: 'a\uFFFDb' });
+  });
+
+  test('resp2 returns the raw reply bytes; bad values and resp2+base64 are 400', async () => {
+    await q('/set/r2/v');
+    const cases: [string, string][] = [
+      ['/get/r2', '$1\r\nv\r\n'],
+      ['/set/r2/v', '+OK\r\n'],
+      ['/strlen/r2', ':1\r\n'],
+      ['/get/none', '$-1\r\n'],
+      ['/mget/r2/none', '*2\r\n$1\r\nv\r\n$-1\r\n'],
+    ];
+    for (const [path, raw] of cases) {
+      const r = await q(path, { headers: { 'Upstash-Response-Format': 'resp2' } });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('content-type'), 'application/octet-stream');
+      assert.equal(r.text, raw, path);
+    }
+    const err = await q('/hget/r2/f', { headers: { 'Svc-Response-Format': 'resp2' } });
+    assert.equal(err.status, 400);
+    assert.match(err.text, /^-WRONGTYPE .*\r\n$/);
+    const pipe = await post('/pipeline', [['set', 'r2', 'w'], ['get', 'r2'], ['watch', 'r2']], { headers: { 'Svc-Response-Format': 'resp2' } });
+    assert.match(pipe.text, /^\+OK\r\n\$1\r\nw\r\n-ERR .*\r\n$/);
+    const json = await q('/get/r2', { headers: { 'Svc-Response-Format': 'json' } });
+    assert.deepEqual(json.json, { result: 'w' });
+    const badFmt = await q('/get/r2', { headers: { 'Svc-Response-Format': 'xml' } });
+    assert.equal(badFmt.status, 400);
+    assert.match(badFmt.json.error, /response format/);
+    const both = await q('/get/r2', { headers: { 'Svc-Response-Format': 'resp2', 'Svc-Encoding': 'base64' } });
+    assert.equal(both.status, 400);
+  });
+
+  test('integers beyond 2^53 keep their digits', async () => {
+    await q('/set/bigint/9007199254740993');
+    const r = await q('/incr/bigint');
+    assert.equal(r.text, '{"result":9007199254740994}');
+  });
+});
+
+describe('status codes, headers, CORS', () => {
+  test('405 for other methods; 401 for missing or wrong token; _token query accepted', async () => {
+    for (const method of ['DELETE', 'PATCH']) {
+      const r = await q('/get/x', { method });
+      assert.equal(r.status, 405);
+      assert.equal(typeof r.json.error, 'string');
+    }
+    const none = await call(base, '/get/x');
+    assert.equal(none.status, 401);
+    assert.equal(typeof none.json.error, 'string');
+    assert.equal((await call(base, '/get/x', { token: 'wrong' })).status, 401);
+    assert.equal((await call(base, '/get/x', { headers: { authorization: 'Basic abc' } })).status, 401);
+    assert.equal((await call(base, `/get/x?_token=${encodeURIComponent(token)}`)).status, 200);
+    assert.equal((await call(base, '/get/x?_token=nope')).status, 401);
+  });
+
+  test('sync token on every response (both names), changing after every write; unknown incoming token accepted', async () => {
+    const a = await q('/set/sync/1', { headers: { 'upstash-sync-token': '' } });
+    const t1 = a.headers.get('upstash-sync-token');
+    assert.ok(t1);
+    assert.equal(a.headers.get('svc-sync-token'), t1);
+    const b = await q('/get/sync', { headers: { 'upstash-sync-token': 'garbage' } });
+    assert.equal(b.headers.get('upstash-sync-token'), t1); // reads do not change it
+    const c = await post('/pipeline', [['incr', 'sync']]);
+    assert.notEqual(c.headers.get('upstash-sync-token'), t1);
+    const d = await post('/', ['eval', "return redis.call('incr', KEYS[1])", 1, 'sync']);
+    assert.notEqual(d.headers.get('upstash-sync-token'), c.headers.get('upstash-sync-token'));
+    const e = await call(base, '/get/x');
+    assert.equal(e.status, 401);
+    assert.ok(e.headers.get('upstash-sync-token'));
+  });
+
+  test('CORS headers and OPTIONS preflight', async () => {
+    const r = await q('/get/x', { headers: { origin: 'https://app.example' } });
+    assert.equal(r.headers.get('access-control-allow-origin'), '*');
+    assert.match(String(r.headers.get('access-control-expose-headers')), /upstash-sync-token/);
+    const pre = await call(base, '/', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, upstash-encoding' },
+    });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), '*');
+    assert.match(String(pre.headers.get('access-control-allow-methods')), /POST/);
+    const allow = String(pre.headers.get('access-control-allow-headers'));
+    for (const h of ['authorization', 'content-type', 'upstash-encoding', 'upstash-sync-token', 'upstash-telemetry-sdk']) assert.ok(allow.includes(h), h);
+    assert.equal((await call(base, '/', { method: 'OPTIONS' })).status, 405);
+  });
+});
+
+describe('command policy', () => {
+  test('unsupported commands are refused with a clear error and never forwarded', async () => {
+    const refused: unknown[][] = [
+      ['blpop', 'l', 0], ['brpop', 'l', 0], ['brpoplpush', 'a', 'b', 0], ['blmove', 'a', 'b', 'left', 'left', 0],
+      ['blmpop', 0, 1, 'l', 'left'], ['bzpopmin', 'z', 0], ['bzpopmax', 'z', 0], ['bzmpop', 0, 1, 'z', 'min'],
+      ['xread', 'block', 0, 'streams', 's', '$'], ['xreadgroup', 'group', 'g', 'c', 'block', 0, 'streams', 's', '>'],
+      ['watch', 'k'], ['unwatch'], ['discard'], ['multi'], ['exec'],
+      ['select', 1], ['auth', 'x'], ['client', 'list'], ['hello', 3], ['quit'], ['reset'], ['wait', 0, 0],
+      ['subscribe', 'c'], ['psubscribe', 'c*'], ['monitor'], ['cluster', 'info'], ['readonly'], ['readwrite'],
+    ];
+    for (const cmd of refused) {
+      const r = await post('/', cmd);
+      assert.equal(r.status, 400, JSON.stringify(cmd));
+      assert.match(r.json.error, /^ERR Command is not supported/, JSON.stringify(cmd));
+    }
+    // the non-blocking form of XREAD is fine
+    await post('/', ['xadd', 'xs', '*', 'f', 'v']);
+    assert.equal((await post('/', ['xread', 'count', 1, 'streams', 'xs', '0'])).status, 200);
+    assert.deepEqual((await post('/', ['echo', 'e'])).json, { result: 'e' });
+    const unknown = await post('/', ['nosuchcommand', 'a']);
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.json.error, /unknown command/);
+  });
+
+  test('host-level commands are refused for every token; svc users are protected', async () => {
+    const forbidden: unknown[][] = [
+      ['config', 'set', 'maxmemory', '1'], ['config', 'rewrite'], ['config', 'resetstat'], ['shutdown'], ['shutdown', 'nosave'],
+      ['debug', 'sleep', 0], ['module', 'list'], ['replicaof', 'no', 'one'], ['slaveof', 'no', 'one'], ['sync'], ['psync', '?', -1],
+      ['failover'], ['migrate', '127.0.0.1', 1, 'k', 0, 1000],
+      ['acl', 'setuser', 'svc-readonly', '+@all'], ['acl', 'deluser', 'someone', 'svc-admin'], ['acl', 'setuser', 'svc-standard', 'off'],
+      ['acl', 'setuser', 'default', 'on', 'nopass'],
+    ];
+    for (const cmd of forbidden) {
+      for (const t of [token, roToken]) {
+        const r = await post('/', cmd, { token: t });
+        assert.equal(r.status, 400, JSON.stringify(cmd));
+        assert.match(r.json.error, /not allowed|managed by svc/, JSON.stringify(cmd));
+      }
+    }
+    // a Lua script cannot reach them either
+    const lua = await post('/', ['eval', "return redis.call('config', 'set', 'maxmemory', '1')", 0]);
+    assert.equal(lua.status, 400);
+    // allowed server commands
+    assert.equal((await post('/', ['config', 'get', 'appendonly'])).json.result[1], 'yes');
+    assert.equal((await post('/', ['dbsize'])).status, 200);
+    assert.equal((await post('/', ['time'])).status, 200);
+    assert.match((await post('/', ['info', 'server'])).json.result, /redis_version/);
+    assert.deepEqual((await post('/', ['acl', 'setuser', 'other', 'on', '>pw', '~*', '+get'])).json, { result: 'OK' });
+    assert.deepEqual((await post('/', ['acl', 'deluser', 'other'])).json, { result: 1 });
+  });
+
+  test('JSON.* commands', async () => {
+    const r = await post('/', ['JSON.SET', 'doc', '$', '{"a":1}']);
+    if (JSON_LIBRARY === '') {
+      assert.equal(r.status, 400);
+      assert.match(r.json.error, /not supported/);
+    } else {
+      assert.deepEqual(r.json, { result: 'OK' });
+      const get = () => post('/', ['JSON.GET', 'doc', '$.a']);
+      assert.equal((await get()).json.result, '[1]');
+      // translated in pipelines and transactions too
+      const pipe = await post('/pipeline', [['JSON.SET', 'doc', '$.b', '2'], ['JSON.GET', 'doc', '$.b']]);
+      assert.deepEqual(pipe.json, [{ result: 'OK' }, { result: '[2]' }]);
+      const tx = await post('/multi-exec', [['JSON.SET', 'doc', '$.c', '3'], ['JSON.GET', 'doc', '$.c']]);
+      assert.deepEqual(tx.json, [{ result: 'OK' }, { result: '[3]' }]);
+      // read-only token: JSON reads (FCALL_RO) allowed, writes refused by the ACL user
+      assert.equal((await post('/', ['JSON.GET', 'doc', '$.a'], { token: roToken })).json.result, '[1]');
+      const roSet = await post('/', ['JSON.SET', 'doc', '$.a', '5'], { token: roToken });
+      assert.equal(roSet.status, 400);
+      assert.match(roSet.json.error, /NOPERM/);
+      // a client flushing functions does not break JSON.*: svc loads its library again
+      assert.deepEqual((await post('/', ['FUNCTION', 'FLUSH'])).json, { result: 'OK' });
+      const deadline = Date.now() + 5000;
+      let again = await get();
+      while (again.status !== 200 && Date.now() < deadline) again = await get();
+      assert.equal(again.json.result, '[1]');
+    }
+  });
+});
+
+describe('tokens', () => {
+  test('read-only token: reads work, writes/SCAN/KEYS/EVAL are NOPERM, a read-only script cannot write', async () => {
+    await q('/set/rokey/v');
+    const ro = (path: string, init: Parameters<typeof call>[2] = {}) => call(base, path, { token: roToken, ...init });
+    assert.deepEqual((await ro('/get/rokey')).json, { result: 'v' });
+    assert.deepEqual((await ro('/ping')).json, { result: 'PONG' });
+    assert.deepEqual((await ro('/echo/x')).json, { result: 'x' });
+    for (const path of ['/set/rokey/w', '/del/rokey', '/scan/0', '/keys/*', '/flushall', '/eval/return%201/0']) {
+      const r = await ro(path);
+      assert.equal(r.status, 400, path);
+      assert.match(r.json.error, /^NOPERM/, path);
+    }
+    const script = await ro('/eval_ro/' + encodeURIComponent("return redis.call('set', KEYS[1], 'x')") + '/1/rokey');
+    assert.equal(script.status, 400);
+    assert.match(script.json.error, /can't run this command|NOPERM|Write commands are not allowed/i);
+    assert.deepEqual((await ro('/eval_ro/' + encodeURIComponent("return redis.call('get', KEYS[1])") + '/1/rokey')).json, { result: 'v' });
+    const pipe = await call(base, '/pipeline', { token: roToken, method: 'POST', body: JSON.stringify([['get', 'rokey'], ['set', 'rokey', 'x']]) });
+    assert.deepEqual(pipe.json[0], { result: 'v' });
+    assert.match(pipe.json[1].error, /^NOPERM/);
+    const tx = await call(base, '/multi-exec', { token: roToken, method: 'POST', body: JSON.stringify([['get', 'rokey'], ['set', 'rokey', 'x']]) });
+    assert.equal(tx.status, 400);
+    assert.match(tx.json.error, /NOPERM/);
+    const txOk = await call(base, '/multi-exec', { token: roToken, method: 'POST', body: JSON.stringify([['get', 'rokey']]) });
+    assert.deepEqual(txOk.json, [{ result: 'v' }]);
+    assert.deepEqual((await q('/get/rokey')).json, { result: 'v' });
+  });
+
+  test('ACL RESTTOKEN: token for an ACL user, wrong password, unknown user, revocation by rotation', async () => {
+    assert.deepEqual((await post('/', ['ACL', 'SETUSER', 'alice', 'on', '>s3cret', '~a:*', '+get', '+set', '+ping'])).json, { result: 'OK' });
+    const r = await post('/', ['ACL', 'RESTTOKEN', 'alice', 's3cret']);
+    assert.equal(r.status, 200);
+    const aliceToken: string = r.json.result;
+    assert.equal(typeof aliceToken, 'string');
+    const alice = (path: string) => call(base, path, { token: aliceToken });
+    assert.deepEqual((await alice('/set/a:1/x')).json, { result: 'OK' });
+    assert.deepEqual((await alice('/get/a:1')).json, { result: 'x' });
+    const denied = await alice('/set/b:1/x');
+    assert.equal(denied.status, 400);
+    assert.match(denied.json.error, /^NOPERM/);
+    assert.match((await alice('/del/a:1')).json.error, /^NOPERM/);
+    // path form works too
+    assert.equal((await q('/acl/resttoken/alice/s3cret')).status, 200);
+    const wrong = await post('/', ['ACL', 'RESTTOKEN', 'alice', 'nope']);
+    assert.equal(wrong.status, 400);
+    assert.equal(wrong.json.error, 'ERR Wrong password or user "alice" does not exist');
+    const unknown = await post('/', ['ACL', 'RESTTOKEN', 'bob', 'x']);
+    assert.equal(unknown.json.error, 'ERR Wrong password or user "bob" does not exist');
+    // a forged token is refused
+    assert.equal((await call(base, '/get/a:1', { token: aliceToken.slice(0, -4) + 'AAAA' })).status, 401);
+    // rotating the ACL token secret revokes it on the next request
+    svc.ctx.credentials.set('kv.aclTokenSecret', 'rotated-secret-' + Date.now());
+    assert.equal((await alice('/get/a:1')).status, 401);
+  });
+
+  test('rotating the standard and read-only tokens applies to the next request', async () => {
+    const oldStd = token;
+    const oldRo = roToken;
+    svc.ctx.credentials.set('kv.token', 'new-standard-token');
+    svc.ctx.credentials.set('kv.readonlyToken', 'new-readonly-token');
+    try {
+      assert.equal((await call(base, '/ping', { token: oldStd })).status, 401);
+      assert.equal((await call(base, '/ping', { token: oldRo })).status, 401);
+      assert.equal((await call(base, '/ping', { token: 'new-standard-token' })).status, 200);
+      assert.match((await call(base, '/set/x/y', { token: 'new-readonly-token' })).json.error, /^NOPERM/);
+    } finally {
+      svc.ctx.credentials.set('kv.token', oldStd);
+      svc.ctx.credentials.set('kv.readonlyToken', oldRo);
+    }
+  });
+});
