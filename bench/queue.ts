@@ -1,0 +1,351 @@
+/**
+ * Queue benchmark (`npm run bench:queue`): publish -> delivery to a local HTTP sink.
+ *
+ *   svc            svc as a child process (`node bin/svc.js serve`; SQLite WAL, each publish
+ *                  acknowledged after its group commit's WAL fsync),
+ *                  publishers in this process POST /v2/publish/<sink> (undici keep-alive pool)
+ *   bullmq         the peer users would otherwise build: BullMQ Queue.add + a Worker (child process,
+ *                  concurrency 64) POSTing each job to the same sink, on a redis-server this bench
+ *                  starts (appendonly yes, appendfsync everysec)
+ *   undici alone   the ceiling: undici POSTs straight to the sink, 64 in flight
+ *   delayed        N delayed messages in the store: svc start-up time and RSS vs an empty store
+ *
+ * Prints a markdown table with ratios and writes it to docs/readme/queue-bench.md.
+ * Flags: --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N> --skip-bullmq
+ *        --skip-delayed. Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool, request } from 'undici';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const TOKEN = 'bench-token';
+const now = () => performance.timeOrigin + performance.now();
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+}
+const flag = (name: string) => process.argv.includes(`--${name}`);
+
+// ---------------------------------------------------------------- sink
+interface Sink {
+  url: string;
+  /** Resolves when `n` deliveries have arrived since `expect` was called; latencies in ms. */
+  expect(n: number): Promise<{ lat: number[]; lastAt: number }>;
+  close(): Promise<void>;
+}
+
+async function startSink(): Promise<Sink> {
+  let want = 0;
+  let lat: number[] = [];
+  let done: ((v: { lat: number[]; lastAt: number }) => void) | undefined;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      res.end('ok');
+      try {
+        const { t } = JSON.parse(Buffer.concat(chunks).toString()) as { t: number };
+        lat.push(now() - t);
+      } catch {
+        return;
+      }
+      if (done && lat.length >= want) {
+        const d = done;
+        done = undefined;
+        d({ lat, lastAt: now() });
+      }
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    expect(n) {
+      want = n;
+      lat = [];
+      return new Promise((r) => (done = r));
+    },
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+
+// ---------------------------------------------------------------- helpers
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const p = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return p;
+}
+
+async function waitOutput(child: ChildProcess, re: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`timeout waiting for ${re}: ${out}`)), timeoutMs);
+    const on = (d: Buffer) => {
+      out += d.toString();
+      const m = re.exec(out);
+      if (m) {
+        clearTimeout(t);
+        resolve(m);
+      }
+    };
+    child.stdout?.on('data', on);
+    child.stderr?.on('data', on);
+  });
+}
+
+async function startSvc(dataDir: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+  const t0 = now();
+  const nodeArgs = (process.env.BENCH_SVC_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/svc.js'), 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const m = await waitOutput(child, /^queue\s+(http:\/\/\S+)/m, 120_000);
+  return { child, url: m[1], startMs: now() - t0 };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}
+
+function rssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+/** Runs `total` calls of `fn` with `conc` concurrent loops; returns elapsed ms. */
+async function loops(total: number, conc: number, fn: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = now();
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (next < total) await fn(next++);
+    }),
+  );
+  return now() - t0;
+}
+
+interface Row {
+  system: string;
+  publishers: number;
+  n: number;
+  accepted: number;
+  delivered: number;
+  p50: number;
+  p99: number;
+}
+
+// ---------------------------------------------------------------- svc
+async function benchSvc(sink: Sink, url: string, n: number, conc: number): Promise<Row> {
+  const pool = new Pool(url, { connections: conc, pipelining: 1 });
+  const dest = `/v2/publish/${sink.url}/bench`;
+  const delivered = sink.expect(n);
+  const t0 = now();
+  const pubMs = await loops(n, conc, async () => {
+    const res = await pool.request({
+      path: dest,
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ t: now() }),
+    });
+    await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`publish answered ${res.statusCode}`);
+  });
+  const { lat, lastAt } = await delivered;
+  await pool.close();
+  return { system: 'svc', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99) };
+}
+
+// ---------------------------------------------------------------- undici alone
+async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
+  const pool = new Pool(sink.url, { connections: conc, pipelining: 1 });
+  const delivered = sink.expect(n);
+  const ms = await loops(n, conc, async () => {
+    const res = await pool.request({ path: '/direct', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ t: now() }) });
+    await res.body.text();
+  });
+  const { lat } = await delivered;
+  await pool.close();
+  const rate = n / (ms / 1000);
+  return { system: 'undici alone (ceiling)', publishers: conc, n, accepted: rate, delivered: rate, p50: pct(lat, 50), p99: pct(lat, 99) };
+}
+
+// ---------------------------------------------------------------- bullmq
+async function bullmqWorker(redisPort: number, sinkUrl: string): Promise<void> {
+  const { Worker } = await import('bullmq');
+  const pool = new Pool(sinkUrl, { connections: 64, pipelining: 1 });
+  const worker = new Worker(
+    'bench',
+    async (job) => {
+      const res = await pool.request({ path: '/bull', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(job.data) });
+      await res.body.text();
+      if (res.statusCode >= 300) throw new Error(`sink answered ${res.statusCode}`);
+    },
+    { connection: { host: '127.0.0.1', port: redisPort }, concurrency: 64 },
+  );
+  await worker.waitUntilReady();
+  process.stdout.write('worker ready\n');
+}
+
+async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]> {
+  const { Queue } = await import('bullmq');
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-redis-'));
+  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await waitOutput(redis, /Ready to accept connections/, 10_000);
+  const worker = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--bullmq-worker', String(port), sink.url], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const rows: Row[] = [];
+  try {
+    await waitOutput(worker, /worker ready/, 30_000);
+    const queue = new Queue('bench', { connection: { host: '127.0.0.1', port } });
+    for (const [n, conc] of runs) {
+      const delivered = sink.expect(n);
+      const t0 = now();
+      const pubMs = await loops(n, conc, async () => {
+        await queue.add('j', { t: now() }, { removeOnComplete: true, attempts: 4, backoff: { type: 'exponential', delay: 1000 } });
+      });
+      const { lat, lastAt } = await delivered;
+      rows.push({ system: 'BullMQ + worker', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99) });
+    }
+    await queue.close();
+  } finally {
+    worker.kill('SIGKILL');
+    redis.kill('SIGTERM');
+    await new Promise((r) => redis.once('exit', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------- delayed messages
+async function benchDelayed(n: number): Promise<string[]> {
+  const { openSqliteQueueStore } = await import('../src/queue/store/sqlite.js');
+  const { buildMessage } = await import('../src/queue/build.js');
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-empty-'));
+  const full = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-delayed-'));
+  try {
+    const store = openSqliteQueueStore(path.join(full, 'queue.sqlite'));
+    const t = Date.now();
+    const body = Buffer.from(JSON.stringify({ hello: 'world', n: 0 }));
+    const fillStart = now();
+    for (let i = 0; i < n; i += 10_000) {
+      const batch = Array.from({ length: Math.min(10_000, n - i) }, (_, k) =>
+        buildMessage({ method: 'POST', headers: { 'Content-Type': ['application/json'] }, maxRetries: 3, delayMs: 86_400_000 + (i + k) }, { url: `http://127.0.0.1:9/delayed/${(i + k) % 1000}` }, body, t),
+      );
+      await store.enqueue(batch, t, 0);
+    }
+    await store.close();
+    const fillMs = now() - fillStart;
+    const measure = async (dir: string) => {
+      const s = await startSvc(dir);
+      await new Promise((r) => setTimeout(r, 3000)); // let the dispatcher settle
+      const rss = rssMb(s.child.pid!);
+      await stop(s.child);
+      return { startMs: s.startMs, rss };
+    };
+    const base = await measure(empty);
+    const loaded = await measure(full);
+    const dbMb = fs.statSync(path.join(full, 'queue.sqlite')).size / 1024 / 1024;
+    return [
+      `| store | start-up to listening (ms) | RSS after 3 s (MB) |`,
+      `| --- | ---: | ---: |`,
+      `| empty | ${base.startMs.toFixed(0)} | ${base.rss.toFixed(0)} |`,
+      `| ${n.toLocaleString('en')} delayed messages (${dbMb.toFixed(0)} MB file, filled in ${(fillMs / 1000).toFixed(1)} s) | ${loaded.startMs.toFixed(0)} | ${loaded.rss.toFixed(0)} |`,
+      ``,
+      `RSS increase with ${n.toLocaleString('en')} delayed messages: ${(loaded.rss - base.rss).toFixed(0)} MB (budget ~200 MB for 1M).`,
+    ];
+  } finally {
+    fs.rmSync(empty, { recursive: true, force: true });
+    fs.rmSync(full, { recursive: true, force: true });
+  }
+}
+
+/** Mean fdatasync latency (ms) of a 4 KB append in the OS temp dir. */
+function measureFsync(): number {
+  const file = path.join(os.tmpdir(), `svc-bench-fsync-${process.pid}`);
+  const fd = fs.openSync(file, 'w');
+  const buf = Buffer.alloc(4096);
+  const t0 = now();
+  for (let i = 0; i < 50; i++) {
+    fs.writeSync(fd, buf);
+    fs.fdatasyncSync(fd);
+  }
+  const ms = (now() - t0) / 50;
+  fs.closeSync(fd);
+  fs.rmSync(file);
+  return ms;
+}
+
+// ---------------------------------------------------------------- main
+async function main(): Promise<void> {
+  const wi = process.argv.indexOf('--bullmq-worker');
+  if (wi >= 0) return bullmqWorker(Number(process.argv[wi + 1]), process.argv[wi + 2]);
+
+  const loadAtStart = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  const fsyncMs = measureFsync();
+  const n1 = arg('n1', 1000);
+  const n64 = arg('n64', 20_000);
+  const delayed = arg('delayed', 100_000);
+  const sink = await startSink();
+  const rows: Row[] = [];
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-'));
+  const svc = await startSvc(dataDir);
+  try {
+    await benchSvc(sink, svc.url, 200, 8); // warm-up
+    rows.push(await benchSvc(sink, svc.url, n1, 1));
+    rows.push(await benchSvc(sink, svc.url, n64, 64));
+  } finally {
+    await stop(svc.child);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  rows.push(await benchUndici(sink, n64, 64));
+  if (!flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, [[200, 8], [n1, 1], [n64, 64]])).slice(1));
+  await sink.close();
+
+  const svc64 = rows.find((r) => r.system === 'svc' && r.publishers === 64)!;
+  const lines = [
+    `# Queue benchmark`,
+    ``,
+    `${new Date().toISOString()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at start ${loadAtStart} (the machine is shared). ` +
+      `svc: SQLite WAL, every publish acknowledged only after its group commit's WAL fsync (fdatasync measured at ${fsyncMs.toFixed(1)} ms on this disk); ` +
+      `BullMQ: redis-server appendonly yes, appendfsync everysec (no fsync per job). Sink, publishers and undici in the bench process; svc and the BullMQ worker in their own processes. ` +
+      `Latency = publisher send -> sink receive.`,
+    ``,
+    `| system | publishers | messages | accepted msg/s | delivered msg/s | p50 publish->delivery (ms) | p99 (ms) | delivered vs svc@64 |`,
+    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
+    ...rows.map(
+      (r) =>
+        `| ${r.system} | ${r.publishers} | ${r.n} | ${r.accepted.toFixed(0)} | ${r.delivered.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.delivered / svc64.delivered).toFixed(2)}x |`,
+    ),
+    ``,
+  ];
+  if (!flag('skip-delayed')) {
+    lines.push(`## Delayed messages: memory and start-up`, ``, ...(await benchDelayed(delayed)), ``);
+  }
+  const text = lines.join('\n');
+  process.stdout.write(text + '\n');
+  fs.mkdirSync(path.join(ROOT, 'docs/readme'), { recursive: true });
+  fs.writeFileSync(path.join(ROOT, 'docs/readme/queue-bench.md'), text);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,56 @@
+/**
+ * Messages (reference §A.2): `GET /v2/messages/{id}`, `DELETE /v2/messages/{id}` (`{cancelled}`;
+ * 404 when unknown or finished), bulk `DELETE /v2/messages` by `messageIds` / filter query
+ * parameters (SDK >= 2.10) or the older JSON body `{"messageIds": [...]}` (SDK <= 2.8).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { errors } from '../errors.js';
+import { messageJson } from '../wire.js';
+import type { QueueApiContext } from './context.js';
+import { parseFilter, type Query } from './query.js';
+
+/** Parses an optional JSON body of a bulk request (`{messageIds}` / `{dlqIds}`); {} when empty. */
+export function jsonBody(req: FastifyRequest): Record<string, unknown> {
+  const raw = req.body as Buffer | undefined;
+  if (!raw || raw.length === 0) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw errors.invalidJson((err as Error).message);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw errors.badRequest('body must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+/** A string array field of a JSON body, or undefined. */
+export function stringList(body: Record<string, unknown>, name: string): string[] | undefined {
+  const v = body[name];
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw errors.badRequest(`"${name}" must be an array of strings`);
+  return v as string[];
+}
+
+export function registerMessageRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
+  app.get('/v2/messages/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
+    const m = await ctx.store.getMessage(req.params.id);
+    if (!m) throw errors.notFound(`message ${req.params.id}`);
+    return messageJson(m);
+  });
+
+  app.delete('/v2/messages/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
+    const m = await ctx.store.getMessage(req.params.id);
+    if (!m) throw errors.notFound(`message ${req.params.id}`);
+    const cancelled = await ctx.store.cancel({ messageIds: [req.params.id] }, ctx.clock.now());
+    return { cancelled };
+  });
+
+  app.delete('/v2/messages', async (req: FastifyRequest) => {
+    const body = jsonBody(req);
+    const ids = stringList(body, 'messageIds');
+    const filter = ids ? { messageIds: ids } : parseFilter(req.query as Query, 'messages');
+    if (filter.messageIds?.length === 0) return { cancelled: 0 };
+    const cancelled = await ctx.store.cancel(filter, ctx.clock.now());
+    return { cancelled };
+  });
+}

@@ -1,0 +1,150 @@
+/**
+ * Publish headers -> {@link PublishOptions} (reference §A.3). Input is a map of configuration
+ * headers with the `Svc-`/`Upstash-` prefix already removed (lower-case keys, `Svc-` winning, as
+ * `svcHeadersWithPrefix` gives), plus the request's `Content-Type`. Callback and failure-callback
+ * configuration (`Upstash-Callback-Retries`, `...-Forward-X`, nested `...-Failure-Callback-...`) is
+ * parsed by the same function on the sub-map, recursively.
+ *
+ * @throws QueueError 400 naming the bad header.
+ */
+import { errors } from '../errors.js';
+import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from '../model.js';
+import { compileExpression } from '../delivery/expr.js';
+import { parseDuration } from '../delivery/backoff.js';
+import { MAX_TIMEOUT_MS } from '../delivery/dispatcher.js';
+import { canonicalHeader } from '../wire.js';
+
+export const DEFAULT_RETRIES = 3;
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+const MAX_DEPTH = 4;
+
+/**
+ * Parses options from `cfg` (prefix-less config headers) and `contentType`.
+ * `defaultRetries` is 3 for messages and the parent's retries for callbacks.
+ */
+export function parseOptions(
+  cfg: Record<string, string>,
+  contentType: string | undefined,
+  now: number,
+  defaultRetries = DEFAULT_RETRIES,
+  depth = 0,
+): PublishOptions {
+  const headers: HeaderMap = {};
+  for (const [k, v] of Object.entries(cfg)) {
+    if (k.startsWith('forward-') && k.length > 8) {
+      const name = canonicalHeader(k.slice(8));
+      headers[name] = [v];
+    }
+  }
+  if (contentType) headers['Content-Type'] = [contentType];
+
+  const method = (cfg['method'] ?? 'POST').toUpperCase();
+  if (!METHODS.has(method)) throw errors.invalidHeader('Method', cfg['method'], 'expected GET, POST, PUT, PATCH or DELETE');
+
+  const opts: PublishOptions = { method, headers, maxRetries: defaultRetries };
+
+  if (cfg['not-before'] !== undefined) {
+    const v = cfg['not-before'].trim();
+    if (!/^\d+$/.test(v)) throw errors.invalidHeader('Not-Before', v, 'expected unix seconds');
+    opts.notBefore = Number(v) * 1000;
+  } else if (cfg['delay'] !== undefined) {
+    const ms = parseDuration(cfg['delay']);
+    if (ms === undefined) throw errors.invalidHeader('Delay', cfg['delay'], 'expected a duration such as 10s, 5m, 2h, 1d or 1d10h30m');
+    if (ms > 0) opts.delayMs = ms;
+  }
+  if (cfg['retries'] !== undefined) {
+    const v = cfg['retries'].trim();
+    if (!/^\d+$/.test(v) || Number(v) > 100) throw errors.invalidHeader('Retries', v, 'expected an integer from 0 to 100');
+    opts.maxRetries = Number(v);
+  }
+  if (cfg['retry-delay'] !== undefined) {
+    try {
+      compileExpression(cfg['retry-delay']);
+    } catch (err) {
+      throw errors.invalidHeader('Retry-Delay', cfg['retry-delay'], (err as Error).message);
+    }
+    opts.retryDelay = cfg['retry-delay'];
+  }
+  if (cfg['timeout'] !== undefined) {
+    const ms = parseDuration(cfg['timeout']);
+    if (ms === undefined || ms <= 0 || ms > MAX_TIMEOUT_MS) {
+      throw errors.invalidHeader('Timeout', cfg['timeout'], 'expected a positive duration up to 2h, such as 30s or 5m');
+    }
+    opts.timeoutMs = ms;
+  }
+  if (depth < MAX_DEPTH) {
+    for (const [key, field] of [
+      ['callback', 'callback'],
+      ['failure-callback', 'failureCallback'],
+    ] as const) {
+      const url = cfg[key];
+      if (url === undefined) continue;
+      checkUrl(url, key === 'callback' ? 'Callback' : 'Failure-Callback');
+      opts[field] = url;
+      const sub: Record<string, string> = {};
+      for (const [k, v] of Object.entries(cfg)) if (k.startsWith(`${key}-`)) sub[k.slice(key.length + 1)] = v;
+      const subOpts = parseOptions(sub, sub['content-type'], now, opts.maxRetries, depth + 1);
+      if (key === 'callback') opts.callbackOptions = subOpts;
+      else opts.failureCallbackOptions = subOpts;
+    }
+  }
+  if (cfg['deduplication-id'] !== undefined) opts.deduplicationId = cfg['deduplication-id'];
+  if (cfg['content-based-deduplication'] !== undefined) opts.contentBasedDeduplication = cfg['content-based-deduplication'].toLowerCase() === 'true';
+  if (cfg['label'] !== undefined) {
+    const labels = cfg['label'].split(',').map((s) => s.trim()).filter(Boolean);
+    if (labels.length) opts.labels = labels;
+  }
+  if (cfg['redact-fields'] !== undefined) opts.redact = parseRedact(cfg['redact-fields']);
+  if (cfg['flow-control-key'] !== undefined) {
+    opts.flowControlKey = cfg['flow-control-key'];
+    opts.flowControl = parseFlowControl(cfg['flow-control-value'] ?? '');
+  }
+  return opts;
+}
+
+function checkUrl(url: string, header: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw errors.invalidHeader(header, url, 'expected an absolute http(s) URL');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw errors.invalidHeader(header, url, 'expected an absolute http(s) URL');
+}
+
+/** `body`, `header`/`headers`, `header[Name]` comma list (reference §A.3). */
+export function parseRedact(v: string): RedactSpec {
+  const spec: RedactSpec = {};
+  for (const part of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (part === 'body') spec.body = true;
+    else if (part === 'header' || part === 'headers') spec.header = true;
+    else {
+      const m = /^headers?\[(.+)\]$/.exec(part);
+      if (!m) throw errors.invalidHeader('Redact-Fields', v, 'expected a comma list of body, header, header[Name]');
+      if (spec.header !== true) spec.header = [...(spec.header ?? []), canonicalHeader(m[1].trim())];
+    }
+  }
+  return spec;
+}
+
+/** `parallelism=N, rate=N, period=P` (period: seconds or a duration; default 1 s). */
+export function parseFlowControl(v: string): FlowControl {
+  const fc: FlowControl = {};
+  for (const part of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^(parallelism|rate|period)=(.+)$/.exec(part);
+    if (!m) throw errors.badRequest('Upstash-Flow-Control-Value should be either rate=X or parallelism=Y, or both as comma-separated values');
+    if (m[1] === 'period') {
+      const ms = parseDuration(m[2]);
+      if (ms === undefined || ms <= 0) throw errors.badRequest(`invalid flow control period ${JSON.stringify(m[2])}`);
+      fc.period = Math.round(ms / 1000);
+    } else {
+      if (!/^\d+$/.test(m[2]) || Number(m[2]) <= 0) throw errors.badRequest(`invalid flow control ${m[1]} ${JSON.stringify(m[2])}`);
+      fc[m[1] as 'parallelism' | 'rate'] = Number(m[2]);
+    }
+  }
+  if (fc.parallelism === undefined && fc.rate === undefined) {
+    throw errors.badRequest('Upstash-Flow-Control-Value should be either rate=X or parallelism=Y, or both as comma-separated values');
+  }
+  if (fc.rate !== undefined && fc.period === undefined) fc.period = 1;
+  return fc;
+}

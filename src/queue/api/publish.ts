@@ -1,0 +1,156 @@
+/**
+ * `POST /v2/publish/{destination}` and `POST /v2/batch` (reference §A.1-§A.3).
+ *
+ * The destination is the raw rest of the path (never decoded, `//` kept) plus the request's own
+ * query string (minus our token parameters); a percent-encoded `http%3A...` destination is
+ * decoded once. Responses: `{messageId, url, deduplicated?}` (200; 202 for a duplicate), an array
+ * for URL-group destinations, and an array per entry for batch.
+ */
+import net from 'node:net';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { svcHeadersWithPrefix } from '../../http/headers.js';
+import { buildMessage, type Target } from '../build.js';
+import { isPrivateAddress } from '../delivery/http.js';
+import { errors } from '../errors.js';
+import type { NewMessage } from '../model.js';
+import type { QueueApiContext } from './context.js';
+import { parseOptions } from './options.js';
+
+const TOKEN_PARAMS = new Set(['qstash_token', 'svc_token']);
+
+/** The destination of `/v2/publish/...` rebuilt from the raw request URL. */
+export function destinationFromRawUrl(rawUrl: string, prefix: string): string {
+  const rest = rawUrl.slice(rawUrl.indexOf(prefix) + prefix.length);
+  const q = rest.indexOf('?');
+  let dest = q < 0 ? rest : rest.slice(0, q);
+  if (/^https?%3A/i.test(dest)) {
+    try {
+      dest = decodeURIComponent(dest);
+    } catch {
+      /* keep raw */
+    }
+  }
+  if (q >= 0) {
+    const kept = rest
+      .slice(q + 1)
+      .split('&')
+      .filter((kv) => kv !== '' && !TOKEN_PARAMS.has(decodeURIComponent(kv.split('=')[0] ?? '')));
+    if (kept.length) dest += (dest.includes('?') ? '&' : '?') + kept.join('&');
+  }
+  return dest;
+}
+
+/** Validates an http(s) URL destination (and the SSRF switch on literal addresses). */
+export function checkDestination(dest: string, blockPrivate: boolean): void {
+  let u: URL;
+  try {
+    u = new URL(dest);
+  } catch {
+    throw errors.invalidDestination(dest, 'not an absolute URL');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw errors.invalidDestination(dest, 'only http and https are supported');
+  if (blockPrivate) {
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    if (host === 'localhost' || host.endsWith('.localhost') || (net.isIP(host) && isPrivateAddress(host))) {
+      throw errors.privateDestination(dest);
+    }
+  }
+}
+
+async function targetsFor(ctx: QueueApiContext, dest: string): Promise<{ targets: Target[]; isUrl: boolean }> {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(dest)) {
+    checkDestination(dest, ctx.config.blockPrivateDestinations);
+    return { targets: [{ url: dest }], isUrl: true };
+  }
+  const resolved = await ctx.resolveDestination(dest);
+  if (!resolved) throw errors.invalidDestination(dest, 'not an http(s) URL and no URL group of that name exists');
+  for (const t of resolved) checkDestination(t.url, ctx.config.blockPrivateDestinations);
+  return { targets: resolved, isUrl: false };
+}
+
+function lowerStringHeaders(h: unknown): Record<string, string> {
+  if (h === undefined || h === null) return {};
+  if (typeof h !== 'object' || Array.isArray(h)) throw errors.badRequest('batch entry "headers" must be an object of strings');
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h as Record<string, unknown>)) {
+    if (typeof v !== 'string') throw errors.badRequest(`batch entry header ${JSON.stringify(k)} must be a string`);
+    out[k.toLowerCase()] = v;
+  }
+  return out;
+}
+
+/** Registers the publish routes. */
+export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
+  const publishResponse = (targets: Target[], results: { messageId: string; deduplicated: boolean }[], isUrl: boolean) => {
+    const items = results.map((r, i) => ({
+      messageId: r.messageId,
+      url: targets[i].url,
+      ...(r.deduplicated ? { deduplicated: true } : {}),
+    }));
+    return isUrl ? items[0] : items;
+  };
+
+  // Due messages are handed to the dispatcher claimed in the publish transaction itself (one
+  // commit on the hot path); the rest wait in the store and the dispatcher is told when.
+  const enqueue = async (msgs: NewMessage[]) => {
+    const now = ctx.clock.now();
+    const claim = ctx.dispatcher.reserve(msgs, now);
+    let results;
+    try {
+      results = await ctx.store.enqueue(msgs, now, ctx.config.dedupWindowMs, claim);
+    } catch (err) {
+      ctx.dispatcher.accept(claim, []);
+      throw err;
+    }
+    ctx.dispatcher.accept(claim, results.flatMap((r) => (r.claimed ? [r.claimed] : [])));
+    let first = Infinity;
+    msgs.forEach((m, i) => {
+      if (!results[i].claimed && !results[i].deduplicated) first = Math.min(first, m.dueAt);
+    });
+    if (first < Infinity) ctx.dispatcher.notify(first);
+    return results;
+  };
+
+  app.post('/v2/publish/*', async (req: FastifyRequest, reply) => {
+    const dest = destinationFromRawUrl(req.raw.url ?? '', '/v2/publish/');
+    if (!dest) throw errors.invalidDestination(dest, 'missing');
+    const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
+    if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
+    const now = ctx.clock.now();
+    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now);
+    const { targets, isUrl } = await targetsFor(ctx, dest);
+    const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp: req.ip }));
+    const results = await enqueue(msgs);
+    if (results.every((r) => r.deduplicated)) reply.code(202);
+    return publishResponse(targets, results, isUrl);
+  });
+
+  app.post('/v2/batch', async (req: FastifyRequest) => {
+    const raw = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
+    let entries: unknown;
+    try {
+      entries = JSON.parse(raw.toString('utf8'));
+    } catch (err) {
+      throw errors.invalidJson((err as Error).message);
+    }
+    if (!Array.isArray(entries)) throw errors.badRequest('batch body must be a JSON array of {destination, headers?, body?}');
+    const now = ctx.clock.now();
+    const plan: { targets: Target[]; isUrl: boolean; msgs: NewMessage[] }[] = [];
+    for (const [i, e] of entries.entries()) {
+      if (!e || typeof e !== 'object') throw errors.badRequest(`batch entry ${i} must be an object`);
+      const { destination, headers, body, queue } = e as Record<string, unknown>;
+      if (typeof destination !== 'string' || !destination) throw errors.badRequest(`batch entry ${i}: "destination" must be a non-empty string`);
+      if (body !== undefined && body !== null && typeof body !== 'string') throw errors.badRequest(`batch entry ${i}: "body" must be a string`);
+      if (queue !== undefined) throw errors.badRequest(`batch entry ${i}: queues are not supported by this server yet`);
+      const h = lowerStringHeaders(headers);
+      const bytes = Buffer.from((body as string | undefined) ?? '', 'utf8');
+      if (bytes.length > ctx.config.maxMessageBytes) throw errors.tooLarge(bytes.length, ctx.config.maxMessageBytes);
+      const opts = parseOptions(svcHeadersWithPrefix(h, ''), h['content-type'], now);
+      const { targets, isUrl } = await targetsFor(ctx, destination);
+      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip })) });
+    }
+    const results = await enqueue(plan.flatMap((p) => p.msgs));
+    let k = 0;
+    return plan.map((p) => publishResponse(p.targets, p.msgs.map(() => results[k++]), p.isUrl));
+  });
+}

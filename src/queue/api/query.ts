@@ -1,0 +1,93 @@
+/**
+ * Query string -> {@link MessageFilter} and {@link Page} for the DLQ, logs and bulk endpoints
+ * (spec "List DLQ messages", "List events"; reference §A.2, §B.4, §B.5). Multi-value filters come
+ * as repeated parameters or one comma-separated value; OR within a field, AND across fields.
+ *
+ * @throws QueueError 400 for malformed numbers, unknown states or orders.
+ */
+import { errors } from '../errors.js';
+import { LOG_STATES, type LogState, type MessageFilter, type Page } from '../model.js';
+
+export type Query = Record<string, string | string[] | undefined>;
+
+function values(q: Query, ...names: string[]): string[] | undefined {
+  const out: string[] = [];
+  for (const name of names) {
+    const v = q[name];
+    if (v === undefined) continue;
+    for (const item of Array.isArray(v) ? v : [v]) {
+      // URLs may contain commas: split only where a new URL starts.
+      const parts = name === 'url' ? item.split(/,(?=https?:\/\/)/) : item.split(',');
+      for (const p of parts.map((s) => s.trim())) if (p) out.push(p);
+    }
+  }
+  return out.length ? out : undefined;
+}
+
+function int(q: Query, name: string): number | undefined {
+  const v = values(q, name);
+  if (!v) return undefined;
+  if (!/^\d+$/.test(v[0])) throw errors.badRequest(`invalid ${name} ${JSON.stringify(v[0])}: expected unix milliseconds / a non-negative integer`);
+  return Number(v[0]);
+}
+
+/** Expands `IN_PROGRESS` and accepts the SDK spelling `CANCELED` (reference §B.2). */
+function states(q: Query): LogState[] | undefined {
+  const v = values(q, 'state');
+  if (!v) return undefined;
+  const out = new Set<LogState>();
+  for (const raw of v) {
+    const s = raw.toUpperCase();
+    if (s === 'IN_PROGRESS') ['ACTIVE', 'RETRY', 'ERROR'].forEach((x) => out.add(x as LogState));
+    else if (s === 'CANCELED') out.add('CANCELLED');
+    else if (s === 'CANCEL_REQUESTED' || (LOG_STATES as readonly string[]).includes(s)) out.add(s as LogState);
+    else throw errors.badRequest(`invalid state ${JSON.stringify(raw)}: expected one of ${LOG_STATES.join(', ')}, IN_PROGRESS`);
+  }
+  return [...out];
+}
+
+/** The filter of a request; `kind` selects which extra fields apply. */
+export function parseFilter(q: Query, kind: 'dlq' | 'logs' | 'messages'): MessageFilter {
+  const f: MessageFilter = {
+    messageIds: values(q, 'messageId', 'messageIds'),
+    url: values(q, 'url'),
+    topicName: values(q, 'topicName', 'urlGroup'),
+    queueName: values(q, 'queueName'),
+    scheduleId: values(q, 'scheduleId'),
+    label: values(q, 'label'),
+    flowControlKey: values(q, 'flowControlKey'),
+    callerIp: values(q, 'callerIp', 'callerIP'),
+    host: values(q, 'host'),
+    path: values(q, 'path'),
+    fromDate: int(q, 'fromDate'),
+    toDate: int(q, 'toDate'),
+  };
+  if (kind === 'dlq') {
+    f.dlqIds = values(q, 'dlqIds', 'dlqId');
+    const rs = values(q, 'responseStatus');
+    if (rs) {
+      if (!rs.every((s) => /^\d{3}$/.test(s))) throw errors.badRequest(`invalid responseStatus ${JSON.stringify(rs.join(','))}`);
+      f.responseStatus = rs.map(Number);
+    }
+  }
+  if (kind === 'logs') f.state = states(q);
+  return f;
+}
+
+/** `count` (default = max = `maxCount`), `cursor`, `order` (default latestFirst). */
+export function parsePage(q: Query, maxCount: number, defaultCount = maxCount): Page {
+  const c = int(q, 'count');
+  if (c !== undefined && c < 1) throw errors.badRequest('count must be at least 1');
+  const cursorRaw = values(q, 'cursor')?.[0];
+  if (cursorRaw !== undefined && !/^\d+$/.test(cursorRaw)) throw errors.badRequest(`invalid cursor ${JSON.stringify(cursorRaw)}`);
+  const order = values(q, 'order')?.[0] ?? 'latestFirst';
+  if (order !== 'latestFirst' && order !== 'earliestFirst') {
+    throw errors.badRequest(`invalid order ${JSON.stringify(order)}: expected latestFirst or earliestFirst`);
+  }
+  return { count: Math.min(maxCount, c ?? defaultCount), cursor: cursorRaw, order };
+}
+
+/** True when no filter field is set (bulk operations then act on everything). */
+export function isEmptyFilter(f: MessageFilter): boolean {
+  return Object.values(f).every((v) => v === undefined);
+}

@@ -1,0 +1,124 @@
+/**
+ * Builds {@link NewMessage}s: from publish options (API), and the callback / failure-callback
+ * messages spawned by a delivery attempt (reference §A.7: "callbacks are themselves messages").
+ */
+import { createHash } from 'node:crypto';
+import { randomChunk } from './random.js';
+import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage } from './model.js';
+
+/** A message id: `msg_` + 26 random base64url characters (reference §A.4 id shapes). */
+export function newMessageId(): string {
+  return `msg_${randomChunk(20).toString('base64url')}`;
+}
+
+export interface Target {
+  url: string;
+  topicName?: string;
+  endpointName?: string;
+  queueName?: string;
+  scheduleId?: string;
+}
+
+/**
+ * A new message for `target` with `opts`. `dueAt` = notBefore, else now + delay, else now.
+ * The dedup key: `id:<Deduplication-Id>`, or for content-based dedup the SHA-256 of destination,
+ * body, and forwarded headers (incl. Content-Type) (reference §A.3).
+ */
+export function buildMessage(
+  opts: PublishOptions,
+  target: Target,
+  body: Buffer,
+  now: number,
+  extra: { kind?: MessageKind; callerIp?: string; extra?: Record<string, unknown> } = {},
+): NewMessage {
+  const dueAt = opts.notBefore ?? (opts.delayMs ? now + opts.delayMs : now);
+  let dedupKey: string | undefined;
+  if (opts.deduplicationId !== undefined) dedupKey = `id:${opts.deduplicationId}`;
+  else if (opts.contentBasedDeduplication) {
+    const h = createHash('sha256');
+    h.update(target.url).update('\0').update(JSON.stringify(Object.entries(opts.headers).sort())).update('\0').update(body);
+    dedupKey = `content:${h.digest('base64url')}`;
+  }
+  return {
+    id: newMessageId(),
+    kind: extra.kind ?? 'message',
+    url: target.url,
+    method: opts.method,
+    headers: opts.headers,
+    body,
+    createdAt: now,
+    notBefore: opts.notBefore ?? (opts.delayMs ? dueAt : undefined),
+    dueAt,
+    maxRetries: opts.maxRetries,
+    retryDelay: opts.retryDelay,
+    timeoutMs: opts.timeoutMs,
+    callback: opts.callback,
+    callbackOptions: opts.callbackOptions,
+    failureCallback: opts.failureCallback,
+    failureCallbackOptions: opts.failureCallbackOptions,
+    callerIp: extra.callerIp,
+    labels: opts.labels,
+    redact: opts.redact,
+    topicName: target.topicName,
+    endpointName: target.endpointName,
+    queueName: target.queueName,
+    scheduleId: target.scheduleId,
+    flowControlKey: opts.flowControlKey,
+    flowControl: opts.flowControl,
+    extra: extra.extra,
+    dedupKey,
+  };
+}
+
+/** The callback payload of reference §A.7 (failure callbacks add `dlqId`). */
+export function callbackPayload(m: StoredMessage, outcome: AttemptOutcome, dlqId?: string): Record<string, unknown> {
+  const sourceHeader: Record<string, string[]> = m.headers;
+  return {
+    status: outcome.status ?? 0,
+    header: outcome.headers ?? {},
+    body: (outcome.body ?? Buffer.alloc(0)).toString('base64'),
+    ...(outcome.error && outcome.status === undefined ? { error: outcome.error } : {}),
+    retried: m.retried,
+    maxRetries: m.maxRetries,
+    sourceMessageId: m.id,
+    topicName: m.topicName,
+    endpointName: m.endpointName,
+    url: m.url,
+    method: m.method,
+    sourceHeader,
+    sourceBody: m.body.toString('base64'),
+    notBefore: String(m.notBefore ?? m.createdAt),
+    createdAt: String(m.createdAt),
+    scheduleId: m.scheduleId,
+    callerIP: m.callerIp,
+    ...(dlqId !== undefined ? { dlqId } : {}),
+  };
+}
+
+const DEFAULT_CALLBACK_OPTIONS = (m: StoredMessage): PublishOptions => ({ method: 'POST', headers: {}, maxRetries: m.maxRetries });
+
+/**
+ * The callback (`kind` 'callback', to `m.callback`) or failure-callback message for attempt
+ * `outcome` of `m`; undefined when `m` has none configured.
+ */
+export function buildCallback(
+  m: StoredMessage,
+  kind: 'callback' | 'failure_callback',
+  outcome: AttemptOutcome,
+  now: number,
+  dlqId?: string,
+): NewMessage | undefined {
+  const url = kind === 'callback' ? m.callback : m.failureCallback;
+  if (!url) return undefined;
+  const opts = (kind === 'callback' ? m.callbackOptions : m.failureCallbackOptions) ?? DEFAULT_CALLBACK_OPTIONS(m);
+  const headers = { ...opts.headers };
+  if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) headers['Content-Type'] = ['application/json'];
+  const body = Buffer.from(JSON.stringify(callbackPayload(m, outcome, dlqId)));
+  return buildMessage(
+    { ...opts, headers, deduplicationId: undefined, contentBasedDeduplication: false },
+    { url, topicName: undefined, queueName: undefined, scheduleId: m.scheduleId },
+    body,
+    now,
+    { kind, callerIp: m.callerIp },
+  );
+}

@@ -1,0 +1,355 @@
+/**
+ * The dispatcher: claims due messages from the store, delivers them with bounded concurrency and
+ * per-origin fairness, and records each outcome (reference §B.1, §B.2, issue 3 "Store and engine").
+ *
+ * Memory: pending messages live in the store. The dispatcher holds only the messages it has
+ * claimed (at most `maxConcurrent` in flight plus a ready buffer of the same size), and asks the
+ * store for the earliest due time (an index lookup) to know when to wake up. A million delayed
+ * messages therefore cost no memory here.
+ *
+ * Fairness: one origin (scheme://host:port) may hold at most `perOriginLimit` slots (in flight +
+ * ready); claims skip origins at their cap, so one slow destination cannot take every slot.
+ *
+ * Crash safety: every claim is a lease (owner = this dispatcher's id). On start all leases are
+ * released (this process owns the store), so messages in flight at a crash are delivered again.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../../logger.js';
+import { buildCallback } from '../build.js';
+import type { AttemptOutcome, NewMessage, StoredMessage } from '../model.js';
+import type { EnqueueClaim, QueueStore } from '../store/types.js';
+import { retryAfterMs, retryDelayMs } from './backoff.js';
+import type { HttpSender } from './http.js';
+import { signDelivery } from './signing.js';
+
+/** Injectable time source (ms). */
+export interface Clock {
+  now(): number;
+}
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** Default per-attempt timeout when the message has none (reference §B.6: 15 min on the free plan). */
+export const DEFAULT_TIMEOUT_MS = 15 * 60_000;
+/** Longest per-attempt timeout a message may ask for (reference §B.6: 2 h on pay-as-you-go). */
+export const MAX_TIMEOUT_MS = 2 * 3_600_000;
+/** Lease margin past the longest attempt before the lease may be reaped. */
+const LEASE_MARGIN_MS = 60_000;
+/** Longest sleep between store polls when nothing is due (also covers missed notifications). */
+const MAX_IDLE_MS = 1000;
+/** Most messages claimed per store round trip. */
+const CLAIM_BATCH = 512;
+
+export interface DispatcherOptions {
+  store: QueueStore;
+  sender: HttpSender;
+  logger: Logger;
+  clock?: Clock;
+  maxConcurrent: number;
+  /** Slots one origin may hold; default half of `maxConcurrent` (at least 1). */
+  perOriginLimit?: number;
+  /** The current signing key, read at delivery time (rotations apply at once). */
+  signingKey: () => string;
+  /** `Upstash-Region` value, e.g. `EU-CENTRAL-1`. */
+  region: string;
+  /** Observer for tests/bench: called after an outcome is recorded. */
+  onOutcome?: (m: StoredMessage, outcome: AttemptOutcome) => void;
+}
+
+export class Dispatcher {
+  readonly owner = `d_${randomBytes(6).toString('hex')}`;
+  private readonly clock: Clock;
+  private readonly perOriginLimit: number;
+  private inFlight = 0;
+  /** In flight + ready, per origin. */
+  private readonly perOrigin = new Map<string, number>();
+  /** In flight only, per origin. */
+  private readonly flying = new Map<string, number>();
+  private readonly ready = new Map<string, StoredMessage[]>();
+  private readyCount = 0;
+  /** Slots promised to enqueues whose hand-off has not come back yet. */
+  private reserved = 0;
+  private readonly reservedOrigins = new Map<EnqueueClaim, string[]>();
+  private pumping = false;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private stopped = true;
+  private abandoned = false;
+  private readonly active = new Set<Promise<void>>();
+
+  constructor(private readonly o: DispatcherOptions) {
+    this.clock = o.clock ?? systemClock;
+    this.perOriginLimit = o.perOriginLimit ?? Math.max(1, Math.ceil(o.maxConcurrent / 2));
+  }
+
+  /** Releases every lease (crash recovery) and starts delivering. */
+  async start(): Promise<void> {
+    this.abandoned = false;
+    const n = await this.o.store.releaseLeases(this.clock.now(), true);
+    if (n) this.o.logger.info({ released: n }, 'queue: re-queued messages that were in flight at the last stop');
+    this.stopped = false;
+    this.kick();
+  }
+
+  /** Tells the dispatcher a message becomes due at `dueAt` (ms) so it can wake up early. */
+  notify(dueAt: number): void {
+    if (this.stopped) return;
+    if (dueAt <= this.clock.now()) this.kick();
+    else this.wakeAt(dueAt);
+  }
+
+  /**
+   * Chooses which of `msgs` (about to be enqueued at `now`) this dispatcher takes at once, claimed
+   * in the enqueue transaction: those due now, within the free slots and each origin's cap (so a
+   * burst to one destination cannot fill the buffer). Undefined when none. Pair every claim with
+   * {@link accept}.
+   */
+  reserve(msgs: readonly NewMessage[], now: number): EnqueueClaim | undefined {
+    if (this.stopped) return undefined;
+    let room = this.o.maxConcurrent * 2 - this.inFlight - this.readyCount - this.reserved;
+    const ids = new Set<string>();
+    const origins: string[] = [];
+    for (const m of msgs) {
+      if (room <= 0) break;
+      if (m.dueAt > now) continue;
+      const origin = originOf(m.url);
+      const load = this.load(origin);
+      if (load >= this.perOriginLimit) continue;
+      this.perOrigin.set(origin, load + 1);
+      ids.add(m.id);
+      origins.push(origin);
+      room--;
+    }
+    if (!ids.size) return undefined;
+    this.reserved += ids.size;
+    const claim: EnqueueClaim = { owner: this.owner, leaseUntil: now + MAX_TIMEOUT_MS + LEASE_MARGIN_MS, ids };
+    this.reservedOrigins.set(claim, origins);
+    return claim;
+  }
+
+  /** Takes the messages an enqueue handed off (claimed by us) and releases the reservation. */
+  accept(claim: EnqueueClaim | undefined, messages: StoredMessage[]): void {
+    if (!claim) return;
+    this.reserved -= claim.ids.size;
+    for (const origin of this.reservedOrigins.get(claim) ?? []) {
+      const left = (this.perOrigin.get(origin) ?? 1) - 1;
+      if (left <= 0) this.perOrigin.delete(origin);
+      else this.perOrigin.set(origin, left);
+    }
+    this.reservedOrigins.delete(claim);
+    if (this.stopped) return; // still leased to us in the store; released at the next start
+    for (const m of messages) this.addReady(m);
+    this.startReady();
+  }
+
+  private addReady(m: StoredMessage): void {
+    const origin = originOf(m.url);
+    const q = this.ready.get(origin);
+    if (q) q.push(m);
+    else this.ready.set(origin, [m]);
+    this.readyCount++;
+    this.perOrigin.set(origin, (this.perOrigin.get(origin) ?? 0) + 1);
+  }
+
+  /**
+   * Stops claiming and waits up to `graceMs` for in-flight deliveries (their outcomes are
+   * recorded). Deliveries still running after that are abandoned: their outcome is not recorded,
+   * their lease stays, and the next start delivers them again (at-least-once).
+   */
+  async stop(graceMs = 5000): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.active]), new Promise((r) => (t = setTimeout(r, graceMs)))]);
+    clearTimeout(t);
+    this.abandoned = true;
+  }
+
+  /** Deliveries in flight now (for tests and health). */
+  get busy(): number {
+    return this.inFlight;
+  }
+
+  private wakeAt(at: number): void {
+    if (at >= this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.kick();
+    }, Math.max(0, at - this.clock.now()));
+    this.timer.unref?.();
+  }
+
+  private kick(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    this.pump()
+      .catch((err) => this.o.logger.error({ err }, 'queue: dispatcher error'))
+      .finally(() => {
+        this.pumping = false;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  private async pump(): Promise<void> {
+    for (;;) {
+      this.again = false;
+      this.startReady();
+      const free = this.o.maxConcurrent * 2 - this.inFlight - this.readyCount - this.reserved;
+      if (this.stopped || free <= 0) return;
+      const exclude = [...this.perOrigin.keys()].filter((k) => this.load(k) >= this.perOriginLimit);
+      const now = this.clock.now();
+      // At most perOriginLimit per claim, so one origin's load stays under 2x its cap.
+      const limit = Math.min(free, CLAIM_BATCH, this.perOriginLimit);
+      const batch = await this.o.store.claimDue({
+        owner: this.owner,
+        now,
+        limit,
+        leaseUntil: now + MAX_TIMEOUT_MS + LEASE_MARGIN_MS,
+        excludeOrigins: exclude,
+      });
+      for (const m of batch) this.addReady(m);
+      this.startReady();
+      if (batch.length < limit) {
+        const next = await this.o.store.nextDueAt();
+        const t = this.clock.now();
+        const cap = t + MAX_IDLE_MS;
+        // Due but not claimable (origins at their cap): a finishing delivery kicks us.
+        this.wakeAt(next === undefined || next <= t ? cap : Math.min(next, cap));
+        if (!this.again) return;
+      }
+    }
+  }
+
+  /** In flight + ready for an origin. */
+  private load(origin: string): number {
+    return this.perOrigin.get(origin) ?? 0;
+  }
+
+  /** Starts ready messages round-robin over origins while slots are free. */
+  private startReady(): void {
+    let progressed = true;
+    while (progressed && this.inFlight < this.o.maxConcurrent && this.readyCount > 0) {
+      progressed = false;
+      for (const [origin, q] of this.ready) {
+        if (this.inFlight >= this.o.maxConcurrent) break;
+        if ((this.flying.get(origin) ?? 0) >= this.perOriginLimit) continue;
+        const m = q.shift();
+        if (!m) continue;
+        if (q.length === 0) this.ready.delete(origin);
+        this.readyCount--;
+        progressed = true;
+        this.inFlight++;
+        this.flying.set(origin, (this.flying.get(origin) ?? 0) + 1);
+        const p = this.deliver(m)
+          .catch((err) => this.o.logger.error({ err, messageId: m.id }, 'queue: recording a delivery outcome failed'))
+          .finally(() => {
+            this.inFlight--;
+            const fl = (this.flying.get(origin) ?? 1) - 1;
+            if (fl <= 0) this.flying.delete(origin);
+            else this.flying.set(origin, fl);
+            const left = (this.perOrigin.get(origin) ?? 1) - 1;
+            if (left <= 0) this.perOrigin.delete(origin);
+            else this.perOrigin.set(origin, left);
+            this.active.delete(p);
+            this.kick();
+          });
+        this.active.add(p);
+      }
+    }
+  }
+
+  /** One attempt of `m`, then the matching store transition. */
+  private async deliver(m: StoredMessage): Promise<void> {
+    const start = this.clock.now();
+    const headers = deliveryHeaders(m, signDelivery(this.o.signingKey(), m.url, m.body, start), this.o.region);
+    const timeoutMs = m.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const outcome = await this.o.sender.send({ url: m.url, method: m.method, headers, body: m.body, timeoutMs });
+    if (this.abandoned) return;
+    const now = this.clock.now();
+    const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    const followUps: NewMessage[] = [];
+    const cb = buildCallback(m, 'callback', outcome, now);
+    if (cb) followUps.push(cb);
+    let recorded: boolean;
+    if (ok) {
+      recorded = await this.o.store.complete(m.id, this.owner, now, outcome, followUps);
+    } else {
+      const nonRetryable =
+        outcome.status === 489 && headerValue(outcome.headers, 'upstash-nonretryable-error')?.toLowerCase() === 'true';
+      const failed = m.retried + 1;
+      if (!nonRetryable && failed <= m.maxRetries) {
+        const wait = retryAfterMs(lowerHeaders(outcome.headers), now) ?? retryDelayMs(failed, m.retryDelay);
+        recorded = await this.o.store.reschedule(m.id, this.owner, now, outcome, now + wait, followUps);
+        this.notify(now + wait);
+      } else {
+        const dlqId = `${now}-${m.seq}`;
+        const fcb = buildCallback(m, 'failure_callback', outcome, now, dlqId);
+        if (fcb) followUps.push(fcb);
+        if (nonRetryable && !outcome.error?.includes('non-retryable')) outcome.error = `${outcome.error ?? ''} (non-retryable)`.trim();
+        recorded = await this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps);
+      }
+    }
+    if (!recorded) this.o.logger.warn({ messageId: m.id }, 'queue: lease lost before the outcome was recorded');
+    for (const f of followUps) this.notify(f.dueAt);
+    this.o.onOutcome?.(m, outcome);
+  }
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '';
+  }
+}
+
+function headerValue(h: Record<string, string[]> | undefined, lowerName: string): string | undefined {
+  if (!h) return undefined;
+  for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === lowerName) return v[0];
+  return undefined;
+}
+
+function lowerHeaders(h: Record<string, string[]> | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries(h ?? {})) out[k.toLowerCase()] = v;
+  return out;
+}
+
+/**
+ * The headers of a delivery (reference §A.4): forwarded headers, `Svc-`/`Upstash-` `Message-Id`,
+ * `Retried`, `Max-Retries`, `Signature`, `Caller-Ip`, `Topic-Name`, `Schedule-Id`, `Queue-Name`,
+ * `Region`, and `User-Agent: Upstash-QStash`.
+ */
+export function deliveryHeaders(m: StoredMessage, signature: string, region: string): Record<string, string | string[]> {
+  const h: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(m.headers)) h[k] = v.length === 1 ? v[0] : v;
+  const both = (name: string, value: string | undefined) => {
+    if (value === undefined) return;
+    h[`Upstash-${name}`] = value;
+    h[`Svc-${name}`] = value;
+  };
+  h['User-Agent'] = 'Upstash-QStash';
+  both('Message-Id', m.id);
+  both('Retried', String(m.retried));
+  both('Max-Retries', String(m.maxRetries));
+  both('Signature', signature);
+  both('Caller-Ip', m.callerIp);
+  both('Topic-Name', m.topicName);
+  both('Endpoint-Name', m.endpointName);
+  both('Schedule-Id', m.scheduleId);
+  both('Queue-Name', m.queueName);
+  both('Region', region);
+  if (m.retryDelay !== undefined) both('Retry-Delay', m.retryDelay);
+  return h;
+}

@@ -1,0 +1,42 @@
+/**
+ * Request signing (reference §A.5): `Upstash-Signature` is an HS256 JWT with header
+ * `{"alg":"HS256","typ":"JWT"}`, the HMAC key being the signing key string as UTF-8, and claims
+ * `iss:"Upstash"`, `sub:<destination URL>`, `exp: iat+300`, `nbf: iat`, `iat` (seconds),
+ * `jti:"jwt_<random>"`, `body: base64url(SHA-256(raw body))`.
+ *
+ * Built with node:crypto's HMAC directly (the same bytes `jose.SignJWT` produces for HS256, about
+ * 10x cheaper per message than jose's WebCrypto path); verified in the tests by the SDK's
+ * `Receiver`, which uses `jose.jwtVerify`.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { randomChunk } from '../random.js';
+
+const HEADER_B64 = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
+
+/** JWT lifetime in seconds (reference §A.5: 5 minutes). */
+export const SIGNATURE_TTL_S = 300;
+
+/** base64url(SHA-256(body)) without padding. */
+export function bodyHash(body: Buffer): string {
+  return createHash('sha256').update(body).digest('base64url');
+}
+
+/**
+ * The `Upstash-Signature` value for a delivery of `body` to `url`, signed with `key`.
+ * `nowMs` is the signing time (ms); `iat`/`nbf`/`exp` are whole seconds.
+ */
+export function signDelivery(key: string, url: string, body: Buffer, nowMs: number): string {
+  const iat = Math.floor(nowMs / 1000);
+  const claims = {
+    iss: 'Upstash',
+    sub: url,
+    exp: iat + SIGNATURE_TTL_S,
+    nbf: iat,
+    iat,
+    jti: `jwt_${randomChunk(12).toString('hex')}`,
+    body: bodyHash(body),
+  };
+  const input = `${HEADER_B64}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  const sig = createHmac('sha256', Buffer.from(key, 'utf8')).update(input).digest('base64url');
+  return `${input}.${sig}`;
+}

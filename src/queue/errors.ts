@@ -1,0 +1,31 @@
+/**
+ * The queue area's error catalogue (STYLE.md §8): every error the API answers with, its status,
+ * and the wire body `{"error": "<message>"}` (reference §A.1, OpenAPI `Error`).
+ */
+
+export class QueueError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'QueueError';
+  }
+}
+
+/** Constructors for every error the queue API answers with. */
+export const errors = {
+  unauthorized: () => new QueueError(401, 'unauthorized'),
+  notFound: (what: string) => new QueueError(404, `${what} not found`),
+  routeNotFound: (method: string, path: string) => new QueueError(404, `route ${method} ${path} not found`),
+  badRequest: (message: string) => new QueueError(400, message),
+  invalidHeader: (name: string, value: string, expected: string) =>
+    new QueueError(400, `invalid Upstash-${name} header ${JSON.stringify(value)}: ${expected}`),
+  invalidDestination: (dest: string, why: string) =>
+    new QueueError(400, `invalid destination url ${JSON.stringify(dest)}: ${why}`),
+  privateDestination: (dest: string) =>
+    new QueueError(400, `destination ${JSON.stringify(dest)} resolves to a loopback or private address, which this server refuses`),
+  tooLarge: (size: number, max: number) =>
+    new QueueError(413, `message size ${size} bytes exceeds the limit of ${max} bytes`),
+  invalidJson: (why: string) => new QueueError(400, `invalid JSON body: ${why}`),
+};

@@ -1,0 +1,29 @@
+/**
+ * Area A, the queue: `@upstash/qstash`-compatible publish, durable delivery, retries, DLQ, logs
+ * and request signing (issue 3; reference `queue-wire.md`). See `server.ts` for the wiring.
+ */
+import type { AreaModule } from '../area.js';
+import { signingKeys } from './api/keys.js';
+import { queueToken, createQueueServer } from './server.js';
+
+export const queueArea: AreaModule = {
+  name: 'queue',
+  create: (ctx) => createQueueServer(ctx),
+  env(ctx, url) {
+    const token = queueToken(ctx);
+    const { current, next } = signingKeys(ctx.credentials);
+    return {
+      QSTASH_URL: url,
+      QSTASH_TOKEN: token,
+      QSTASH_CURRENT_SIGNING_KEY: current,
+      QSTASH_NEXT_SIGNING_KEY: next,
+      SVC_QUEUE_URL: url,
+      SVC_QUEUE_TOKEN: token,
+      SVC_QUEUE_CURRENT_SIGNING_KEY: current,
+      SVC_QUEUE_NEXT_SIGNING_KEY: next,
+    };
+  },
+  banner(ctx) {
+    return [`token ${queueToken(ctx)}`, `region ${ctx.config.queue.region}`];
+  },
+};

@@ -1,0 +1,187 @@
+/**
+ * The queue's message model, shared by the API, the store and the dispatcher.
+ *
+ * Units: every time is Unix milliseconds, every duration milliseconds, unless a name says `S`.
+ * Wire shapes (reference `queue-wire.md` §A.6): `Message`, `DlqMessage`, log entries.
+ */
+
+/** Message states written to the event log (spec "Message states"; reference §B.2). */
+export const LOG_STATES = [
+  'CREATED',
+  'ACTIVE',
+  'RETRY',
+  'ERROR',
+  'DELIVERED',
+  'FAILED',
+  'CANCEL_REQUESTED',
+  'CANCELLED',
+] as const;
+export type LogState = (typeof LOG_STATES)[number];
+
+/** Headers as stored and returned: Go-canonical keys (`Content-Type`), array values (reference §C). */
+export type HeaderMap = Record<string, string[]>;
+
+/** Flow-control settings of a message (reference §A.3; enforced by the flow-control issue). */
+export interface FlowControl {
+  parallelism?: number;
+  rate?: number;
+  /** seconds */
+  period?: number;
+}
+
+/** What `Upstash-Redact-Fields` asks to hide in API answers and logs (reference §A.3). */
+export interface RedactSpec {
+  body?: boolean;
+  /** true = every header; a list = those header names (canonical). */
+  header?: true | string[];
+}
+
+/**
+ * Configuration of a message, parsed from publish headers (and reused, nested, for the
+ * callback and failure-callback messages it spawns: `Upstash-Callback-Retries` etc.).
+ */
+export interface PublishOptions {
+  method: string;
+  /** Forwarded headers, canonical keys (`Upstash-Forward-` stripped; `Content-Type` as is). */
+  headers: HeaderMap;
+  /** Absolute due time of the first attempt, ms; undefined = now. */
+  notBefore?: number;
+  /** Relative delay, ms (used when notBefore is absent). */
+  delayMs?: number;
+  maxRetries: number;
+  retryDelay?: string;
+  timeoutMs?: number;
+  callback?: string;
+  callbackOptions?: PublishOptions;
+  failureCallback?: string;
+  failureCallbackOptions?: PublishOptions;
+  deduplicationId?: string;
+  contentBasedDeduplication?: boolean;
+  labels?: string[];
+  redact?: RedactSpec;
+  flowControlKey?: string;
+  flowControl?: FlowControl;
+}
+
+export type MessageKind = 'message' | 'callback' | 'failure_callback';
+
+/** A message ready to be stored (built by the API layer or the dispatcher for callbacks). */
+export interface NewMessage {
+  id: string;
+  kind: MessageKind;
+  url: string;
+  method: string;
+  headers: HeaderMap;
+  body: Buffer;
+  createdAt: number;
+  /** ms; set when the user asked for a delay or not-before. */
+  notBefore?: number;
+  dueAt: number;
+  maxRetries: number;
+  retryDelay?: string;
+  timeoutMs?: number;
+  callback?: string;
+  callbackOptions?: PublishOptions;
+  failureCallback?: string;
+  failureCallbackOptions?: PublishOptions;
+  callerIp?: string;
+  labels?: string[];
+  redact?: RedactSpec;
+  topicName?: string;
+  endpointName?: string;
+  queueName?: string;
+  scheduleId?: string;
+  flowControlKey?: string;
+  flowControl?: FlowControl;
+  /** Free-form JSON for later features (workflow run fields); stored as is. */
+  extra?: Record<string, unknown>;
+  /** Dedup key (already hashed for content-based dedup); undefined = no dedup. */
+  dedupKey?: string;
+}
+
+export type MessageStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
+
+/** A message as read back from the store. */
+export interface StoredMessage extends NewMessage {
+  /** Store-internal sequence number (monotonic). */
+  seq: number;
+  status: MessageStatus;
+  /** Failed attempts so far. */
+  retried: number;
+  cancelRequested: boolean;
+}
+
+/** The outcome of one delivery attempt, as recorded in logs, DLQ entries and callbacks. */
+export interface AttemptOutcome {
+  /** HTTP status, undefined when no response arrived (timeout, connection error). */
+  status?: number;
+  headers?: HeaderMap;
+  body?: Buffer;
+  /** Why the attempt failed (undefined on success). */
+  error?: string;
+}
+
+export interface DlqEntry {
+  dlqId: string;
+  /** ms */
+  createdAt: number;
+  message: StoredMessage;
+  outcome: AttemptOutcome;
+}
+
+export interface LogEntry {
+  seq: number;
+  time: number;
+  state: LogState;
+  message: StoredMessage;
+  error?: string;
+  nextDeliveryTime?: number;
+  outcome?: AttemptOutcome;
+}
+
+/**
+ * Filters shared by the DLQ list, logs list and bulk operations. Every list is OR within the
+ * field, and fields combine with AND (spec "List DLQ messages" rules 1-2).
+ */
+export interface MessageFilter {
+  messageIds?: string[];
+  url?: string[];
+  topicName?: string[];
+  queueName?: string[];
+  scheduleId?: string[];
+  label?: string[];
+  flowControlKey?: string[];
+  callerIp?: string[];
+  host?: string[];
+  path?: string[];
+  /** DLQ only */
+  responseStatus?: number[];
+  /** DLQ only */
+  dlqIds?: string[];
+  /** logs only (IN_PROGRESS already expanded) */
+  state?: LogState[];
+  /** ms, inclusive */
+  fromDate?: number;
+  /** ms, inclusive */
+  toDate?: number;
+}
+
+export interface Page {
+  /** Opaque cursor of a previous page. */
+  cursor?: string;
+  count: number;
+  order: 'earliestFirst' | 'latestFirst';
+}
+
+export interface PageResult<T> {
+  items: T[];
+  /** Absent on the last page. */
+  cursor?: string;
+}
+
+export interface EnqueueResult {
+  messageId: string;
+  deduplicated: boolean;
+  /** Set when the message was handed off claimed to the caller's dispatcher. */
+  claimed?: StoredMessage;
+}

@@ -1,0 +1,131 @@
+/**
+ * The queue area's HTTP server and engine: opens the store, starts the dispatcher, registers the
+ * routes on its own Fastify instance with its own body parser, auth hook and error handler
+ * (STYLE.md §10), and prunes old logs/finished messages periodically.
+ */
+import path from 'node:path';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { AreaContext, AreaServer } from '../area.js';
+import { generateSecret } from '../credentials.js';
+import { matchesAny, requestToken } from '../http/auth.js';
+import { createHttpServer, listenOn } from '../http/server.js';
+import { registerDlqRoutes } from './api/dlq.js';
+import { CREDENTIALS, type QueueApiContext } from './api/context.js';
+import { registerKeyRoutes, signingKeys } from './api/keys.js';
+import { registerLogRoutes } from './api/logs.js';
+import { registerMessageRoutes } from './api/messages.js';
+import { registerPublishRoutes } from './api/publish.js';
+import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
+import { HttpSender } from './delivery/http.js';
+import { errors, QueueError } from './errors.js';
+import { openSqliteQueueStore } from './store/sqlite.js';
+import type { QueueStore } from './store/types.js';
+
+const PRUNE_EVERY_MS = 60_000;
+
+/**
+ * The queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape workflow-js decodes
+ * to build webhook URLs (reference §A.1 "Token format").
+ */
+export function newQueueToken(): string {
+  return Buffer.from(JSON.stringify({ UserID: 'svc', Password: generateSecret(24) })).toString('base64');
+}
+
+/** The queue token from the credential store (generated once). */
+export function queueToken(ctx: AreaContext): string {
+  return ctx.credentials.get(CREDENTIALS.token, newQueueToken);
+}
+
+export interface QueueServerOptions {
+  clock?: Clock;
+  store?: QueueStore;
+}
+
+/** Builds the queue server (does not listen yet). */
+export async function createQueueServer(actx: AreaContext, opts: QueueServerOptions = {}): Promise<AreaServer & { app: FastifyInstance; dispatcher: Dispatcher }> {
+  const cfg = actx.config.queue;
+  const clock = opts.clock ?? systemClock;
+  queueToken(actx);
+  signingKeys(actx.credentials);
+  const store = opts.store ?? openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'));
+  const sender = new HttpSender({
+    egressAddress: cfg.egressAddress,
+    blockPrivate: cfg.blockPrivateDestinations,
+    maxResponseBytes: cfg.maxMessageBytes,
+    connectionsPerOrigin: Math.max(1, Math.ceil(cfg.maxConcurrentDeliveries / 2)),
+  });
+  const dispatcher = new Dispatcher({
+    store,
+    sender,
+    logger: actx.logger,
+    clock,
+    maxConcurrent: cfg.maxConcurrentDeliveries,
+    signingKey: () => signingKeys(actx.credentials).current,
+    region: cfg.region.toUpperCase(),
+  });
+  const ctx: QueueApiContext = {
+    store,
+    dispatcher,
+    config: cfg,
+    credentials: actx.credentials,
+    clock,
+    resolveDestination: async () => undefined,
+  };
+
+  const app = createHttpServer({ logger: actx.logger, bodyLimit: cfg.maxMessageBytes * 10 + 1024 * 1024 });
+  // No per-request child logger (pino child creation showed in the publish profile); errors are
+  // logged with the URL by the error handler below.
+  app.setChildLoggerFactory((logger) => logger);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  app.addHook('onRequest', async (req) => {
+    const token = requestToken(req, ['svc_token', 'qstash_token']);
+    if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
+  });
+  app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
+    const status = err.statusCode ?? 500;
+    if (status >= 500) {
+      actx.logger.error({ err, url: req.url }, 'queue: request failed');
+      return reply.code(500).send({ error: 'internal error' });
+    }
+    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${cfg.maxMessageBytes * 10 + 1024 * 1024} bytes` : err.message;
+    return reply.code(status).send({ error: message });
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = errors.routeNotFound(req.method, req.url.split('?')[0]);
+    reply.code(e.statusCode).send({ error: e.message });
+  });
+  registerPublishRoutes(app, ctx);
+  registerMessageRoutes(app, ctx);
+  registerDlqRoutes(app, ctx);
+  registerLogRoutes(app, ctx);
+  registerKeyRoutes(app, ctx);
+
+  let pruneTimer: NodeJS.Timeout | undefined;
+  let closed: Promise<void> | undefined;
+  return {
+    app,
+    dispatcher,
+    async listen() {
+      await dispatcher.start();
+      const url = await listenOn(app, actx.config.host, actx.config.ports.queue);
+      pruneTimer = setInterval(() => {
+        const now = clock.now();
+        store.prune(now, now - cfg.logRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
+        store.releaseLeases(now).catch(() => undefined);
+      }, PRUNE_EVERY_MS);
+      pruneTimer.unref();
+      return url;
+    },
+    close() {
+      return (closed ??= (async () => {
+        if (pruneTimer) clearInterval(pruneTimer);
+        await app.close().catch(() => undefined);
+        await dispatcher.stop();
+        await sender.close();
+        await store.close();
+      })());
+    },
+    ready: () => true,
+  };
+}

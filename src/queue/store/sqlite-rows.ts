@@ -1,0 +1,176 @@
+/**
+ * Row <-> model mapping and filter -> SQL for the SQLite queue store. Kept apart from the store
+ * class so each file reads in one sitting.
+ */
+import type { HeaderMap, MessageFilter, NewMessage, StoredMessage } from '../model.js';
+
+/** A `messages` row as better-sqlite3 returns it. */
+export interface MessageRow {
+  seq: number;
+  id: string;
+  kind: string;
+  status: string;
+  url: string;
+  method: string;
+  headers: string;
+  body: Buffer;
+  created_at: number;
+  not_before: number | null;
+  due_at: number;
+  max_retries: number;
+  retried: number;
+  retry_delay: string | null;
+  timeout_ms: number | null;
+  callback: string | null;
+  callback_opts: string | null;
+  failure_callback: string | null;
+  failure_callback_opts: string | null;
+  caller_ip: string | null;
+  labels: string | null;
+  redact: string | null;
+  topic_name: string | null;
+  endpoint_name: string | null;
+  queue_name: string | null;
+  schedule_id: string | null;
+  flow_control_key: string | null;
+  flow_control: string | null;
+  extra: string | null;
+  cancel_requested: number;
+}
+
+const j = (v: string | null) => (v === null ? undefined : JSON.parse(v));
+const u = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
+
+export function rowToMessage(r: MessageRow): StoredMessage {
+  return {
+    seq: r.seq,
+    id: r.id,
+    kind: r.kind as StoredMessage['kind'],
+    status: r.status as StoredMessage['status'],
+    url: r.url,
+    method: r.method,
+    headers: JSON.parse(r.headers) as HeaderMap,
+    body: r.body,
+    createdAt: r.created_at,
+    notBefore: u(r.not_before),
+    dueAt: r.due_at,
+    maxRetries: r.max_retries,
+    retried: r.retried,
+    retryDelay: u(r.retry_delay),
+    timeoutMs: u(r.timeout_ms),
+    callback: u(r.callback),
+    callbackOptions: j(r.callback_opts),
+    failureCallback: u(r.failure_callback),
+    failureCallbackOptions: j(r.failure_callback_opts),
+    callerIp: u(r.caller_ip),
+    labels: j(r.labels),
+    redact: j(r.redact),
+    topicName: u(r.topic_name),
+    endpointName: u(r.endpoint_name),
+    queueName: u(r.queue_name),
+    scheduleId: u(r.schedule_id),
+    flowControlKey: u(r.flow_control_key),
+    flowControl: j(r.flow_control),
+    extra: j(r.extra),
+    cancelRequested: r.cancel_requested === 1,
+  };
+}
+
+const js = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+const n = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
+
+/** Named parameters for the INSERT of a new message. */
+export function messageParams(m: NewMessage): Record<string, unknown> {
+  let host = '';
+  let pathname = '';
+  let origin = '';
+  try {
+    const parsed = new URL(m.url);
+    host = parsed.host;
+    pathname = parsed.pathname;
+    origin = parsed.origin;
+  } catch {
+    /* validated by the API; keep empty */
+  }
+  return {
+    id: m.id,
+    kind: m.kind,
+    url: m.url,
+    url_host: host,
+    url_path: pathname,
+    origin,
+    method: m.method,
+    headers: JSON.stringify(m.headers),
+    body: m.body,
+    created_at: m.createdAt,
+    not_before: n(m.notBefore),
+    due_at: m.dueAt,
+    max_retries: m.maxRetries,
+    retry_delay: n(m.retryDelay),
+    timeout_ms: n(m.timeoutMs),
+    callback: n(m.callback),
+    callback_opts: js(m.callbackOptions),
+    failure_callback: n(m.failureCallback),
+    failure_callback_opts: js(m.failureCallbackOptions),
+    caller_ip: n(m.callerIp),
+    labels: m.labels?.length ? JSON.stringify(m.labels) : null,
+    redact: js(m.redact),
+    topic_name: n(m.topicName),
+    endpoint_name: n(m.endpointName),
+    queue_name: n(m.queueName),
+    schedule_id: n(m.scheduleId),
+    flow_control_key: n(m.flowControlKey),
+    flow_control: js(m.flowControl),
+    extra: js(m.extra),
+    claimed_by: null,
+    lease_until: null,
+  };
+}
+
+export const INSERT_MESSAGE_SQL = `INSERT INTO messages (id, kind, url, url_host, url_path, origin, method, headers, body,
+  created_at, not_before, due_at, max_retries, retry_delay, timeout_ms, callback, callback_opts, failure_callback,
+  failure_callback_opts, caller_ip, labels, redact, topic_name, endpoint_name, queue_name, schedule_id,
+  flow_control_key, flow_control, extra, claimed_by, lease_until)
+  VALUES (@id, @kind, @url, @url_host, @url_path, @origin, @method, @headers, @body, @created_at, @not_before, @due_at,
+  @max_retries, @retry_delay, @timeout_ms, @callback, @callback_opts, @failure_callback, @failure_callback_opts,
+  @caller_ip, @labels, @redact, @topic_name, @endpoint_name, @queue_name, @schedule_id, @flow_control_key,
+  @flow_control, @extra, @claimed_by, @lease_until)`;
+
+/**
+ * WHERE terms for a filter over `m` (messages), optional `d` (dlq) and `l` (logs) aliases.
+ * `timeColumn` is the column `fromDate`/`toDate` apply to. Returns SQL and positional params.
+ */
+export function filterSql(f: MessageFilter, timeColumn: string): { sql: string; params: unknown[] } {
+  const terms: string[] = [];
+  const params: unknown[] = [];
+  const inList = (col: string, values: readonly unknown[] | undefined) => {
+    if (!values?.length) return;
+    terms.push(`${col} IN (${values.map(() => '?').join(',')})`);
+    params.push(...values);
+  };
+  inList('m.id', f.messageIds);
+  inList('m.url', f.url);
+  inList('m.topic_name', f.topicName);
+  inList('m.queue_name', f.queueName);
+  inList('m.schedule_id', f.scheduleId);
+  inList('m.flow_control_key', f.flowControlKey);
+  inList('m.caller_ip', f.callerIp);
+  inList('m.url_host', f.host);
+  inList('m.url_path', f.path);
+  inList('d.response_status', f.responseStatus);
+  inList('d.dlq_id', f.dlqIds);
+  inList('l.state', f.state);
+  if (f.label?.length) {
+    terms.push(`EXISTS (SELECT 1 FROM json_each(m.labels) je WHERE je.value IN (${f.label.map(() => '?').join(',')}))`);
+    params.push(...f.label);
+  }
+  if (f.fromDate !== undefined) {
+    terms.push(`${timeColumn} >= ?`);
+    params.push(f.fromDate);
+  }
+  if (f.toDate !== undefined) {
+    terms.push(`${timeColumn} <= ?`);
+    params.push(f.toDate);
+  }
+  return { sql: terms.length ? terms.join(' AND ') : '1', params };
+}

@@ -1,0 +1,390 @@
+/**
+ * The embedded {@link QueueStore}: SQLite (better-sqlite3) in `<dataDir>/queue.sqlite`.
+ *
+ * Durability: WAL; every acknowledged change (publish, cancel, DLQ moves and DLQ operations)
+ * resolves only after its commit and an fsync of the WAL — the guarantee of `synchronous = FULL`,
+ * done asynchronously and shared by every write of the batch ({@link GroupCommitter}). Delivery
+ * bookkeeping (claim/lease, complete, reschedule, lease release, pruning) resolves at COMMIT: a
+ * process crash loses none of it, and a power loss can only turn it back into "pending", i.e. one
+ * more delivery (at-least-once). Reads run synchronously on the same handle.
+ *
+ * One method per state transition, each a single transaction (STYLE.md habits 1, 4).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type {
+  AttemptOutcome,
+  DlqEntry,
+  EnqueueResult,
+  LogEntry,
+  LogState,
+  MessageFilter,
+  NewMessage,
+  Page,
+  PageResult,
+  StoredMessage,
+} from '../model.js';
+import { GroupCommitter } from './group-commit.js';
+import { migrate } from './migrate.js';
+import { filterSql, INSERT_MESSAGE_SQL, messageParams, rowToMessage, type MessageRow } from './sqlite-rows.js';
+import type { ClaimOptions, EnqueueClaim, QueueStore } from './types.js';
+
+interface LogRow {
+  seq: number;
+  time: number;
+  message_seq: number;
+  state: string;
+  error: string | null;
+  next_delivery_time: number | null;
+  response_status: number | null;
+  response_headers: string | null;
+  response_body: Buffer | null;
+}
+
+interface DlqRow {
+  seq: number;
+  dlq_id: string;
+  message_seq: number;
+  created_at: number;
+  response_status: number | null;
+  response_headers: string | null;
+  response_body: Buffer | null;
+  error: string | null;
+}
+
+/** Opens (creating and migrating) the SQLite queue store at `file`. */
+export function openSqliteQueueStore(file: string): SqliteQueueStore {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('cache_size = -65536'); // 64 MB page cache
+  migrate(db, file);
+  return new SqliteQueueStore(db, `${file}-wal`);
+}
+
+export class SqliteQueueStore implements QueueStore {
+  private readonly writes: GroupCommitter;
+  private readonly st;
+  private readonly claimStmts = new Map<number, Database.Statement>();
+
+  constructor(
+    private readonly db: Database.Database,
+    walFile: string,
+  ) {
+    this.writes = new GroupCommitter(db, walFile);
+    this.st = {
+      insert: db.prepare(INSERT_MESSAGE_SQL),
+      log: db.prepare(
+        `INSERT INTO logs (time, message_seq, state, error, next_delivery_time, response_status, response_headers, response_body)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      dedupGet: db.prepare('SELECT message_id, expires_at FROM dedup WHERE key = ?'),
+      dedupPut: db.prepare('INSERT OR REPLACE INTO dedup (key, message_id, expires_at) VALUES (?, ?, ?)'),
+      getPending: db.prepare(`SELECT * FROM messages WHERE id = ? AND status = 'pending'`),
+      getOwned: db.prepare(`SELECT seq, cancel_requested FROM messages WHERE id = ? AND status = 'pending' AND claimed_by = ?`),
+      bySeq: db.prepare('SELECT * FROM messages WHERE seq = ?'),
+      nextDue: db.prepare(`SELECT MIN(due_at) AS t FROM messages WHERE status = 'pending' AND claimed_by IS NULL`),
+      finish: db.prepare(
+        `UPDATE messages SET status = ?, finished_at = ?, claimed_by = NULL, lease_until = NULL WHERE seq = ?`,
+      ),
+      retry: db.prepare(
+        `UPDATE messages SET retried = retried + 1, due_at = ?, claimed_by = NULL, lease_until = NULL WHERE seq = ?`,
+      ),
+      dlqInsert: db.prepare(
+        `INSERT INTO dlq (dlq_id, message_seq, created_at, response_status, response_headers, response_body, error)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      releaseExpired: db.prepare(
+        `UPDATE messages SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL AND lease_until < ?`,
+      ),
+      releaseAll: db.prepare(`UPDATE messages SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL`),
+    };
+  }
+
+  private log(time: number, seq: number, state: LogState, extra: { error?: string; next?: number; outcome?: AttemptOutcome } = {}): void {
+    const o = extra.outcome;
+    this.st.log.run(
+      time,
+      seq,
+      state,
+      extra.error ?? null,
+      extra.next ?? null,
+      o?.status ?? null,
+      o?.headers ? JSON.stringify(o.headers) : null,
+      o?.body ?? null,
+    );
+  }
+
+  private insertMessage(m: NewMessage, now: number, claim?: { owner: string; leaseUntil: number }): number {
+    const params = messageParams(m);
+    if (claim) {
+      params.claimed_by = claim.owner;
+      params.lease_until = claim.leaseUntil;
+    }
+    const info = this.st.insert.run(params);
+    const seq = Number(info.lastInsertRowid);
+    this.log(now, seq, 'CREATED', { next: m.dueAt });
+    if (claim) this.log(now, seq, 'ACTIVE');
+    return seq;
+  }
+
+  enqueue(messages: NewMessage[], now: number, dedupWindowMs: number, claim?: EnqueueClaim): Promise<EnqueueResult[]> {
+    return this.writes.run(() => {
+      return messages.map((m): EnqueueResult => {
+        if (m.dedupKey !== undefined) {
+          const hit = this.st.dedupGet.get(m.dedupKey) as { message_id: string; expires_at: number } | undefined;
+          if (hit && hit.expires_at > now) return { messageId: hit.message_id, deduplicated: true };
+          this.st.dedupPut.run(m.dedupKey, m.id, now + dedupWindowMs);
+        }
+        const take = claim !== undefined && claim.ids.has(m.id);
+        const seq = this.insertMessage(m, now, take ? claim : undefined);
+        if (!take) return { messageId: m.id, deduplicated: false };
+        const claimed: StoredMessage = { ...m, seq, status: 'pending', retried: 0, cancelRequested: false };
+        return { messageId: m.id, deduplicated: false, claimed };
+      });
+    });
+  }
+
+  async getMessage(id: string): Promise<StoredMessage | undefined> {
+    const r = this.st.getPending.get(id) as MessageRow | undefined;
+    return r ? rowToMessage(r) : undefined;
+  }
+
+  async nextDueAt(): Promise<number | undefined> {
+    const r = this.st.nextDue.get() as { t: number | null };
+    return r.t ?? undefined;
+  }
+
+  claimDue(o: ClaimOptions): Promise<StoredMessage[]> {
+    return this.writes.run(() => {
+      const nEx = o.excludeOrigins?.length ?? 0;
+      let stmt = this.claimStmts.get(nEx);
+      if (!stmt) {
+        const ex = nEx ? `AND origin NOT IN (${Array(nEx).fill('?').join(',')})` : '';
+        stmt = this.db.prepare(
+          `UPDATE messages SET claimed_by = ?, lease_until = ? WHERE seq IN (
+             SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= ? ${ex}
+             ORDER BY due_at LIMIT ?) RETURNING *`,
+        );
+        if (this.claimStmts.size < 64) this.claimStmts.set(nEx, stmt);
+      }
+      const rows = stmt
+        .all(o.owner, o.leaseUntil, o.now, ...(o.excludeOrigins ?? []), o.limit) as MessageRow[];
+      rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
+      for (const r of rows) this.log(o.now, r.seq, 'ACTIVE');
+      return rows.map(rowToMessage);
+    }, false);
+  }
+
+  complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
+    return this.writes.run(() => {
+      const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
+      if (!r) return false;
+      this.st.finish.run('delivered', now, r.seq);
+      this.log(now, r.seq, 'DELIVERED', { outcome: { status: outcome.status } });
+      for (const f of followUps) this.insertMessage(f, now);
+      return true;
+    }, false);
+  }
+
+  reschedule(id: string, owner: string, now: number, outcome: AttemptOutcome, dueAt: number, followUps: NewMessage[]): Promise<boolean> {
+    return this.writes.run(() => {
+      const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
+      if (!r) return false;
+      this.log(now, r.seq, 'ERROR', { error: outcome.error, outcome, next: dueAt });
+      for (const f of followUps) this.insertMessage(f, now);
+      if (r.cancel_requested) {
+        this.st.finish.run('cancelled', now, r.seq);
+        this.log(now, r.seq, 'CANCELLED');
+        return true;
+      }
+      this.st.retry.run(dueAt, r.seq);
+      this.log(now, r.seq, 'RETRY', { next: dueAt });
+      return true;
+    }, false);
+  }
+
+  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[]): Promise<boolean> {
+    return this.writes.run(() => {
+      const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
+      if (!r) return false;
+      this.log(now, r.seq, 'ERROR', { error: outcome.error, outcome });
+      this.st.finish.run('failed', now, r.seq);
+      this.st.dlqInsert.run(
+        dlqId,
+        r.seq,
+        now,
+        outcome.status ?? null,
+        outcome.headers ? JSON.stringify(outcome.headers) : null,
+        outcome.body ?? null,
+        outcome.error ?? null,
+      );
+      this.log(now, r.seq, 'FAILED', { error: outcome.error });
+      for (const f of followUps) this.insertMessage(f, now);
+      return true;
+    });
+  }
+
+  releaseLeases(now: number, all = false): Promise<number> {
+    return this.writes.run(() => (all ? this.st.releaseAll.run() : this.st.releaseExpired.run(now)).changes, false);
+  }
+
+  cancel(filter: MessageFilter, now: number): Promise<number> {
+    return this.writes.run(() => {
+      const { sql, params } = filterSql(filter, 'm.created_at');
+      const rows = this.db
+        .prepare(`SELECT seq, claimed_by, cancel_requested FROM messages m WHERE m.status = 'pending' AND ${sql}`)
+        .all(...params) as { seq: number; claimed_by: string | null; cancel_requested: number }[];
+      let n = 0;
+      for (const r of rows) {
+        if (r.cancel_requested) continue;
+        n++;
+        this.log(now, r.seq, 'CANCEL_REQUESTED');
+        if (r.claimed_by === null) {
+          this.st.finish.run('cancelled', now, r.seq);
+          this.log(now, r.seq, 'CANCELLED');
+        } else {
+          this.db.prepare('UPDATE messages SET cancel_requested = 1 WHERE seq = ?').run(r.seq);
+        }
+      }
+      return n;
+    });
+  }
+
+  private dlqRows(filter: MessageFilter, page: Page | undefined, limit: number): DlqRow[] {
+    const { sql, params } = filterSql(filter, 'd.created_at');
+    const desc = page?.order !== 'earliestFirst';
+    let cur = '';
+    if (page?.cursor !== undefined) {
+      cur = desc ? 'AND d.seq < ?' : 'AND d.seq > ?';
+      params.push(Number(page.cursor));
+    }
+    return this.db
+      .prepare(
+        `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
+         ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+      )
+      .all(...params, limit) as DlqRow[];
+  }
+
+  private dlqEntry(r: DlqRow): DlqEntry {
+    return {
+      dlqId: r.dlq_id,
+      createdAt: r.created_at,
+      message: rowToMessage(this.st.bySeq.get(r.message_seq) as MessageRow),
+      outcome: {
+        status: r.response_status ?? undefined,
+        headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
+        body: r.response_body ?? undefined,
+        error: r.error ?? undefined,
+      },
+    };
+  }
+
+  async listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>> {
+    const rows = this.dlqRows(filter, page, page.count + 1);
+    const more = rows.length > page.count;
+    const items = rows.slice(0, page.count);
+    return { items: items.map((r) => this.dlqEntry(r)), cursor: more ? String(items[items.length - 1].seq) : undefined };
+  }
+
+  async getDlq(dlqId: string): Promise<DlqEntry | undefined> {
+    const r = this.db.prepare('SELECT * FROM dlq WHERE dlq_id = ?').get(dlqId) as DlqRow | undefined;
+    return r ? this.dlqEntry(r) : undefined;
+  }
+
+  deleteDlq(filter: MessageFilter, limit: number): Promise<{ deleted: number; more: boolean }> {
+    return this.writes.run(() => {
+      const rows = this.dlqRows(filter, { order: 'earliestFirst', count: limit }, limit + 1);
+      const take = rows.slice(0, limit);
+      const del = this.db.prepare('DELETE FROM dlq WHERE seq = ?');
+      for (const r of take) del.run(r.seq);
+      return { deleted: take.length, more: rows.length > limit };
+    });
+  }
+
+  retryDlq(
+    filter: MessageFilter,
+    limit: number,
+    now: number,
+    build: (entry: DlqEntry) => NewMessage,
+  ): Promise<{ messageIds: string[]; more: boolean }> {
+    return this.writes.run(() => {
+      const rows = this.dlqRows(filter, { order: 'earliestFirst', count: limit }, limit + 1);
+      const take = rows.slice(0, limit);
+      const del = this.db.prepare('DELETE FROM dlq WHERE seq = ?');
+      const ids: string[] = [];
+      for (const r of take) {
+        const m = build(this.dlqEntry(r));
+        this.insertMessage(m, now);
+        del.run(r.seq);
+        ids.push(m.id);
+      }
+      return { messageIds: ids, more: rows.length > limit };
+    });
+  }
+
+  async listLogs(filter: MessageFilter, page: Page): Promise<PageResult<LogEntry>> {
+    const { sql, params } = filterSql(filter, 'l.time');
+    const desc = page.order !== 'earliestFirst';
+    let cur = '';
+    if (page.cursor !== undefined) {
+      cur = desc ? 'AND l.seq < ?' : 'AND l.seq > ?';
+      params.push(Number(page.cursor));
+    }
+    const rows = this.db
+      .prepare(
+        `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
+         ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+      )
+      .all(...params, page.count + 1) as LogRow[];
+    const more = rows.length > page.count;
+    const items = rows.slice(0, page.count);
+    const cache = new Map<number, StoredMessage>();
+    const msg = (seq: number) => {
+      let m = cache.get(seq);
+      if (!m) cache.set(seq, (m = rowToMessage(this.st.bySeq.get(seq) as MessageRow)));
+      return m;
+    };
+    return {
+      items: items.map((r) => ({
+        seq: r.seq,
+        time: r.time,
+        state: r.state as LogState,
+        message: msg(r.message_seq),
+        error: r.error ?? undefined,
+        nextDeliveryTime: r.next_delivery_time ?? undefined,
+        outcome:
+          r.response_status !== null || r.response_headers !== null || r.response_body !== null
+            ? {
+                status: r.response_status ?? undefined,
+                headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
+                body: r.response_body ?? undefined,
+              }
+            : undefined,
+      })),
+      cursor: more ? String(items[items.length - 1].seq) : undefined,
+    };
+  }
+
+  prune(now: number, logsBefore: number): Promise<void> {
+    return this.writes.run(() => {
+      this.db.prepare('DELETE FROM dedup WHERE expires_at <= ?').run(now);
+      this.db.prepare('DELETE FROM logs WHERE time < ?').run(logsBefore);
+      this.db
+        .prepare(
+          `DELETE FROM messages WHERE status <> 'pending' AND finished_at < ?
+             AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
+             AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq)`,
+        )
+        .run(logsBefore);
+    }, false);
+  }
+
+  async close(): Promise<void> {
+    await this.writes.close();
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * `QueueStore`: every durable operation of the queue, in queue terms (STYLE.md storage habits
+ * 1-4). No connection or transaction type leaks out, so a PostgreSQL implementation can follow
+ * without touching the API or the dispatcher; `test/queue/store.test.ts` is the conformance suite
+ * every backend must pass (parameterised by a store factory).
+ *
+ * Every method is one atomic state transition (one transaction). Every promise resolves only
+ * after the change is committed and durable ("an acknowledged write is on disk", DESIGN.md).
+ * Times are Unix ms.
+ *
+ * Leases (habit 4): `claimDue` hands messages to an `owner` until `leaseUntil`; `complete`,
+ * `reschedule` and `moveToDlq` only touch a message the caller still owns (they return false
+ * otherwise); `releaseLeases` hands expired (or, at start-up, all) leases back, so a crash
+ * mid-delivery costs one attempt and never loses the message.
+ */
+import type {
+  AttemptOutcome,
+  DlqEntry,
+  EnqueueResult,
+  LogEntry,
+  MessageFilter,
+  NewMessage,
+  Page,
+  PageResult,
+  StoredMessage,
+} from '../model.js';
+
+export interface ClaimOptions {
+  owner: string;
+  now: number;
+  limit: number;
+  leaseUntil: number;
+  /** Origins (scheme://host:port) not to claim from now (they are at their fairness cap). */
+  excludeOrigins?: string[];
+}
+
+/**
+ * Direct hand-off at enqueue: the new messages whose ids are in `ids` (chosen by the dispatcher:
+ * due now, within its free slots and per-origin caps) are stored claimed by `owner` (CREATED +
+ * ACTIVE logged in the same transaction) and returned, so the dispatcher delivers them without a
+ * separate claim round trip (one commit on the hot path). Deduplicated ones are not claimed.
+ */
+export interface EnqueueClaim {
+  owner: string;
+  leaseUntil: number;
+  ids: ReadonlySet<string>;
+}
+
+export interface QueueStore {
+  /**
+   * Stores new messages and their CREATED log entries. Messages with a `dedupKey` seen within
+   * `dedupWindowMs` are not stored; their result carries the earlier message id and
+   * `deduplicated: true`. Concurrent calls are group-committed. With `claim`, due messages are
+   * handed off claimed (see {@link EnqueueClaim}) in `claimed`.
+   */
+  enqueue(
+    messages: NewMessage[],
+    now: number,
+    dedupWindowMs: number,
+    claim?: EnqueueClaim,
+  ): Promise<EnqueueResult[]>;
+
+  /** A pending (not yet delivered/failed/cancelled) message, or undefined. */
+  getMessage(id: string): Promise<StoredMessage | undefined>;
+
+  /** Earliest due time among unclaimed pending messages, or undefined when none. */
+  nextDueAt(): Promise<number | undefined>;
+
+  /** Claims up to `limit` due messages (due_at <= now), earliest first, and logs ACTIVE. */
+  claimDue(opts: ClaimOptions): Promise<StoredMessage[]>;
+
+  /**
+   * Attempt succeeded: message becomes `delivered` (DELIVERED logged; CANCELLED instead when a
+   * cancel was requested meanwhile); `followUps` (callback messages) are enqueued atomically.
+   */
+  complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean>;
+
+  /**
+   * Attempt failed with retries left: `retried` + 1, due again at `dueAt`, lease released
+   * (ERROR and RETRY logged). A message with a pending cancel request is cancelled instead.
+   */
+  reschedule(id: string, owner: string, now: number, outcome: AttemptOutcome, dueAt: number, followUps: NewMessage[]): Promise<boolean>;
+
+  /**
+   * Attempt failed for the last time: message becomes `failed`, a DLQ entry `dlqId` keeps it
+   * with the outcome (ERROR and FAILED logged), `followUps` are enqueued atomically.
+   */
+  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[]): Promise<boolean>;
+
+  /**
+   * Hands leases back: those expired at `now`, or every lease when `all` (start-up of the single
+   * process that owns the store). Returns how many.
+   */
+  releaseLeases(now: number, all?: boolean): Promise<number>;
+
+  /**
+   * Cancels pending messages by filter (messageIds or other fields; `{}` = all). Unclaimed ones
+   * become `cancelled` at once (CANCEL_REQUESTED + CANCELLED logged); ones being delivered get a
+   * cancel request honoured when the attempt ends. Returns how many were cancelled/requested.
+   */
+  cancel(filter: MessageFilter, now: number): Promise<number>;
+
+  /** DLQ entries matching `filter`, paged (cursor absent on the last page). */
+  listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>>;
+
+  getDlq(dlqId: string): Promise<DlqEntry | undefined>;
+
+  /** Deletes entries matching `filter` (at most `limit`); returns deleted ids, cursor if more. */
+  deleteDlq(filter: MessageFilter, limit: number): Promise<{ deleted: number; more: boolean }>;
+
+  /**
+   * Atomically removes the DLQ entries matching `filter` (at most `limit`) and enqueues the new
+   * messages `build` makes from them (DLQ retry). Returns the new message ids in entry order.
+   */
+  retryDlq(
+    filter: MessageFilter,
+    limit: number,
+    now: number,
+    build: (entry: DlqEntry) => NewMessage,
+  ): Promise<{ messageIds: string[]; more: boolean }>;
+
+  /** Log entries matching `filter` (state included), paged. */
+  listLogs(filter: MessageFilter, page: Page): Promise<PageResult<LogEntry>>;
+
+  /** Drops finished messages, log entries and DLQ entries older than `before`, and expired dedup keys. */
+  prune(now: number, logsBefore: number): Promise<void>;
+
+  close(): Promise<void>;
+}

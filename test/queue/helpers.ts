@@ -1,0 +1,106 @@
+/**
+ * Test helpers for the queue area: a real local HTTP destination ("sink") that records every
+ * request and answers with a programmable response, a running queue area with an SDK client, and
+ * a poll-with-deadline helper (no fixed sleeps).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Receiver } from '@upstash/qstash';
+import { startTestSvc } from '../helpers/env.js';
+
+export interface SinkRequest {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  time: number;
+}
+
+export type Responder = (req: SinkRequest, nth: number) => { status?: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number } | undefined;
+
+export interface Sink {
+  url: string;
+  requests: SinkRequest[];
+  /** Requests received for a path (pathname + search). */
+  at(path: string): SinkRequest[];
+  respond: Responder;
+  close(): Promise<void>;
+}
+
+/** Starts a node:http destination on port 0; `respond` decides the answer (default 200 "ok"). */
+export async function startSink(respond: Responder = () => undefined): Promise<Sink> {
+  const requests: SinkRequest[] = [];
+  const counts = new Map<string, number>();
+  const timers = new Set<NodeJS.Timeout>();
+  const sink: Sink = {
+    url: '',
+    requests,
+    at: (p) => requests.filter((r) => r.url === p),
+    respond,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const t of timers) clearTimeout(t);
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r: SinkRequest = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), time: Date.now() };
+      requests.push(r);
+      const n = (counts.get(r.url) ?? 0) + 1;
+      counts.set(r.url, n);
+      const out = sink.respond(r, n) ?? {};
+      const send = () => {
+        if (res.destroyed) return;
+        res.writeHead(out.status ?? 200, out.headers ?? {});
+        res.end(out.body ?? 'ok');
+      };
+      if (out.delayMs) {
+        const t = setTimeout(() => {
+          timers.delete(t);
+          send();
+        }, out.delayMs);
+        timers.add(t);
+      }
+      else send();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  sink.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return sink;
+}
+
+/** Polls `fn` until it returns a truthy value or `timeoutMs` passes (then throws `what`). */
+export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A running queue area with an SDK client, its token and signing keys. */
+export async function startQueue(env: Record<string, string> = {}, dataDir?: string) {
+  const svc = await startTestSvc(['queue'], { env, dataDir });
+  const url = svc.urls.queue!;
+  const token = svc.ctx.credentials.get('queue.token');
+  const keys = () => ({
+    currentSigningKey: svc.ctx.credentials.get('queue.currentSigningKey'),
+    nextSigningKey: svc.ctx.credentials.get('queue.nextSigningKey'),
+  });
+  const client = new Client({ baseUrl: url, token, retry: false });
+  const receiver = () => new Receiver(keys());
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(url + path, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
+  return { svc, url, token, client, receiver, keys, api, close: () => svc.close() };
+}
