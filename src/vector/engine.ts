@@ -1,0 +1,391 @@
+/**
+ * One vector index (issue 6 "Engine and durability"): SQLite records + in-memory namespaces
+ * (HNSW graph, sparse inverted index, metadata for filters).
+ *
+ * Writes go through a group-commit queue: requests arriving in the same event-loop turn run in
+ * one SQLite transaction (each in its own savepoint), memory is updated in the same synchronous
+ * step, and every request is answered only after the commit — so an acknowledged write is durable
+ * and visible to the next query (`pendingVectorCount` is always 0).
+ *
+ * Start-up: per namespace, load the graph snapshot (snapshot.ts) when its header matches and
+ * replay records written after its sequence number; otherwise rebuild from SQLite. Deletes
+ * mark-delete in the graph; the graph is rebuilt when tombstones exceed {@link REBUILD_RATIO} of
+ * the live points (and at least {@link REBUILD_MIN}).
+ */
+import path from 'node:path';
+import type { Logger } from '../logger.js';
+import type { IndexDefinition } from './definitions.js';
+import { HnswDense } from './dense.js';
+import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
+import { badRequest, MESSAGES, unprocessable, VectorError } from './errors.js';
+import { f32ToBlob, blobToF32 } from './float32.js';
+import { NamespaceState } from './namespace.js';
+import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
+import { SparseIndex } from './sparse.js';
+import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
+import type { Metadata, UpsertItem } from './validate.js';
+
+export const REBUILD_RATIO = 0.5;
+export const REBUILD_MIN = 1000;
+/** Snapshot a namespace's graph after this many record writes (and on close). */
+export const SNAPSHOT_EVERY = 50_000;
+
+export class VectorIndex {
+  readonly store: VectorStore;
+  readonly namespaces = new Map<string, NamespaceState>();
+  readonly snapshotDir: string;
+  dimension?: number;
+  seq = 0;
+  /** How the last start-up built the graphs: namespaces from a snapshot, records replayed, namespaces rebuilt. */
+  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0 };
+  readonly denseEmbedder?: HttpDenseEmbedder;
+  readonly sparseEmbedder?: Bm25Embedder;
+  /** Group commits (SQLite transactions of the write queue) since start. */
+  commits = 0;
+  private queue: { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
+  private scheduled = false;
+  private closed = false;
+
+  constructor(readonly def: IndexDefinition, dataDir: string, private readonly logger: Logger) {
+    const dir = path.join(dataDir, 'vector');
+    this.store = new VectorStore(path.join(dir, `${def.name}.sqlite`));
+    this.snapshotDir = path.join(dir, `${def.name}.snapshots`);
+    if (def.embedder.dense) this.denseEmbedder = new HttpDenseEmbedder(def.embedder.dense);
+    if (def.embedder.sparse === 'BM25') this.sparseEmbedder = new Bm25Embedder();
+    this.load();
+  }
+
+  get hasDense(): boolean {
+    return this.def.type !== 'SPARSE';
+  }
+  get hasSparse(): boolean {
+    return this.def.type !== 'DENSE';
+  }
+
+  /** Loads dimension, sequence number and every namespace (snapshot + replay, or rebuild). */
+  private load(): void {
+    const dim = this.store.getMeta('dimension');
+    this.dimension = dim !== undefined ? Number(dim) : this.def.dimension;
+    if (dim !== undefined && this.def.dimension !== undefined && Number(dim) !== this.def.dimension) {
+      throw new Error(`vector index ${this.def.name}: stored dimension ${dim} differs from the configured ${this.def.dimension}`);
+    }
+    if (dim === undefined && this.dimension !== undefined && this.hasDense) this.store.setMeta('dimension', String(this.dimension));
+    this.seq = Number(this.store.getMeta('seq') ?? 0);
+    const t0 = Date.now();
+    let replayed = 0;
+    for (const row of this.store.namespaces()) {
+      const ns = new NamespaceState(row);
+      this.namespaces.set(row.name, ns);
+      for (const h of this.store.heads(row.id)) ns.put(h.pos, h.id, h.metadata ? (JSON.parse(h.metadata) as Metadata) : undefined);
+      replayed += this.loadIndexes(ns);
+    }
+    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0 }, 'vector index loaded');
+  }
+
+  /** Builds the dense graph (snapshot + replay when possible) and the sparse index of `ns`. */
+  private loadIndexes(ns: NamespaceState): number {
+    let replayed = 0;
+    if (this.hasSparse) {
+      ns.sparse = new SparseIndex();
+    }
+    if (this.hasDense && this.dimension !== undefined) {
+      const snap = ns.count > 0
+        ? readSnapshot(this.snapshotDir, ns.row.id, { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation })
+        : undefined;
+      if (snap) {
+        this.loadStats.fromSnapshot++;
+        ns.dense = snap.graph;
+        for (const label of [...snap.graph.labels()]) if (ns.ids[label] === undefined) snap.graph.remove(label);
+        for (const r of this.store.newerThan(ns.row.id, snap.header.seq)) {
+          if (r.vector) ns.dense.add(r.pos, blobToF32(r.vector));
+          replayed++;
+        }
+      } else {
+        ns.dense = this.newGraph(ns.count);
+      }
+    }
+    if (ns.sparse || (ns.dense && ns.dense.size === 0 && ns.count > 0)) {
+      const rebuildDense = ns.dense !== undefined && ns.dense.size === 0;
+      for (const r of this.store.vectors(ns.row.id)) {
+        if (ns.sparse && r.sparse) ns.sparse.add(r.pos, blobToSparse(r.sparse));
+        if (rebuildDense && r.vector) ns.dense!.add(r.pos, blobToF32(r.vector));
+      }
+      if (rebuildDense) {
+        ns.unsnapshotted = ns.count;
+        this.loadStats.rebuilt++;
+      }
+    }
+    ns.unsnapshotted += replayed;
+    this.loadStats.replayed += replayed;
+    return replayed;
+  }
+
+  private newGraph(capacity = 0): HnswDense {
+    return new HnswDense(this.dimension!, this.def.metric, this.def.hnsw, Math.max(1024, capacity));
+  }
+
+  /** The namespace or undefined. */
+  ns(name: string): NamespaceState | undefined {
+    return this.namespaces.get(name);
+  }
+
+  private ensureNs(name: string): NamespaceState {
+    let ns = this.namespaces.get(name);
+    if (!ns) {
+      ns = new NamespaceState(this.store.createNamespace(name));
+      if (this.hasSparse) ns.sparse = new SparseIndex();
+      if (this.hasDense && this.dimension !== undefined) ns.dense = this.newGraph();
+      this.namespaces.set(name, ns);
+    }
+    return ns;
+  }
+
+  /** Runs `fn` inside the next group commit; resolves after the commit. */
+  write<T>(fn: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new VectorError(500, 'index is closing'));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    const results: { ok: boolean; v: unknown }[] = [];
+    try {
+      this.store.transaction(() => {
+        for (const op of batch) {
+          try {
+            results.push({ ok: true, v: this.store.transaction(op.fn) });
+          } catch (err) {
+            results.push({ ok: false, v: err });
+          }
+        }
+        this.store.setMeta('seq', String(this.seq));
+      });
+      this.commits++;
+    } catch (err) {
+      this.logger.error({ err, index: this.def.name }, 'vector commit failed');
+      for (const op of batch) op.reject(new VectorError(500, 'commit failed'));
+      return;
+    }
+    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(results[i].v)));
+    this.maintain();
+  }
+
+  /** Checks dimensions/parts of records for this index type. @throws VectorError 400/422. */
+  checkRecord(item: { vector?: number[]; sparse?: unknown }, where = ''): void {
+    const t = this.def.type;
+    if (t === 'DENSE' && !item.vector) throw badRequest(`${where}vector is required for a DENSE index`);
+    if (t === 'DENSE' && item.sparse) throw badRequest(`${where}sparseVector is not allowed for a DENSE index`);
+    if (t === 'SPARSE' && !item.sparse) throw badRequest(`${where}sparseVector is required for a SPARSE index`);
+    if (t === 'SPARSE' && item.vector) throw badRequest(`${where}vector is not allowed for a SPARSE index`);
+    if (t === 'HYBRID' && (!item.vector || !item.sparse)) throw badRequest(`${where}both vector and sparseVector are required for a HYBRID index`);
+    this.checkDimension(item.vector);
+  }
+
+  /** 422 when `v` does not have the index dimension (once fixed). */
+  checkDimension(v: ArrayLike<number> | undefined): void {
+    if (v && this.dimension !== undefined && v.length !== this.dimension) throw unprocessable(MESSAGES.dimension(v.length, this.dimension));
+  }
+
+  /** Fixes the dimension at the first dense write (persisted) and creates the graphs. */
+  private fixDimension(d: number): void {
+    if (this.dimension !== undefined) return;
+    this.dimension = d;
+    this.store.setMeta('dimension', String(d));
+    for (const ns of this.namespaces.values()) ns.dense = this.newGraph();
+  }
+
+  /** Upserts records into namespace `name` (validated by the caller). */
+  upsert(name: string, items: UpsertItem[]): Promise<string> {
+    items.forEach((it, i) => this.checkRecord(it, items.length > 1 ? `[${i}]: ` : ''));
+    const dims = new Set(items.filter((i) => i.vector).map((i) => i.vector!.length));
+    if (dims.size > 1) throw unprocessable(MESSAGES.dimension([...dims][1], [...dims][0]));
+    return this.write(() => {
+      for (const it of items) this.checkDimension(it.vector);
+      if (items[0].vector) this.fixDimension(items[0].vector.length);
+      const ns = this.ensureNs(name);
+      for (const it of items) this.putRecord(ns, it);
+      this.store.setNextPos(ns.row.id, ns.row.next_pos);
+      return 'Success';
+    });
+  }
+
+  /** Writes one record (SQL + memory). Keeps the position of an existing id. */
+  private putRecord(ns: NamespaceState, it: UpsertItem): void {
+    const existing = ns.byId.get(it.id);
+    const pos = existing ?? ns.row.next_pos++;
+    const vec = it.vector ? Float32Array.from(it.vector) : undefined;
+    this.store.upsert(ns.row.id, {
+      id: it.id,
+      pos,
+      seq: ++this.seq,
+      vector: vec ? f32ToBlob(vec) : null,
+      sparse: it.sparse ? sparseToBlob(it.sparse) : null,
+      metadata: it.metadata !== undefined ? JSON.stringify(it.metadata) : null,
+      data: it.data ?? null,
+    });
+    ns.put(pos, it.id, it.metadata);
+    if (vec) ns.dense!.add(pos, vec);
+    else ns.dense?.remove(pos);
+    if (it.sparse) ns.sparse!.add(pos, it.sparse);
+    else ns.sparse?.remove(pos);
+    ns.unsnapshotted++;
+  }
+
+  /** Deletes by ids, prefix or filter; resolves to the number deleted. */
+  delete(name: string, by: { ids?: string[]; prefix?: string; filter?: string }): Promise<number> {
+    const pre = this.ns(name);
+    // Compile (and 400 on syntax errors) before queueing.
+    if (by.filter !== undefined && pre) pre.match(by.filter);
+    return this.write(() => {
+      const ns = this.ns(name);
+      if (!ns) return 0;
+      let ids: string[];
+      if (by.ids) ids = by.ids;
+      else if (by.prefix !== undefined) ids = [...ns.byId.keys()].filter((id) => id.startsWith(by.prefix!));
+      else ids = (ns.match(by.filter) ?? { labels: [] as number[] }).labels.map((l) => ns.ids[l]!);
+      let n = 0;
+      for (const id of ids) {
+        if (ns.byId.has(id) && this.store.delete(ns.row.id, id)) {
+          ns.drop(id);
+          n++;
+        }
+      }
+      return n;
+    });
+  }
+
+  /**
+   * Updates one record: new vector/sparse/data, metadata OVERWRITE (default) or PATCH (RFC 7396).
+   * Resolves to 1, or 0 when the id does not exist.
+   */
+  update(name: string, u: { id: string; vector?: number[]; sparse?: UpsertItem['sparse']; data?: string; metadata?: Metadata; patch: boolean }): Promise<number> {
+    if (this.def.type === 'DENSE' && u.sparse) throw badRequest('sparseVector is not allowed for a DENSE index');
+    if (this.def.type === 'SPARSE' && u.vector) throw badRequest('vector is not allowed for a SPARSE index');
+    this.checkDimension(u.vector);
+    return this.write(() => {
+      const ns = this.ns(name);
+      const row = ns && ns.byId.has(u.id) ? this.store.get(ns.row.id, u.id) : undefined;
+      if (!ns || !row) return 0;
+      let metadata = row.metadata ? (JSON.parse(row.metadata) as Metadata) : undefined;
+      if (u.metadata !== undefined) metadata = u.patch ? (mergePatch(metadata ?? {}, u.metadata) as Metadata) : u.metadata;
+      if (u.vector) this.fixDimension(u.vector.length);
+      this.putRecord(ns, {
+        id: u.id,
+        vector: u.vector ?? (row.vector ? Array.from(blobToF32(row.vector)) : undefined),
+        sparse: u.sparse ?? (row.sparse ? blobToSparse(row.sparse) : undefined),
+        metadata,
+        data: u.data ?? row.data ?? undefined,
+      });
+      return 1;
+    });
+  }
+
+  /** Empties one namespace (or all with `all`); namespaces stay listed. */
+  reset(name: string, all: boolean): Promise<string> {
+    return this.write(() => {
+      const targets = all ? [...this.namespaces.values()] : [this.ns(name)].filter((n): n is NamespaceState => !!n);
+      for (const ns of targets) {
+        this.store.resetNamespace(ns.row.id);
+        ns.row.next_pos = 0;
+        ns.row.generation++;
+        ns.clear();
+        if (this.hasSparse) ns.sparse = new SparseIndex();
+        if (this.hasDense && this.dimension !== undefined) ns.dense = this.newGraph();
+        ns.unsnapshotted = 0;
+        dropSnapshot(this.snapshotDir, ns.row.id);
+      }
+      return 'Success';
+    });
+  }
+
+  /** Deletes a namespace. @throws VectorError 404 when absent, 400 for the default namespace. */
+  deleteNamespace(name: string): Promise<string> {
+    return this.write(() => {
+      if (name === '') throw badRequest('The default namespace cannot be deleted');
+      const ns = this.ns(name);
+      if (!ns) throw new VectorError(404, MESSAGES.namespaceMissing(name, this.def.name));
+      this.store.dropNamespace(ns.row.id);
+      this.namespaces.delete(name);
+      dropSnapshot(this.snapshotDir, ns.row.id);
+      return 'Success';
+    });
+  }
+
+  /** Renames a namespace; `deleteExisting` replaces an existing target. */
+  renameNamespace(from: string, to: string, deleteExisting: boolean): Promise<boolean> {
+    return this.write(() => {
+      if (from === '' || to === '') throw badRequest('The default namespace cannot be renamed');
+      const ns = this.ns(from);
+      if (!ns) throw new VectorError(404, MESSAGES.namespaceMissing(from, this.def.name));
+      if (from === to) return true;
+      const target = this.ns(to);
+      if (target) {
+        if (!deleteExisting) throw badRequest(`Namespace ${to} already exists`);
+        this.store.dropNamespace(target.row.id);
+        this.namespaces.delete(to);
+        dropSnapshot(this.snapshotDir, target.row.id);
+      }
+      this.store.renameNamespace(ns.row.id, to);
+      ns.row.name = to;
+      this.namespaces.delete(from);
+      this.namespaces.set(to, ns);
+      return true;
+    });
+  }
+
+  /**
+   * Rebuilds graphs with many tombstones; snapshots graphs with at least `minWrites` record writes
+   * since their last snapshot. Runs after each commit (default threshold), on a timer and on close.
+   */
+  maintain(minWrites = SNAPSHOT_EVERY): void {
+    for (const ns of this.namespaces.values()) {
+      const g = ns.dense;
+      if (!g) continue;
+      try {
+        if (g.tombstones >= REBUILD_MIN && g.tombstones > g.size * REBUILD_RATIO) {
+          const fresh = this.newGraph(ns.count);
+          for (const r of this.store.vectors(ns.row.id)) if (r.vector) fresh.add(r.pos, blobToF32(r.vector));
+          ns.dense = fresh;
+          ns.unsnapshotted = Math.max(ns.unsnapshotted, SNAPSHOT_EVERY);
+        }
+        if (ns.unsnapshotted >= Math.max(1, minWrites) && ns.count > 0) {
+          writeSnapshot(this.snapshotDir, ns.row.id, ns.row.generation, this.seq, ns.dense!);
+          ns.unsnapshotted = 0;
+        }
+      } catch (err) {
+        this.logger.error({ err, index: this.def.name, namespace: ns.name }, 'vector maintenance failed');
+      }
+    }
+  }
+
+  /** Flushes pending writes, snapshots dirty graphs and closes SQLite. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.queue.length) await new Promise<void>((r) => setImmediate(r));
+    this.flush();
+    this.closed = true;
+    this.maintain(1);
+    this.store.close();
+  }
+}
+
+/** RFC 7396 JSON Merge Patch: `null` removes a key, objects merge recursively, others replace. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> =
+    target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}

@@ -1,0 +1,41 @@
+/**
+ * Float32 storage and printing (vector-wire.md §B.3): values are stored as float32 and printed as
+ * the shortest decimal that round-trips through float32 (`Math.fround(0.1)` prints as `0.1`, not
+ * `0.10000000149011612`).
+ */
+
+/**
+ * The double whose shortest JS representation is the shortest decimal that round-trips to the
+ * float32 nearest `x`: `parseFloat(f.toPrecision(p))` for the smallest p in 1..9 with
+ * `Math.fround(parsed) === f`. Non-finite input is returned unchanged.
+ */
+export function shortestFloat32(x: number): number {
+  const f = Math.fround(x);
+  if (!Number.isFinite(f) || f === 0) return f === 0 ? 0 : f;
+  // Fast path: integers and values that already print short.
+  if (Number.isInteger(f) && Math.abs(f) < 2 ** 24) return f;
+  for (let p = 1; p <= 9; p++) {
+    const v = parseFloat(f.toPrecision(p));
+    if (Math.fround(v) === f) return v;
+  }
+  return f;
+}
+
+/** Maps {@link shortestFloat32} over a vector (a new plain array, ready for JSON). */
+export function printVector(v: ArrayLike<number>): number[] {
+  const out = new Array<number>(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = shortestFloat32(v[i]);
+  return out;
+}
+
+/** Float32Array -> little-endian bytes (a view, no copy) for SQLite BLOBs. */
+export function f32ToBlob(v: Float32Array): Buffer {
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/** SQLite BLOB -> Float32Array (copied so it is 4-byte aligned). */
+export function blobToF32(b: Buffer): Float32Array {
+  const out = new Float32Array(b.byteLength / 4);
+  new Uint8Array(out.buffer).set(b);
+  return out;
+}

@@ -1,0 +1,145 @@
+/**
+ * Endpoint handlers (vector-wire.md §A.2–§A.3): one function per endpoint, from parsed JSON body
+ * to the `result` value. Read-only tokens may call only {@link READONLY_ENDPOINTS}.
+ */
+import type { VectorIndex } from './engine.js';
+import { badRequest, MESSAGES, unprocessable } from './errors.js';
+import { fetchRecords, formatScored, HYBRID_DEPTH, info, randomRecord, rangeRecords, runQuery, type ResolvedQuery } from './reads.js';
+import type { ResumableQueries } from './resumable.js';
+import {
+  asList, isObj, parseCursor, parseFilter, parseId, parseInclude, parseQuery, parseSparse, parseUpsert,
+  parseUpsertData, parseVector, type QueryRequest, type UpsertItem,
+} from './validate.js';
+
+export interface HandlerContext {
+  index: VectorIndex;
+  ns: string;
+  body: unknown;
+  /** Raw query string (`reset?all`). */
+  search: URLSearchParams;
+  resumable: ResumableQueries;
+}
+
+export type Handler = (c: HandlerContext) => unknown | Promise<unknown>;
+
+/** Endpoints a read-only token may call. */
+export const READONLY_ENDPOINTS = new Set([
+  'query', 'query-data', 'fetch', 'range', 'info', 'list-namespaces', 'random',
+  'resumable-query', 'resumable-query-data', 'resumable-query-next', 'resumable-query-end',
+]);
+
+/** Embeds the text of a data query per index type and `queryMode`. @throws 422 without an embedder. */
+async function resolve(index: VectorIndex, q: QueryRequest): Promise<ResolvedQuery> {
+  if (q.data === undefined) return q;
+  const t = index.def.type;
+  const wantDense = t === 'DENSE' || (t === 'HYBRID' && q.mode !== 'SPARSE');
+  const wantSparse = t === 'SPARSE' || (t === 'HYBRID' && q.mode !== 'DENSE');
+  if ((wantDense && !index.denseEmbedder) || (wantSparse && !index.sparseEmbedder)) throw unprocessable(MESSAGES.noEmbedder);
+  const out: ResolvedQuery = { ...q };
+  if (wantDense) out.vector = (await index.denseEmbedder!.embed([q.data]))[0];
+  if (wantSparse) {
+    out.sparse = index.sparseEmbedder!.query(q.data);
+    if (!q.weightingGiven) out.useIdf = true;
+  }
+  return out;
+}
+
+/** Embeds upsert-data items into records for this index type. */
+async function embedItems(index: VectorIndex, items: (UpsertItem & { data: string })[]): Promise<UpsertItem[]> {
+  if ((index.hasDense && !index.denseEmbedder) || (index.hasSparse && !index.sparseEmbedder)) throw unprocessable(MESSAGES.noEmbedder);
+  const dense = index.hasDense ? await index.denseEmbedder!.embed(items.map((i) => i.data)) : undefined;
+  return items.map((it, i) => ({
+    ...it,
+    vector: dense?.[i],
+    sparse: index.hasSparse ? index.sparseEmbedder!.document(it.data) : undefined,
+  }));
+}
+
+async function query(c: HandlerContext, data: boolean): Promise<unknown> {
+  const { items, wasArray } = asList(c.body, 'query');
+  const qs = await Promise.all(items.map((x) => resolve(c.index, parseQuery(x, data))));
+  const ns = c.index.ns(c.ns);
+  const results = qs.map((q) => formatScored(c.index, ns, runQuery(c.index, ns, q, q.topK, Math.max(q.topK, HYBRID_DEPTH)), q));
+  return wasArray && results.length > 1 ? results : results[0];
+}
+
+async function resumableStart(c: HandlerContext, data: boolean): Promise<unknown> {
+  if (!isObj(c.body)) throw badRequest('resumable-query: expected a JSON object');
+  const q = await resolve(c.index, parseQuery(c.body, data));
+  return c.resumable.start(c.index, c.ns, q, c.body.maxIdle);
+}
+
+function obj(body: unknown, what: string): Record<string, unknown> {
+  if (!isObj(body)) throw badRequest(`${what}: expected a JSON object`);
+  return body;
+}
+
+function idList(x: unknown): string[] {
+  const arr = Array.isArray(x) ? x : [x];
+  return arr.map((v) => parseId(v, 'ids[]'));
+}
+
+export const HANDLERS: Record<string, Handler> = {
+  upsert: (c) => c.index.upsert(c.ns, parseUpsert(c.body)),
+  'upsert-data': async (c) => c.index.upsert(c.ns, await embedItems(c.index, parseUpsertData(c.body))),
+  query: (c) => query(c, false),
+  'query-data': (c) => query(c, true),
+  fetch: (c) => {
+    const b = obj(c.body, 'fetch');
+    const hasIds = b.ids !== undefined && b.ids !== null;
+    const hasPrefix = b.prefix !== undefined && b.prefix !== null;
+    if (hasIds && hasPrefix) throw badRequest(MESSAGES.fetchOneOf);
+    if (!hasIds && !hasPrefix) throw badRequest('Either ids or prefix must be provided.');
+    if (hasPrefix && typeof b.prefix !== 'string') throw badRequest('prefix must be a string');
+    return fetchRecords(c.index, c.ns, hasIds ? { ids: idList(b.ids) } : { prefix: b.prefix as string }, parseInclude(b));
+  },
+  delete: async (c) => {
+    const b = Array.isArray(c.body) ? { ids: c.body } : obj(c.body, 'delete');
+    const given = ['ids', 'prefix', 'filter'].filter((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
+    if (given.length !== 1) throw badRequest(MESSAGES.deleteOneOf);
+    if (given[0] === 'prefix' && typeof b.prefix !== 'string') throw badRequest('prefix must be a string');
+    const by = given[0] === 'ids' ? { ids: idList(b.ids) } : given[0] === 'prefix' ? { prefix: b.prefix as string } : { filter: parseFilter(b.filter) };
+    return { deleted: await c.index.delete(c.ns, by) };
+  },
+  range: (c) => {
+    const b = obj(c.body, 'range');
+    const limit = b.limit;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) throw badRequest('limit must be a non-negative integer');
+    if (b.prefix !== undefined && b.prefix !== null && typeof b.prefix !== 'string') throw badRequest('prefix must be a string');
+    return rangeRecords(c.index, c.ns, parseCursor(b.cursor), limit, (b.prefix as string | undefined) || undefined, parseInclude(b));
+  },
+  update: async (c) => {
+    const b = obj(c.body, 'update');
+    const mode = b.metadataUpdateMode ?? 'OVERWRITE';
+    if (mode !== 'OVERWRITE' && mode !== 'PATCH') throw badRequest('metadataUpdateMode must be PATCH or OVERWRITE');
+    if (b.metadata !== undefined && b.metadata !== null && !isObj(b.metadata)) throw badRequest('metadata must be a JSON object');
+    if (b.data !== undefined && b.data !== null && typeof b.data !== 'string') throw badRequest('data must be a string');
+    const updated = await c.index.update(c.ns, {
+      id: parseId(b.id),
+      vector: b.vector == null ? undefined : parseVector(b.vector),
+      sparse: b.sparseVector == null ? undefined : parseSparse(b.sparseVector),
+      data: (b.data as string | undefined) ?? undefined,
+      metadata: (b.metadata as Record<string, unknown> | undefined) ?? undefined,
+      patch: mode === 'PATCH',
+    });
+    return { updated };
+  },
+  reset: (c) => c.index.reset(c.ns, c.search.has('all')),
+  info: (c) => info(c.index),
+  'list-namespaces': (c) => [...c.index.namespaces.keys()],
+  'delete-namespace': (c) => c.index.deleteNamespace(c.ns),
+  'rename-namespace': async (c) => {
+    const b = obj(c.body, 'rename-namespace');
+    if (typeof b.namespace !== 'string' || typeof b.newNamespace !== 'string') throw badRequest('namespace and newNamespace must be strings');
+    if (b.deleteExisting !== undefined && typeof b.deleteExisting !== 'boolean') throw badRequest('deleteExisting must be a boolean');
+    return { renamed: await c.index.renameNamespace(b.namespace, b.newNamespace, b.deleteExisting === true) };
+  },
+  random: (c) => randomRecord(c.index, c.ns),
+  'resumable-query': (c) => resumableStart(c, false),
+  'resumable-query-data': (c) => resumableStart(c, true),
+  'resumable-query-next': (c) => {
+    const b = obj(c.body, 'resumable-query-next');
+    return c.resumable.next(b.uuid, b.additionalK);
+  },
+  'resumable-query-end': (c) => c.resumable.end(obj(c.body, 'resumable-query-end').uuid),
+};

@@ -1,0 +1,105 @@
+/**
+ * The vector area (area C, issue 6): every index of `definitions.ts` served under the vector
+ * port — the default index at `/`, each other index at `/<name>` — speaking the `@upstash/vector`
+ * wire protocol (vector-wire.md §A). Tokens: `vector.<index>.token` and
+ * `vector.<index>.readonlyToken` from the credential store, read at request time.
+ */
+import type { AreaContext, AreaModule, AreaServer } from '../area.js';
+import { createHttpServer, listenOn } from '../http/server.js';
+import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
+import { VectorIndex } from './engine.js';
+import { ResumableQueries } from './resumable.js';
+import { registerRoutes } from './routes.js';
+
+/** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
+export const VECTOR_BODY_LIMIT = 128 * 1024 * 1024;
+/** Background snapshot: every minute, namespaces with at least this many unsnapshotted writes. */
+export const SNAPSHOT_INTERVAL_MS = 60_000;
+export const SNAPSHOT_MIN_WRITES = 1000;
+
+/** Credential names of an index. */
+export const tokenName = (index: string) => `vector.${index}.token`;
+export const readonlyTokenName = (index: string) => `vector.${index}.readonlyToken`;
+
+/** Base URL of an index given the area URL. */
+export function indexUrl(areaUrl: string, index: string): string {
+  return index === 'default' ? areaUrl : `${areaUrl}/${index}`;
+}
+
+function envKey(name: string): string {
+  return name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
+}
+
+async function create(ctx: AreaContext): Promise<AreaServer> {
+  const defs = loadIndexDefinitions(ctx.config);
+  const indexes = new Map<string, VectorIndex>();
+  try {
+    for (const d of defs) {
+      ctx.credentials.get(tokenName(d.name));
+      ctx.credentials.get(readonlyTokenName(d.name));
+      indexes.set(d.name, new VectorIndex(d, ctx.config.dataDir, ctx.logger));
+    }
+  } catch (err) {
+    for (const i of indexes.values()) await i.close();
+    throw err;
+  }
+  const resumable = new ResumableQueries();
+  const app = createHttpServer({ logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT });
+  registerRoutes(app, { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger });
+  const timer = setInterval(() => {
+    for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
+  }, SNAPSHOT_INTERVAL_MS);
+  timer.unref();
+  let closing: Promise<void> | undefined;
+  return {
+    listen: () => listenOn(app, ctx.config.host, ctx.config.ports.vector),
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(timer);
+        await app.close();
+        resumable.close();
+        for (const i of indexes.values()) await i.close();
+      })()),
+    ready: () => true,
+  };
+}
+
+function definitions(ctx: AreaContext): IndexDefinition[] {
+  try {
+    return loadIndexDefinitions(ctx.config);
+  } catch {
+    return loadIndexDefinitions({ ...ctx.config, vector: { ...ctx.config.vector, indexesFile: undefined } });
+  }
+}
+
+export const vectorArea: AreaModule = {
+  name: 'vector',
+  create,
+  env(ctx, url) {
+    const token = ctx.credentials.get(tokenName('default'));
+    const ro = ctx.credentials.get(readonlyTokenName('default'));
+    const vars: Record<string, string> = {
+      UPSTASH_VECTOR_REST_URL: url,
+      UPSTASH_VECTOR_REST_TOKEN: token,
+      UPSTASH_VECTOR_REST_READONLY_TOKEN: ro,
+      SVC_VECTOR_URL: url,
+      SVC_VECTOR_TOKEN: token,
+      SVC_VECTOR_READONLY_TOKEN: ro,
+    };
+    for (const d of definitions(ctx)) {
+      if (d.name === 'default') continue;
+      const k = envKey(d.name);
+      vars[`SVC_VECTOR_${k}_URL`] = indexUrl(url, d.name);
+      vars[`SVC_VECTOR_${k}_TOKEN`] = ctx.credentials.get(tokenName(d.name));
+      vars[`SVC_VECTOR_${k}_READONLY_TOKEN`] = ctx.credentials.get(readonlyTokenName(d.name));
+    }
+    return vars;
+  },
+  banner(ctx, url) {
+    return definitions(ctx).map(
+      (d) =>
+        `index ${d.name}: ${indexUrl(url, d.name)} (${d.type}, ${d.metric}, dimension ${d.dimension ?? 'from first upsert'}) ` +
+        `token ${ctx.credentials.get(tokenName(d.name))} read-only ${ctx.credentials.get(readonlyTokenName(d.name))}`,
+    );
+  },
+};

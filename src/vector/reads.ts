@@ -1,0 +1,177 @@
+/**
+ * Read operations of one index (vector-wire.md §A.2): query (dense, sparse, hybrid fusion),
+ * fetch, range, info, random, list-namespaces — and the output shapes (float32-shortest numbers,
+ * only the fields that exist and were asked for, §C).
+ */
+import type { VectorIndex } from './engine.js';
+import { badRequest, MESSAGES, unprocessable } from './errors.js';
+import { blobToF32, printVector, shortestFloat32 } from './float32.js';
+import type { NamespaceState } from './namespace.js';
+import { denseScore, fuseDbsf, fuseRrf, byScore, type Scored } from './scores.js';
+import { blobToSparse, type RecordRow, type SparseVector } from './store.js';
+import { MAX_FETCH_PREFIX, type Include, type QueryRequest } from './validate.js';
+
+/** Per-component candidate depth of a regular hybrid query: max(topK, this) (§B.4 "inferred"). */
+export const HYBRID_DEPTH = 100;
+
+export interface OutRecord {
+  id: string;
+  score?: number;
+  vector?: number[];
+  sparseVector?: { indices: number[]; values: number[] };
+  metadata?: Record<string, unknown>;
+  data?: string;
+}
+
+/** A record as the wire shows it (§C: absent keys when the field does not exist or was not asked). */
+export function formatRecord(index: VectorIndex, ns: NamespaceState, label: number, inc: Include, score?: number): OutRecord {
+  const out: OutRecord = { id: ns.ids[label]! };
+  if (score !== undefined) out.score = shortestFloat32(score);
+  let row: RecordRow | undefined;
+  if (inc.includeVectors || inc.includeData) row = index.store.getByPos(ns.row.id, label);
+  if (inc.includeVectors && row) {
+    if (row.vector) out.vector = printVector(blobToF32(row.vector));
+    if (row.sparse) {
+      const s = blobToSparse(row.sparse);
+      out.sparseVector = { indices: Array.from(s.indices), values: printVector(s.values) };
+    }
+  }
+  if (inc.includeMetadata && ns.metas[label] !== undefined) out.metadata = ns.metas[label];
+  if (inc.includeData && row?.data != null) out.data = row.data;
+  return out;
+}
+
+/** A query whose text parts were already embedded. */
+export interface ResolvedQuery extends QueryRequest {
+  vector?: number[];
+  sparse?: SparseVector;
+}
+
+/** Final dense scores of candidate labels, from the original float32 vectors (scores.ts). */
+function scoreDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[]): Scored[] {
+  const qf = Float32Array.from(q);
+  const out: Scored[] = [];
+  if (labels.length === 0) return out;
+  for (const r of index.store.vectorsByPos(ns.row.id, labels)) {
+    if (r.vector) out.push({ label: r.pos, score: denseScore(index.def.metric, qf, blobToF32(r.vector)) });
+  }
+  return out.sort(byScore);
+}
+
+/**
+ * Exact top-`k` labels among `labels` (vectors from SQLite, one statement per 10,000), ranked in
+ * float64 by cosine / squared distance / dot; final float32 scores are computed by the caller.
+ */
+function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): number[] {
+  const metric = index.def.metric;
+  let qn = 0;
+  for (const x of q) qn += x * x;
+  qn = Math.sqrt(qn) || 1;
+  const scored: Scored[] = [];
+  for (let i = 0; i < labels.length; i += 10_000) {
+    for (const r of index.store.vectorsByPos(ns.row.id, labels.slice(i, i + 10_000))) {
+      if (!r.vector) continue;
+      const v = blobToF32(r.vector);
+      let s = 0;
+      if (metric === 'EUCLIDEAN') {
+        for (let j = 0; j < v.length; j++) {
+          const d = q[j] - v[j];
+          s -= d * d;
+        }
+      } else {
+        let vn = 0;
+        for (let j = 0; j < v.length; j++) {
+          s += q[j] * v[j];
+          vn += v[j] * v[j];
+        }
+        if (metric === 'COSINE') s = vn > 0 ? s / (qn * Math.sqrt(vn)) : 0;
+      }
+      scored.push({ label: r.pos, score: s });
+    }
+  }
+  return scored.sort(byScore).slice(0, k).map((x) => x.label);
+}
+
+/**
+ * Runs one query on namespace `ns`: scored labels, best first, at most `k`.
+ * `depth` = candidates per component for fusion (regular: max(k, 100); resumable: k);
+ * `exclude` = ids already returned (resumable queries).
+ * @throws VectorError 400 (missing part, bad filter) / 422 (dimension).
+ */
+export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: ResolvedQuery, k: number, depth: number, exclude?: Set<string>): Scored[] {
+  const t = index.def.type;
+  if (t === 'DENSE' && q.sparse) throw badRequest('sparseVector is not allowed for a DENSE index');
+  if (t === 'SPARSE' && q.vector) throw badRequest('vector is not allowed for a SPARSE index');
+  if (q.vector && index.dimension !== undefined && q.vector.length !== index.dimension) {
+    throw unprocessable(MESSAGES.dimension(q.vector.length, index.dimension));
+  }
+  if (!ns || k === 0) {
+    ns?.match(q.filter);
+    return [];
+  }
+  const match = ns.match(q.filter);
+  const ef = index.def.hnsw.efSearch;
+  const exact = (labels: number[], n: number) => exactDense(index, ns, q.vector!, labels, n);
+  const dense = (n: number) => scoreDense(index, ns, q.vector!, ns.denseCandidates(q.vector!, n, ef, match, exclude, exact));
+  const sparse = (n: number) => ns.sparseSearch(q.sparse!, n, q.useIdf, match, exclude);
+  if (q.vector && q.sparse) {
+    const lists = [dense(depth), sparse(depth)];
+    return (q.fusion === 'DBSF' ? fuseDbsf(lists) : fuseRrf(lists)).slice(0, k);
+  }
+  if (q.vector) return dense(k).slice(0, k);
+  return sparse(k);
+}
+
+/** Formats scored labels. */
+export function formatScored(index: VectorIndex, ns: NamespaceState | undefined, hits: Scored[], inc: Include): OutRecord[] {
+  if (!ns) return [];
+  return hits.map((h) => formatRecord(index, ns, h.label, inc, h.score));
+}
+
+/** `fetch` by ids (request order, `null` for unknown) or by prefix (≤ 1,000, position order). */
+export function fetchRecords(index: VectorIndex, nsName: string, by: { ids?: string[]; prefix?: string }, inc: Include): (OutRecord | null)[] {
+  const ns = index.ns(nsName);
+  if (by.ids) return by.ids.map((id) => (ns && ns.byId.has(id) ? formatRecord(index, ns, ns.byId.get(id)!, inc) : null));
+  if (!ns) return [];
+  return index.store.range(ns.row.id, 0, MAX_FETCH_PREFIX, by.prefix).map((r) => formatRecord(index, ns, r.pos, inc));
+}
+
+/** `range`: records with position >= cursor, `limit` per page, look-ahead for `nextCursor` ("" at the end). */
+export function rangeRecords(index: VectorIndex, nsName: string, cursor: number, limit: number, prefix: string | undefined, inc: Include): { nextCursor: string; vectors: OutRecord[] } {
+  const ns = index.ns(nsName);
+  if (!ns) return { nextCursor: '', vectors: [] };
+  const rows = index.store.range(ns.row.id, cursor, limit + 1, prefix);
+  const nextCursor = rows.length > limit ? String(rows[limit].pos) : '';
+  return { nextCursor, vectors: rows.slice(0, limit).map((r) => formatRecord(index, ns, r.pos, inc)) };
+}
+
+/** `info` (§A.5): totals, index size, dimension, metric, type, dense/sparse parts, namespaces. */
+export function info(index: VectorIndex): Record<string, unknown> {
+  const namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }> = {};
+  let total = 0;
+  for (const ns of index.namespaces.values()) {
+    namespaces[ns.name] = { vectorCount: ns.count, pendingVectorCount: 0 };
+    total += ns.count;
+  }
+  const d = index.def;
+  const out: Record<string, unknown> = {
+    vectorCount: total,
+    pendingVectorCount: 0,
+    indexSize: index.store.size(),
+    dimension: index.hasDense ? index.dimension ?? 0 : 0,
+    similarityFunction: d.metric,
+    indexType: d.type,
+  };
+  if (index.hasDense) out.denseIndex = { dimension: index.dimension ?? 0, similarityFunction: d.metric, embeddingModel: d.embedder.dense ? d.embedder.dense.name ?? d.embedder.dense.model : '' };
+  if (index.hasSparse) out.sparseIndex = { embeddingModel: d.embedder.sparse ?? '' };
+  out.namespaces = namespaces;
+  return out;
+}
+
+/** `random`: one random record with its vectors, metadata and data, or null. */
+export function randomRecord(index: VectorIndex, nsName: string): OutRecord | null {
+  const ns = index.ns(nsName);
+  const label = ns?.randomLabel();
+  if (!ns || label === undefined) return null;
+  return formatRecord(index, ns, label, { includeVectors: true, includeMetadata: true, includeData: true });
+}

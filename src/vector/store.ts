@@ -1,0 +1,185 @@
+/**
+ * Durable record store of one index: SQLite (better-sqlite3, WAL, `synchronous=FULL`) in
+ * `<dataDir>/vector/<index>.sqlite`. Every statement of the vector area lives here (no SQL in route
+ * handlers, STYLE.md §1).
+ *
+ * Tables:
+ * - `meta(key, value)`: `dimension` (fixed by the first dense upsert), `seq` (last sequence number).
+ * - `namespaces(id, name, next_pos, generation)`: `next_pos` = next range position (per namespace,
+ *   restarts at 0 after a reset); `generation` bumps on reset so stale graph snapshots are ignored.
+ * - `records(ns, id, pos, seq, vector, sparse, metadata, data)`: `pos` = insertion position (the
+ *   range cursor and the ANN label, kept when an id is upserted again), `seq` = global sequence
+ *   number of the last write to the record (snapshot replay: records with `seq` > the snapshot's).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+
+export interface NamespaceRow {
+  id: number;
+  name: string;
+  next_pos: number;
+  generation: number;
+}
+
+export interface RecordRow {
+  id: string;
+  pos: number;
+  seq: number;
+  vector: Buffer | null;
+  sparse: Buffer | null;
+  metadata: string | null;
+  data: string | null;
+}
+
+export type RecordHead = Pick<RecordRow, 'id' | 'pos' | 'seq' | 'metadata'> & { hasSparse: 0 | 1 };
+
+/** A sparse vector as parallel arrays (indices int32, values float32). */
+export interface SparseVector {
+  indices: Int32Array;
+  values: Float32Array;
+}
+
+/** Sparse vector -> BLOB: n int32 indices then n float32 values (little-endian). */
+export function sparseToBlob(s: SparseVector): Buffer {
+  const n = s.indices.length;
+  const buf = Buffer.alloc(n * 8);
+  Buffer.from(s.indices.buffer, s.indices.byteOffset, n * 4).copy(buf, 0);
+  Buffer.from(s.values.buffer, s.values.byteOffset, n * 4).copy(buf, n * 4);
+  return buf;
+}
+
+/** Inverse of {@link sparseToBlob}. */
+export function blobToSparse(b: Buffer): SparseVector {
+  const n = b.byteLength / 8;
+  const indices = new Int32Array(n);
+  const values = new Float32Array(n);
+  new Uint8Array(indices.buffer).set(b.subarray(0, n * 4));
+  new Uint8Array(values.buffer).set(b.subarray(n * 4));
+  return { indices, values };
+}
+
+/** The SQLite store of one index. Methods throw better-sqlite3 errors on I/O failure. */
+export class VectorStore {
+  readonly db: Database.Database;
+  private readonly st: Record<string, Database.Statement>;
+
+  constructor(readonly file: string) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS namespaces (
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+        next_pos INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE IF NOT EXISTS records (
+        ns INTEGER NOT NULL, id TEXT NOT NULL, pos INTEGER NOT NULL, seq INTEGER NOT NULL,
+        vector BLOB, sparse BLOB, metadata TEXT, data TEXT,
+        PRIMARY KEY (ns, id)) WITHOUT ROWID;
+      CREATE UNIQUE INDEX IF NOT EXISTS records_pos ON records (ns, pos);
+      CREATE INDEX IF NOT EXISTS records_seq ON records (ns, seq);
+      INSERT OR IGNORE INTO namespaces (name) VALUES ('');
+    `);
+    const p = (sql: string) => this.db.prepare(sql);
+    this.st = {
+      getMeta: p('SELECT value FROM meta WHERE key = ?'),
+      setMeta: p('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+      namespaces: p('SELECT id, name, next_pos, generation FROM namespaces ORDER BY id'),
+      createNs: p('INSERT INTO namespaces (name) VALUES (?) RETURNING id, name, next_pos, generation'),
+      renameNs: p('UPDATE namespaces SET name = ? WHERE id = ?'),
+      dropNs: p('DELETE FROM namespaces WHERE id = ?'),
+      resetNs: p('UPDATE namespaces SET next_pos = 0, generation = generation + 1 WHERE id = ?'),
+      setNextPos: p('UPDATE namespaces SET next_pos = ? WHERE id = ?'),
+      clearNs: p('DELETE FROM records WHERE ns = ?'),
+      upsert: p(`INSERT INTO records (ns, id, pos, seq, vector, sparse, metadata, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT(ns, id) DO UPDATE SET seq = excluded.seq, vector = excluded.vector, sparse = excluded.sparse,
+          metadata = excluded.metadata, data = excluded.data`),
+      del: p('DELETE FROM records WHERE ns = ? AND id = ?'),
+      get: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND id = ?'),
+      getByPos: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND pos = ?'),
+      vectorsByPos: p('SELECT r.pos AS pos, r.vector AS vector FROM json_each(?) j CROSS JOIN records r ON r.ns = ? AND r.pos = j.value'),
+      heads: p('SELECT id, pos, seq, metadata, sparse IS NOT NULL AS hasSparse FROM records WHERE ns = ? ORDER BY pos'),
+      vectors: p('SELECT pos, vector, sparse FROM records WHERE ns = ? ORDER BY pos'),
+      newer: p('SELECT pos, vector, sparse FROM records WHERE ns = ? AND seq > ? ORDER BY seq'),
+      range: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND pos >= ? ORDER BY pos LIMIT ?'),
+      rangePrefix: p(`SELECT id, pos, seq, vector, sparse, metadata, data FROM records
+        WHERE ns = ? AND pos >= ? AND substr(id, 1, ?) = ? ORDER BY pos LIMIT ?`),
+      pageInfo: p('SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size()) AS size'),
+    };
+  }
+
+  getMeta(key: string): string | undefined {
+    return (this.st.getMeta.get(key) as { value: string } | undefined)?.value;
+  }
+  setMeta(key: string, value: string): void {
+    this.st.setMeta.run(key, value);
+  }
+  namespaces(): NamespaceRow[] {
+    return this.st.namespaces.all() as NamespaceRow[];
+  }
+  createNamespace(name: string): NamespaceRow {
+    return this.st.createNs.get(name) as NamespaceRow;
+  }
+  renameNamespace(id: number, name: string): void {
+    this.st.renameNs.run(name, id);
+  }
+  /** Deletes the namespace row and all its records. */
+  dropNamespace(id: number): void {
+    this.st.clearNs.run(id);
+    this.st.dropNs.run(id);
+  }
+  /** Deletes every record, restarts positions at 0 and bumps the generation. */
+  resetNamespace(id: number): void {
+    this.st.clearNs.run(id);
+    this.st.resetNs.run(id);
+  }
+  setNextPos(id: number, nextPos: number): void {
+    this.st.setNextPos.run(nextPos, id);
+  }
+  upsert(ns: number, r: Omit<RecordRow, 'pos'> & { pos: number }): void {
+    this.st.upsert.run(ns, r.id, r.pos, r.seq, r.vector, r.sparse, r.metadata, r.data);
+  }
+  delete(ns: number, id: string): boolean {
+    return this.st.del.run(ns, id).changes > 0;
+  }
+  get(ns: number, id: string): RecordRow | undefined {
+    return this.st.get.get(ns, id) as RecordRow | undefined;
+  }
+  getByPos(ns: number, pos: number): RecordRow | undefined {
+    return this.st.getByPos.get(ns, pos) as RecordRow | undefined;
+  }
+  /** Dense vectors of the records at `positions` (one statement; order not guaranteed). */
+  vectorsByPos(ns: number, positions: number[]): IterableIterator<{ pos: number; vector: Buffer | null }> {
+    return this.st.vectorsByPos.iterate(JSON.stringify(positions), ns) as IterableIterator<{ pos: number; vector: Buffer | null }>;
+  }
+  /** id, pos, seq, metadata of every record of a namespace, in position order. */
+  heads(ns: number): IterableIterator<RecordHead> {
+    return this.st.heads.iterate(ns) as IterableIterator<RecordHead>;
+  }
+  /** Vectors of every record (graph rebuild), in position order. */
+  vectors(ns: number): IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>> {
+    return this.st.vectors.iterate(ns) as IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>>;
+  }
+  /** Vectors of records written after sequence number `seq` (snapshot replay). */
+  newerThan(ns: number, seq: number): IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>> {
+    return this.st.newer.iterate(ns, seq) as IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>>;
+  }
+  /** Up to `limit` records with `pos >= from` (and id starting with `prefix`), in position order. */
+  range(ns: number, from: number, limit: number, prefix?: string): RecordRow[] {
+    if (prefix) return this.st.rangePrefix.all(ns, from, prefix.length, prefix, limit) as RecordRow[];
+    return this.st.range.all(ns, from, limit) as RecordRow[];
+  }
+  /** Database size in bytes (pages x page size). */
+  size(): number {
+    return (this.st.pageInfo.get() as { size: number }).size;
+  }
+  /** Runs `fn` in a transaction (a savepoint when nested). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

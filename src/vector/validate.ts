@@ -1,0 +1,193 @@
+/**
+ * Request body parsing and validation for every endpoint (vector-wire.md §A.2, §B.4, §B.6, §B.7).
+ * Every function throws {@link VectorError} 400 with a readable message on bad input; the
+ * dimension check (422) is done by the index, which knows its dimension.
+ */
+import { badRequest } from './errors.js';
+import type { SparseVector } from './store.js';
+
+/** At most 1,000 non-zero entries per sparse vector (sparseindexes.mdx). */
+export const MAX_SPARSE_NONZERO = 1000;
+/** Records returned by `fetch` with a prefix (fetch.mdx). */
+export const MAX_FETCH_PREFIX = 1000;
+/** Default `topK` (query.mdx). */
+export const DEFAULT_TOP_K = 10;
+
+export type Metadata = Record<string, unknown>;
+
+export interface UpsertItem {
+  id: string;
+  vector?: number[];
+  sparse?: SparseVector;
+  metadata?: Metadata;
+  data?: string;
+}
+
+export interface Include {
+  includeVectors: boolean;
+  includeMetadata: boolean;
+  includeData: boolean;
+}
+
+export interface QueryRequest extends Include {
+  vector?: number[];
+  sparse?: SparseVector;
+  data?: string;
+  topK: number;
+  filter?: string;
+  useIdf: boolean;
+  /** True when `weightingStrategy` was given (data queries default to IDF otherwise). */
+  weightingGiven: boolean;
+  fusion: 'RRF' | 'DBSF';
+  mode: 'HYBRID' | 'DENSE' | 'SPARSE';
+}
+
+const isObj = (x: unknown): x is Record<string, unknown> => !!x && typeof x === 'object' && !Array.isArray(x);
+
+/** An id: non-empty string, or a finite number converted to its string (`33` -> `"33"`). */
+export function parseId(x: unknown, where = 'id'): string {
+  if (typeof x === 'number' && Number.isFinite(x)) return String(x);
+  if (typeof x === 'string' && x.length > 0) return x;
+  throw badRequest(`${where} must be a non-empty string or a number`);
+}
+
+/** A dense vector of finite numbers (dimension checked by the index). */
+export function parseVector(x: unknown, where = 'vector'): number[] {
+  if (!Array.isArray(x) || x.length === 0) throw badRequest(`${where} must be a non-empty array of numbers`);
+  for (const v of x) if (typeof v !== 'number' || !Number.isFinite(v)) throw badRequest(`${where} must contain only finite numbers`);
+  return x as number[];
+}
+
+/** `{indices, values}`: same length, ≤ 1,000 entries, int32 distinct indices, finite values. */
+export function parseSparse(x: unknown, where = 'sparseVector'): SparseVector {
+  if (!isObj(x) || !Array.isArray(x.indices) || !Array.isArray(x.values)) {
+    throw badRequest(`${where} must be an object with indices and values arrays`);
+  }
+  const { indices, values } = x as { indices: unknown[]; values: unknown[] };
+  if (indices.length !== values.length) throw badRequest(`${where}: indices and values must have the same length`);
+  if (indices.length > MAX_SPARSE_NONZERO) throw badRequest(`${where}: at most ${MAX_SPARSE_NONZERO} non-zero values are allowed, got ${indices.length}`);
+  const seen = new Set<number>();
+  const out = { indices: new Int32Array(indices.length), values: new Float32Array(values.length) };
+  for (let i = 0; i < indices.length; i++) {
+    const ix = indices[i];
+    const v = values[i];
+    if (typeof ix !== 'number' || !Number.isInteger(ix) || ix < 0 || ix > 2 ** 31 - 1) throw badRequest(`${where}: indices must be non-negative 32-bit integers`);
+    if (seen.has(ix)) throw badRequest(`${where}: duplicate index ${ix}`);
+    seen.add(ix);
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw badRequest(`${where}: values must be finite numbers`);
+    out.indices[i] = ix;
+    out.values[i] = v;
+  }
+  return out;
+}
+
+function parseMetadata(x: unknown, where: string): Metadata | undefined {
+  if (x === undefined || x === null) return undefined;
+  if (!isObj(x)) throw badRequest(`${where}.metadata must be a JSON object`);
+  return x;
+}
+
+function parseData(x: unknown, where: string): string | undefined {
+  if (x === undefined || x === null) return undefined;
+  if (typeof x !== 'string') throw badRequest(`${where}.data must be a string`);
+  return x;
+}
+
+/** Object or array of objects -> array (with `wasArray`). */
+export function asList(body: unknown, what: string): { items: unknown[]; wasArray: boolean } {
+  if (Array.isArray(body)) {
+    if (body.length === 0) throw badRequest(`${what}: the request array is empty`);
+    return { items: body, wasArray: true };
+  }
+  if (isObj(body)) return { items: [body], wasArray: false };
+  throw badRequest(`${what}: expected a JSON object or an array of objects`);
+}
+
+/** `/upsert` items: each needs `vector` and/or `sparseVector` (which ones the index checks). */
+export function parseUpsert(body: unknown): UpsertItem[] {
+  return asList(body, 'upsert').items.map((it, i) => {
+    const where = `[${i}]`;
+    if (!isObj(it)) throw badRequest(`${where}: expected an object`);
+    const id = parseId(it.id, `${where}.id`);
+    const vector = it.vector === undefined || it.vector === null ? undefined : parseVector(it.vector, `${where}.vector`);
+    const sparse = it.sparseVector === undefined || it.sparseVector === null ? undefined : parseSparse(it.sparseVector, `${where}.sparseVector`);
+    if (!vector && !sparse) throw badRequest(`${where}: vector or sparseVector is required for /upsert (use /upsert-data for raw data)`);
+    return { id, vector, sparse, metadata: parseMetadata(it.metadata, where), data: parseData(it.data, where) };
+  });
+}
+
+/** `/upsert-data` items: `{id, data, metadata?}`. */
+export function parseUpsertData(body: unknown): (UpsertItem & { data: string })[] {
+  return asList(body, 'upsert-data').items.map((it, i) => {
+    const where = `[${i}]`;
+    if (!isObj(it)) throw badRequest(`${where}: expected an object`);
+    const id = parseId(it.id, `${where}.id`);
+    const data = parseData(it.data, where);
+    if (data === undefined) throw badRequest(`${where}.data is required for /upsert-data`);
+    if (it.vector !== undefined || it.sparseVector !== undefined) throw badRequest(`${where}: vectors are not allowed in /upsert-data`);
+    return { id, data, metadata: parseMetadata(it.metadata, where) };
+  });
+}
+
+function bool(o: Record<string, unknown>, k: string): boolean {
+  const v = o[k];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean') throw badRequest(`${k} must be a boolean`);
+  return v;
+}
+
+/** Include flags (default false). */
+export function parseInclude(o: Record<string, unknown>): Include {
+  return { includeVectors: bool(o, 'includeVectors'), includeMetadata: bool(o, 'includeMetadata'), includeData: bool(o, 'includeData') };
+}
+
+/** A filter string; `""`/absent = none. */
+export function parseFilter(x: unknown): string | undefined {
+  if (x === undefined || x === null || x === '') return undefined;
+  if (typeof x !== 'string') throw badRequest('filter must be a string');
+  return x;
+}
+
+/** One query object (`data` only when `dataEndpoint`). */
+export function parseQuery(x: unknown, dataEndpoint: boolean): QueryRequest {
+  if (!isObj(x)) throw badRequest('query: expected a JSON object');
+  let topK = DEFAULT_TOP_K;
+  if (x.topK !== undefined && x.topK !== null) {
+    if (typeof x.topK !== 'number' || !Number.isInteger(x.topK) || x.topK < 0) throw badRequest('topK must be a non-negative integer');
+    topK = x.topK;
+  }
+  const ws = x.weightingStrategy;
+  if (ws !== undefined && ws !== null && ws !== 'IDF' && ws !== '') throw badRequest('weightingStrategy must be IDF');
+  const fusion = x.fusionAlgorithm ?? 'RRF';
+  if (fusion !== 'RRF' && fusion !== 'DBSF') throw badRequest('fusionAlgorithm must be RRF or DBSF');
+  const mode = x.queryMode ?? 'HYBRID';
+  if (mode !== 'HYBRID' && mode !== 'DENSE' && mode !== 'SPARSE') throw badRequest('queryMode must be HYBRID, DENSE or SPARSE');
+  const q: QueryRequest = {
+    topK,
+    filter: parseFilter(x.filter),
+    useIdf: ws === 'IDF',
+    weightingGiven: ws === 'IDF',
+    fusion,
+    mode,
+    ...parseInclude(x),
+  };
+  if (dataEndpoint) {
+    if (typeof x.data !== 'string') throw badRequest('data must be a string');
+    q.data = x.data;
+  } else {
+    if (x.vector !== undefined && x.vector !== null) q.vector = parseVector(x.vector);
+    if (x.sparseVector !== undefined && x.sparseVector !== null) q.sparse = parseSparse(x.sparseVector);
+    if (!q.vector && !q.sparse) throw badRequest('vector or sparseVector is required (use /query-data for raw data)');
+  }
+  return q;
+}
+
+/** A range cursor: `0`, `"0"`, `""` -> 0; a decimal position otherwise. */
+export function parseCursor(x: unknown): number {
+  if (x === undefined || x === null || x === '' || x === 0) return 0;
+  const s = String(x);
+  if (!/^\d{1,15}$/.test(s)) throw badRequest(`invalid cursor: ${JSON.stringify(x)}`);
+  return Number(s);
+}
+
+export { isObj };

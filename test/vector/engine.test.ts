@@ -1,0 +1,144 @@
+/**
+ * Engine pieces in-process on real SQLite files: float32 printing (§B.3), merge patch (RFC 7396),
+ * fusion formulas (§B.4), snapshot + replay and header checks, tombstone rebuild, group commit,
+ * resumable-query idle expiry with an injected clock, index definition validation.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
+import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine.js';
+import { shortestFloat32 } from '../../src/vector/float32.js';
+import { createLogger } from '../../src/logger.js';
+import { runQuery } from '../../src/vector/reads.js';
+import { ResumableQueries } from '../../src/vector/resumable.js';
+import { fuseDbsf, fuseRrf } from '../../src/vector/scores.js';
+import { tempDir, testConfig } from '../helpers/env.js';
+import { randomVectors } from './helpers.js';
+
+const logger = createLogger('silent');
+const def = (over: Partial<IndexDefinition> = {}): IndexDefinition => ({
+  name: 'default', type: 'DENSE', dimension: 8, metric: 'COSINE', embedder: {}, hnsw: { ...DEFAULT_HNSW }, ...over,
+});
+const q = (vector: number[], topK = 5) => ({ vector, topK, useIdf: false, weightingGiven: false, fusion: 'RRF' as const, mode: 'HYBRID' as const, includeVectors: false, includeMetadata: false, includeData: false });
+
+test('shortest float32 printing', () => {
+  assert.equal(shortestFloat32(0.1), 0.1);
+  assert.equal(shortestFloat32(Math.fround(0.1)), 0.1);
+  assert.equal(shortestFloat32(2 / 60), 0.033333335);
+  assert.equal(shortestFloat32(1 / 3), 0.33333334);
+  assert.equal(shortestFloat32(-0), 0);
+  assert.equal(shortestFloat32(16777217), 16777216);
+  assert.equal(JSON.stringify([0.2, 0.3, 1e-10].map(shortestFloat32)), '[0.2,0.3,1e-10]');
+});
+
+test('JSON merge patch (RFC 7396 examples)', () => {
+  assert.deepEqual(mergePatch({ a: 'b', c: { d: 'e', f: 'g' } }, { a: 'z', c: { f: null } }), { a: 'z', c: { d: 'e' } });
+  assert.deepEqual(mergePatch({ a: [1] }, { a: { b: 1 } }), { a: { b: 1 } });
+  assert.deepEqual(mergePatch({ a: 1 }, { b: [null] }), { a: 1, b: [null] });
+});
+
+test('RRF (K=60, 0-based) and DBSF (sample σ, σ=0 -> 0.5)', () => {
+  const rrf = fuseRrf([[{ label: 2, score: 9 }, { label: 1, score: 8 }, { label: 0, score: 7 }], [{ label: 0, score: 1 }, { label: 1, score: 0.5 }]]);
+  assert.deepEqual(rrf.map((s) => [s.label, shortestFloat32(s.score)]), [[0, 0.032795697], [1, 0.032786883], [2, 0.016666668]]);
+  const dbsf = fuseDbsf([[{ label: 0, score: 3 }, { label: 1, score: 1 }], [{ label: 2, score: 5 }]]);
+  assert.deepEqual(dbsf.map((s) => [s.label, shortestFloat32(s.score)]), [[0, 0.61785114], [2, 0.5], [1, 0.38214886]]);
+});
+
+test('snapshot on close, load + replay of newer records, stale header ignored', async () => {
+  const tmp = tempDir();
+  try {
+    const vs = randomVectors(300, 8, 1);
+    let idx = new VectorIndex(def(), tmp.dir, logger);
+    await idx.upsert('', vs.slice(0, 200).map((v, i) => ({ id: `v${i}`, vector: v })));
+    await idx.close();
+    idx = new VectorIndex(def(), tmp.dir, logger);
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 0, rebuilt: 0 });
+    await idx.upsert('', vs.slice(200).map((v, i) => ({ id: `v${200 + i}`, vector: v })));
+    await idx.delete('', { ids: ['v0'] });
+    // Simulate a crash: no close (no new snapshot); reopen replays the 100 newer records.
+    idx.store.close();
+    idx = new VectorIndex(def(), tmp.dir, logger);
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 100, rebuilt: 0 });
+    const ns = idx.ns('')!;
+    assert.equal(ns.count, 299);
+    assert.equal(ns.dense!.size, 299);
+    assert.equal(runQuery(idx, ns, q(vs[250], 1), 1, 1)[0].label, 250);
+    assert.notEqual(runQuery(idx, ns, q(vs[0], 1), 1, 1)[0].label, 0);
+    await idx.close();
+    // A header that does not match (other M) is ignored: rebuilt from SQLite.
+    idx = new VectorIndex(def({ hnsw: { ...DEFAULT_HNSW, m: 8 } }), tmp.dir, logger);
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 0, replayed: 0, rebuilt: 1 });
+    assert.equal(idx.ns('')!.dense!.size, 299);
+    await idx.close();
+    // Dimension is persisted: a different configured dimension refuses to start.
+    assert.throws(() => new VectorIndex(def({ dimension: 9 }), tmp.dir, logger), /stored dimension 8/);
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('group commit: concurrent upserts share a transaction; tombstones trigger a rebuild', async () => {
+  const tmp = tempDir();
+  try {
+    const idx = new VectorIndex(def({ dimension: undefined }), tmp.dir, logger);
+    const vs = randomVectors(REBUILD_MIN * 3, 8, 2);
+    const before = idx.seq;
+    const commits = idx.commits;
+    await Promise.all(vs.map((v, i) => idx.upsert('', [{ id: String(i), vector: v }])));
+    assert.equal(idx.seq - before, vs.length);
+    assert.equal(idx.commits - commits, 1, '3,000 concurrent upserts committed in one transaction');
+    assert.equal(idx.dimension, 8);
+    assert.equal(idx.store.getMeta('dimension'), '8');
+    const g = idx.ns('')!.dense!;
+    await idx.delete('', { ids: vs.slice(0, REBUILD_MIN * 2 + 10).map((_, i) => String(i)) });
+    const g2 = idx.ns('')!.dense!;
+    assert.notEqual(g2, g, 'graph rebuilt');
+    assert.equal(g2.tombstones, 0);
+    assert.equal(g2.size, vs.length - REBUILD_MIN * 2 - 10);
+    await idx.close();
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('resumable queries expire after maxIdle (injected clock)', async () => {
+  const tmp = tempDir();
+  let now = 0;
+  const rq = new ResumableQueries(() => now);
+  try {
+    const idx = new VectorIndex(def(), tmp.dir, logger);
+    await idx.upsert('', randomVectors(5, 8, 3).map((v, i) => ({ id: String(i), vector: v })));
+    const { uuid, scores } = rq.start(idx, '', q(randomVectors(1, 8, 4)[0], 2), 10);
+    assert.equal(scores.length, 2);
+    now = 9_000;
+    assert.equal(rq.next(uuid, 1).length, 1);
+    now = 18_000;
+    assert.equal(rq.next(uuid, 1).length, 1, 'idle time restarts at each use');
+    now = 28_001;
+    assert.equal(rq.reap(), 1);
+    assert.throws(() => rq.next(uuid, 1), /does not exist or has expired/);
+    await idx.close();
+  } finally {
+    rq.close();
+    tmp.cleanup();
+  }
+});
+
+test('index definitions file is validated', () => {
+  const tmp = tempDir();
+  try {
+    const file = path.join(tmp.dir, 'i.json');
+    fs.writeFileSync(file, JSON.stringify([{ name: 'query', type: 'X' }, { name: 'ok', type: 'sparse', embedder: { sparse: 'BM25' } }, { name: 'ok' }]));
+    assert.throws(() => loadIndexDefinitions(testConfig(tmp.dir, { SVC_VECTOR_INDEXES: file })), (e: Error) =>
+      /indexes\[0\]\.name/.test(e.message) && /indexes\[0\]\.type/.test(e.message) && /duplicate name ok/.test(e.message));
+    fs.writeFileSync(file, JSON.stringify({ indexes: [{ name: 'default', type: 'HYBRID', dimension: 4 }, { name: 'sp', type: 'SPARSE' }] }));
+    const defs = loadIndexDefinitions(testConfig(tmp.dir, { SVC_VECTOR_INDEXES: file }));
+    assert.deepEqual(defs.map((d) => [d.name, d.type, d.dimension]), [['default', 'HYBRID', 4], ['sp', 'SPARSE', undefined]]);
+    fs.writeFileSync(file, '{not json');
+    assert.throws(() => loadIndexDefinitions(testConfig(tmp.dir, { SVC_VECTOR_INDEXES: file })), /SVC_VECTOR_INDEXES/);
+  } finally {
+    tmp.cleanup();
+  }
+});
