@@ -6,9 +6,17 @@ import type { AreaContext, AreaModule, AreaServer } from './area.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
 import { createLogger, type Logger } from './logger.js';
+import { kvArea } from './kv/index.js';
+import { mgmtArea } from './mgmt/index.js';
+import { queueArea } from './queue/index.js';
+import { vectorArea } from './vector/index.js';
 
-/** Every area svc has, in start order. */
+/** Every area svc has; they start in the order of `AREAS` (config.ts). */
 export const AREA_MODULES: Partial<Record<AreaName, AreaModule>> = {
+  queue: queueArea,
+  kv: kvArea,
+  vector: vectorArea,
+  mgmt: mgmtArea,
 };
 
 export interface RunningSvc {
