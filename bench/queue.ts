@@ -12,7 +12,8 @@
  *
  * Prints a markdown table with ratios and writes it to docs/readme/queue-bench.md.
  * Flags: --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N> --skip-bullmq
- *        --skip-delayed. Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
+ *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
+ *        queue / flow-control scenario> (issue 4 scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
+import { benchRouting } from './queue-routing.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN = 'bench-token';
@@ -315,6 +317,17 @@ async function main(): Promise<void> {
     await stop(svc.child);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+  let routingLines: string[] = [];
+  if (!flag('skip-routing')) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-routing-'));
+    const rs = await startSvc(dir);
+    try {
+      routingLines = await benchRouting(rs.url, TOKEN, { fanout: arg('fanout', 1000), queueN: arg('queue-n', 2000) });
+    } finally {
+      await stop(rs.child);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
   rows.push(await benchUndici(sink, n64, 64));
   if (!flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, [[200, 8], [n1, 1], [n64, 64]])).slice(1));
   await sink.close();
@@ -336,6 +349,18 @@ async function main(): Promise<void> {
     ),
     ``,
   ];
+  if (routingLines.length) {
+    lines.push(
+      `## URL groups, queues and flow control`,
+      ``,
+      `One svc child process, 16 publishers over keep-alive; the sink counts requests in flight and request start times. ` +
+        `Queues are filled while paused, then resumed, so the rate measures delivery alone. "Max observed starts per period" = most requests ` +
+        `the sink received within any sliding window of one period (an attempt counts against the rate until one period after it ended, so this holds at the destination).`,
+      ``,
+      ...routingLines,
+      ``,
+    );
+  }
   if (!flag('skip-delayed')) {
     lines.push(`## Delayed messages: memory and start-up`, ``, ...(await benchDelayed(delayed)), ``);
   }

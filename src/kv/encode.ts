@@ -44,3 +44,13 @@ export function itemJson(r: Reply, b64: boolean): string {
 export function errorJson(message: string): string {
   return `{"error":${JSON.stringify(message)}}`;
 }
+
+/** `[{"result":...},{"error":"..."},...]` for a pipeline or transaction reply list. */
+export function itemsJson(replies: readonly Reply[], b64: boolean): string {
+  let s = '[';
+  for (let i = 0; i < replies.length; i++) {
+    if (i) s += ',';
+    s += itemJson(replies[i], b64);
+  }
+  return s + ']';
+}

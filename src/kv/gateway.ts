@@ -219,6 +219,41 @@ export class KvGateway {
   }
 
   /**
+   * {@link single} without Promises (the hot path): `cb` runs exactly once, with the reply (a Redis
+   * error is a {@link RespError} reply) and its raw bytes when `wantRaw`, or with a {@link KvError}
+   * (400 refused/limit, 401 ACL user auth failed, 503 database unavailable). An exception thrown
+   * by `cb` is logged, never propagated into the Redis connection's reader.
+   */
+  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: (err: KvError | null, reply: Reply, raw: Buffer | undefined) => void): void {
+    const safe = (err: KvError | null, reply: Reply, raw: Buffer | undefined) => {
+      try {
+        cb(err, reply, raw);
+      } catch (e) {
+        this.logger.error({ err: e }, 'kv: response callback failed');
+      }
+    };
+    const done = (err: Error | null, reply: Reply, raw: Buffer | undefined) => (err ? safe(mapError(err), null, undefined) : safe(null, reply, raw));
+    let c: RedisConnection | Promise<RedisConnection>;
+    let cmd: Arg[];
+    try {
+      const p = this.prepare(args);
+      if ('error' in p) throw new KvError(p.error, 400);
+      this.count(1);
+      if ('resttoken' in p) {
+        this.restToken(args).then((r) => safe(null, r, undefined), (e: unknown) => safe(mapError(e), null, undefined));
+        return;
+      }
+      if (p.write) this.wrote();
+      c = this.pool(id).get();
+      cmd = p.args;
+    } catch (err) {
+      return safe(mapError(err), null, undefined);
+    }
+    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done);
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, done), (e: unknown) => safe(mapError(e), null, undefined));
+  }
+
+  /**
    * Runs a pipeline: every allowed command is written at once on one connection; refused ones
    * become error items in place. Non-atomic; all commands run even if some fail.
    * @throws KvError for whole-request failures (limit, database unavailable)

@@ -1,14 +1,19 @@
 /**
  * Area B: the key-value REST gateway (issue 2 §2). `kvArea` plugs into `main.ts`; `createKvServer`
  * builds the server: the database backend (supervised redis-server or `SVC_KV_REDIS_URL`), the
- * gateway core and the HTTP routes on the area's own Fastify instance.
+ * gateway core and its HTTP front: a minimal HTTP/1.1 server for the hot path (`fast-http.ts`) in
+ * front of a raw `node:http` server for everything else (not Fastify: see `docs/readme/kv-perf.md`).
+ * Keep-alive idle timeout 72 s, no request timeout, and open connections are closed at shutdown —
+ * the same settings as `src/http/server.ts`.
  */
+import http from 'node:http';
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
-import { createHttpServer, listenOn } from '../http/server.js';
+import { listenRaw } from '../http/raw.js';
 import { KvGateway } from './gateway.js';
 import { ExternalBackend, type Backend } from './redis/backend.js';
 import { SupervisedBackend } from './redis/supervisor.js';
-import { registerKvRoutes } from './routes.js';
+import { FAST_KEEP_ALIVE_MS, createFastServer } from './fast-http.js';
+import { createKvCore, createKvHandler } from './routes.js';
 import { KvTokens } from './tokens.js';
 
 /** A running kv server plus handles for tests (the gateway and its backend). */
@@ -29,19 +34,34 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   const tokens = new KvTokens(credentials);
   const gateway = new KvGateway(backend, tokens, config.kv, logger);
   await gateway.start();
-  const app = createHttpServer({ logger, bodyLimit: config.kv.maxRequestBytes });
   const streams = new Set<() => void>();
-  registerKvRoutes(app, gateway, streams);
+  const core = createKvCore(gateway, logger);
+  // the Node server serves what the fast path hands over (it does not listen itself)
+  const nodeServer = http.createServer({ requestTimeout: 0 }, createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams }, core));
+  nodeServer.keepAliveTimeout = FAST_KEEP_ALIVE_MS;
+  // inactivity limit for handed-over connections (SSE streams write a heartbeat every 15 s);
+  // Node's headersTimeout check needs a listening server, so this is the slow-client guard too
+  nodeServer.timeout = FAST_KEEP_ALIVE_MS;
+  const server = createFastServer(core, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
+  nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable && !socket.destroyed) {
+      const body = '{"error":"ERR bad HTTP request"}';
+      socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy();
+  });
   let closing: Promise<void> | undefined;
   return {
     gateway,
     backend,
-    listen: () => listenOn(app, config.host, config.ports.kv),
+    listen: () => listenRaw(server, config.host, config.ports.kv),
     ready: () => gateway.ping(),
     close: () =>
       (closing ??= (async () => {
         for (const stop of [...streams]) stop();
-        await app.close();
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAll();
+        if (server.listening) await closed;
         await gateway.close();
       })()),
   };

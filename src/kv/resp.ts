@@ -267,6 +267,22 @@ export function encodeCommand(args: readonly Arg[]): string | Buffer {
 
 /** The encoding of several commands as one write (string when possible, else one Buffer). */
 export function encodeCommands(cmds: readonly (readonly Arg[])[]): string | Buffer {
+  // hot path (/pipeline): all arguments strings -> one string built in a single pass
+  let s = '';
+  let allStrings = true;
+  for (let c = 0; c < cmds.length && allStrings; c++) {
+    const args = cmds[c];
+    s += `*${args.length}\r\n`;
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i];
+      if (typeof a !== 'string') {
+        allStrings = false;
+        break;
+      }
+      s += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+    }
+  }
+  if (allStrings) return s;
   const pieces = cmds.map(encodeCommand);
   if (pieces.every((p) => typeof p === 'string')) return (pieces as string[]).join('');
   return Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));

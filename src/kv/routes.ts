@@ -1,34 +1,28 @@
 /**
- * HTTP surface of the kv gateway (spec "Key-value REST interface", "Errors"; kv-wire.md §A):
- * one catch-all route that authenticates, reads the format headers and dispatches to the path
- * form, the JSON body form, `/pipeline`, `/multi-exec` or an SSE stream (`sse.ts`).
+ * HTTP surface of the kv gateway (spec "Key-value REST interface", "Errors"; kv-wire.md §A) on a
+ * raw `node:http` server: one request handler that reads the body (size-limited), authenticates,
+ * reads the format headers and dispatches to the path form, the JSON body form, `/pipeline`,
+ * `/multi-exec` or an SSE stream (`sse.ts`). Raw Node instead of Fastify because the per-request
+ * cost of the framework alone was above the whole budget of webdis's throughput (measurements in
+ * `docs/readme/kv-perf.md`).
  *
- * Status codes: 200; 400 (syntax, refused/unsupported command, Redis error, bad format header,
- * request too large, daily limit); 401 (token); 405 (method); 503 (database down, fast).
+ * Status codes: 200; 204 (CORS preflight); 400 (syntax, refused/unsupported command, Redis error,
+ * bad format header, request too large, daily limit); 401 (token); 404 (a request target that is
+ * not a path); 405 (method); 500 (unexpected); 503 (database down, fast).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { requestToken } from '../http/auth.js';
-import { svcHeader } from '../http/headers.js';
-import { errorJson, itemJson } from './encode.js';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../logger.js';
+import { rawRequestToken, readBody } from '../http/raw.js';
+import { errorJson, itemJson, itemsJson } from './encode.js';
 import { KvError, type KvGateway } from './gateway.js';
-import {
-  commandFromJson,
-  commandsFromJson,
-  parseJsonBody,
-  pathSegments,
-  queryArgs,
-  RequestError,
-} from './request.js';
-import { encodeError, RespError, type Arg } from './resp.js';
+import { commandFromJson, commandsFromJson, parseJsonBody, pathSegments, queryArgs, RequestError } from './request.js';
+import { encodeError, RespError, type Arg, type Reply } from './resp.js';
 import { openStream } from './sse.js';
 import type { Identity } from './tokens.js';
 
-const CORS_HEADERS: Record<string, string> = {
+const PREFLIGHT_HEADERS: Record<string, string> = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers': 'upstash-sync-token, svc-sync-token',
-};
-const PREFLIGHT_HEADERS: Record<string, string> = {
-  ...CORS_HEADERS,
   'access-control-allow-methods': 'GET, HEAD, POST, PUT, OPTIONS',
   'access-control-allow-headers': [
     'authorization', 'content-type', 'upstash-encoding', 'upstash-sync-token', 'upstash-response-format',
@@ -37,126 +31,221 @@ const PREFLIGHT_HEADERS: Record<string, string> = {
   ].join(', '),
   'access-control-max-age': '86400',
 };
-const ALLOWED = new Set(['GET', 'HEAD', 'POST', 'PUT']);
-const JSON_TYPE = 'application/json';
+const JSON_TYPE = 'application/json; charset=utf-8';
 const RAW_TYPE = 'application/octet-stream';
+const TOKEN_QUERY = ['_token'] as const;
 
-function send(reply: FastifyReply, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE): FastifyReply {
-  const t = gw.syncToken;
-  return reply
-    .code(status)
-    .header('content-type', type)
-    .header('access-control-allow-origin', '*')
-    .header('access-control-expose-headers', 'upstash-sync-token, svc-sync-token')
-    .header('upstash-sync-token', t)
-    .header('svc-sync-token', t)
-    .send(body);
+/** Output format: bit 1 = base64, bit 2 = resp2 (the two are exclusive). */
+interface Format {
+  b64: boolean;
+  resp2: boolean;
+}
+const JSON_PLAIN: Format = { b64: false, resp2: false };
+const JSON_B64: Format = { b64: true, resp2: false };
+const RESP2: Format = { b64: false, resp2: true };
+
+/**
+ * Where a response goes: a Node `ServerResponse` ({@link nodeOut}) or a connection of the fast
+ * HTTP/1.1 server (`fast-http.ts`). `send` writes the whole response: status, `content-type`,
+ * `content-length`, CORS headers, both sync-token headers (`token`), then the body.
+ */
+export interface KvOut {
+  send(status: number, type: string, body: string | Buffer, token: string): void;
 }
 
-/** Output format from `Svc-Encoding` / `Svc-Response-Format` (and `Upstash-` aliases). @throws RequestError */
-function formatOf(req: FastifyRequest): { b64: boolean; resp2: boolean } {
-  const enc = svcHeader(req.headers, 'Encoding');
-  const b64 = enc !== undefined && enc.trim().toLowerCase() === 'base64';
-  // the public docs misspell the header "Upstash-Reponse-Format"; accept that too
-  const fmt = svcHeader(req.headers, 'Response-Format') ?? svcHeader(req.headers, 'Reponse-Format');
-  let resp2 = false;
-  if (fmt !== undefined) {
-    const f = fmt.trim().toLowerCase();
-    if (f === 'resp2') resp2 = true;
-    else if (f !== 'json') throw new RequestError(`ERR invalid response format '${fmt}': expected json or resp2`);
-  }
-  if (resp2 && b64) throw new RequestError('ERR resp2 response format cannot be combined with base64 encoding');
-  return { b64, resp2 };
+/** A {@link KvOut} over a Node `ServerResponse`. */
+export function nodeOut(res: ServerResponse): KvOut {
+  return {
+    send(status, type, body, token) {
+      if (res.destroyed) return;
+      res.writeHead(status, [
+        'content-type', type,
+        'content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length),
+        'access-control-allow-origin', '*',
+        'access-control-expose-headers', 'upstash-sync-token, svc-sync-token',
+        'upstash-sync-token', token,
+        'svc-sync-token', token,
+      ]);
+      res.end(body);
+    },
+  };
 }
 
-/** Registers parsers, the error handler and the catch-all route on the area's Fastify instance. */
-export function registerKvRoutes(app: FastifyInstance, gw: KvGateway, streams: Set<() => void>): void {
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+/** Writes a whole response with the current sync token. */
+function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE): void {
+  out.send(status, type, body, gw.syncToken);
+}
 
-  app.setErrorHandler((err: Error & { code?: string; statusCode?: number }, _req, reply) => {
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(reply, gw, 400, errorJson('ERR max request size exceeded'));
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? 400 : 500;
-    return send(reply, gw, status, errorJson(`ERR ${err.message}`));
-  });
-  app.setNotFoundHandler((req, reply) => {
-    if (!ALLOWED.has(req.method)) return send(reply, gw, 405, errorJson(`ERR method ${req.method} not allowed`));
-    return send(reply, gw, 404, errorJson('ERR not found'));
-  });
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return v === undefined ? undefined : Array.isArray(v) ? v.join(', ') : v;
+}
 
-  const handler = async (req: FastifyRequest, reply: FastifyReply) => {
+/**
+ * Output format from `Svc-Encoding` / `Svc-Response-Format` (and their `Upstash-` aliases; `Svc-`
+ * wins; DESIGN.md "Compatibility rule"). The public docs misspell the header
+ * "Upstash-Reponse-Format"; that spelling is accepted too. @throws RequestError
+ */
+function formatOf(h: IncomingHttpHeaders): Format {
+  const enc = header(h, 'svc-encoding') ?? header(h, 'upstash-encoding');
+  const b64 = enc !== undefined && (enc === 'base64' || enc.trim().toLowerCase() === 'base64');
+  const fmt =
+    header(h, 'svc-response-format') ?? header(h, 'upstash-response-format') ?? header(h, 'svc-reponse-format') ?? header(h, 'upstash-reponse-format');
+  if (fmt === undefined) return b64 ? JSON_B64 : JSON_PLAIN;
+  const f = fmt.trim().toLowerCase();
+  if (f === 'json') return b64 ? JSON_B64 : JSON_PLAIN;
+  if (f !== 'resp2') throw new RequestError(`ERR invalid response format '${fmt}': expected json or resp2`);
+  if (b64) throw new RequestError('ERR resp2 response format cannot be combined with base64 encoding');
+  return RESP2;
+}
+
+/** Options of {@link createKvHandler}. */
+export interface KvHandlerOptions {
+  /** Maximum request body in bytes (`SVC_KV_MAX_REQUEST_BYTES`); larger ones get `ERR max request size exceeded`. */
+  bodyLimit: number;
+  logger: Logger;
+  /** Stoppers of the open SSE streams (the server closes them on shutdown). */
+  streams: Set<() => void>;
+}
+
+/**
+ * The request listener of the kv server (`http.createServer(createKvHandler(...))`).
+ * Never throws; every request gets a response (JSON `{error}` on failure).
+ */
+export function createKvHandler(gw: KvGateway, opts: KvHandlerOptions, core: KvCore = createKvCore(gw, opts.logger)): (req: IncomingMessage, res: ServerResponse) => void {
+  const { bodyLimit, streams } = opts;
+  return (req, res) => {
     const method = req.method;
-    if (!ALLOWED.has(method)) {
+    const url = req.url ?? '/';
+    if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD') {
       if (method === 'OPTIONS' && req.headers['access-control-request-method']) {
-        return reply.code(204).headers(PREFLIGHT_HEADERS).send();
+        res.writeHead(204, PREFLIGHT_HEADERS);
+        res.end();
+        return;
       }
-      return send(reply, gw, 405, errorJson(`ERR method ${method} not allowed`));
+      return send(nodeOut(res), gw, 405, errorJson(`ERR method ${method} not allowed`));
     }
-    const id = gw.tokens.resolve(requestToken(req, ['_token']));
-    if (!id) return send(reply, gw, 401, errorJson('WRONGPASS invalid or missing auth token'));
-    try {
-      return await dispatch(req, reply, id);
-    } catch (err) {
-      if (err instanceof RequestError) return send(reply, gw, 400, errorJson(err.message));
-      if (err instanceof KvError) return send(reply, gw, err.status, errorJson(err.message));
-      req.log.error({ err }, 'kv: unexpected error');
-      return send(reply, gw, 500, errorJson(`ERR internal error: ${(err as Error).message}`));
-    }
+    if (url.charCodeAt(0) !== 47 /* / */) return send(nodeOut(res), gw, 404, errorJson('ERR not found'));
+    const h = req.headers;
+    const stream = { req, res, streams };
+    if (method === 'GET' || method === 'HEAD' || !hasBody(h)) return core.handle(h, url, undefined, nodeOut(res), stream);
+    readBody(req, bodyLimit, (err, body) => {
+      if (err === 'aborted') return;
+      if (err === 'too-large') {
+        res.shouldKeepAlive = false; // the rest of the body is not read
+        return send(nodeOut(res), gw, 400, errorJson('ERR max request size exceeded'));
+      }
+      core.handle(h, url, body, nodeOut(res), stream);
+    });
+  };
+}
+
+/**
+ * True when a POST/PUT has a body: a POST/PUT without `Content-Type`, `Transfer-Encoding` and a
+ * non-zero `Content-Length` has none (Fastify's rule, which the gateway's error texts follow).
+ */
+export function hasBody(h: IncomingHttpHeaders): boolean {
+  return !(h['content-type'] === undefined && h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0'));
+}
+
+/** The raw request/response of an SSE stream request (only the Node server serves streams). */
+export interface StreamContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  streams: Set<() => void>;
+}
+
+/** True when `path` is an SSE endpoint (`/monitor`, `/subscribe/...`, `/psubscribe/...`; any case). */
+export function isStreamPath(path: string): boolean {
+  const end = path.indexOf('/', 1);
+  const first = (end < 0 ? path.slice(1) : path.slice(1, end)).toLowerCase();
+  return (first === 'monitor' && end < 0) || ((first === 'subscribe' || first === 'psubscribe') && end > 0);
+}
+
+/** The request-handling core shared by the Node server and the fast HTTP/1.1 server. */
+export interface KvCore {
+  /**
+   * Handles one request whose method is GET, POST, PUT or HEAD and whose target starts with `/`:
+   * authenticates, dispatches, answers through `out`. `body` is undefined when the request has
+   * none. `stream` must be given for SSE paths ({@link isStreamPath}); without it they get 400.
+   * Never throws.
+   */
+  handle(headers: IncomingHttpHeaders, url: string, body: Buffer | undefined, out: KvOut, stream?: StreamContext): void;
+}
+
+/** Builds the {@link KvCore} of a gateway. */
+export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
+
+  const fail = (out: KvOut, err: unknown): void => {
+    if (err instanceof RequestError) return send(out, gw, 400, errorJson(err.message));
+    if (err instanceof KvError) return send(out, gw, err.status, errorJson(err.message));
+    logger.error({ err }, 'kv: unexpected error');
+    send(out, gw, 500, errorJson(`ERR internal error: ${(err as Error).message}`));
   };
 
-  const dispatch = async (req: FastifyRequest, reply: FastifyReply, id: Identity) => {
-    const url = req.raw.url ?? '/';
-    const qi = url.indexOf('?');
-    const path = qi < 0 ? url : url.slice(0, qi);
-    const fmt = formatOf(req);
-    const body = req.body as Buffer | undefined;
-    const hasBody = (req.method === 'POST' || req.method === 'PUT') && Buffer.isBuffer(body);
+  const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined): void => {
+    const status = r instanceof RespError ? 400 : 200;
+    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE);
+    else send(out, gw, status, itemJson(r, fmt.b64));
+  };
 
-    if (path === '/' || path === '') {
-      if (!hasBody) throw new RequestError('ERR no command: send a JSON array body or put the command in the path');
-      return single(reply, id, commandFromJson(parseJsonBody(body)), fmt);
+  const single = (out: KvOut, id: Identity, args: Arg[], fmt: Format): void => {
+    gw.singleCb(id, args, fmt.resp2, (err, reply, raw) => (err ? fail(out, err) : sendSingle(out, fmt, reply, raw)));
+  };
+
+  const pipeline = (out: KvOut, id: Identity, cmds: Arg[][], fmt: Format): void => {
+    gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws }) => {
+      if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64));
+      const parts = replies.map((r, i) => raws?.[i] ?? encodeError(r instanceof RespError ? r.message : 'ERR no reply'));
+      send(out, gw, 200, Buffer.concat(parts), RAW_TYPE);
+    }, (err: unknown) => fail(out, err));
+  };
+
+  const multiExec = (out: KvOut, id: Identity, cmds: Arg[][], b64: boolean): void => {
+    gw.multi(id, cmds).then((replies) => send(out, gw, 200, itemsJson(replies, b64)), (err: unknown) => fail(out, err));
+  };
+
+  /** Opens an SSE stream (Node server only). */
+  const stream = (ctx: StreamContext | undefined, out: KvOut, id: Identity, kind: 'monitor' | 'subscribe' | 'psubscribe', target: string | undefined): void => {
+    if (!ctx) return send(out, gw, 400, errorJson('ERR streams are not served on this connection'));
+    openStream(ctx.req, ctx.res, gw, id, kind, target, ctx.streams).catch((err: unknown) => fail(out, err));
+  };
+
+  /** Routes one authenticated request; `body` is undefined when the request has none. */
+  const dispatch = (headers: IncomingHttpHeaders, out: KvOut, id: Identity, url: string, qi: number, body: Buffer | undefined, ctx: StreamContext | undefined): void => {
+    const path = qi < 0 ? url : url.slice(0, qi);
+    const fmt = formatOf(headers);
+    if (path === '/') {
+      if (body === undefined) throw new RequestError('ERR no command: send a JSON array body or put the command in the path');
+      return single(out, id, commandFromJson(parseJsonBody(body)), fmt);
     }
     const segs = pathSegments(path);
-    const first = typeof segs[0] === 'string' ? segs[0].toLowerCase() : '';
-    if (segs.length === 1 && first === 'pipeline') return pipeline(reply, id, commandsFromJson(parseJsonBody(body)), fmt);
-    if (segs.length === 1 && first === 'multi-exec') return multiExec(reply, id, commandsFromJson(parseJsonBody(body)), fmt.b64);
-    if (first === 'monitor' && segs.length === 1) return openStream(req, reply, gw, id, 'monitor', undefined, streams);
-    if ((first === 'subscribe' || first === 'psubscribe') && segs.length >= 2) {
-      const target = path.slice(path.indexOf('/', 1) + 1);
-      return openStream(req, reply, gw, id, first, target, streams);
+    const s0 = segs[0];
+    if (segs.length === 1 && typeof s0 === 'string') {
+      const first = s0.length === 8 || s0.length === 10 || s0.length === 7 ? s0.toLowerCase() : '';
+      if (first === 'pipeline') return pipeline(out, id, commandsFromJson(parseJsonBody(body)), fmt);
+      if (first === 'multi-exec') return multiExec(out, id, commandsFromJson(parseJsonBody(body)), fmt.b64);
+      if (first === 'monitor') return stream(ctx, out, id, 'monitor', undefined);
+    } else if (segs.length >= 2 && typeof s0 === 'string' && (s0.length === 9 || s0.length === 10)) {
+      const first = s0.toLowerCase();
+      if (first === 'subscribe' || first === 'psubscribe') return stream(ctx, out, id, first, path.slice(path.indexOf('/', 1) + 1));
     }
     const args: Arg[] = segs;
-    if (hasBody && body!.length > 0) args.push(body!);
+    if (body !== undefined && body.length > 0) args.push(body);
     if (qi >= 0) for (const a of queryArgs(url.slice(qi + 1))) args.push(a);
-    return single(reply, id, args, fmt);
+    single(out, id, args, fmt);
   };
 
-  const single = async (reply: FastifyReply, id: Identity, args: Arg[], fmt: { b64: boolean; resp2: boolean }) => {
-    const { reply: r, raw } = await gw.single(id, args, fmt.resp2);
-    const status = r instanceof RespError ? 400 : 200;
-    if (fmt.resp2) return send(reply, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE);
-    return send(reply, gw, status, itemJson(r, fmt.b64));
+  return {
+    handle(headers, url, body, out, ctx) {
+      const qi = url.indexOf('?');
+      const id = gw.tokens.resolve(rawRequestToken(headers, qi < 0 ? undefined : url.slice(qi + 1), TOKEN_QUERY));
+      if (!id) return send(out, gw, 401, errorJson('WRONGPASS invalid or missing auth token'));
+      try {
+        dispatch(headers, out, id, url, qi, body, ctx);
+      } catch (err) {
+        fail(out, err);
+      }
+    },
   };
-
-  const pipeline = async (reply: FastifyReply, id: Identity, cmds: Arg[][], fmt: { b64: boolean; resp2: boolean }) => {
-    const { replies, raws } = await gw.pipeline(id, cmds, fmt.resp2);
-    if (fmt.resp2) {
-      const parts = replies.map((r, i) => raws?.[i] ?? encodeError(r instanceof RespError ? r.message : 'ERR no reply'));
-      return send(reply, gw, 200, Buffer.concat(parts), RAW_TYPE);
-    }
-    let s = '[';
-    for (let i = 0; i < replies.length; i++) s += (i ? ',' : '') + itemJson(replies[i], fmt.b64);
-    return send(reply, gw, 200, s + ']');
-  };
-
-  const multiExec = async (reply: FastifyReply, id: Identity, cmds: Arg[][], b64: boolean) => {
-    const replies = await gw.multi(id, cmds);
-    let s = '[';
-    for (let i = 0; i < replies.length; i++) s += (i ? ',' : '') + itemJson(replies[i], b64);
-    return send(reply, gw, 200, s + ']');
-  };
-
-  const methods = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
-  app.route({ method: [...methods], url: '/', exposeHeadRoute: false, handler });
-  app.route({ method: [...methods], url: '/*', exposeHeadRoute: false, handler });
 }

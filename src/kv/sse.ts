@@ -2,14 +2,14 @@
  * Server-sent event streams of the kv gateway (spec "Key-value REST interface", kv-wire.md §A.9,
  * §B.4): `/subscribe/<channel>`, `/psubscribe/<pattern>`, `/monitor`. Each stream has its own Redis
  * connection (authenticated as the token's ACL user), closed when the client disconnects; payloads
- * are sent raw (never base64). Heartbeat comments every 15 s (`src/http/sse.ts`).
+ * are sent raw (never base64). Heartbeat comments every 15 s (`startRawSse` in `src/http/raw.ts`).
  *
  * Lines: `subscribe,<ch>,<n>`, `message,<ch>,<msg>`, `psubscribe,<pat>,<n>`,
  * `pmessage,<pat>,<ch>,<msg>`; monitor: `"OK"`, then Redis MONITOR lines with the client address
  * masked as `0.0.0.0:0`.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { startSse } from '../http/sse.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startRawSse } from '../http/raw.js';
 import { KvError, type KvGateway } from './gateway.js';
 import { decodePiece } from './request.js';
 import { RespError, SimpleString, type Reply } from './resp.js';
@@ -43,8 +43,8 @@ export function maskMonitorLine(line: string): string {
 
 /** Opens one SSE stream; errors before the stream starts are answered as JSON. */
 export async function openStream(
-  req: FastifyRequest,
-  reply: FastifyReply,
+  req: IncomingMessage,
+  res: ServerResponse,
   gw: KvGateway,
   id: Identity,
   kind: 'subscribe' | 'psubscribe' | 'monitor',
@@ -64,12 +64,12 @@ export async function openStream(
     conn.close();
     throw new KvError(first.message, 400);
   }
-  if (reply.raw.destroyed || req.raw.socket?.destroyed) {
+  if (res.destroyed || req.socket?.destroyed) {
     conn.close(); // the client left while we were subscribing
     return;
   }
   const stop = () => conn.close();
-  const sse = startSse(reply, () => {
+  const sse = startRawSse(req, res, () => {
     streams.delete(stop);
     conn.close();
   }, { extraHeaders: commonHeaders(gw), heartbeatMs });

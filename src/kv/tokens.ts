@@ -10,7 +10,7 @@
  * associated data — verifiable without storage, and revoked all at once by rotating the secret.
  * (The password must be recoverable: the gateway AUTHs as that user so Redis enforces its ACL.)
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import crypto, { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { CredentialStore } from '../credentials.js';
 
 export type Identity =
@@ -92,8 +92,11 @@ export class KvTokens {
   }
 }
 
+/** One-shot `crypto.hash` (Node >= 20.12, ~40% cheaper per call) with a `createHash` fallback. */
+const oneShot = (crypto as { hash?: (alg: string, data: string, enc: 'buffer') => Buffer }).hash;
+
 function sha256(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
+  return oneShot ? oneShot('sha256', s, 'buffer') : createHash('sha256').update(s).digest();
 }
 
 function key(secret: string): Buffer {

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { randomChunk } from './random.js';
+import { workflowCallbackBody, workflowCallbackFields } from './workflows/callback-fields.js';
 import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage } from './model.js';
 
 /** A message id: `msg_` + 26 random base64url characters (reference §A.4 id shapes). */
@@ -91,6 +92,7 @@ export function callbackPayload(m: StoredMessage, outcome: AttemptOutcome, dlqId
     createdAt: String(m.createdAt),
     scheduleId: m.scheduleId,
     callerIP: m.callerIp,
+    ...workflowCallbackFields(m), // workflow runs: initial payload as sourceBody, run id (issue 5)
     ...(dlqId !== undefined ? { dlqId } : {}),
   };
 }
@@ -113,10 +115,12 @@ export function buildCallback(
   const opts = (kind === 'callback' ? m.callbackOptions : m.failureCallbackOptions) ?? DEFAULT_CALLBACK_OPTIONS(m);
   const headers = { ...opts.headers };
   if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) headers['Content-Type'] = ['application/json'];
-  const body = Buffer.from(JSON.stringify(callbackPayload(m, outcome, dlqId)));
+  const body = workflowCallbackBody(m, kind, Buffer.from(JSON.stringify(callbackPayload(m, outcome, dlqId))));
   return buildMessage(
     { ...opts, headers, deduplicationId: undefined, contentBasedDeduplication: false },
-    { url, topicName: undefined, queueName: undefined, scheduleId: m.scheduleId },
+    // queueName kept: a queue's slot stays taken until the callbacks of its message are done
+    // (reference §B.3); callbacks are never held for admission themselves.
+    { url, topicName: undefined, queueName: m.queueName, scheduleId: m.scheduleId },
     body,
     now,
     { kind, callerIp: m.callerIp },

@@ -97,6 +97,11 @@ export interface NewMessage {
   extra?: Record<string, unknown>;
   /** Dedup key (already hashed for content-based dedup); undefined = no dedup. */
   dedupKey?: string;
+  /**
+   * Stored waiting for admission by its queue / flow-control key (issue 4): not claimable until
+   * the admission gate (`flow-control/gate.ts`) releases it. Set by the API, never by callbacks.
+   */
+  held?: boolean;
 }
 
 export type MessageStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';

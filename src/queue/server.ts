@@ -12,7 +12,11 @@ import { createHttpServer, listenOn } from '../http/server.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes, signingKeys } from './api/keys.js';
+import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
+import { registerWorkflowEventRoutes, registerWorkflowRoutes, workflowDlqHooks } from './api/workflows.js';
+import { sweep as sweepWaiters } from './workflows/events.js';
+import { WorkflowEngine } from './workflows/engine.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
@@ -71,6 +75,24 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     clock,
     resolveDestination: async () => undefined,
   };
+  // issue 5: workflow runs (src/queue/workflows/engine.ts)
+  const workflowEngine = store.workflows
+    ? new WorkflowEngine({
+        store,
+        workflows: store.workflows(),
+        logger: actx.logger,
+        maxMessageBytes: cfg.maxMessageBytes,
+        admission: () => ctx.admission,
+        enqueue: async (msgs, now) => {
+          await store.enqueue(msgs, now, cfg.dedupWindowMs);
+          for (const m of msgs) dispatcher.notify(m.dueAt);
+        },
+      })
+    : undefined;
+  if (workflowEngine) {
+    ctx.workflows = workflowDlqHooks(ctx, workflowEngine);
+    dispatcher.addOutcomeListener((m, outcome) => workflowEngine.onOutcome(m, outcome, clock.now()));
+  }
 
   const app = createHttpServer({ logger: actx.logger, bodyLimit: cfg.maxMessageBytes * 10 + 1024 * 1024 });
   // No per-request child logger (pino child creation showed in the publish profile); errors are
@@ -100,14 +122,22 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   registerDlqRoutes(app, ctx);
   registerLogRoutes(app, ctx);
   registerKeyRoutes(app, ctx);
+  if (workflowEngine) {
+    registerWorkflowRoutes(app, ctx, workflowEngine);
+    registerWorkflowEventRoutes(app, ctx, workflowEngine);
+  }
+  // issue 4: URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
+  const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;
 
   let pruneTimer: NodeJS.Timeout | undefined;
+  let waitTimer: NodeJS.Timeout | undefined;
   let closed: Promise<void> | undefined;
   return {
     app,
     dispatcher,
     async listen() {
       await dispatcher.start();
+      routingFeature?.start();
       const url = await listenOn(app, actx.config.host, actx.config.ports.queue);
       pruneTimer = setInterval(() => {
         const now = clock.now();
@@ -115,11 +145,20 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         store.releaseLeases(now).catch(() => undefined);
       }, PRUNE_EVERY_MS);
       pruneTimer.unref();
+      if (workflowEngine) {
+        // context.waitForEvent timeouts (issue 5): a 1 s sweep over the deadline index.
+        waitTimer = setInterval(() => {
+          sweepWaiters(workflowEngine, clock.now()).catch((err) => actx.logger.error({ err }, 'queue: workflow wait sweep failed'));
+        }, 1000);
+        waitTimer.unref();
+      }
       return url;
     },
     close() {
       return (closed ??= (async () => {
         if (pruneTimer) clearInterval(pruneTimer);
+        if (waitTimer) clearInterval(waitTimer);
+        routingFeature?.stop();
         await app.close().catch(() => undefined);
         await dispatcher.stop();
         await sender.close();

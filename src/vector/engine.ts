@@ -42,6 +42,12 @@ export class VectorIndex {
   readonly sparseEmbedder?: Bm25Embedder;
   /** Group commits (SQLite transactions of the write queue) since start. */
   commits = 0;
+  /**
+   * Conversion buffer of one dense vector (number[] -> float32 bytes for SQLite, which copies them
+   * at bind time): one allocation per index instead of one native ArrayBuffer per record, which
+   * fragmented the malloc heap during bulk upserts.
+   */
+  private scratch = new Float32Array(0);
   private queue: { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
   private scheduled = false;
   private closed = false;
@@ -222,7 +228,12 @@ export class VectorIndex {
   private putRecord(ns: NamespaceState, it: UpsertItem): void {
     const existing = ns.byId.get(it.id);
     const pos = existing ?? ns.row.next_pos++;
-    const vec = it.vector ? Float32Array.from(it.vector) : undefined;
+    let vec: Float32Array | undefined;
+    if (it.vector) {
+      if (this.scratch.length !== it.vector.length) this.scratch = new Float32Array(it.vector.length);
+      vec = this.scratch;
+      vec.set(it.vector);
+    }
     this.store.upsert(ns.row.id, {
       id: it.id,
       pos,

@@ -14,12 +14,33 @@ export function shortestFloat32(x: number): number {
   if (!Number.isFinite(f) || f === 0) return f === 0 ? 0 : f;
   // Fast path: integers and values that already print short.
   if (Number.isInteger(f) && Math.abs(f) < 2 ** 24) return f;
-  for (let p = 1; p <= 9; p++) {
-    const v = parseFloat(f.toPrecision(p));
-    if (Math.fround(v) === f) return v;
+  // Away from powers of two the float32 rounding interval is symmetric, so round-tripping is
+  // monotone in p (the (p+1)-digit rounding is at least as close as the p-digit one): binary-search
+  // the smallest p in 1..9 (9 always works). Powers of two (asymmetric interval): linear scan.
+  F32[0] = f;
+  if ((U32[0] & 0x7fffff) === 0) {
+    for (let p = 1; p <= 9; p++) {
+      const v = parseFloat(f.toPrecision(p));
+      if (Math.fround(v) === f) return v;
+    }
+    return f;
   }
-  return f;
+  let lo = 1;
+  let hi = 9;
+  let best = parseFloat(f.toPrecision(9));
+  while (lo < hi) {
+    const p = (lo + hi) >> 1;
+    const v = parseFloat(f.toPrecision(p));
+    if (Math.fround(v) === f) {
+      best = v;
+      hi = p;
+    } else lo = p + 1;
+  }
+  return best;
 }
+
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
 
 /** Maps {@link shortestFloat32} over a vector (a new plain array, ready for JSON). */
 export function printVector(v: ArrayLike<number>): number[] {

@@ -5,11 +5,12 @@
  * `vector.<index>.readonlyToken` from the credential store, read at request time.
  */
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
-import { createHttpServer, listenOn } from '../http/server.js';
+import http from 'node:http';
+import { listenRaw } from '../http/raw.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine.js';
 import { ResumableQueries } from './resumable.js';
-import { registerRoutes } from './routes.js';
+import { vectorRequestListener } from './routes.js';
 
 /** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
 export const VECTOR_BODY_LIMIT = 128 * 1024 * 1024;
@@ -44,19 +45,25 @@ async function create(ctx: AreaContext): Promise<AreaServer> {
     throw err;
   }
   const resumable = new ResumableQueries();
-  const app = createHttpServer({ logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT });
-  registerRoutes(app, { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger });
+  // Raw node:http (routes.ts): same keep-alive timeout as the shared Fastify factory.
+  const server = http.createServer(
+    { keepAliveTimeout: 72_000, noDelay: true },
+    vectorRequestListener({ indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT }),
+  );
   const timer = setInterval(() => {
     for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
   }, SNAPSHOT_INTERVAL_MS);
   timer.unref();
   let closing: Promise<void> | undefined;
   return {
-    listen: () => listenOn(app, ctx.config.host, ctx.config.ports.vector),
+    listen: () => listenRaw(server, ctx.config.host, ctx.config.ports.vector),
     close: () =>
       (closing ??= (async () => {
         clearInterval(timer);
-        await app.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
         resumable.close();
         for (const i of indexes.values()) await i.close();
       })()),

@@ -4,10 +4,11 @@
  * "Filtered queries"): a filter is evaluated over the namespace once per namespace version
  * (cached); few matches -> exact search over them; otherwise HNSW with the filter as callback and
  * a larger ef; if that still gives fewer than topK while at least topK match, exact search.
- * Dense vectors are not held here (they live in the graph and in SQLite).
+ * Dense vectors are not held here (they live in the graph and in SQLite); HNSW hits are scored
+ * from the graph distances by the read path (reads.ts).
  */
 import { compileFilter, FilterSyntaxError } from './filter/index.js';
-import type { HnswDense } from './dense.js';
+import type { HnswDense, Neighbor } from './dense.js';
 import { badRequest } from './errors.js';
 import type { NamespaceRow, SparseVector } from './store.js';
 import type { SparseIndex } from './sparse.js';
@@ -23,8 +24,13 @@ import type { Scored } from './scores.js';
  */
 export const EXACT_FILTER_BUDGET = 256_000;
 
-/** Exact top-k among `labels`: labels best first (provided by the index, which owns the vectors). */
-export type ExactSearch = (labels: number[], k: number) => number[];
+/**
+ * Exact top-k among `labels` with their final scores, best first (provided by the read path, which
+ * reads the original vectors from SQLite).
+ */
+export type ExactSearch = (labels: number[], k: number) => Scored[];
+/** Final score of an HNSW hit from its graph distance (see reads.ts `scoreHits`). */
+export type DistanceScorer = (hits: Neighbor[]) => Scored[];
 /** Upper bound of the search breadth used for filtered or resumed HNSW searches. */
 export const MAX_EF = 4096;
 
@@ -114,10 +120,11 @@ export class NamespaceState {
   }
 
   /**
-   * Dense candidate labels for `q`: the `k` nearest accepted records (approximate via HNSW, exact
-   * for selective filters or as a fallback). Returns labels only; scores are computed by the caller.
+   * Dense top `k` accepted records for `q` with final scores, best first: approximate via HNSW
+   * (scored from the graph distances by `score`), exact for selective filters or as a fallback
+   * (`exact`, which scores from the original vectors).
    */
-  denseCandidates(q: ArrayLike<number>, k: number, efSearch: number, match?: FilterMatch, exclude?: Set<string>, exact?: ExactSearch): number[] {
+  denseCandidates(q: ArrayLike<number>, k: number, efSearch: number, match: FilterMatch | undefined, exclude: Set<string> | undefined, exact: ExactSearch, score: DistanceScorer): Scored[] {
     const g = this.dense;
     if (!g || g.size === 0 || k <= 0) return [];
     const accept = this.acceptor(match, exclude);
@@ -127,19 +134,19 @@ export class NamespaceState {
     if (want === 0) return [];
     if (match && match.count * g.dimension <= EXACT_FILTER_BUDGET) {
       const labels = exclude?.size ? match.labels.filter((l) => !exclude.has(this.ids[l]!)) : match.labels;
-      return exact ? exact(labels, want) : g.exact(q, want, labels).map((n) => n.label);
+      return exact(labels, want);
     }
     // hnswlib keeps traversing until `ef` accepted results are found, so a filter needs no larger
     // ef for recall (a larger one only multiplies the nodes visited); exclusions do.
     let ef = Math.max(efSearch, want);
     if (excluded) ef = Math.max(ef, want + excluded);
     const found = g.search(q, want, accept, Math.min(ef, MAX_EF));
-    if (found.length >= want) return found.map((n) => n.label);
+    if (found.length >= want) return score(found);
     // Never fewer than topK when at least topK records qualify: fall back to exact search.
     const all = match ? match.labels : g.labels();
     const pool: number[] = [];
     for (const l of all) if (!accept || accept(l)) pool.push(l);
-    return exact ? exact(pool, want) : g.exact(q, want, pool).map((n) => n.label);
+    return exact(pool, want);
   }
 
   /** Sparse top `k` (exact), filtered. */

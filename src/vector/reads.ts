@@ -6,6 +6,7 @@
 import type { VectorIndex } from './engine.js';
 import { badRequest, MESSAGES, unprocessable } from './errors.js';
 import { blobToF32, printVector, shortestFloat32 } from './float32.js';
+import type { Neighbor } from './dense.js';
 import type { NamespaceState } from './namespace.js';
 import { denseScore, fuseDbsf, fuseRrf, byScore, type Scored } from './scores.js';
 import { blobToSparse, type RecordRow, type SparseVector } from './store.js';
@@ -47,8 +48,52 @@ export interface ResolvedQuery extends QueryRequest {
   sparse?: SparseVector;
 }
 
-/** Final dense scores of candidate labels, from the original float32 vectors (scores.ts). */
-function scoreDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[]): Scored[] {
+const f = Math.fround;
+
+/**
+ * COSINE hits whose graph distance is at most this (cosine >= 1 - 1e-6) get their score
+ * recomputed from the original vector in SQLite, so identical vectors score exactly 1 (§B.3) even
+ * though the graph's float32 dot product of two unit vectors may round just below 1.
+ */
+export const NEAR_DUPLICATE_DISTANCE = 1e-6;
+
+/**
+ * Final float32 scores of HNSW hits from the graph distances (dense.ts: stored-form vectors; `ip`
+ * distance = 1 − dot, `l2` distance = squared Euclidean, both computed by hnswlib in float32):
+ * COSINE `(1 + cos)/2` with cos = 1 − d of the unit vectors, DOT_PRODUCT `(1 + dot)/2`,
+ * EUCLIDEAN `1/(1 + d)`. This avoids reading the result vectors back (a SQLite read costs ~10 µs
+ * per vector, more than the whole graph search at 128-d); the result agrees with
+ * {@link denseScore} on the original vectors to within a float32 rounding step. Near-duplicates
+ * under COSINE are recomputed exactly ({@link NEAR_DUPLICATE_DISTANCE}). Sorted best first.
+ */
+function scoreHits(index: VectorIndex, ns: NamespaceState, q: number[], hits: Neighbor[], exactAll: boolean): Scored[] {
+  const metric = index.def.metric;
+  if (exactAll) return rescoreExact(index, ns, q, hits.map((h) => h.label));
+  const out: Scored[] = new Array(hits.length);
+  let qf: Float32Array | undefined;
+  for (let i = 0; i < hits.length; i++) {
+    const { label, distance: d } = hits[i];
+    let score: number;
+    if (metric === 'EUCLIDEAN') score = f(1 / f(1 + Math.max(0, d)));
+    else {
+      const dot = f(1 - d);
+      score = f(f(1 + (metric === 'COSINE' ? Math.min(1, Math.max(-1, dot)) : dot)) / 2);
+      if (metric === 'COSINE' && d <= NEAR_DUPLICATE_DISTANCE) {
+        const v = index.store.vectorAt(ns.row.id, label);
+        if (v) score = denseScore(metric, (qf ??= Float32Array.from(q)), blobToF32(v));
+      }
+    }
+    out[i] = { label, score };
+  }
+  return out.sort(byScore);
+}
+
+/**
+ * Final scores of `labels` from their original vectors ({@link denseScore}, one SQLite statement):
+ * used where score values feed further arithmetic (DBSF fusion), so the reference's float32
+ * literals are reproduced bit for bit. Sorted best first.
+ */
+function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[]): Scored[] {
   const qf = Float32Array.from(q);
   const out: Scored[] = [];
   if (labels.length === 0) return out;
@@ -59,15 +104,16 @@ function scoreDense(index: VectorIndex, ns: NamespaceState, q: number[], labels:
 }
 
 /**
- * Exact top-`k` labels among `labels` (vectors from SQLite, one statement per 10,000), ranked in
- * float64 by cosine / squared distance / dot; final float32 scores are computed by the caller.
+ * Exact top-`k` among `labels` (vectors from SQLite, one statement per 10,000), ranked in float64
+ * by cosine / squared distance / dot, with the final float32 scores of {@link denseScore} computed
+ * on the winners' original vectors. Best first.
  */
-function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): number[] {
+function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): Scored[] {
   const metric = index.def.metric;
   let qn = 0;
   for (const x of q) qn += x * x;
   qn = Math.sqrt(qn) || 1;
-  const scored: Scored[] = [];
+  const scored: (Scored & { v: Float32Array })[] = [];
   for (let i = 0; i < labels.length; i += 10_000) {
     for (const r of index.store.vectorsByPos(ns.row.id, labels.slice(i, i + 10_000))) {
       if (!r.vector) continue;
@@ -86,10 +132,15 @@ function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels:
         }
         if (metric === 'COSINE') s = vn > 0 ? s / (qn * Math.sqrt(vn)) : 0;
       }
-      scored.push({ label: r.pos, score: s });
+      scored.push({ label: r.pos, score: s, v });
     }
   }
-  return scored.sort(byScore).slice(0, k).map((x) => x.label);
+  const qf = Float32Array.from(q);
+  return scored
+    .sort(byScore)
+    .slice(0, k)
+    .map((x) => ({ label: x.label, score: denseScore(metric, qf, x.v) }))
+    .sort(byScore);
 }
 
 /**
@@ -112,7 +163,9 @@ export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: 
   const match = ns.match(q.filter);
   const ef = index.def.hnsw.efSearch;
   const exact = (labels: number[], n: number) => exactDense(index, ns, q.vector!, labels, n);
-  const dense = (n: number) => scoreDense(index, ns, q.vector!, ns.denseCandidates(q.vector!, n, ef, match, exclude, exact));
+  const dbsf = !!(q.vector && q.sparse && q.fusion === 'DBSF');
+  const fromGraph = (hits: Neighbor[]) => scoreHits(index, ns, q.vector!, hits, dbsf);
+  const dense = (n: number) => ns.denseCandidates(q.vector!, n, ef, match, exclude, exact, fromGraph);
   const sparse = (n: number) => ns.sparseSearch(q.sparse!, n, q.useIdf, match, exclude);
   if (q.vector && q.sparse) {
     const lists = [dense(depth), sparse(depth)];

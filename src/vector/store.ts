@@ -99,6 +99,7 @@ export class VectorStore {
       del: p('DELETE FROM records WHERE ns = ? AND id = ?'),
       get: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND id = ?'),
       getByPos: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND pos = ?'),
+      vectorAt: p('SELECT vector FROM records WHERE ns = ? AND pos = ?').pluck(),
       vectorsByPos: p('SELECT r.pos AS pos, r.vector AS vector FROM json_each(?) j CROSS JOIN records r ON r.ns = ? AND r.pos = j.value'),
       heads: p('SELECT id, pos, seq, metadata, sparse IS NOT NULL AS hasSparse FROM records WHERE ns = ? ORDER BY pos'),
       vectors: p('SELECT pos, vector, sparse FROM records WHERE ns = ? ORDER BY pos'),
@@ -149,6 +150,10 @@ export class VectorStore {
   }
   getByPos(ns: number, pos: number): RecordRow | undefined {
     return this.st.getByPos.get(ns, pos) as RecordRow | undefined;
+  }
+  /** Dense vector BLOB of the record at `pos` (undefined/null when absent or sparse-only). */
+  vectorAt(ns: number, pos: number): Buffer | null | undefined {
+    return this.st.vectorAt.get(ns, pos) as Buffer | null | undefined;
   }
   /** Dense vectors of the records at `positions` (one statement; order not guaranteed). */
   vectorsByPos(ns: number, positions: number[]): IterableIterator<{ pos: number; vector: Buffer | null }> {

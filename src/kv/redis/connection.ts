@@ -38,9 +38,12 @@ interface Pending {
   n: number;
   replies: Reply[];
   raws: Buffer[] | undefined;
-  resolve: (p: Pending) => void;
-  reject: (e: Error) => void;
+  /** Called once: with the completed request, or with the error that failed it. */
+  done: (err: Error | null, p: Pending) => void;
 }
+
+/** Callback of {@link RedisConnection.sendCb}: the reply (and raw bytes when asked), or the error. */
+export type ReplyCallback = (err: Error | null, reply: Reply, raw: Buffer | undefined) => void;
 
 /** Result of {@link RedisConnection.batch}: one reply per command, and raw bytes when asked. */
 export interface BatchResult {
@@ -158,20 +161,39 @@ export class RedisConnection {
     return this.write(encodeCommands(cmds), cmds.length, wantRaw);
   }
 
+  /**
+   * Sends one command without a Promise (the gateway's hot path): `cb` runs once with its reply
+   * (a {@link RespError} reply is not an error) and, when `wantRaw`, its exact bytes; or with
+   * {@link BackendUnavailableError} when the connection is lost.
+   */
+  sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback): void {
+    if (this.isClosed) return cb(new BackendUnavailableError('ERR database connection lost'), null, undefined);
+    this.enqueue(encodeCommand(args), {
+      n: 1,
+      replies: [],
+      raws: wantRaw ? [] : undefined,
+      done: (err, p) => (err ? cb(err, null, undefined) : cb(null, p.replies[0], p.raws?.[0])),
+    });
+  }
+
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(new BackendUnavailableError('ERR database connection lost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.queue.push({ n: count, replies: [], raws: wantRaw ? [] : undefined, resolve, reject });
-      if (!this.corked) {
-        // Coalesce the writes of every request handled in this event-loop turn into one writev
-        // (many concurrent HTTP requests -> one syscall to Redis).
-        this.corked = true;
-        this.socket.cork();
-        setImmediate(this.uncork);
-      }
-      this.socket.write(data);
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)) });
     });
+  }
+
+  private enqueue(data: string | Buffer, p: Pending): void {
+    this.queue.push(p);
+    if (!this.corked) {
+      // Coalesce the writes of every request handled in this event-loop turn into one writev
+      // (many concurrent HTTP requests -> one syscall to Redis).
+      this.corked = true;
+      this.socket.cork();
+      setImmediate(this.uncork);
+    }
+    this.socket.write(data);
   }
 
   private corked = false;
@@ -197,7 +219,7 @@ export class RedisConnection {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
-    p.resolve(p);
+    p.done(null, p);
   }
 
   private fail(err: Error): void {
@@ -207,7 +229,7 @@ export class RedisConnection {
     const pending = this.queue.slice(this.head);
     this.queue.length = 0;
     this.head = 0;
-    for (const p of pending) p.reject(err);
+    for (const p of pending) p.done(err, p);
     for (const fn of this.closeListeners.splice(0)) fn();
   }
 

@@ -6,6 +6,7 @@
 import type { Config } from '../../config.js';
 import type { CredentialStore } from '../../credentials.js';
 import type { Target } from '../build.js';
+import type { DlqEntry, NewMessage } from '../model.js';
 import type { Clock, Dispatcher } from '../delivery/dispatcher.js';
 import type { QueueStore } from '../store/types.js';
 
@@ -20,6 +21,27 @@ export interface QueueApiContext {
    * to its targets; undefined = unknown destination (400). Default: nothing resolves.
    */
   resolveDestination(destination: string): Promise<Target[] | undefined>;
+  /**
+   * Queue / flow-control admission (issue 4, `flow-control/gate.ts`): `prepare` marks the new
+   * messages that must wait for a slot as `held` (and creates missing queues, records flow-control
+   * limits) before they are stored; `kick` tells the gate new held messages exist. Absent = no gating.
+   */
+  /**
+   * Workflow runs (issue 5, `workflows/engine.ts`): `prepare` turns messages carrying
+   * `Upstash-Workflow-*` headers into run steps (creates the run on a trigger, applies the run's
+   * settings, sets the delivered body to the step list) before they are stored. Absent = none.
+   */
+  workflows?: {
+    prepare(msgs: NewMessage[], now: number): Promise<void>;
+    /** Workflow fields of a DLQ entry (`workflowRunId`, ...), or undefined for a plain message. */
+    dlqFields(entry: DlqEntry): Promise<Record<string, unknown> | undefined>;
+    /** `GET /v2/dlq?source=workflow`: `{messages, cursor?}` of failed runs. */
+    listDlq(query: Record<string, string | string[] | undefined>): Promise<Record<string, unknown>>;
+  };
+  admission?: {
+    prepare(msgs: NewMessage[], now: number): Promise<void>;
+    kick(): void;
+  };
 }
 
 /** Credential names of the queue area (src/credentials.ts). */

@@ -62,16 +62,19 @@ function bulkFilter(req: FastifyRequest): { filter: MessageFilter; limit: number
 export function registerDlqRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
   app.get('/v2/dlq', async (req: FastifyRequest) => {
     const q = req.query as Query;
-    let filter = parseFilter(q, 'dlq');
+    if (q.source === 'workflow' && ctx.workflows) return ctx.workflows.listDlq(q); // failed workflow runs (issue 5)
+    const { source: _source, ...rest } = q;
+    let filter = parseFilter(rest, 'dlq');
     if (filter.dlqIds) filter = { dlqIds: filter.dlqIds };
     const page = await ctx.store.listDlq(filter, parsePage(q, MAX_COUNT));
-    return { messages: page.items.map(dlqJson), ...(page.cursor ? { cursor: page.cursor } : {}) };
+    const messages = await Promise.all(page.items.map(async (e) => ({ ...dlqJson(e), ...(await ctx.workflows?.dlqFields(e)) })));
+    return { messages, ...(page.cursor ? { cursor: page.cursor } : {}) };
   });
 
   app.get('/v2/dlq/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
     const e = await ctx.store.getDlq(req.params.dlqId);
     if (!e) throw errors.notFound(`DLQ message ${req.params.dlqId}`);
-    return dlqJson(e);
+    return { ...dlqJson(e), ...(await ctx.workflows?.dlqFields(e)) };
   });
 
   app.delete('/v2/dlq/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {

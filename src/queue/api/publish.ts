@@ -15,6 +15,7 @@ import { errors } from '../errors.js';
 import type { NewMessage } from '../model.js';
 import type { QueueApiContext } from './context.js';
 import { parseOptions } from './options.js';
+import { workflowPublishExtra } from '../workflows/publish-extra.js';
 
 const TOKEN_PARAMS = new Set(['qstash_token', 'svc_token']);
 
@@ -57,7 +58,8 @@ export function checkDestination(dest: string, blockPrivate: boolean): void {
   }
 }
 
-async function targetsFor(ctx: QueueApiContext, dest: string): Promise<{ targets: Target[]; isUrl: boolean }> {
+/** The targets of a publish destination: the URL itself, or a URL group's endpoints (`resolveDestination`). */
+export async function targetsFor(ctx: QueueApiContext, dest: string): Promise<{ targets: Target[]; isUrl: boolean }> {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(dest)) {
     checkDestination(dest, ctx.config.blockPrivateDestinations);
     return { targets: [{ url: dest }], isUrl: true };
@@ -94,6 +96,8 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
   // commit on the hot path); the rest wait in the store and the dispatcher is told when.
   const enqueue = async (msgs: NewMessage[]) => {
     const now = ctx.clock.now();
+    if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings (issue 5)
+    if (ctx.admission) await ctx.admission.prepare(msgs, now); // marks queue/flow-control messages held
     const claim = ctx.dispatcher.reserve(msgs, now);
     let results;
     try {
@@ -108,6 +112,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       if (!results[i].claimed && !results[i].deduplicated) first = Math.min(first, m.dueAt);
     });
     if (first < Infinity) ctx.dispatcher.notify(first);
+    if (msgs.some((m) => m.held)) ctx.admission?.kick();
     return results;
   };
 
@@ -117,9 +122,10 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
     if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
     const now = ctx.clock.now();
-    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now);
+    const cfg = svcHeadersWithPrefix(req.headers, '');
+    const opts = parseOptions(cfg, req.headers['content-type'], now);
     const { targets, isUrl } = await targetsFor(ctx, dest);
-    const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp: req.ip }));
+    const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp: req.ip, extra: workflowPublishExtra(cfg) }));
     const results = await enqueue(msgs);
     if (results.every((r) => r.deduplicated)) reply.code(202);
     return publishResponse(targets, results, isUrl);
@@ -141,13 +147,18 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       const { destination, headers, body, queue } = e as Record<string, unknown>;
       if (typeof destination !== 'string' || !destination) throw errors.badRequest(`batch entry ${i}: "destination" must be a non-empty string`);
       if (body !== undefined && body !== null && typeof body !== 'string') throw errors.badRequest(`batch entry ${i}: "body" must be a string`);
-      if (queue !== undefined) throw errors.badRequest(`batch entry ${i}: queues are not supported by this server yet`);
+      if (queue !== undefined && (typeof queue !== 'string' || !/^[A-Za-z0-9._-]+$/.test(queue))) {
+        throw errors.badRequest(`batch entry ${i}: "queue" must be a queue name (letters, digits, '-', '_', '.')`);
+      }
       const h = lowerStringHeaders(headers);
       const bytes = Buffer.from((body as string | undefined) ?? '', 'utf8');
       if (bytes.length > ctx.config.maxMessageBytes) throw errors.tooLarge(bytes.length, ctx.config.maxMessageBytes);
-      const opts = parseOptions(svcHeadersWithPrefix(h, ''), h['content-type'], now);
-      const { targets, isUrl } = await targetsFor(ctx, destination);
-      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip })) });
+      const cfg = svcHeadersWithPrefix(h, '');
+      const opts = parseOptions(cfg, h['content-type'], now);
+      const resolved = await targetsFor(ctx, destination);
+      const isUrl = resolved.isUrl;
+      const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;
+      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, extra: workflowPublishExtra(cfg) })) });
     }
     const results = await enqueue(plan.flatMap((p) => p.msgs));
     let k = 0;

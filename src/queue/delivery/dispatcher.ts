@@ -111,7 +111,7 @@ export class Dispatcher {
     const origins: string[] = [];
     for (const m of msgs) {
       if (room <= 0) break;
-      if (m.dueAt > now) continue;
+      if (m.dueAt > now || m.held) continue;
       const origin = originOf(m.url);
       const load = this.load(origin);
       if (load >= this.perOriginLimit) continue;
@@ -164,6 +164,23 @@ export class Dispatcher {
     await Promise.race([Promise.allSettled([...this.active]), new Promise((r) => (t = setTimeout(r, graceMs)))]);
     clearTimeout(t);
     this.abandoned = true;
+  }
+
+  private readonly outcomeListeners: ((m: StoredMessage, outcome: AttemptOutcome) => void)[] = [];
+
+  /**
+   * Registers a listener called after each attempt's outcome is recorded in the store (issue 4:
+   * the admission gate re-checks queue/flow-control slots). Listeners must not throw.
+   */
+  addOutcomeListener(fn: (m: StoredMessage, outcome: AttemptOutcome) => void): void {
+    this.outcomeListeners.push(fn);
+  }
+
+  private readonly startListeners: ((m: StoredMessage, at: number) => void)[] = [];
+
+  /** Registers a listener called as each attempt starts (`at`, ms; issue 4: flow-control rate). Must not throw. */
+  addStartListener(fn: (m: StoredMessage, at: number) => void): void {
+    this.startListeners.push(fn);
   }
 
   /** Deliveries in flight now (for tests and health). */
@@ -272,6 +289,7 @@ export class Dispatcher {
   /** One attempt of `m`, then the matching store transition. */
   private async deliver(m: StoredMessage): Promise<void> {
     const start = this.clock.now();
+    for (const fn of this.startListeners) fn(m, start);
     const headers = deliveryHeaders(m, signDelivery(this.o.signingKey(), m.url, m.body, start), this.o.region);
     const timeoutMs = m.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const outcome = await this.o.sender.send({ url: m.url, method: m.method, headers, body: m.body, timeoutMs });
@@ -303,6 +321,7 @@ export class Dispatcher {
     if (!recorded) this.o.logger.warn({ messageId: m.id }, 'queue: lease lost before the outcome was recorded');
     for (const f of followUps) this.notify(f.dueAt);
     this.o.onOutcome?.(m, outcome);
+    for (const fn of this.outcomeListeners) fn(m, outcome);
   }
 }
 

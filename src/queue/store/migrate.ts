@@ -27,8 +27,10 @@ export function loadMigrations(dir = DIR): Migration[] {
     if (!m) continue;
     out.push({ version: Number(m[1]), name: m[2], sql: fs.readFileSync(path.join(dir, f), 'utf8') });
   }
+  // Strictly increasing; a gap is tolerated (two migrations written in parallel land in any order
+  // during development), a duplicate is not.
   out.forEach((mig, i) => {
-    if (mig.version !== i + 1) throw new Error(`queue migrations: expected version ${i + 1}, found ${mig.version} (${mig.name})`);
+    if (i > 0 && mig.version <= out[i - 1].version) throw new Error(`queue migrations: duplicate version ${mig.version} (${mig.name})`);
   });
   return out;
 }
@@ -36,12 +38,12 @@ export function loadMigrations(dir = DIR): Migration[] {
 /** Brings `db` to the newest schema; returns the [from, to] versions. */
 export function migrate(db: Database.Database, file: string): [number, number] {
   const migrations = loadMigrations();
-  const latest = migrations.length;
+  const latest = migrations.length ? migrations[migrations.length - 1].version : 0;
   const current = Number(db.pragma('user_version', { simple: true }));
   if (current > latest) {
     throw new Error(`${file}: schema version ${current} is newer than this svc supports (${latest}); upgrade svc`);
   }
-  for (const mig of migrations.slice(current)) {
+  for (const mig of migrations.filter((m) => m.version > current)) {
     db.transaction(() => {
       db.exec(mig.sql);
       db.pragma(`user_version = ${mig.version}`);

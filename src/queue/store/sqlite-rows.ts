@@ -122,7 +122,7 @@ export function messageParams(m: NewMessage): Record<string, unknown> {
     flow_control_key: n(m.flowControlKey),
     flow_control: js(m.flowControl),
     extra: js(m.extra),
-    claimed_by: null,
+    claimed_by: m.held ? 'held' : null, // 'held' = waiting for admission (migration 0002)
     lease_until: null,
   };
 }

@@ -29,6 +29,10 @@ import { GroupCommitter } from './group-commit.js';
 import { migrate } from './migrate.js';
 import { filterSql, INSERT_MESSAGE_SQL, messageParams, rowToMessage, type MessageRow } from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, QueueStore } from './types.js';
+import { SqliteRoutingStore } from './sqlite-routing.js';
+import type { RoutingStore } from './routing-types.js';
+import { SqliteWorkflowStore } from './sqlite-workflows.js';
+import type { WorkflowStore } from './workflow-types.js';
 
 interface LogRow {
   seq: number;
@@ -99,7 +103,8 @@ export class SqliteQueueStore implements QueueStore {
       releaseExpired: db.prepare(
         `UPDATE messages SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL AND lease_until < ?`,
       ),
-      releaseAll: db.prepare(`UPDATE messages SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL`),
+      // lease_until IS NULL = 'held' (waiting for queue/flow-control admission), not a lease.
+      releaseAll: db.prepare(`UPDATE messages SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL AND lease_until IS NOT NULL`),
     };
   }
 
@@ -242,7 +247,7 @@ export class SqliteQueueStore implements QueueStore {
         if (r.cancel_requested) continue;
         n++;
         this.log(now, r.seq, 'CANCEL_REQUESTED');
-        if (r.claimed_by === null) {
+        if (r.claimed_by === null || r.claimed_by === 'held') {
           this.st.finish.run('cancelled', now, r.seq);
           this.log(now, r.seq, 'CANCELLED');
         } else {
@@ -382,6 +387,18 @@ export class SqliteQueueStore implements QueueStore {
         .run(logsBefore);
     }, false);
   }
+
+  /** The URL-group / queue / schedule / flow-control tables on the same handle (issue 4). */
+  routing(): RoutingStore {
+    return (this.routingStore ??= new SqliteRoutingStore(this.db, this.writes));
+  }
+  private routingStore: RoutingStore | undefined;
+
+  /** Workflow runs and steps on the same handle (issue 5). */
+  workflows(): WorkflowStore {
+    return (this.workflowStore ??= new SqliteWorkflowStore(this.db, this.writes));
+  }
+  private workflowStore: WorkflowStore | undefined;
 
   async close(): Promise<void> {
     await this.writes.close();

@@ -24,6 +24,8 @@ import type {
   PageResult,
   StoredMessage,
 } from '../model.js';
+import type { RoutingStore } from './routing-types.js';
+import type { WorkflowStore } from './workflow-types.js';
 
 export interface ClaimOptions {
   owner: string;
@@ -126,4 +128,10 @@ export interface QueueStore {
   prune(now: number, logsBefore: number): Promise<void>;
 
   close(): Promise<void>;
+
+  /** URL groups, queues, schedules and flow-control state (issue 4; `routing-types.ts`). */
+  routing?(): RoutingStore;
+
+  /** Workflow runs and their steps (issue 5; `workflow-types.ts`). */
+  workflows?(): WorkflowStore;
 }

@@ -1,0 +1,279 @@
+/**
+ * Child-process plumbing for the bench scripts (kv, queue, vector): start long-running servers and
+ * one-shot load generators, wait until they are ready, and stop EVERY process this bench started —
+ * on normal completion, on an error, and on Ctrl-C / SIGTERM.
+ *
+ * Every child is spawned `detached` (its own process group), so a server that itself spawns
+ * children (svc supervising redis-server) is stopped as a whole: SIGTERM to the group, then SIGKILL
+ * to the group after a grace period. Temp directories made by {@link makeTempDir} are removed at the
+ * end. Call {@link installCleanupHandlers} once at the start of a bench script.
+ *
+ * Rule source: `/work/briefs/common.md` ("never leave background processes running").
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+/** A child process started by {@link startProcess}. */
+export interface ManagedProcess {
+  /** Label used in logs and errors. */
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Everything the child wrote so far (stdout and stderr interleaved, capped at 1 MB). */
+  output(): string;
+  /** Resolves with the exit code (or the signal name) once the child has exited. */
+  readonly exited: Promise<number | string>;
+  /**
+   * Stops the whole process group: `signal` (default SIGTERM), then SIGKILL after `graceMs`
+   * (default 5000 ms). Resolves when the child has exited. Idempotent.
+   */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
+}
+
+export interface StartOptions {
+  name: string;
+  cmd: string;
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Ready when the output matches this; without it the process is ready once spawned. */
+  readyPattern?: RegExp;
+  /** Give up waiting for `readyPattern` after this many ms (default 30000). */
+  readyTimeoutMs?: number;
+}
+
+const running = new Set<ManagedProcess>();
+const tempDirs = new Set<string>();
+const OUTPUT_CAP = 1 << 20;
+
+/** Binds port 0 on `host` (default 127.0.0.1), reads the port the kernel chose and releases it. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** A fresh directory under the OS temp dir, removed by {@link cleanupAll}. */
+export function makeTempDir(prefix = 'svc-bench-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+/**
+ * Spawns a long-running child in its own process group and waits for `readyPattern`.
+ * @throws Error when the child exits or the pattern does not appear in time (the child is stopped
+ *   first; the error message carries its last output).
+ */
+export async function startProcess(opts: StartOptions): Promise<ManagedProcess> {
+  const spawnOpts: SpawnOptions = {
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  };
+  const child = spawn(opts.cmd, opts.args ?? [], spawnOpts);
+  let out = '';
+  const onData = (b: Buffer) => {
+    if (out.length < OUTPUT_CAP) out += b.toString('utf8');
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, sig) => resolve(code ?? sig ?? 'unknown'));
+    child.once('error', (err) => {
+      out += `\nspawn error: ${err.message}`;
+      resolve('spawn-error');
+    });
+  });
+  let stopping: Promise<void> | undefined;
+  let done = false;
+  void exited.then(() => (done = true));
+  const proc: ManagedProcess = {
+    name: opts.name,
+    child,
+    pid: child.pid ?? -1,
+    output: () => out,
+    exited,
+    stop(signal = 'SIGTERM', graceMs = 5000) {
+      return (stopping ??= (async () => {
+        if (!done && child.pid) {
+          killGroup(child.pid, signal);
+          const timer = setTimeout(() => child.pid && killGroup(child.pid, 'SIGKILL'), graceMs);
+          await exited;
+          clearTimeout(timer);
+          // Grandchildren (e.g. a supervised redis-server) may outlive the leader: sweep the group.
+          killGroup(child.pid, 'SIGKILL');
+        }
+        running.delete(proc);
+      })());
+    },
+  };
+  running.add(proc);
+  if (!child.pid) {
+    await exited;
+    running.delete(proc);
+    throw new Error(`${opts.name}: could not start ${opts.cmd}: ${out.trim()}`);
+  }
+  if (opts.readyPattern) {
+    const pattern = opts.readyPattern;
+    const timeoutMs = opts.readyTimeoutMs ?? 30_000;
+    const ok = await new Promise<boolean>((resolve) => {
+      const check = () => {
+        if (pattern.test(out)) finish(true);
+      };
+      const finish = (v: boolean) => {
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        child.stderr!.off('data', check);
+        resolve(v);
+      };
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      child.stdout!.on('data', check);
+      child.stderr!.on('data', check);
+      void exited.then(() => finish(pattern.test(out)));
+      check();
+    });
+    if (!ok || done) {
+      const why = done ? 'exited' : `no ${pattern} within ${timeoutMs} ms`;
+      await proc.stop('SIGKILL');
+      throw new Error(`${opts.name}: not ready (${why}); output:\n${out.slice(-4000)}`);
+    }
+  }
+  return proc;
+}
+
+/** Result of {@link runToCompletion}. */
+export interface RunResult {
+  code: number | string;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a one-shot command (a load generator) to completion, capturing stdout and stderr. The child
+ * is registered like a server, so Ctrl-C stops it too. Never throws for a non-zero exit: callers
+ * check `code`.
+ */
+export async function runToCompletion(name: string, cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<RunResult> {
+  const child = spawn(cmd, args, { env: env ?? process.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+  child.stderr!.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, sig) => resolve(code ?? sig ?? 'unknown'));
+    child.once('error', (err) => {
+      stderr += `spawn error: ${err.message}`;
+      resolve('spawn-error');
+    });
+  });
+  const proc: ManagedProcess = {
+    name,
+    child,
+    pid: child.pid ?? -1,
+    output: () => stdout + stderr,
+    exited,
+    async stop() {
+      if (child.pid && child.exitCode === null) killGroup(child.pid, 'SIGKILL');
+      await exited;
+      running.delete(proc);
+    },
+  };
+  running.add(proc);
+  const code = await exited;
+  running.delete(proc);
+  return { code, stdout, stderr };
+}
+
+/**
+ * Polls `probe` every `intervalMs` (default 50) until it returns true.
+ * @throws Error naming `what` when `timeoutMs` (default 15000) passes first.
+ */
+export async function waitFor(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 15_000, intervalMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      if (await probe()) return;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Stops every process still running (in reverse start order) and removes the temp dirs. */
+export async function cleanupAll(): Promise<void> {
+  for (const p of [...running].reverse()) await p.stop();
+  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+/** Synchronous last resort for `process.on('exit')`: SIGKILL every group still registered. */
+function killAllSync(): void {
+  for (const p of running) if (p.pid > 0) killGroup(p.pid, 'SIGKILL');
+  for (const d of tempDirs) {
+    try {
+      fs.rmSync(d, { recursive: true, force: true });
+    } catch {
+      /* best effort */
+    }
+  }
+}
+
+let installed = false;
+
+/**
+ * Makes SIGINT, SIGTERM, an uncaught exception or an unhandled rejection stop every child and
+ * remove the temp dirs before the bench exits (exit code 130 / 143 / 1). Idempotent.
+ */
+export function installCleanupHandlers(): void {
+  if (installed) return;
+  installed = true;
+  let exiting = false;
+  const bail = (code: number, why: string, err?: unknown) => {
+    if (exiting) {
+      killAllSync();
+      process.exit(code);
+    }
+    exiting = true;
+    if (err) process.stderr.write(`\n${why}: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    else process.stderr.write(`\n${why}: stopping every started process...\n`);
+    const hard = setTimeout(() => {
+      killAllSync();
+      process.exit(code);
+    }, 10_000);
+    hard.unref();
+    cleanupAll().finally(() => process.exit(code));
+  };
+  process.on('SIGINT', () => bail(130, 'SIGINT'));
+  process.on('SIGTERM', () => bail(143, 'SIGTERM'));
+  process.on('uncaughtException', (err) => bail(1, 'uncaught exception', err));
+  process.on('unhandledRejection', (err) => bail(1, 'unhandled rejection', err));
+  process.on('exit', killAllSync);
+}

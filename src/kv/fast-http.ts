@@ -1,0 +1,264 @@
+/**
+ * The kv gateway's front door: a minimal HTTP/1.1 server on `node:net` for the hot path, with
+ * Node's own `http` server behind it for everything else. Measured on the 2-core bench machine,
+ * Node's `http` module alone (a hello-world that does nothing) answers about 20k req/s while a
+ * plain socket that writes a canned response does about 40k, and webdis ~30k: the HTTP layer, not
+ * the gateway, was the ceiling (`docs/readme/kv-perf.md`).
+ *
+ * A connection starts on the fast path. Each request head is parsed here when it is the plain,
+ * common form — `GET|POST|PUT|HEAD <origin-form target> HTTP/1.1`, well-formed `name: value`
+ * header lines (no obs-fold, no control bytes, no repeated header names), no `Transfer-Encoding`,
+ * `Expect`, `Upgrade` or `Connection: close`, an optional `Content-Length` (digits) of at most
+ * {@link FAST_BODY_MAX} bytes and at most the body limit, and a target that is not an SSE endpoint — and answered through
+ * the shared {@link KvCore}. At the first request that is anything else, the connection is handed
+ * to the Node `http` server (`server.emit('connection')`, then the bytes already read are given
+ * to its parser as a `'data'` event), which
+ * then serves it to the end with its full RFC 9112 parser: chunked bodies, 100-continue, HTTP/1.0,
+ * oversized heads (431), malformed requests (400), SSE streams, CORS preflight, 405.
+ *
+ * Requests on one connection are served strictly one after the other (HTTP/1.1 pipelining keeps
+ * its order); reading pauses while a request is in flight and more bytes are buffered than one
+ * request can use. Idle keep-alive connections close after `keepAliveMs` (72 s like Fastify's
+ * setting in `src/http/server.ts`).
+ */
+import type http from 'node:http';
+import net from 'node:net';
+import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
+import { hasBody, isStreamPath, type KvCore, type KvOut } from './routes.js';
+
+/** Idle keep-alive timeout in ms (Fastify's setting in `src/http/server.ts`; `Keep-Alive: timeout=72`). */
+export const FAST_KEEP_ALIVE_MS = 72_000;
+/** Bodies above this many bytes go to the Node server (which streams them with the size limit). */
+export const FAST_BODY_MAX = 1024 * 1024;
+/** Request heads above this many bytes go to the Node server (it answers 431 past its own limit). */
+const FAST_HEAD_MAX = 16 * 1024;
+/** Bytes buffered beyond the request in flight before reading pauses. */
+const READ_AHEAD_MAX = 64 * 1024;
+
+// eslint-disable-next-line no-control-regex
+const BAD_HEAD_BYTES = /[\x00-\x08\x0a-\x1f\x7f]/;
+const TOKEN_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+const DIGITS = /^[0-9]{1,15}$/;
+const STATUS_LINES = new Map<number, string>();
+
+let dateCache = '';
+let dateSecond = -1;
+/** The `Date` header value, recomputed at most once a second. */
+function httpDate(): string {
+  const now = Date.now();
+  const sec = Math.floor(now / 1000);
+  if (sec !== dateSecond) {
+    dateSecond = sec;
+    dateCache = new Date(now).toUTCString();
+  }
+  return dateCache;
+}
+
+function statusLine(status: number): string {
+  let s = STATUS_LINES.get(status);
+  if (s === undefined) {
+    s = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+    STATUS_LINES.set(status, s);
+  }
+  return s;
+}
+
+/** A parsed request head that the fast path serves. */
+interface Head {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  bodyLength: number;
+  /** Bytes of the head including the blank line. */
+  headLength: number;
+}
+
+/**
+ * Parses the head in `buf[0, end)` (`end` = index of the CRLFCRLF). Undefined when the request is
+ * not of the plain form the fast path serves (the Node server then takes the connection), e.g. a
+ * `Content-Length` above `bodyMax` bytes.
+ */
+export function parseHead(buf: Buffer, end: number, bodyMax: number): Head | undefined {
+  const text = buf.toString('latin1', 0, end);
+  if (BAD_HEAD_BYTES.test(text.replace(/\r\n/g, ''))) return undefined;
+  const lines = text.split('\r\n');
+  const rl = lines[0];
+  const sp1 = rl.indexOf(' ');
+  const sp2 = rl.indexOf(' ', sp1 + 1);
+  if (sp1 < 0 || sp2 < 0 || rl.indexOf(' ', sp2 + 1) >= 0 || rl.slice(sp2 + 1) !== 'HTTP/1.1') return undefined;
+  const method = rl.slice(0, sp1);
+  if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD') return undefined;
+  const url = rl.slice(sp1 + 1, sp2);
+  if (url.charCodeAt(0) !== 47 /* / */) return undefined;
+  const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
+  let bodyLength = 0;
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i];
+    const colon = line.indexOf(':');
+    if (colon <= 0) return undefined;
+    const name = line.slice(0, colon).toLowerCase();
+    if (!TOKEN_NAME.test(name) || headers[name] !== undefined) return undefined;
+    const value = line.slice(colon + 1).trim();
+    switch (name) {
+      case 'transfer-encoding':
+      case 'expect':
+      case 'upgrade':
+        return undefined;
+      case 'connection':
+        if (value.toLowerCase().includes('close')) return undefined;
+        break;
+      case 'content-length':
+        if (!DIGITS.test(value)) return undefined;
+        bodyLength = Number(value);
+        if (bodyLength > bodyMax) return undefined;
+        break;
+    }
+    headers[name] = value;
+  }
+  if (method === 'GET' || method === 'HEAD') {
+    if (bodyLength > 0) return undefined; // rare: let Node read and discard it
+  }
+  const qi = url.indexOf('?');
+  if (isStreamPath(qi < 0 ? url : url.slice(0, qi))) return undefined;
+  return { method, url, headers, bodyLength, headLength: end + 4 };
+}
+
+/** One client connection while it is on the fast path. */
+class FastConnection implements KvOut {
+  private buf: Buffer | undefined;
+  private busy = false;
+  private head = false;
+  private draining = false;
+  private gone = false;
+  private readonly onData = (chunk: Buffer) => this.data(chunk);
+  private readonly onEnd = () => {
+    if (!this.busy) this.socket.end();
+  };
+  private readonly onClose = () => {
+    this.gone = true;
+    this.conns.delete(this.socket);
+  };
+  private readonly onTimeout = () => this.socket.destroy();
+  private readonly onError = () => {
+    /* 'close' follows */
+  };
+
+  constructor(
+    private readonly socket: net.Socket,
+    private readonly core: KvCore,
+    private readonly fallback: http.Server,
+    private readonly conns: Set<net.Socket>,
+    keepAliveMs: number,
+    private readonly bodyMax: number,
+  ) {
+    socket.setNoDelay(true);
+    socket.setTimeout(keepAliveMs);
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('close', this.onClose);
+    socket.on('timeout', this.onTimeout);
+    socket.on('error', this.onError);
+  }
+
+  private data(chunk: Buffer): void {
+    this.buf = this.buf === undefined ? chunk : Buffer.concat([this.buf, chunk]);
+    if (this.busy) {
+      if (this.buf.length > READ_AHEAD_MAX + FAST_BODY_MAX) this.socket.pause();
+      return;
+    }
+    this.drain();
+  }
+
+  /** Serves every complete request in the buffer, one at a time. */
+  private drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (!this.busy && !this.gone && this.buf !== undefined) {
+        const buf = this.buf;
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (buf.length > FAST_HEAD_MAX) this.handOff();
+          return;
+        }
+        const h = end > FAST_HEAD_MAX ? undefined : parseHead(buf, end, this.bodyMax);
+        if (h === undefined) return this.handOff();
+        const total = h.headLength + h.bodyLength;
+        if (buf.length < total) return; // body still arriving
+        const body = h.method === 'GET' || h.method === 'HEAD' || !hasBody(h.headers) ? undefined : buf.subarray(h.headLength, total);
+        this.buf = buf.length === total ? undefined : buf.subarray(total);
+        this.busy = true;
+        this.head = h.method === 'HEAD';
+        this.core.handle(h.headers, h.url, body, this);
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** {@link KvOut}: writes the whole response, then serves the next buffered request. */
+  send(status: number, type: string, body: string | Buffer, token: string): void {
+    if (!this.busy) return;
+    this.busy = false;
+    if (this.gone) return;
+    const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    const head =
+      statusLine(status) +
+      `content-type: ${type}\r\ncontent-length: ${len}\r\naccess-control-allow-origin: *\r\n` +
+      `access-control-expose-headers: upstash-sync-token, svc-sync-token\r\nupstash-sync-token: ${token}\r\n` +
+      `svc-sync-token: ${token}\r\nDate: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
+    if (this.head || len === 0) this.socket.write(head, 'latin1');
+    else if (typeof body === 'string') this.socket.write(head + body);
+    else {
+      this.socket.cork();
+      this.socket.write(head, 'latin1');
+      this.socket.write(body);
+      this.socket.uncork();
+    }
+    if (this.socket.isPaused()) this.socket.resume();
+    if (this.socket.readableEnded && this.buf === undefined) this.socket.end();
+    else if (this.buf !== undefined) this.drain();
+  }
+
+  /** Gives the connection (and its unread bytes) to the Node `http` server. */
+  private handOff(): void {
+    const s = this.socket;
+    // the socket stays in `conns` (its 'close' listener removes it) so closeAll() reaches it: a
+    // Node server that never listened does not track connections for closeAllConnections()
+    s.off('data', this.onData);
+    s.off('end', this.onEnd);
+    s.off('timeout', this.onTimeout);
+    s.off('error', this.onError);
+    s.setTimeout(0);
+    this.gone = true;
+    const rest = this.buf;
+    this.buf = undefined;
+    this.fallback.emit('connection', s);
+    // the Node server's own 'data' listener is attached now: feed it the bytes already read
+    if (rest !== undefined) s.emit('data', rest);
+    if (s.isPaused()) s.resume();
+  }
+}
+
+/**
+ * A `net.Server` that serves kv requests on the fast path and hands other connections to
+ * `fallback` (a Node `http.Server` that is not listening itself; it answers bodies over
+ * `bodyLimit` bytes). `closeAll()` destroys every open connection, handed over or not. Set
+ * `fallback.timeout` (inactivity, ms): its headers/request timeout checks only run on a server
+ * that listens.
+ */
+export function createFastServer(core: KvCore, fallback: http.Server, keepAliveMs: number, bodyLimit: number): net.Server & { closeAll(): void } {
+  const conns = new Set<net.Socket>();
+  const bodyMax = Math.min(bodyLimit, FAST_BODY_MAX);
+  // allowHalfOpen: a client that half-closes after its request still gets the answer (as in node:http)
+  const server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
+    conns.add(socket);
+    new FastConnection(socket, core, fallback, conns, keepAliveMs, bodyMax);
+  });
+  return Object.assign(server, {
+    closeAll(): void {
+      for (const s of conns) s.destroy();
+      conns.clear();
+    },
+  });
+}

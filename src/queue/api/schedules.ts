@@ -1,0 +1,118 @@
+/**
+ * Schedules (reference §A.2 "Schedules", §A.6 `Schedule`): `POST /v2/schedules/{destination}`
+ * with `Upstash-Cron` (every publish header applies to the messages it creates;
+ * `Upstash-Schedule-Id` upserts; `Upstash-Queue-Name` targets a queue; the destination may be a
+ * URL group) -> `{scheduleId}`; `GET /v2/schedules`, `GET|DELETE /v2/schedules/{id}`;
+ * `POST|PATCH /v2/schedules/{id}/pause|resume` (SDK PATCH, OpenAPI POST).
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { svcHeadersWithPrefix } from '../../http/headers.js';
+import { errors } from '../errors.js';
+import { parseCron } from '../schedules/cron.js';
+import type { Scheduler } from '../schedules/scheduler.js';
+import type { RoutingStore, ScheduleRecord } from '../store/routing-types.js';
+import { bodyFields } from '../wire.js';
+import type { QueueApiContext } from './context.js';
+import { parseOptions } from './options.js';
+import { destinationFromRawUrl, targetsFor } from './publish.js';
+import { checkName } from './topics.js';
+
+const STATE: Record<string, string> = { pending: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL', cancelled: 'FAIL' };
+
+/** The wire `Schedule` of reference §A.6. */
+export async function scheduleJson(s: ScheduleRecord, routing: RoutingStore): Promise<Record<string, unknown>> {
+  const o = s.options;
+  const statuses = await routing.messageStatuses(s.lastMessageIds);
+  const states: Record<string, string> = {};
+  for (const [id, st] of Object.entries(statuses)) states[id] = STATE[st] ?? 'IN_PROGRESS';
+  return {
+    scheduleId: s.id,
+    cron: s.cron,
+    createdAt: s.createdAt,
+    destination: s.destination,
+    method: o.method,
+    header: o.headers,
+    ...bodyFields(s.body),
+    retries: o.maxRetries,
+    ...(o.delayMs ? { delay: Math.round(o.delayMs / 1000) } : {}),
+    ...(o.callback ? { callback: o.callback } : {}),
+    ...(o.failureCallback ? { failureCallback: o.failureCallback } : {}),
+    ...(o.retryDelay ? { retryDelayExpression: o.retryDelay } : {}),
+    ...(o.timeoutMs ? { timeout: Math.round(o.timeoutMs / 1000) } : {}),
+    ...(s.callerIp ? { callerIp: s.callerIp, callerIP: s.callerIp } : {}),
+    isPaused: s.paused,
+    ...(s.queueName ? { queueName: s.queueName } : {}),
+    ...(o.flowControlKey ? { flowControlKey: o.flowControlKey, parallelism: o.flowControl?.parallelism, rate: o.flowControl?.rate, period: o.flowControl?.period } : {}),
+    ...(o.labels?.length ? { label: o.labels[0], labels: o.labels } : {}),
+    ...(s.lastTime !== undefined ? { lastScheduleTime: s.lastTime } : {}),
+    ...(s.nextTime !== undefined ? { nextScheduleTime: s.nextTime } : {}),
+    ...(s.lastMessageIds.length ? { lastScheduleStates: states } : {}),
+  };
+}
+
+export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore, scheduler: Scheduler): void {
+  type P = FastifyRequest<{ Params: { id: string } }>;
+
+  app.post('/v2/schedules/*', async (req: FastifyRequest) => {
+    const dest = destinationFromRawUrl(req.raw.url ?? '', '/v2/schedules/');
+    if (!dest) throw errors.invalidDestination(dest, 'missing');
+    const cfg = svcHeadersWithPrefix(req.headers, '');
+    if (cfg['cron'] === undefined) throw errors.badRequest('the Upstash-Cron header is required');
+    const cron = parseCron(cfg['cron']);
+    const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
+    if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
+    const now = ctx.clock.now();
+    const opts = parseOptions(cfg, req.headers['content-type'], now);
+    delete opts.deduplicationId;
+    delete opts.contentBasedDeduplication;
+    delete opts.notBefore;
+    await targetsFor(ctx, dest); // validates the URL / that the URL group exists
+    const queueName = cfg['queue-name'];
+    if (queueName !== undefined) checkName('queue', queueName);
+    const id = cfg['schedule-id'] ?? `scd_${randomBytes(16).toString('base64url')}`;
+    if (!id || id.length > 256) throw errors.invalidHeader('Schedule-Id', id, 'expected 1 to 256 characters');
+    const old = await routing.getSchedule(id);
+    await routing.upsertSchedule({
+      id,
+      cron: cron.text,
+      destination: dest,
+      options: opts,
+      body,
+      queueName,
+      callerIp: req.ip,
+      paused: old?.paused ?? false,
+      createdAt: old?.createdAt ?? now,
+      nextTime: old?.paused ? undefined : cron.next(now),
+      lastMessageIds: old?.lastMessageIds ?? [],
+    });
+    scheduler.poke();
+    return { scheduleId: id };
+  });
+
+  app.get('/v2/schedules', async () => Promise.all((await routing.listSchedules()).map((s) => scheduleJson(s, routing))));
+
+  app.get('/v2/schedules/:id', async (req: P) => {
+    const s = await routing.getSchedule(req.params.id);
+    if (!s) throw errors.notFound(`schedule ${req.params.id}`);
+    return scheduleJson(s, routing);
+  });
+
+  app.delete('/v2/schedules/:id', async (req: P, reply) => {
+    if (!(await routing.deleteSchedule(req.params.id))) throw errors.notFound(`schedule ${req.params.id}`);
+    return reply.code(200).send();
+  });
+
+  for (const action of ['pause', 'resume'] as const) {
+    const handler = async (req: P, reply: import('fastify').FastifyReply) => {
+      const s = await routing.getSchedule(req.params.id);
+      if (!s) throw errors.notFound(`schedule ${req.params.id}`);
+      const next = action === 'pause' ? undefined : parseCron(s.cron).next(ctx.clock.now());
+      await routing.setSchedulePaused(s.id, action === 'pause', next);
+      scheduler.poke();
+      return reply.code(200).send();
+    };
+    app.post(`/v2/schedules/:id/${action}`, handler);
+    app.patch(`/v2/schedules/:id/${action}`, handler);
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * URL groups, a.k.a. topics (reference §A.2 "URL groups"): `POST /v2/topics/{name}/endpoints`
+ * (create or add), `DELETE /v2/topics/{name}/endpoints` (group deleted when empty),
+ * `GET /v2/topics`, `GET /v2/topics/{name}` (404 when missing), `DELETE /v2/topics/{name}`.
+ * Names: letters, digits, `-`, `_`, `.` (400 otherwise). Publishing to a group name fans out to
+ * one message per endpoint ({@link resolveUrlGroup}).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Target } from '../build.js';
+import { errors } from '../errors.js';
+import type { RoutingStore, UrlGroupEndpoint } from '../store/routing-types.js';
+import type { QueueApiContext } from './context.js';
+import { jsonBody } from './messages.js';
+import { checkDestination } from './publish.js';
+
+/** URL-group and queue names (reference §A.2: alphanumeric, `-`, `_`, `.`). */
+export const NAME_RE = /^[A-Za-z0-9._-]+$/;
+
+/** @throws QueueError 400 when `name` breaks the naming rule. */
+export function checkName(kind: string, name: string): void {
+  if (!NAME_RE.test(name)) throw errors.badRequest(`invalid ${kind} name ${JSON.stringify(name)}: only letters, digits, '-', '_' and '.' are allowed`);
+}
+
+function endpointsOf(body: Record<string, unknown>, needUrl: boolean): UrlGroupEndpoint[] {
+  const v = body.endpoints;
+  if (!Array.isArray(v) || v.length === 0) throw errors.badRequest('"endpoints" must be a non-empty array of {url, name?}');
+  return v.map((e, i) => {
+    if (!e || typeof e !== 'object') throw errors.badRequest(`endpoints[${i}] must be an object`);
+    const { url, name } = e as Record<string, unknown>;
+    if (url !== undefined && typeof url !== 'string') throw errors.badRequest(`endpoints[${i}].url must be a string`);
+    if (name !== undefined && name !== null && typeof name !== 'string') throw errors.badRequest(`endpoints[${i}].name must be a string`);
+    if (needUrl && !url) throw errors.badRequest(`endpoints[${i}].url is required`);
+    if (!needUrl && !url && !name) throw errors.badRequest(`endpoints[${i}] needs a url or a name`);
+    const out: UrlGroupEndpoint = { url: (url as string | undefined) ?? (undefined as unknown as string) };
+    if (typeof name === 'string' && name) out.name = name;
+    return out;
+  });
+}
+
+/** The publish targets of URL group `name`, or undefined when no such group exists. */
+export async function resolveUrlGroup(routing: RoutingStore, name: string): Promise<Target[] | undefined> {
+  if (!NAME_RE.test(name)) return undefined;
+  const g = await routing.getGroup(name);
+  if (!g || g.endpoints.length === 0) return undefined;
+  return g.endpoints.map((e) => ({ url: e.url, topicName: g.name, endpointName: e.name }));
+}
+
+export function registerTopicRoutes(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore): void {
+  type P = FastifyRequest<{ Params: { name: string } }>;
+
+  app.post('/v2/topics/:name/endpoints', async (req: P, reply) => {
+    checkName('URL group', req.params.name);
+    const eps = endpointsOf(jsonBody(req), true);
+    for (const e of eps) checkDestination(e.url, ctx.config.blockPrivateDestinations);
+    await routing.addEndpoints(req.params.name, eps, ctx.clock.now());
+    return reply.code(200).send();
+  });
+
+  app.delete('/v2/topics/:name/endpoints', async (req: P, reply) => {
+    checkName('URL group', req.params.name);
+    const eps = endpointsOf(jsonBody(req), false);
+    if (!(await routing.removeEndpoints(req.params.name, eps, ctx.clock.now()))) throw errors.notFound(`URL group ${req.params.name}`);
+    return reply.code(200).send();
+  });
+
+  app.get('/v2/topics', async () => routing.listGroups());
+
+  app.get('/v2/topics/:name', async (req: P) => {
+    const g = await routing.getGroup(req.params.name);
+    if (!g) throw errors.notFound(`URL group ${req.params.name}`);
+    return g;
+  });
+
+  app.delete('/v2/topics/:name', async (req: P, reply) => {
+    if (!(await routing.deleteGroup(req.params.name))) throw errors.notFound(`URL group ${req.params.name}`);
+    return reply.code(200).send();
+  });
+}

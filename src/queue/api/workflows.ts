@@ -1,0 +1,282 @@
+/**
+ * Workflow-run endpoints (spec "Restart / Resume / Delete a failed workflow run"; reference §A.9,
+ * §B.7-§B.9; workflow-js `src/client/index.ts`, `src/client/dlq.ts`, `src/workflow-requests.ts`):
+ *
+ *   POST   /v2/dlq/restart/{dlqId}, /v2/workflows/dlq/restart/{dlqId}     -> {workflowRunId, workflowCreatedAt}
+ *   GET|POST /v2/dlq/resume/{dlqId}, POST /v2/workflows/dlq/resume/{dlqId} -> same
+ *   POST   /v2/workflows/dlq/restart|resume?dlqIds=..|filters             -> {workflowRuns, cursor?} (SDK client.dlq)
+ *   GET    /v2/workflows/dlq, GET /v2/workflows/dlq/{dlqId}               failed runs (also GET /v2/dlq?source=workflow)
+ *   DELETE /v2/workflows/dlq/{dlqId}                                      -> {deleted: 1}; 400 malformed id,
+ *                                                                          404 unknown, 400 not a workflow run
+ *   DELETE /v2/workflows/dlq?dlqIds=..|filters                            -> {deleted, cursor?}
+ *   DELETE /v2/workflows/runs/{id}?cancel=true|false                      end of a run (SDK) / cancel
+ *   DELETE /v2/workflows/runs?workflowRunIds=..|filters                   bulk cancel -> {cancelled}
+ *   GET    /v2/workflows/runs/{id}                                        step list (lazy fetch); 404 when ended
+ *   POST   /v2/workflows/dlq/callback/{dlqId}                             re-run a failed failure function
+ *   GET    /v2/workflows/events, /v2/workflows/logs                       -> {runs, cursor?}
+ * Override headers of restart/resume: `Svc-`/`Upstash-` `Workflow-RunId`, `Retries`,
+ * `Flow-Control-Key`, `Flow-Control-Value`.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { svcHeadersWithPrefix } from '../../http/headers.js';
+import { errors } from '../errors.js';
+import type { RunFilter, RunState, WorkflowRun } from '../store/workflow-types.js';
+import { dlqJson } from '../wire.js';
+import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/engine.js';
+import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, type RecoveredRun } from '../workflows/recovery.js';
+import { runLogJson, workflowDlqFields } from '../workflows/wire.js';
+import { notify, wait, waiterJson } from '../workflows/events.js';
+import type { QueueApiContext } from './context.js';
+import type { Query } from './query.js';
+
+const RUN_STATES: RunState[] = ['RUN_STARTED', 'RUN_SUCCESS', 'RUN_FAILED', 'RUN_CANCELED'];
+/** At most this many runs per bulk restart/resume request (reference §B.9). */
+const MAX_BULK_RECOVER = 50;
+
+function values(q: Query, ...names: string[]): string[] | undefined {
+  const out: string[] = [];
+  for (const name of names) {
+    const v = q[name];
+    if (v === undefined) continue;
+    for (const item of Array.isArray(v) ? v : [v]) {
+      const parts = name.toLowerCase().includes('url') ? item.split(/,(?=https?:\/\/)/) : item.split(',');
+      for (const p of parts.map((s) => s.trim())) if (p) out.push(p);
+    }
+  }
+  return out.length ? out : undefined;
+}
+
+function int(q: Query, name: string): number | undefined {
+  const v = values(q, name)?.[0];
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw errors.badRequest(`invalid ${name} ${JSON.stringify(v)}: expected a non-negative integer`);
+  return Number(v);
+}
+
+/** Query -> {@link RunFilter} for the workflow DLQ, logs and bulk endpoints. */
+export function parseRunFilter(q: Query, kind: 'dlq' | 'logs' | 'cancel'): RunFilter {
+  const f: RunFilter = {
+    runIds: values(q, 'workflowRunId', 'workflowRunIds'),
+    label: values(q, 'label'),
+    flowControlKey: values(q, 'flowControlKey'),
+    callerIp: values(q, 'callerIp', 'callerIP'),
+    createdAt: int(q, 'workflowCreatedAt'),
+    fromDate: int(q, 'fromDate'),
+    toDate: int(q, 'toDate'),
+  };
+  const urls = values(q, 'workflowUrl', ...(kind === 'dlq' ? ['url'] : []));
+  if (urls) {
+    const exact = kind !== 'cancel' || values(q, 'workflowUrlExactMatch')?.[0] === 'true';
+    if (exact) f.url = urls;
+    else f.urlPrefix = urls[0];
+  }
+  if (kind === 'dlq') {
+    f.inDlq = true;
+    f.dlqIds = values(q, 'dlqIds', 'dlqId');
+    f.failureState = values(q, 'failureFunctionState')?.[0];
+  }
+  if (kind === 'logs') {
+    const st = values(q, 'state');
+    if (st) {
+      const up = st.map((s) => s.toUpperCase());
+      const bad = up.find((s) => !RUN_STATES.includes(s as RunState));
+      if (bad) throw errors.badRequest(`invalid state ${JSON.stringify(bad)}: expected one of ${RUN_STATES.join(', ')}`);
+      f.states = up as RunState[];
+    }
+  }
+  return f;
+}
+
+function page(q: Query, def: number, max: number): { count: number; cursor?: number } {
+  const c = int(q, 'count');
+  if (c !== undefined && c < 1) throw errors.badRequest('count must be at least 1');
+  return { count: Math.min(max, c ?? def), cursor: int(q, 'cursor') };
+}
+
+/** Registers the workflow routes; `engine` is the area's {@link WorkflowEngine}. */
+export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContext, engine: WorkflowEngine): void {
+  const cfgOf = (req: FastifyRequest) => svcHeadersWithPrefix(req.headers, '');
+
+  const single = (mode: 'restart' | 'resume') => async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
+    const r = await recoverRun(ctx.store, engine, mode, req.params.dlqId, cfgOf(req), ctx.clock.now());
+    ctx.dispatcher.notify(ctx.clock.now());
+    return r;
+  };
+  app.post('/v2/dlq/restart/:dlqId', single('restart'));
+  app.post('/v2/workflows/dlq/restart/:dlqId', single('restart'));
+  app.post('/v2/dlq/resume/:dlqId', single('resume'));
+  app.get('/v2/dlq/resume/:dlqId', single('resume'));
+  app.post('/v2/workflows/dlq/resume/:dlqId', single('resume'));
+
+  /** Failed runs selected by `dlqIds` or filters, with a cursor when more remain. */
+  const selectFailed = async (q: Query, max: number) => {
+    const f = parseRunFilter(q, 'dlq');
+    const p = page(q, 100, max);
+    const runs = await engine.runs.listRuns(f, p.count + 1, p.cursor);
+    const more = runs.length > p.count;
+    const take = runs.slice(0, p.count);
+    return { runs: take, cursor: more ? String(take[take.length - 1].seq) : undefined };
+  };
+
+  const bulk = (mode: 'restart' | 'resume') => async (req: FastifyRequest) => {
+    const { runs, cursor } = await selectFailed(req.query as Query, MAX_BULK_RECOVER);
+    const cfg = cfgOf(req);
+    const out: RecoveredRun[] = [];
+    for (const run of runs) {
+      if (!run.dlqId) continue;
+      if (!(await ctx.store.getDlq(run.dlqId))) continue;
+      out.push(await recoverRun(ctx.store, engine, mode, run.dlqId, cfg, ctx.clock.now()));
+    }
+    if (out.length) ctx.dispatcher.notify(ctx.clock.now());
+    return { workflowRuns: out, ...(cursor ? { cursor } : {}) };
+  };
+  app.post('/v2/workflows/dlq/callback/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
+    const now = ctx.clock.now();
+    const r = await retryFailureCallback(ctx.store, engine, req.params.dlqId, now, ctx.config.dedupWindowMs);
+    ctx.dispatcher.notify(now);
+    return r;
+  });
+  app.post('/v2/workflows/dlq/restart', bulk('restart'));
+  app.post('/v2/workflows/dlq/resume', bulk('resume'));
+
+  const entryJson = async (run: WorkflowRun) => {
+    const e = run.dlqId ? await ctx.store.getDlq(run.dlqId) : undefined;
+    return e ? { ...dlqJson(e), ...workflowDlqFields(e, run) } : undefined;
+  };
+
+  const listFailed = async (req: FastifyRequest) => {
+    const { runs, cursor } = await selectFailed(req.query as Query, 100);
+    const messages = (await Promise.all(runs.map(entryJson))).filter((x) => x !== undefined);
+    return { messages, ...(cursor ? { cursor } : {}) };
+  };
+  app.get('/v2/workflows/dlq', listFailed);
+
+  app.get('/v2/workflows/dlq/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
+    const { run } = await failedRun(ctx.store, engine, req.params.dlqId);
+    return entryJson(run);
+  });
+
+  app.delete('/v2/workflows/dlq/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
+    await deleteFailedRun(ctx.store, engine, req.params.dlqId);
+    return { deleted: 1 };
+  });
+
+  app.delete('/v2/workflows/dlq', async (req: FastifyRequest) => {
+    const { runs, cursor } = await selectFailed(req.query as Query, 100);
+    let deleted = 0;
+    for (const run of runs) {
+      if (run.dlqId) deleted += (await ctx.store.deleteDlq({ dlqIds: [run.dlqId] }, 1)).deleted;
+    }
+    return { deleted, ...(cursor ? { cursor } : {}) };
+  });
+
+  // End of a run (SDK `triggerWorkflowDelete`: cancel=false, body = JSON result) or cancel.
+  app.delete('/v2/workflows/runs/:id', async (req: FastifyRequest<{ Params: { id: string }; Querystring: Query }>) => {
+    const cancel = values(req.query, 'cancel')?.[0] === 'true';
+    const created = svcHeadersWithPrefix(req.headers, '')['workflow-createdat'];
+    const run = await engine.runs.findRun(req.params.id, created && /^\d+$/.test(created) ? Number(created) : undefined);
+    if (!run) throw errors.notFound(`workflow run ${req.params.id}`);
+    if (run.state !== 'RUN_STARTED') return { workflowRunId: run.runId, state: run.state };
+    const now = ctx.clock.now();
+    if (cancel) {
+      await cancelRun(run, now);
+    } else {
+      const raw = (req.body as Buffer | undefined)?.toString('utf8');
+      await engine.runs.finishRun(run.seq, 'RUN_SUCCESS', now, { response: raw === undefined || raw === '' ? undefined : raw });
+    }
+    return { workflowRunId: run.runId, state: cancel ? 'RUN_CANCELED' : 'RUN_SUCCESS' };
+  });
+
+  const cancelRun = async (run: WorkflowRun, now: number) => {
+    const ok = await engine.runs.finishRun(run.seq, 'RUN_CANCELED', now);
+    if (!ok) return false;
+    const ids = [triggerId(run), ...(await engine.runs.steps(run.seq)).map((s) => s.messageId)];
+    await ctx.store.cancel({ messageIds: ids }, now);
+    return true;
+  };
+
+  app.delete('/v2/workflows/runs', async (req: FastifyRequest) => {
+    const q = req.query as Query;
+    const f = parseRunFilter(q, 'cancel');
+    f.states = ['RUN_STARTED'];
+    const p = page(q, 100, 1000);
+    const runs = await engine.runs.listRuns(f, p.count);
+    const now = ctx.clock.now();
+    let cancelled = 0;
+    for (const run of runs) if (await cancelRun(run, now)) cancelled++;
+    return { cancelled };
+  });
+
+  app.get('/v2/workflows/runs/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
+    const run = await engine.runs.findRun(req.params.id);
+    if (!run || run.state !== 'RUN_STARTED') throw errors.notFound(`workflow run ${req.params.id}`);
+    return rawSteps(run, await engine.runs.steps(run.seq), triggerId(run));
+  });
+
+  const logs = async (req: FastifyRequest) => {
+    const q = req.query as Query;
+    const f = parseRunFilter(q, 'logs');
+    const messageId = values(q, 'messageId')?.[0];
+    const p = page(q, 10, 100);
+    const runs = await engine.runs.listRuns(f, p.count + 1, p.cursor);
+    const more = runs.length > p.count;
+    const take = runs.slice(0, p.count);
+    const out: Record<string, unknown>[] = [];
+    for (const run of take) {
+      const steps = await engine.runs.steps(run.seq);
+      if (messageId && triggerId(run) !== messageId && !steps.some((s) => s.messageId === messageId)) continue;
+      out.push(runLogJson(run, steps));
+    }
+    return { runs: out, ...(more ? { cursor: String(take[take.length - 1].seq) } : {}) };
+  };
+  app.get('/v2/workflows/events', logs);
+  app.get('/v2/workflows/logs', logs);
+}
+
+/** `GET /v2/dlq?source=workflow` and the workflow fields of plain DLQ listings (hook of `api/dlq.ts`). */
+export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
+  return {
+    prepare: (msgs: Parameters<WorkflowEngine['prepare']>[0], now: number) => engine.prepare(msgs, now),
+    async dlqFields(entry: Parameters<typeof workflowDlqFields>[0]) {
+      if (!entry.message.extra?.workflow) return undefined;
+      const run = DLQ_ID.test(entry.dlqId) ? await engine.runs.runByDlqId(entry.dlqId) : undefined;
+      return workflowDlqFields(entry, run);
+    },
+    async listDlq(q: Query) {
+      const f = parseRunFilter(q, 'dlq');
+      const p = page(q, 100, 100);
+      const runs = await engine.runs.listRuns(f, p.count + 1, p.cursor);
+      const more = runs.length > p.count;
+      const take = runs.slice(0, p.count);
+      const messages: Record<string, unknown>[] = [];
+      for (const run of take) {
+        const e = run.dlqId ? await ctx.store.getDlq(run.dlqId) : undefined;
+        if (e) messages.push({ ...dlqJson(e), ...workflowDlqFields(e, run) });
+      }
+      return { messages, ...(more ? { cursor: String(take[take.length - 1].seq) } : {}) };
+    },
+  };
+}
+
+/**
+ * Wait / notify routes (reference §A.9): `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
+ * `POST /v2/notify/{workflowRunId}/{eventId}` -> `[{waiter, messageId}]`,
+ * `GET /v2/waiters/{eventId}` -> `Waiter[]`.
+ */
+export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiContext, engine: WorkflowEngine): void {
+  app.post('/v2/wait/:eventId', async (req: FastifyRequest<{ Params: { eventId: string } }>) => {
+    const runId = svcHeadersWithPrefix(req.headers, '')['workflow-runid'];
+    await wait(engine, req.params.eventId, runId, (req.body as Buffer | undefined) ?? Buffer.alloc(0), ctx.clock.now());
+    return { waiting: true };
+  });
+  const body = (req: FastifyRequest) => (req.body as Buffer | undefined) ?? Buffer.alloc(0);
+  app.post('/v2/notify/:eventId', async (req: FastifyRequest<{ Params: { eventId: string } }>) =>
+    notify(engine, req.params.eventId, undefined, body(req), ctx.clock.now()),
+  );
+  app.post('/v2/notify/:runId/:eventId', async (req: FastifyRequest<{ Params: { runId: string; eventId: string } }>) =>
+    notify(engine, req.params.eventId, req.params.runId, body(req), ctx.clock.now()),
+  );
+  app.get('/v2/waiters/:eventId', async (req: FastifyRequest<{ Params: { eventId: string } }>) =>
+    (await engine.runs.waiters(req.params.eventId)).map(waiterJson),
+  );
+}

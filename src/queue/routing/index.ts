@@ -1,0 +1,83 @@
+/**
+ * Wires issue 4 into the queue server: URL-group destination resolution, the admission gate
+ * (queues + flow control) as the publish `admission` hook and as a dispatcher outcome listener,
+ * the scheduler, and the routes of `api/{topics,queues,schedules,flow-control}.ts`.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from '../../logger.js';
+import type { QueueApiContext } from '../api/context.js';
+import { registerFlowControlRoutes } from '../api/flow-control.js';
+import { registerQueueRoutes } from '../api/queues.js';
+import { registerScheduleRoutes } from '../api/schedules.js';
+import { registerTopicRoutes, resolveUrlGroup } from '../api/topics.js';
+import { targetsFor } from '../api/publish.js';
+import { buildMessage } from '../build.js';
+import { AdmissionGate } from '../flow-control/gate.js';
+import { Scheduler } from '../schedules/scheduler.js';
+import type { RoutingStore } from '../store/routing-types.js';
+
+export interface RoutingFeature {
+  gate: AdmissionGate;
+  scheduler: Scheduler;
+  /** Starts the gate and the scheduler (after the dispatcher started). */
+  start(): void;
+  stop(): void;
+}
+
+/**
+ * Extends `ctx` (resolveDestination, admission), hooks the dispatcher and registers the routes.
+ * Call before the server listens.
+ */
+export function attachRouting(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore, logger: Logger): RoutingFeature {
+  const previous = ctx.resolveDestination;
+  ctx.resolveDestination = async (dest) => (await resolveUrlGroup(routing, dest)) ?? previous(dest);
+
+  const gate = new AdmissionGate({ routing, clock: ctx.clock, logger, onRelease: (now) => ctx.dispatcher.notify(now) });
+  ctx.admission = { prepare: (msgs, now) => gate.prepare(msgs, now), kick: () => gate.kick() };
+  ctx.dispatcher.addStartListener((m) => gate.onStart(m));
+  ctx.dispatcher.addOutcomeListener((m) => {
+    gate.onEnd(m, ctx.clock.now());
+    if (m.queueName !== undefined || m.flowControlKey !== undefined) gate.kick();
+  });
+
+  const scheduler = new Scheduler({
+    routing,
+    clock: ctx.clock,
+    logger,
+    async build(s, now) {
+      let targets;
+      try {
+        targets = (await targetsFor(ctx, s.destination)).targets;
+      } catch (err) {
+        logger.warn({ err, scheduleId: s.id }, 'queue: schedule destination no longer resolves; firing skipped');
+        return [];
+      }
+      const msgs = targets.map((t) => buildMessage(s.options, { ...t, scheduleId: s.id, queueName: s.queueName }, s.body, now, { callerIp: s.callerIp }));
+      await gate.prepare(msgs, now);
+      return msgs;
+    },
+    fired(msgs, now) {
+      if (msgs.some((m) => m.held)) gate.kick();
+      const first = Math.min(...msgs.filter((m) => !m.held).map((m) => m.dueAt));
+      if (first < Infinity) ctx.dispatcher.notify(Math.max(first, now));
+    },
+  });
+
+  registerTopicRoutes(app, ctx, routing);
+  registerQueueRoutes(app, ctx, routing, gate);
+  registerScheduleRoutes(app, ctx, routing, scheduler);
+  registerFlowControlRoutes(app, ctx, routing, gate);
+
+  return {
+    gate,
+    scheduler,
+    start() {
+      gate.start();
+      scheduler.start();
+    },
+    stop() {
+      scheduler.stop();
+      gate.stop();
+    },
+  };
+}

@@ -1,0 +1,260 @@
+/**
+ * SQLite {@link WorkflowStore} on the queue database handle (migration `0003_workflows.sql`),
+ * sharing the queue store's group committer so run changes are group-committed and fsynced like
+ * publishes (DESIGN.md durability rules).
+ */
+import type Database from 'better-sqlite3';
+import type { GroupCommitter } from './group-commit.js';
+import type { NewRun, RunFilter, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
+
+interface RunRow {
+  seq: number;
+  run_id: string;
+  created_at: number;
+  url: string;
+  state: string;
+  completed_at: number | null;
+  response: string | null;
+  initial_body: Buffer;
+  config: string;
+  labels: string | null;
+  caller_ip: string | null;
+  flow_control_key: string | null;
+  dlq_id: string | null;
+  failure: string | null;
+  next: string | null;
+  updated_at: number;
+}
+
+const u = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
+const j = (v: string | null) => (v === null ? undefined : JSON.parse(v));
+
+function toRun(r: RunRow): WorkflowRun {
+  return {
+    seq: r.seq,
+    runId: r.run_id,
+    createdAt: r.created_at,
+    url: r.url,
+    state: r.state as RunState,
+    completedAt: u(r.completed_at),
+    response: u(r.response),
+    initialBody: r.initial_body,
+    config: JSON.parse(r.config),
+    labels: j(r.labels),
+    callerIp: u(r.caller_ip),
+    flowControlKey: u(r.flow_control_key),
+    dlqId: u(r.dlq_id),
+    failure: j(r.failure),
+    next: j(r.next),
+    updatedAt: r.updated_at,
+  };
+}
+
+interface WaiterRow {
+  seq: number;
+  event_id: string;
+  run_seq: number;
+  url: string;
+  deadline: number;
+  step: string;
+  timeout_url: string | null;
+  timeout_headers: string | null;
+  created_at: number;
+}
+
+function toWaiter(r: WaiterRow): Waiter {
+  return {
+    seq: r.seq,
+    eventId: r.event_id,
+    runSeq: r.run_seq,
+    url: r.url,
+    deadline: r.deadline,
+    step: JSON.parse(r.step),
+    timeoutUrl: u(r.timeout_url),
+    timeoutHeaders: j(r.timeout_headers),
+    createdAt: r.created_at,
+  };
+}
+
+export class SqliteWorkflowStore implements WorkflowStore {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly writes: GroupCommitter,
+  ) {}
+
+  createRun(run: NewRun, now: number): Promise<number> {
+    return this.writes.run(() => {
+      const info = this.db
+        .prepare(
+          `INSERT INTO workflow_runs (run_id, created_at, url, state, completed_at, response, initial_body, config, labels,
+             caller_ip, flow_control_key, dlq_id, failure, next, updated_at)
+           VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?)`,
+        )
+        .run(
+          run.runId,
+          run.createdAt,
+          run.url,
+          run.state ?? 'RUN_STARTED',
+          run.initialBody,
+          JSON.stringify(run.config),
+          run.labels?.length ? JSON.stringify(run.labels) : null,
+          run.callerIp ?? null,
+          run.flowControlKey ?? null,
+          now,
+        );
+      return Number(info.lastInsertRowid);
+    });
+  }
+
+  async findRun(runId: string, createdAt?: number): Promise<WorkflowRun | undefined> {
+    const r = (createdAt !== undefined
+      ? this.db.prepare('SELECT * FROM workflow_runs WHERE run_id = ? AND created_at = ? ORDER BY seq DESC LIMIT 1').get(runId, createdAt)
+      : this.db
+          .prepare(`SELECT * FROM workflow_runs WHERE run_id = ? ORDER BY (state = 'RUN_STARTED') DESC, seq DESC LIMIT 1`)
+          .get(runId)) as RunRow | undefined;
+    return r ? toRun(r) : undefined;
+  }
+
+  async getRun(seq: number): Promise<WorkflowRun | undefined> {
+    const r = this.db.prepare('SELECT * FROM workflow_runs WHERE seq = ?').get(seq) as RunRow | undefined;
+    return r ? toRun(r) : undefined;
+  }
+
+  async runByDlqId(dlqId: string): Promise<WorkflowRun | undefined> {
+    const r = this.db.prepare('SELECT * FROM workflow_runs WHERE dlq_id = ? ORDER BY seq DESC LIMIT 1').get(dlqId) as RunRow | undefined;
+    return r ? toRun(r) : undefined;
+  }
+
+  addStep(runSeq: number, messageId: string, callType: string, body: Buffer, now: number): Promise<void> {
+    return this.writes.run(() => {
+      this.db
+        .prepare('INSERT INTO workflow_steps (run_seq, message_id, call_type, body, created_at) VALUES (?, ?, ?, ?, ?)')
+        .run(runSeq, messageId, callType, body, now);
+      this.db.prepare('UPDATE workflow_runs SET updated_at = ? WHERE seq = ?').run(now, runSeq);
+    });
+  }
+
+  copySteps(runSeq: number, steps: { messageId: string; callType: string; body: Buffer }[], now: number): Promise<void> {
+    return this.writes.run(() => {
+      const ins = this.db.prepare('INSERT INTO workflow_steps (run_seq, message_id, call_type, body, created_at) VALUES (?, ?, ?, ?, ?)');
+      for (const s of steps) ins.run(runSeq, s.messageId, s.callType, s.body, now);
+    });
+  }
+
+  async steps(runSeq: number): Promise<WorkflowStep[]> {
+    const rows = this.db.prepare('SELECT * FROM workflow_steps WHERE run_seq = ? ORDER BY seq').all(runSeq) as {
+      seq: number;
+      message_id: string;
+      call_type: string;
+      body: Buffer;
+      created_at: number;
+    }[];
+    return rows.map((r) => ({ seq: r.seq, messageId: r.message_id, callType: r.call_type, body: r.body, createdAt: r.created_at }));
+  }
+
+  finishRun(seq: number, state: RunState, now: number, fields: { response?: string; dlqId?: string } = {}): Promise<boolean> {
+    return this.writes.run(() => {
+      const info = this.db
+        .prepare(
+          `UPDATE workflow_runs SET state = ?, completed_at = ?, updated_at = ?, response = COALESCE(?, response),
+             dlq_id = COALESCE(?, dlq_id) WHERE seq = ? AND state = 'RUN_STARTED'`,
+        )
+        .run(state, now, now, fields.response ?? null, fields.dlqId ?? null, seq);
+      return info.changes > 0;
+    });
+  }
+
+  updateRun(seq: number, now: number, fields: { failure?: unknown; next?: unknown; dlqId?: string | null }): Promise<void> {
+    return this.writes.run(() => {
+      const sets: string[] = ['updated_at = ?'];
+      const params: unknown[] = [now];
+      if (fields.failure !== undefined) {
+        sets.push('failure = ?');
+        params.push(fields.failure === null ? null : JSON.stringify(fields.failure));
+      }
+      if (fields.next !== undefined) {
+        sets.push('next = ?');
+        params.push(fields.next === null ? null : JSON.stringify(fields.next));
+      }
+      if (fields.dlqId !== undefined) {
+        sets.push('dlq_id = ?');
+        params.push(fields.dlqId);
+      }
+      this.db.prepare(`UPDATE workflow_runs SET ${sets.join(', ')} WHERE seq = ?`).run(...params, seq);
+    }, false);
+  }
+
+  addWaiter(w: Omit<Waiter, 'seq'>): Promise<number> {
+    return this.writes.run(() => {
+      const info = this.db
+        .prepare(
+          `INSERT INTO workflow_waiters (event_id, run_seq, url, deadline, step, timeout_url, timeout_headers, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(w.eventId, w.runSeq, w.url, w.deadline, JSON.stringify(w.step), w.timeoutUrl ?? null, w.timeoutHeaders ? JSON.stringify(w.timeoutHeaders) : null, w.createdAt);
+      return Number(info.lastInsertRowid);
+    });
+  }
+
+  async waiters(eventId: string): Promise<Waiter[]> {
+    return (this.db.prepare('SELECT * FROM workflow_waiters WHERE event_id = ? ORDER BY seq').all(eventId) as WaiterRow[]).map(toWaiter);
+  }
+
+  async expiredWaiters(now: number, limit: number): Promise<Waiter[]> {
+    return (this.db.prepare('SELECT * FROM workflow_waiters WHERE deadline <= ? ORDER BY deadline LIMIT ?').all(now, limit) as WaiterRow[]).map(toWaiter);
+  }
+
+  takeWaiter(seq: number): Promise<boolean> {
+    return this.writes.run(() => this.db.prepare('DELETE FROM workflow_waiters WHERE seq = ?').run(seq).changes > 0);
+  }
+
+  async listRuns(f: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]> {
+    const terms: string[] = [];
+    const params: unknown[] = [];
+    const inList = (col: string, values: readonly unknown[] | undefined) => {
+      if (!values?.length) return;
+      terms.push(`${col} IN (${values.map(() => '?').join(',')})`);
+      params.push(...values);
+    };
+    inList('run_id', f.runIds);
+    inList('url', f.url);
+    inList('state', f.states);
+    inList('flow_control_key', f.flowControlKey);
+    inList('caller_ip', f.callerIp);
+    inList('dlq_id', f.dlqIds);
+    if (f.urlPrefix !== undefined) {
+      terms.push('substr(url, 1, ?) = ?');
+      params.push(f.urlPrefix.length, f.urlPrefix);
+    }
+    if (f.createdAt !== undefined) {
+      terms.push('created_at = ?');
+      params.push(f.createdAt);
+    }
+    if (f.inDlq) terms.push('dlq_id IS NOT NULL');
+    if (f.failureState !== undefined) {
+      terms.push(`json_extract(failure, '$.state') = ?`);
+      params.push(f.failureState);
+    }
+    if (f.label?.length) {
+      terms.push(`EXISTS (SELECT 1 FROM json_each(labels) je WHERE je.value IN (${f.label.map(() => '?').join(',')}))`);
+      params.push(...f.label);
+    }
+    const timeCol = f.inDlq ? 'COALESCE(completed_at, created_at)' : 'created_at';
+    if (f.fromDate !== undefined) {
+      terms.push(`${timeCol} >= ?`);
+      params.push(f.fromDate);
+    }
+    if (f.toDate !== undefined) {
+      terms.push(`${timeCol} <= ?`);
+      params.push(f.toDate);
+    }
+    if (cursor !== undefined) {
+      terms.push('seq < ?');
+      params.push(cursor);
+    }
+    const rows = this.db
+      .prepare(`SELECT * FROM workflow_runs WHERE ${terms.length ? terms.join(' AND ') : '1'} ORDER BY seq DESC LIMIT ?`)
+      .all(...params, limit) as RunRow[];
+    return rows.map(toRun);
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * `WorkflowStore`: the durable state of workflow runs (issue 5; reference `queue-wire.md` §A.8,
+ * §A.9, §B.7-§B.9). Same rules as {@link QueueStore}: one method = one transaction; user-visible
+ * changes resolve after commit + fsync. Times are Unix ms.
+ *
+ * A run is identified by `seq` (internal) or by `runId` + `createdAt` (wire): resume reuses a run
+ * id with a new creation time, so `runId` alone is not unique over time — but at most one run per
+ * id is active (RUN_STARTED) at once.
+ */
+import type { FlowControl, HeaderMap, PublishOptions } from '../model.js';
+
+export type RunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
+
+/** Settings sent only on the trigger message and applied to every step (reference §A.8 WF_TriggerOnConfig). */
+export interface RunConfig {
+  /** Forwarded (user) headers of the trigger, canonical keys. */
+  headers: HeaderMap;
+  /** Set when the trigger carried `Retries`. */
+  retries?: number;
+  retryDelay?: string;
+  timeoutMs?: number;
+  flowControlKey?: string;
+  flowControl?: FlowControl;
+  failureCallback?: string;
+  failureCallbackOptions?: PublishOptions;
+  contentType?: string;
+  method?: string;
+  /** Id of the message that started the run (first element of the step list). */
+  triggerMessageId?: string;
+}
+
+/** State of the failure callback / failure function of a failed run (reference §A.6 failureCallbackInfo). */
+export interface FailureInfo {
+  state: 'CALLBACK_INPROGRESS' | 'CALLBACK_SUCCESS' | 'CALLBACK_FAIL' | 'CALLBACK_CANCELED';
+  url: string;
+  messageId?: string;
+  failStatus?: number;
+  failHeaders?: HeaderMap;
+  /** base64 of the failing response body */
+  failResponse?: string;
+  responseStatus?: number;
+  responseHeaders?: HeaderMap;
+  responseBody?: string;
+}
+
+/** One delivery error of the step being executed (WorkflowRunLog "next" group). */
+export interface StepErrorInfo {
+  error: string;
+  status?: number;
+  headers?: HeaderMap;
+  /** utf-8 response body */
+  body?: string;
+  time: number;
+}
+
+/** The message of a run being delivered now (WorkflowRunLog "next" group). */
+export interface NextStepInfo {
+  messageId: string;
+  state: 'STEP_PROGRESS' | 'STEP_RETRY' | 'STEP_FAILED' | 'STEP_CANCELED';
+  retries: number;
+  retryDelay?: string;
+  stepName?: string;
+  errors: StepErrorInfo[];
+}
+
+export interface WorkflowRun {
+  seq: number;
+  runId: string;
+  createdAt: number;
+  url: string;
+  state: RunState;
+  completedAt?: number;
+  response?: string;
+  initialBody: Buffer;
+  config: RunConfig;
+  labels?: string[];
+  callerIp?: string;
+  flowControlKey?: string;
+  dlqId?: string;
+  failure?: FailureInfo;
+  next?: NextStepInfo;
+  updatedAt: number;
+}
+
+export interface WorkflowStep {
+  seq: number;
+  messageId: string;
+  callType: string;
+  /** The step JSON as published. */
+  body: Buffer;
+  createdAt: number;
+}
+
+export type NewRun = Omit<WorkflowRun, 'seq' | 'updatedAt' | 'state'> & { state?: RunState };
+
+/** Filters of the workflow DLQ, logs and bulk endpoints (reference §A.9). */
+export interface RunFilter {
+  runIds?: string[];
+  /** exact match, OR */
+  url?: string[];
+  /** prefix match */
+  urlPrefix?: string;
+  createdAt?: number;
+  states?: RunState[];
+  label?: string[];
+  flowControlKey?: string[];
+  callerIp?: string[];
+  dlqIds?: string[];
+  /** only runs with a DLQ entry id */
+  inDlq?: boolean;
+  failureState?: string;
+  /** ms, on created_at (logs) or completed_at (DLQ) */
+  fromDate?: number;
+  toDate?: number;
+}
+
+/** A run waiting for an event (context.waitForEvent; reference §B.7 step 7). */
+export interface Waiter {
+  seq: number;
+  eventId: string;
+  runSeq: number;
+  url: string;
+  /** ms */
+  deadline: number;
+  step: Record<string, unknown>;
+  timeoutUrl?: string;
+  timeoutHeaders?: HeaderMap;
+  createdAt: number;
+}
+
+export interface WorkflowStore {
+  /** Registers a waiter (durable). */
+  addWaiter(w: Omit<Waiter, 'seq'>): Promise<number>;
+  /** Waiters of an event id, oldest first. */
+  waiters(eventId: string): Promise<Waiter[]>;
+  /** Waiters whose deadline passed at `now`. */
+  expiredWaiters(now: number, limit: number): Promise<Waiter[]>;
+  /** Removes a waiter; false when it was already gone (notified or timed out). */
+  takeWaiter(seq: number): Promise<boolean>;
+  /** Creates a run (RUN_STARTED unless given). Returns its seq. */
+  createRun(run: NewRun, now: number): Promise<number>;
+  /** The active (RUN_STARTED) run with this id, else the newest one; undefined when none. */
+  findRun(runId: string, createdAt?: number): Promise<WorkflowRun | undefined>;
+  getRun(seq: number): Promise<WorkflowRun | undefined>;
+  /** The run whose failed step sits in DLQ entry `dlqId`. */
+  runByDlqId(dlqId: string): Promise<WorkflowRun | undefined>;
+  /** Appends a step (durable). */
+  addStep(runSeq: number, messageId: string, callType: string, body: Buffer, now: number): Promise<void>;
+  /** Copies steps (resume). */
+  copySteps(runSeq: number, steps: { messageId: string; callType: string; body: Buffer }[], now: number): Promise<void>;
+  steps(runSeq: number): Promise<WorkflowStep[]>;
+  /** Ends a run: state, completion time, response. Returns false when it was not RUN_STARTED. */
+  finishRun(seq: number, state: RunState, now: number, fields?: { response?: string; dlqId?: string }): Promise<boolean>;
+  /** Updates bookkeeping fields (failure callback info, next step info). */
+  updateRun(seq: number, now: number, fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null }): Promise<void>;
+  /** Runs matching `filter`, newest first, after `cursor` (a seq), at most `limit`. */
+  listRuns(filter: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]>;
+}

@@ -1,0 +1,25 @@
+/**
+ * Extra fields of a callback / failure-callback payload for a workflow step message (reference
+ * §B.8; workflow-js `handleFailure` reads them): `sourceBody` = base64 of the run's initial payload
+ * (feature `InitialBody`), `workflowRunId`, `workflowCreatedAt` (ms), `workflowUrl`. `{}` for
+ * other messages.
+ */
+import type { StoredMessage } from '../model.js';
+
+export function workflowCallbackFields(m: StoredMessage): Record<string, unknown> {
+  const wf = m.extra?.workflow as { runId?: string; createdAt?: number; url?: string; initialBody?: string; call?: boolean } | undefined;
+  if (!wf || wf.call || wf.initialBody === undefined) return {};
+  return { sourceBody: wf.initialBody, workflowRunId: wf.runId, workflowCreatedAt: wf.createdAt, workflowUrl: wf.url };
+}
+
+/**
+ * The body of the callback of a `context.call` request (reference §B.7 step 6): the SDK reads a
+ * workflow delivery as a step list whose first element carries the payload, so the callback
+ * payload is wrapped as `[{messageId, body: base64(payload), callType: "fromCallback"}]`. Other
+ * callbacks keep `payload` as is.
+ */
+export function workflowCallbackBody(m: StoredMessage, kind: string, payload: Buffer): Buffer {
+  const wf = m.extra?.workflow as { call?: boolean } | undefined;
+  if (kind !== 'callback' || !wf?.call) return payload;
+  return Buffer.from(JSON.stringify([{ messageId: m.id, body: payload.toString('base64'), callType: 'fromCallback' }]));
+}

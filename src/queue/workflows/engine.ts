@@ -1,0 +1,340 @@
+/**
+ * The workflow-run engine (issue 5; reference `queue-wire.md` §A.8, §B.7, §B.8):
+ *
+ * - `prepare` (publish time, before messages are stored): a trigger message
+ *   (`Upstash-Workflow-Init: true`) creates the run with its settings (retries, retry delay,
+ *   timeout, flow control, failure callback, forwarded headers, labels); a later step message is
+ *   appended to the run's step list and gets the run's settings where it has none of its own
+ *   (WF_TriggerOnConfig: per field for retries/delay/timeout, all-or-nothing for flow control).
+ *   Every message's delivered body becomes the step list `[{messageId, body (base64), callType}]`
+ *   (the initial payload first), or empty when larger than the message limit (the SDK then
+ *   lazy-fetches `GET /v2/workflows/runs/{id}`). A step for a run that is not active -> 400
+ *   (the SDK reads 400 as "the run was finished").
+ * - `onOutcome` (after each recorded delivery attempt): keeps the "next step" state of the run,
+ *   and when a step message fails for good (it is in the DLQ) the run becomes RUN_FAILED with its
+ *   `dlqId`; failure-callback deliveries update the run's failure-function state.
+ */
+import type { Logger } from '../../logger.js';
+import { buildMessage } from '../build.js';
+import { errors } from '../errors.js';
+import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage } from '../model.js';
+import type { QueueStore } from '../store/types.js';
+import type { RunConfig, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
+import type { WorkflowPublishInfo } from './publish-extra.js';
+
+/** What a stored workflow message carries in `extra.workflow`. */
+export interface WorkflowMessageInfo {
+  runSeq: number;
+  runId: string;
+  createdAt: number;
+  url: string;
+  /** base64 of the run's initial payload (failure callbacks send it as `sourceBody`). */
+  initialBody: string;
+  /** context.call request to a third party: not a step of the list. */
+  call?: boolean;
+}
+
+/** A raw step as delivered (reference §B.7 step 2). */
+export interface RawStep {
+  messageId: string;
+  body: string;
+  callType: string;
+}
+
+/** The run's step list as the SDK reads it: initial payload first. */
+export function rawSteps(run: WorkflowRun, steps: WorkflowStep[], triggerMessageId: string): RawStep[] {
+  return [
+    { messageId: triggerMessageId, body: run.initialBody.toString('base64'), callType: 'step' },
+    ...steps.map((s) => ({ messageId: s.messageId, body: s.body.toString('base64'), callType: s.callType })),
+  ];
+}
+
+function headerOf(h: HeaderMap, lowerName: string): string | undefined {
+  for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === lowerName) return v[0];
+  return undefined;
+}
+
+function withoutKeys(h: HeaderMap, lowerNames: string[]): HeaderMap {
+  const out: HeaderMap = {};
+  for (const [k, v] of Object.entries(h)) if (!lowerNames.includes(k.toLowerCase())) out[k] = v;
+  return out;
+}
+
+const RUN_HEADERS = ['workflow-runid', 'workflow-createdat', 'workflow-url'].flatMap((n) => [`upstash-${n}`, `svc-${n}`]);
+
+/** The run headers of a delivery, under both prefixes (DESIGN.md `Svc-` / `Upstash-` rule). */
+function runHeaders(run: { runId: string; createdAt: number; url: string }): HeaderMap {
+  const out: HeaderMap = {};
+  for (const p of ['Upstash', 'Svc']) {
+    out[`${p}-Workflow-Runid`] = [run.runId];
+    out[`${p}-Workflow-Createdat`] = [String(run.createdAt)];
+    out[`${p}-Workflow-Url`] = [run.url];
+  }
+  return out;
+}
+
+export interface WorkflowEngineOptions {
+  store: QueueStore;
+  workflows: WorkflowStore;
+  logger: Logger;
+  maxMessageBytes: number;
+  /** Stores and schedules messages the server itself creates (notify / wait-timeout steps). */
+  enqueue(msgs: NewMessage[], now: number): Promise<void>;
+  /** The queue / flow-control admission gate (issue 4), read when used; undefined = none. */
+  admission?: () => { prepare(msgs: NewMessage[], now: number): Promise<void>; kick(): void } | undefined;
+}
+
+export class WorkflowEngine {
+  /** Serialises the outcome handling per run (failure before its failure callback). */
+  private readonly chains = new Map<string, Promise<void>>();
+
+  constructor(private readonly o: WorkflowEngineOptions) {}
+
+  get runs(): WorkflowStore {
+    return this.o.workflows;
+  }
+
+  /**
+   * Puts run headers, settings and the step-list body on `m` for `run` (whose steps are `steps`).
+   * Used at publish, restart and resume.
+   */
+  decorate(m: NewMessage, run: WorkflowRun, steps: WorkflowStep[], triggerMessageId: string): void {
+    const wf = (h: HeaderMap): HeaderMap => ({ ...withoutKeys(h, RUN_HEADERS), ...runHeaders(run) });
+    m.headers = wf(m.headers);
+    if (!headerOf(m.headers, 'upstash-workflow-sdk-version')) m.headers['Upstash-Workflow-Sdk-Version'] = ['1'];
+    if (run.labels?.length && !headerOf(m.headers, 'upstash-label')) m.headers['Upstash-Label'] = [run.labels.join(',')];
+    if (m.failureCallback && m.failureCallbackOptions) {
+      m.failureCallbackOptions = { ...m.failureCallbackOptions, headers: wf(m.failureCallbackOptions.headers) };
+    }
+    const list = Buffer.from(JSON.stringify(rawSteps(run, steps, triggerMessageId)));
+    m.body = list.length > this.o.maxMessageBytes ? Buffer.alloc(0) : list;
+    if (!headerOf(m.headers, 'content-type')) m.headers['Content-Type'] = ['application/json'];
+    const info: WorkflowMessageInfo = {
+      runSeq: run.seq,
+      runId: run.runId,
+      createdAt: run.createdAt,
+      url: run.url,
+      initialBody: run.initialBody.toString('base64'),
+    };
+    m.extra = { ...(m.extra ?? {}), workflow: info };
+  }
+
+  /** Applies the run's trigger settings to a step message that did not set them itself. */
+  private applyConfig(m: NewMessage, cfg: RunConfig, explicit: WorkflowPublishInfo['explicit']): void {
+    if (!explicit.retries && cfg.retries !== undefined) m.maxRetries = cfg.retries;
+    if (!explicit.retryDelay && cfg.retryDelay !== undefined) m.retryDelay = cfg.retryDelay;
+    if (!explicit.timeout && cfg.timeoutMs !== undefined) m.timeoutMs = cfg.timeoutMs;
+    if (!explicit.flowControl && cfg.flowControlKey !== undefined) {
+      m.flowControlKey = cfg.flowControlKey;
+      m.flowControl = cfg.flowControl;
+    }
+    if (!explicit.failureCallback && cfg.failureCallback !== undefined) {
+      m.failureCallback = cfg.failureCallback;
+      m.failureCallbackOptions = cfg.failureCallbackOptions;
+    }
+    m.headers = { ...cfg.headers, ...m.headers };
+  }
+
+  /** Publish-time hook (see the module comment). @throws QueueError 400 for a step of an inactive run. */
+  async prepare(msgs: NewMessage[], now: number): Promise<void> {
+    for (const m of msgs) {
+      const p = m.extra?.wfPublish as WorkflowPublishInfo | undefined;
+      if (!p) continue;
+      const { wfPublish: _drop, ...rest } = m.extra!;
+      m.extra = Object.keys(rest).length ? rest : undefined;
+      if (p.callType === 'toCallback') {
+        // context.call: a request to a third party; its callback (body wrapped by
+        // `workflowCallbackBody`) goes to the workflow URL as a delivery of the run, and the SDK
+        // publishes the call's result step from it.
+        const run = await this.o.workflows.findRun(p.runId);
+        if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
+        if (m.callback && m.callbackOptions) {
+          m.callbackOptions = {
+            ...m.callbackOptions,
+            headers: { ...withoutKeys(m.callbackOptions.headers, RUN_HEADERS), ...runHeaders(run), 'Upstash-Workflow-Sdk-Version': ['1'] },
+          };
+        }
+        m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true } };
+        continue;
+      }
+      if (p.init) await this.trigger(m, p, now);
+      else await this.step(m, p, now);
+    }
+  }
+
+  private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
+    // A second trigger for an active run is deduplicated (reference §B.7 step 2): the first one
+    // stored the dedup key of the run's (id, creation time); a trigger after the run ended gets a
+    // new key and starts a new run.
+    const active = await this.o.workflows.findRun(p.runId);
+    if (active?.state === 'RUN_STARTED') {
+      m.dedupKey = `wfr:${p.runId}:${active.createdAt}`;
+      return;
+    }
+    m.dedupKey = `wfr:${p.runId}:${now}`;
+    const config: RunConfig = {
+      headers: withoutKeys(m.headers, ['content-type']),
+      retries: p.explicit.retries ? m.maxRetries : undefined,
+      retryDelay: m.retryDelay,
+      timeoutMs: m.timeoutMs,
+      flowControlKey: m.flowControlKey,
+      flowControl: m.flowControl,
+      failureCallback: m.failureCallback,
+      failureCallbackOptions: m.failureCallbackOptions,
+      contentType: headerOf(m.headers, 'content-type'),
+      method: m.method,
+      triggerMessageId: m.id,
+    };
+    const run = {
+      runId: p.runId,
+      createdAt: now,
+      url: p.url ?? m.url,
+      initialBody: m.body,
+      config,
+      labels: m.labels,
+      callerIp: m.callerIp,
+      flowControlKey: m.flowControlKey,
+    };
+    const seq = await this.o.workflows.createRun(run, now);
+    this.decorate(m, { ...run, seq, state: 'RUN_STARTED', updatedAt: now }, [], m.id);
+  }
+
+  private async step(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
+    const run = await this.o.workflows.findRun(p.runId);
+    if (!run || run.state !== 'RUN_STARTED') {
+      throw errors.badRequest(`workflow run ${p.runId} ${run ? `is finished (${run.state})` : 'does not exist'}`);
+    }
+    this.applyConfig(m, run.config, p.explicit);
+    await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
+    const steps = await this.o.workflows.steps(run.seq);
+    this.decorate(m, run, steps, triggerId(run));
+  }
+
+  /**
+   * Appends a step the server produces (a notified or timed-out Wait step, reference §B.7 step 7)
+   * to `run` and enqueues its delivery to the workflow URL, with the run's settings.
+   * @returns the new message id.
+   */
+  async appendServerStep(run: WorkflowRun, step: Record<string, unknown>, now: number): Promise<string> {
+    const cfg = run.config;
+    const m = buildMessage(
+      {
+        method: 'POST',
+        headers: { 'Content-Type': ['application/json'], 'Upstash-Workflow-Sdk-Version': ['1'] },
+        maxRetries: 3,
+      },
+      { url: run.url },
+      Buffer.from(JSON.stringify(step)),
+      now,
+      { callerIp: run.callerIp },
+    );
+    this.applyConfig(m, cfg, { retries: false, retryDelay: false, flowControl: false, failureCallback: false, timeout: false });
+    await this.o.workflows.addStep(run.seq, m.id, 'step', m.body, now);
+    this.decorate(m, run, await this.o.workflows.steps(run.seq), triggerId(run));
+    const kick = await this.admit([m], now);
+    await this.o.enqueue([m], now);
+    kick();
+    return m.id;
+  }
+
+  /**
+   * Runs the admission gate's `prepare` on messages the server creates itself (restart, resume,
+   * notify), so a run's flow-control key holds them like published ones; returns the gate's kick.
+   */
+  async admit(msgs: NewMessage[], now: number): Promise<() => void> {
+    const gate = this.o.admission?.();
+    if (!gate) return () => undefined;
+    await gate.prepare(msgs, now);
+    return () => (msgs.some((m) => m.held) ? gate.kick() : undefined);
+  }
+
+  /** Dispatcher outcome listener: never throws; work is chained per run. */
+  onOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): void {
+    const info = m.extra?.workflow as WorkflowMessageInfo | undefined;
+    const failureRunId = m.kind === 'failure_callback' ? headerOf(m.headers, 'upstash-workflow-runid') : undefined;
+    if ((!info || info.call) && !failureRunId) return;
+    const key = info?.runId ?? failureRunId!;
+    const prev = this.chains.get(key) ?? Promise.resolve();
+    const next = prev
+      .then(() => (info && !info.call ? this.stepOutcome(m, info, outcome, now) : this.failureOutcome(m, outcome, now)))
+      .catch((err) => this.o.logger.error({ err, messageId: m.id }, 'queue: recording a workflow outcome failed'));
+    this.chains.set(key, next);
+    void next.finally(() => {
+      if (this.chains.get(key) === next) this.chains.delete(key);
+    });
+  }
+
+  /** Resolves when every outcome recorded so far has been applied (tests, shutdown). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.chains.values()]);
+  }
+
+  private async stepOutcome(m: StoredMessage, info: WorkflowMessageInfo, outcome: AttemptOutcome, now: number): Promise<void> {
+    const run = await this.o.workflows.getRun(info.runSeq);
+    if (!run) return;
+    const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    if (ok) {
+      if (run.next?.messageId === m.id || run.next) await this.o.workflows.updateRun(run.seq, now, { next: null });
+      return;
+    }
+    const nonRetryable = outcome.status === 489 && headerOf(outcome.headers ?? {}, 'upstash-nonretryable-error')?.toLowerCase() === 'true';
+    const final = nonRetryable || m.retried + 1 > m.maxRetries;
+    const error: StepErrorInfo = {
+      error: outcome.error ?? `destination answered ${outcome.status}`,
+      status: outcome.status,
+      headers: outcome.headers,
+      body: outcome.body?.toString('utf8'),
+      time: now,
+    };
+    const prevErrors = run.next?.messageId === m.id ? run.next.errors : [];
+    const stepName = headerOf(outcome.headers ?? {}, 'upstash-error-step-name');
+    const next = {
+      messageId: m.id,
+      state: final ? ('STEP_FAILED' as const) : ('STEP_RETRY' as const),
+      retries: m.maxRetries,
+      retryDelay: m.retryDelay,
+      ...(stepName ? { stepName } : {}),
+      errors: [...prevErrors, error].slice(-20),
+    };
+    await this.o.workflows.updateRun(run.seq, now, { next });
+    if (!final || run.state !== 'RUN_STARTED') return;
+    const dlq = await this.o.store.listDlq({ messageIds: [m.id] }, { count: 1, order: 'latestFirst' });
+    const dlqId = dlq.items[0]?.dlqId;
+    await this.o.workflows.finishRun(run.seq, 'RUN_FAILED', now, { dlqId });
+    if (run.config.failureCallback && !run.failure) {
+      await this.o.workflows.updateRun(run.seq, now, {
+        failure: {
+          state: 'CALLBACK_INPROGRESS',
+          url: run.config.failureCallback,
+          failStatus: outcome.status,
+          failHeaders: outcome.headers,
+          failResponse: outcome.body?.toString('utf8'),
+        },
+      });
+    }
+  }
+
+  private async failureOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): Promise<void> {
+    const runId = headerOf(m.headers, 'upstash-workflow-runid')!;
+    const created = headerOf(m.headers, 'upstash-workflow-createdat');
+    const run = await this.o.workflows.findRun(runId, created && /^\d+$/.test(created) ? Number(created) : undefined);
+    if (!run) return;
+    const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    const final = ok || m.retried + 1 > m.maxRetries;
+    await this.o.workflows.updateRun(run.seq, now, {
+      failure: {
+        ...(run.failure ?? { url: m.url }),
+        state: ok ? 'CALLBACK_SUCCESS' : final ? 'CALLBACK_FAIL' : 'CALLBACK_INPROGRESS',
+        messageId: m.id,
+        responseStatus: outcome.status,
+        responseHeaders: outcome.headers,
+        responseBody: outcome.body?.toString('utf8'),
+      },
+    });
+  }
+}
+
+/** The message id that started the run (first element of the step list). */
+export function triggerId(run: WorkflowRun): string {
+  return run.config.triggerMessageId ?? `msg_${run.runId}`;
+}

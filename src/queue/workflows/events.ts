@@ -1,0 +1,89 @@
+/**
+ * Wait / notify of workflow runs (reference §A.9, §B.7 step 7; workflow-js `LazyWaitEventStep`,
+ * `makeNotifyRequest`):
+ *
+ * - `wait` (`POST /v2/wait/{eventId}`, body `{url, timeout, timeoutUrl, timeoutHeaders, step}`,
+ *   workflow headers of the run): registers a waiter until `now + timeout`.
+ * - `notify` (`POST /v2/notify/{eventId}` or `/v2/notify/{runId}/{eventId}`, body = event data):
+ *   every waiter of the event gets its Wait step appended with `out` = base64(event data),
+ *   `waitTimeout: false`, and the run's next delivery; returns `[{waiter, messageId}]`.
+ * - `sweep` (timer): waiters past their deadline get the step with `waitTimeout: true`.
+ * A waiter is taken atomically (`takeWaiter`), so a notify racing the timeout appends one step.
+ */
+import { parseDuration } from '../delivery/backoff.js';
+import { errors } from '../errors.js';
+import type { Waiter } from '../store/workflow-types.js';
+import type { WorkflowEngine } from './engine.js';
+
+/** Default wait timeout of the SDK (`7d`). */
+const DEFAULT_TIMEOUT_MS = 7 * 86_400_000;
+
+/** Wire `Waiter` (`GET /v2/waiters/{eventId}`): deadline in seconds. */
+export function waiterJson(w: Waiter): Record<string, unknown> {
+  return {
+    url: w.url,
+    deadline: Math.floor(w.deadline / 1000),
+    headers: w.timeoutHeaders ?? {},
+    timeoutUrl: w.timeoutUrl,
+    timeoutHeaders: w.timeoutHeaders,
+  };
+}
+
+/**
+ * Registers a waiter for the run named by `runId`.
+ * @throws QueueError 400 bad body / timeout, 400 when the run is not active.
+ */
+export async function wait(engine: WorkflowEngine, eventId: string, runId: string | undefined, raw: Buffer, now: number): Promise<void> {
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw errors.invalidJson((err as Error).message);
+  }
+  if (!body || typeof body !== 'object' || !body.step || typeof body.step !== 'object') throw errors.badRequest('wait body must be {url, timeout, step, ...}');
+  if (!runId) throw errors.badRequest('missing Upstash-Workflow-RunId header');
+  const run = await engine.runs.findRun(runId);
+  if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${runId} is not active`);
+  const t = body.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(String(body.timeout));
+  if (t === undefined) throw errors.badRequest(`invalid wait timeout ${JSON.stringify(body.timeout)}`);
+  await engine.runs.addWaiter({
+    eventId,
+    runSeq: run.seq,
+    url: typeof body.url === 'string' ? body.url : run.url,
+    deadline: now + t,
+    step: body.step as Record<string, unknown>,
+    timeoutUrl: typeof body.timeoutUrl === 'string' ? body.timeoutUrl : undefined,
+    timeoutHeaders: body.timeoutHeaders as Waiter['timeoutHeaders'],
+    createdAt: now,
+  });
+}
+
+/** Resumes `w` with the event data (or its timeout when `data` is undefined); undefined when already taken. */
+async function release(engine: WorkflowEngine, w: Waiter, data: Buffer | undefined, now: number): Promise<string | undefined> {
+  if (!(await engine.runs.takeWaiter(w.seq))) return undefined;
+  const run = await engine.runs.getRun(w.runSeq);
+  if (!run || run.state !== 'RUN_STARTED') return undefined;
+  const step = data === undefined ? { ...w.step, waitTimeout: true } : { ...w.step, out: data.toString('base64'), waitTimeout: false };
+  return engine.appendServerStep(run, step, now);
+}
+
+/** Notifies every waiter of `eventId` (of run `runId` only, when given). */
+export async function notify(engine: WorkflowEngine, eventId: string, runId: string | undefined, data: Buffer, now: number) {
+  const out: Record<string, unknown>[] = [];
+  for (const w of await engine.runs.waiters(eventId)) {
+    if (runId) {
+      const run = await engine.runs.getRun(w.runSeq);
+      if (run?.runId !== runId) continue;
+    }
+    const messageId = await release(engine, w, data, now);
+    if (messageId) out.push({ waiter: waiterJson(w), messageId });
+  }
+  return out;
+}
+
+/** Times out expired waiters; returns how many. */
+export async function sweep(engine: WorkflowEngine, now: number): Promise<number> {
+  let n = 0;
+  for (const w of await engine.runs.expiredWaiters(now, 100)) if (await release(engine, w, undefined, now)) n++;
+  return n;
+}

@@ -1,0 +1,162 @@
+/**
+ * Failed workflow runs in the DLQ (spec "Restart / Resume / Delete a failed workflow run";
+ * reference §B.9): restart = a new run from the beginning with the original payload and settings
+ * (earlier step results discarded); resume = a new run that keeps the completed steps and
+ * re-delivers the failed step list. Override headers (prefix-less): `workflow-runid`, `retries`,
+ * `flow-control-key`, `flow-control-value`. The DLQ entry leaves the DLQ in the same transaction
+ * that stores the new run's first message (`QueueStore.retryDlq`).
+ */
+import { randomBytes } from 'node:crypto';
+import { buildCallback, newMessageId } from '../build.js';
+import { errors, QueueError } from '../errors.js';
+import { parseFlowControl } from '../api/options.js';
+import type { DlqEntry, NewMessage } from '../model.js';
+import type { QueueStore } from '../store/types.js';
+import type { RunConfig, WorkflowRun } from '../store/workflow-types.js';
+import { triggerId, type RawStep, type WorkflowEngine } from './engine.js';
+
+/** DLQ ids are `<unix ms>-<seq>` (dispatcher). */
+export const DLQ_ID = /^\d{1,16}-\d{1,16}$/;
+
+const NANO = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_';
+
+/** `wfr_` + 21 random url-safe characters, the SDK's run-id shape. */
+export function newRunId(): string {
+  return `wfr_${[...randomBytes(21)].map((b) => NANO[b & 63]).join('')}`;
+}
+
+export interface RecoveredRun {
+  workflowRunId: string;
+  workflowCreatedAt: number;
+}
+
+/**
+ * The DLQ entry and failed run for `dlqId`.
+ * @throws QueueError 400 malformed id, 404 unknown entry, 400 entry that is not a workflow run.
+ */
+export async function failedRun(store: QueueStore, engine: WorkflowEngine, dlqId: string): Promise<{ entry: DlqEntry; run: WorkflowRun }> {
+  if (!DLQ_ID.test(dlqId)) throw errors.badRequest(`invalid DLQ id ${JSON.stringify(dlqId)}: expected <timestamp>-<sequence>`);
+  const entry = await store.getDlq(dlqId);
+  if (!entry) throw errors.notFound(`DLQ entry ${dlqId}`);
+  const run = await engine.runs.runByDlqId(dlqId);
+  if (!run || !entry.message.extra?.workflow) throw new QueueError(400, `DLQ entry ${dlqId} is not a failed workflow run`);
+  return { entry, run };
+}
+
+function overrides(cfg: Record<string, string>, base: RunConfig): RunConfig {
+  const out: RunConfig = { ...base };
+  if (cfg['retries'] !== undefined) {
+    const v = cfg['retries'].trim();
+    if (!/^\d+$/.test(v) || Number(v) > 100) throw errors.invalidHeader('Retries', v, 'expected an integer from 0 to 100');
+    out.retries = Number(v);
+  }
+  const key = cfg['flow-control-key'];
+  const value = cfg['flow-control-value'];
+  if (key !== undefined || value !== undefined) {
+    const k = key ?? base.flowControlKey;
+    if (!k) throw errors.badRequest('Upstash-Flow-Control-Value needs a flow control key (Upstash-Flow-Control-Key)');
+    out.flowControlKey = k;
+    if (value !== undefined) out.flowControl = parseFlowControl(value);
+    if (!out.flowControl) throw errors.badRequest('Upstash-Flow-Control-Key needs a value (Upstash-Flow-Control-Value)');
+  }
+  return out;
+}
+
+/**
+ * Restarts (`mode` 'restart') or resumes the failed run of DLQ entry `dlqId` with the override
+ * headers `cfg`; returns the new run's id and creation time (ms).
+ * @throws QueueError as {@link failedRun}; 400 bad override; 409 when the run id is active.
+ */
+export async function recoverRun(
+  store: QueueStore,
+  engine: WorkflowEngine,
+  mode: 'restart' | 'resume',
+  dlqId: string,
+  cfg: Record<string, string>,
+  now: number,
+): Promise<RecoveredRun> {
+  const { entry, run } = await failedRun(store, engine, dlqId);
+  const runId = cfg['workflow-runid'] || (mode === 'resume' ? run.runId : newRunId());
+  const active = await engine.runs.findRun(runId);
+  if (active?.state === 'RUN_STARTED') throw new QueueError(409, `workflow run ${runId} is already running`);
+  const config = overrides(cfg, run.config);
+  const createdAt = Math.max(now, run.createdAt + 1);
+  const messageId = newMessageId();
+  const seq = await engine.runs.createRun(
+    {
+      runId,
+      createdAt,
+      url: run.url,
+      initialBody: run.initialBody,
+      config: { ...config, triggerMessageId: mode === 'restart' ? messageId : triggerId(run) },
+      labels: run.labels,
+      callerIp: run.callerIp,
+      flowControlKey: config.flowControlKey,
+    },
+    now,
+  );
+  const newRun = (await engine.runs.getRun(seq))!;
+  let steps: { messageId: string; callType: string; body: Buffer }[] = [];
+  if (mode === 'resume') {
+    // The failed message's body is the step list it was delivered with: keep those steps.
+    let list: RawStep[] | undefined;
+    try {
+      const parsed = JSON.parse(entry.message.body.toString('utf8'));
+      if (Array.isArray(parsed)) list = parsed as RawStep[];
+    } catch {
+      /* empty body (lazy fetch): fall back to the stored steps */
+    }
+    steps = list
+      ? list.slice(1).map((s) => ({ messageId: s.messageId, callType: s.callType, body: Buffer.from(s.body, 'base64') }))
+      : (await engine.runs.steps(run.seq)).map((s) => ({ messageId: s.messageId, callType: s.callType, body: s.body }));
+    await engine.runs.copySteps(seq, steps, now);
+  }
+  const old = entry.message;
+  const m: NewMessage = {
+    ...old,
+    id: messageId,
+    createdAt: now,
+    dueAt: now,
+    notBefore: undefined,
+    maxRetries: config.retries ?? old.maxRetries,
+    retryDelay: config.retryDelay ?? old.retryDelay,
+    flowControlKey: config.flowControlKey,
+    flowControl: config.flowControl,
+    dedupKey: undefined,
+    held: undefined,
+    extra: undefined,
+  };
+  engine.decorate(m, newRun, await engine.runs.steps(seq), triggerId(newRun));
+  const kick = await engine.admit([m], now);
+  const r = await store.retryDlq({ dlqIds: [dlqId] }, 1, now, () => m);
+  kick();
+  if (r.messageIds.length === 0) {
+    await engine.runs.finishRun(seq, 'RUN_CANCELED', now);
+    throw errors.notFound(`DLQ entry ${dlqId}`);
+  }
+  return { workflowRunId: runId, workflowCreatedAt: createdAt };
+}
+
+/** Removes the failed run of `dlqId` from the DLQ. @throws QueueError as {@link failedRun}. */
+export async function deleteFailedRun(store: QueueStore, engine: WorkflowEngine, dlqId: string): Promise<void> {
+  await failedRun(store, engine, dlqId);
+  const r = await store.deleteDlq({ dlqIds: [dlqId] }, 1);
+  if (r.deleted === 0) throw errors.notFound(`DLQ entry ${dlqId}`);
+}
+
+/**
+ * Calls the failure function of a failed run again (`client.dlq.retryFailureFunction`,
+ * `POST /v2/workflows/dlq/callback/{dlqId}`; reference §B.9): only when its last attempt failed
+ * (`CALLBACK_FAIL`), else 400. Returns the run's id and creation time.
+ */
+export async function retryFailureCallback(store: QueueStore, engine: WorkflowEngine, dlqId: string, now: number, dedupWindowMs: number): Promise<RecoveredRun> {
+  const { entry, run } = await failedRun(store, engine, dlqId);
+  if (run.failure?.state !== 'CALLBACK_FAIL') {
+    throw errors.badRequest(`the failure function of DLQ entry ${dlqId} has not failed (state ${run.failure?.state ?? 'none'})`);
+  }
+  const m = buildCallback(entry.message, 'failure_callback', entry.outcome, now, dlqId);
+  if (!m) throw errors.badRequest(`workflow run of DLQ entry ${dlqId} has no failure callback`);
+  await engine.runs.updateRun(run.seq, now, { failure: { ...run.failure, state: 'CALLBACK_INPROGRESS', messageId: m.id } });
+  await store.enqueue([m], now, dedupWindowMs);
+  return { workflowRunId: run.runId, workflowCreatedAt: run.createdAt };
+}

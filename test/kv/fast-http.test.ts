@@ -1,0 +1,199 @@
+/**
+ * The kv gateway's HTTP/1.1 front (`src/kv/fast-http.ts`) over raw sockets: the fast path serves
+ * plain requests in order on one keep-alive connection, and hands the connection to Node's `http`
+ * server at the first request it does not serve itself (chunked body, 100-continue, HTTP/1.0,
+ * `Connection: close`, other methods, oversized or malformed heads), which then keeps serving it.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { parseHead } from '../../src/kv/fast-http.js';
+import { startTestSvc } from '../helpers/env.js';
+
+let svc: Awaited<ReturnType<typeof startTestSvc>>;
+let port: number;
+let auth: string;
+
+before(async () => {
+  svc = await startTestSvc(['kv']);
+  port = Number(new URL(svc.urls.kv!).port);
+  auth = `Host: x\r\nAuthorization: Bearer ${svc.ctx.credentials.get('kv.token')}\r\n`;
+});
+after(async () => {
+  await svc?.close();
+});
+
+interface Parsed {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Splits a byte stream of HTTP/1.1 responses (each with Content-Length, or none for HEAD/1xx). */
+function parseResponses(raw: Buffer, heads: readonly boolean[] = []): Parsed[] {
+  const out: Parsed[] = [];
+  let at = 0;
+  while (at < raw.length) {
+    const end = raw.indexOf('\r\n\r\n', at);
+    if (end < 0) break;
+    const lines = raw.toString('latin1', at, end).split('\r\n');
+    const status = Number(lines[0].split(' ')[1]);
+    const headers: Record<string, string> = {};
+    for (const l of lines.slice(1)) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
+    const noBody = status < 200 || heads[out.filter((r) => r.status >= 200).length] === true;
+    const len = noBody ? 0 : Number(headers['content-length'] ?? 0);
+    if (end + 4 + len > raw.length) break; // body still arriving
+    out.push({ status, headers, body: raw.toString('utf8', end + 4, end + 4 + len) });
+    at = end + 4 + len;
+  }
+  return out;
+}
+
+/**
+ * Opens one connection, writes each piece (a short pause between pieces), and collects bytes until
+ * `expect` final (non-1xx) responses arrived or the server closed the connection.
+ */
+function exchange(pieces: (string | Buffer)[], expect: number, heads: readonly boolean[] = []): Promise<{ responses: Parsed[]; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let closed = false;
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error(`timed out; got ${Buffer.concat(chunks).toString('latin1')}`));
+    }, 10_000);
+    const check = () => {
+      const responses = parseResponses(Buffer.concat(chunks), heads);
+      if (closed || responses.filter((r) => r.status >= 200).length >= expect) {
+        clearTimeout(timer);
+        s.destroy();
+        resolve({ responses, closed });
+      }
+    };
+    s.on('data', (d) => {
+      chunks.push(d);
+      check();
+    });
+    s.on('close', () => {
+      closed = true;
+      check();
+    });
+    s.on('error', () => {});
+    s.on('connect', async () => {
+      for (const p of pieces) {
+        s.write(p);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
+  });
+}
+
+const finals = (rs: Parsed[]) => rs.filter((r) => r.status >= 200);
+
+describe('fast HTTP/1.1 path', () => {
+  test('pipelined requests on one connection are answered in order, with all headers', async () => {
+    const reqs = [`GET /set/fh:a/1 HTTP/1.1\r\n${auth}\r\n`];
+    for (let i = 0; i < 50; i++) reqs.push(`GET /incr/fh:a HTTP/1.1\r\n${auth}\r\n`);
+    reqs.push(`POST /set/fh:b HTTP/1.1\r\n${auth}Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello`);
+    reqs.push(`POST / HTTP/1.1\r\n${auth}Content-Type: application/json\r\nContent-Length: 22\r\n\r\n["mget","fh:a","fh:b"]`);
+    const { responses } = await exchange([reqs.join('')], 53);
+    assert.equal(responses.length, 53);
+    assert.deepEqual(JSON.parse(responses[0].body), { result: 'OK' });
+    for (let i = 1; i <= 50; i++) assert.deepEqual(JSON.parse(responses[i].body), { result: i + 1 });
+    assert.deepEqual(JSON.parse(responses[52].body), { result: ['51', 'hello'] });
+    const h = responses[52].headers;
+    assert.equal(h['content-type'], 'application/json; charset=utf-8');
+    assert.equal(h['access-control-allow-origin'], '*');
+    assert.ok(h['upstash-sync-token'] && h['svc-sync-token'] === h['upstash-sync-token']);
+    assert.equal(h['connection'], 'keep-alive');
+    assert.ok(h['date']);
+  });
+
+  test('a head and body split across packets; HEAD has no body', async () => {
+    const { responses } = await exchange(
+      [`POST /set/fh:c HTTP/1.1\r\nHo`, `st: x\r\n${auth.slice(9)}Content-Type: a/b\r\nContent-Length: 6\r\n\r\nab`, 'cdef', `HEAD /get/fh:c HTTP/1.1\r\n${auth}\r\nGET /get/fh:c HTTP/1.1\r\n${auth}\r\n`],
+      3,
+      [false, true, false],
+    );
+    assert.deepEqual(responses.map((r) => r.status), [200, 200, 200]);
+    assert.equal(responses[1].body, '');
+    assert.equal(responses[1].headers['content-length'], String('{"result":"abcdef"}'.length));
+    assert.deepEqual(JSON.parse(responses[2].body), { result: 'abcdef' });
+  });
+
+  test('hand-off to the Node server mid-connection: chunked body, then plain requests keep working', async () => {
+    const { responses } = await exchange(
+      [
+        `GET /set/fh:d/1 HTTP/1.1\r\n${auth}\r\n` +
+          `POST /set/fh:d HTTP/1.1\r\n${auth}Transfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n`,
+        // a separate write: Node's http server runs the handlers of pipelined requests concurrently
+        `GET /get/fh:d HTTP/1.1\r\n${auth}\r\n`,
+      ],
+      3,
+    );
+    assert.deepEqual(responses.map((r) => JSON.parse(r.body)), [{ result: 'OK' }, { result: 'OK' }, { result: 'abcde' }]);
+  });
+
+  test('Expect: 100-continue, HTTP/1.0 and Connection: close are served by the Node server', async () => {
+    const e = await exchange([`POST /set/fh:e HTTP/1.1\r\n${auth}Content-Type: a\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n`, `xyz`], 1);
+    assert.equal(e.responses[0].status, 100);
+    assert.deepEqual(JSON.parse(finals(e.responses)[0].body), { result: 'OK' });
+    const h10 = await exchange([`GET /get/fh:e HTTP/1.0\r\n${auth}\r\n`], 1);
+    assert.deepEqual(JSON.parse(h10.responses[0].body), { result: 'xyz' });
+    const close = await exchange([`GET /get/fh:e HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`], 2);
+    assert.equal(close.responses.length, 1);
+    assert.deepEqual(JSON.parse(close.responses[0].body), { result: 'xyz' });
+    assert.equal(close.closed, true);
+  });
+
+  test('other methods, preflight and malformed requests after a fast one get the Node server answers', async () => {
+    const m = await exchange([`GET /ping HTTP/1.1\r\n${auth}\r\nDELETE /get/x HTTP/1.1\r\n${auth}\r\nOPTIONS /get/x HTTP/1.1\r\nHost: x\r\nAccess-Control-Request-Method: POST\r\n\r\n`], 3);
+    assert.deepEqual(m.responses.map((r) => r.status), [200, 405, 204]);
+    assert.deepEqual(JSON.parse(m.responses[1].body), { error: 'ERR method DELETE not allowed' });
+    const bad = await exchange([`GET /ping HTTP/1.1\r\n${auth}\r\nBLAH\r\n\r\n`], 2);
+    assert.deepEqual(bad.responses.map((r) => r.status), [200, 400]);
+    assert.deepEqual(JSON.parse(bad.responses[1].body), { error: 'ERR bad HTTP request' });
+    const huge = await exchange([`GET /ping HTTP/1.1\r\n${auth}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`], 1);
+    assert.ok(huge.responses[0].status >= 400 && huge.responses[0].status < 500);
+  });
+
+  test('a client that half-closes after its request still gets the answer', async () => {
+    const res = await new Promise<string>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => s.end(`GET /echo/bye HTTP/1.1\r\n${auth}\r\n`));
+      let got = '';
+      s.on('data', (d) => (got += d.toString()));
+      s.on('close', () => resolve(got));
+    });
+    assert.match(res, /\{"result":"bye"\}$/);
+  });
+});
+
+describe('parseHead', () => {
+  const head = (s: string) => {
+    const b = Buffer.from(s + '\r\n\r\n');
+    return parseHead(b, b.length - 4, 1024);
+  };
+  test('serves only the plain form', () => {
+    assert.deepEqual(head('GET /get/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t')?.headers.authorization, 'Bearer t');
+    assert.equal(head('POST / HTTP/1.1\r\nContent-Length: 10')?.bodyLength, 10);
+    for (const bad of [
+      'GET /get/k HTTP/1.0',
+      'DELETE /k HTTP/1.1',
+      'GET http://x/get/k HTTP/1.1',
+      'GET /get/k  HTTP/1.1',
+      'POST / HTTP/1.1\r\nContent-Length: 2048',
+      'POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1',
+      'POST / HTTP/1.1\r\nContent-Length: -1',
+      'POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked',
+      'GET / HTTP/1.1\r\nExpect: 100-continue',
+      'GET / HTTP/1.1\r\nConnection: close',
+      'GET / HTTP/1.1\r\nBad Name: 1',
+      'GET / HTTP/1.1\r\n folded',
+      'GET / HTTP/1.1\r\nX: a\x00b',
+      'GET /subscribe/ch HTTP/1.1',
+      'GET /MONITOR HTTP/1.1',
+    ]) {
+      assert.equal(head(bad), undefined, bad);
+    }
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * Test helpers for workflow runs: a real workflow endpoint — the SDK's Request-based `serve` of
+ * `@upstash/workflow` behind a small node:http -> fetch `Request` adapter — whose QStash settings
+ * (`QSTASH_URL`, token, signing keys) are read at request time, so a restarted svc on a new port
+ * can be followed. Records every request it gets.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@upstash/workflow';
+
+export type WorkflowEnv = Record<string, string>;
+export type Route = (env: WorkflowEnv, url: string) => { handler: (req: Request) => Promise<Response> };
+
+export interface AppRequest {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  status: number;
+}
+
+export interface WorkflowApp {
+  url: string;
+  env: WorkflowEnv;
+  requests: AppRequest[];
+  close(): Promise<void>;
+}
+
+/** Starts the endpoint; `routes` maps a path (`/three`) to a `serve(...)` factory. */
+export async function startWorkflowApp(env: WorkflowEnv, routes: Record<string, Parameters<typeof serve>>): Promise<WorkflowApp> {
+  const requests: AppRequest[] = [];
+  const app: WorkflowApp = { url: '', env, requests, close: async () => undefined };
+  const server = http.createServer(async (req, res) => {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const body = Buffer.concat(chunks);
+      const path = (req.url ?? '/').split('?')[0];
+      const route = routes[path];
+      if (!route) {
+        res.writeHead(404).end('no such workflow');
+        return;
+      }
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+      const request = new Request(app.url + req.url, {
+        method: req.method,
+        headers,
+        body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body,
+      });
+      const [fn, opts] = route;
+      // Built per request so the QStash URL/keys of a restarted svc apply at once.
+      const { handler } = serve(fn, { ...opts, url: app.url + path, env: { ...app.env } });
+      const response = await handler(request);
+      const out = Buffer.from(await response.arrayBuffer());
+      requests.push({ path, headers: req.headers, body: body.toString('utf8'), status: response.status });
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      res.end(out);
+    } catch (err) {
+      res.writeHead(500).end(String(err));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  app.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  app.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return app;
+}
