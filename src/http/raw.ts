@@ -1,8 +1,7 @@
 /**
  * Helpers for an area served by a raw `node:http` server instead of Fastify (the kv gateway's hot
  * path, see `docs/readme/kv-perf.md`): the request token (the raw twin of `requestToken` in
- * `auth.ts`), a size-limited body reader, server-sent events on a raw response (the twin of
- * `sse.ts`), and listening with the same base-URL rules as `server.ts` `listenOn`.
+ * `auth.ts`), a size-limited body reader, server-sent events on a raw response, and listening with the same base-URL rules as `server.ts` `listenOn`.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:net';
@@ -102,7 +101,7 @@ export function readBody(req: IncomingMessage, limit: number, done: (err: BodyFa
 
 const EMPTY = Buffer.alloc(0);
 
-/** One server-sent events stream on a raw response (same contract as `SseStream` in `sse.ts`). */
+/** One server-sent events stream on a raw response. */
 export interface RawSseStream {
   /** Sends one event: each line of `data` as a `data:` line, then a blank line. */
   send(data: string): void;
@@ -115,8 +114,7 @@ export interface RawSseStream {
 }
 
 /**
- * Starts an SSE response on `res` (status 200, `text/event-stream`, no buffering), exactly as
- * `startSse` in `sse.ts` does for a Fastify reply. A heartbeat comment every `heartbeatMs` ms
+ * Starts an SSE response on `res` (status 200, `text/event-stream`, no buffering). A heartbeat comment every `heartbeatMs` ms
  * (default 15 000); `onClose` runs once when the client disconnects or the stream is closed.
  */
 export function startRawSse(
