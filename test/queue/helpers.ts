@@ -3,7 +3,10 @@
  * request and answers with a programmable response, a running queue area with an SDK client, and
  * a poll-with-deadline helper (no fixed sleeps).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { Client, Receiver } from '@upstash/qstash';
 import { startTestSvc } from '../helpers/env.js';
@@ -103,4 +106,27 @@ export async function startQueue(env: Record<string, string> = {}, dataDir?: str
   const api = (path: string, init: RequestInit = {}) =>
     fetch(url + path, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
   return { svc, url, token, client, receiver, keys, api, close: () => svc.close() };
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/**
+ * Starts svc's queue area as a real child process (`node bin/svc.js serve`, SVC_AREAS=queue, port
+ * 0) on `dataDir` with extra `env`, and resolves once the banner names its URL (30 s deadline).
+ * Used by the kill -9 tests, which SIGKILL the child and start another on the same data dir.
+ */
+export async function spawnQueueSvc(dataDir: string, env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const url = await waitFor('svc banner', () => /^queue\s+(http:\/\/\S+)/m.exec(out)?.[1], 30_000).catch((err) => {
+    child.kill('SIGKILL');
+    throw new Error(`${(err as Error).message}\n${out}`);
+  });
+  return { child, url };
 }

@@ -5,40 +5,15 @@
  * dir, and every acknowledged message must then be delivered with a 2xx (at-least-once).
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@upstash/qstash';
 import { tempDir } from '../helpers/env.js';
-import { startSink, waitFor } from './helpers.js';
+import { spawnQueueSvc, startSink, waitFor } from './helpers.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKEN = 'restart-test-token';
 
-async function spawnSvc(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      SVC_AREAS: 'queue',
-      SVC_QUEUE_PORT: '0',
-      SVC_HOST: '127.0.0.1',
-      SVC_DATA_DIR: dataDir,
-      SVC_LOG_LEVEL: 'warn',
-      SVC_QUEUE_TOKEN: TOKEN,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const url = await waitFor('svc banner', () => /^queue\s+(http:\/\/\S+)/m.exec(out)?.[1], 30_000).catch((err) => {
-    child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n${out}`);
-  });
-  return { child, url };
-}
+const spawnSvc = (dataDir: string) => spawnQueueSvc(dataDir, { SVC_QUEUE_TOKEN: TOKEN });
 
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));

@@ -5,46 +5,19 @@
  * endpoint follows), and the run then completes: each step ran once, the state is RUN_SUCCESS.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Client as WorkflowClient } from '@upstash/workflow';
 import { tempDir } from '../helpers/env.js';
-import { waitFor } from './helpers.js';
+import { spawnQueueSvc, waitFor } from './helpers.js';
 import { startWorkflowApp } from './workflow-helpers.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKEN = Buffer.from(JSON.stringify({ UserID: 'wf-restart', Password: 'secret-password' })).toString('base64');
 const KEYS = { current: 'sig_wfRestartCurrentKey000001', next: 'sig_wfRestartNextKey0000000001' };
 
-async function spawnSvc(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      SVC_AREAS: 'queue',
-      SVC_QUEUE_PORT: '0',
-      SVC_HOST: '127.0.0.1',
-      SVC_DATA_DIR: dataDir,
-      SVC_LOG_LEVEL: 'warn',
-      SVC_QUEUE_TOKEN: TOKEN,
-      SVC_QUEUE_CURRENT_SIGNING_KEY: KEYS.current,
-      SVC_QUEUE_NEXT_SIGNING_KEY: KEYS.next,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const url = await waitFor('svc banner', () => /^queue\s+(http:\/\/\S+)/m.exec(out)?.[1], 30_000).catch((err) => {
-    child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n${out}`);
-  });
-  return { child, url };
-}
+const spawnSvc = (dataDir: string) => spawnQueueSvc(dataDir, { SVC_QUEUE_TOKEN: TOKEN, SVC_QUEUE_CURRENT_SIGNING_KEY: KEYS.current, SVC_QUEUE_NEXT_SIGNING_KEY: KEYS.next });
 
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
