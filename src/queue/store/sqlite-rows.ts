@@ -137,17 +137,33 @@ export const INSERT_MESSAGE_SQL = `INSERT INTO messages (id, kind, url, url_host
   @flow_control, @extra, @claimed_by, @lease_until)`;
 
 /**
+ * Collects AND-ed WHERE terms with positional params; `inList(col, values)` adds `col IN (?, ...)`
+ * for a non-empty list (OR within one filter) and nothing for an absent/empty one.
+ */
+export function whereBuilder(): {
+  terms: string[];
+  params: unknown[];
+  inList(col: string, values: readonly unknown[] | undefined): void;
+} {
+  const terms: string[] = [];
+  const params: unknown[] = [];
+  return {
+    terms,
+    params,
+    inList(col, values) {
+      if (!values?.length) return;
+      terms.push(`${col} IN (${values.map(() => '?').join(',')})`);
+      params.push(...values);
+    },
+  };
+}
+
+/**
  * WHERE terms for a filter over `m` (messages), optional `d` (dlq) and `l` (logs) aliases.
  * `timeColumn` is the column `fromDate`/`toDate` apply to. Returns SQL and positional params.
  */
 export function filterSql(f: MessageFilter, timeColumn: string): { sql: string; params: unknown[] } {
-  const terms: string[] = [];
-  const params: unknown[] = [];
-  const inList = (col: string, values: readonly unknown[] | undefined) => {
-    if (!values?.length) return;
-    terms.push(`${col} IN (${values.map(() => '?').join(',')})`);
-    params.push(...values);
-  };
+  const { terms, params, inList } = whereBuilder();
   inList('m.id', f.messageIds);
   inList('m.url', f.url);
   inList('m.topic_name', f.topicName);

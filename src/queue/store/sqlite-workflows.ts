@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';
+import { whereBuilder } from './sqlite-rows.js';
 import type { NewRun, RunFilter, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
 
 interface RunRow {
@@ -209,13 +210,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
   }
 
   async listRuns(f: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]> {
-    const terms: string[] = [];
-    const params: unknown[] = [];
-    const inList = (col: string, values: readonly unknown[] | undefined) => {
-      if (!values?.length) return;
-      terms.push(`${col} IN (${values.map(() => '?').join(',')})`);
-      params.push(...values);
-    };
+    const { terms, params, inList } = whereBuilder();
     inList('run_id', f.runIds);
     inList('url', f.url);
     inList('state', f.states);
