@@ -1,7 +1,7 @@
 /**
  * Area B: the key-value REST gateway (issue 2 §2). `kvArea` plugs into `main.ts`; `createKvServer`
  * builds the server: the database backend (supervised redis-server or `SVC_KV_REDIS_URL`), the
- * gateway core and its HTTP front: a minimal HTTP/1.1 server for the hot path (`fast-http.ts`) in
+ * gateway core and its HTTP front: a minimal HTTP/1.1 server for the hot path (`src/http/fast.ts`) in
  * front of a raw `node:http` server for everything else (not Fastify: see `docs/readme/kv-perf.md`).
  * Keep-alive idle timeout 72 s, no request timeout, and open connections are closed at shutdown —
  * the same settings as `src/http/server.ts`.
@@ -12,8 +12,8 @@ import { listenRaw } from '../http/raw.js';
 import { KvGateway } from './gateway.js';
 import { ExternalBackend, type Backend } from './redis/backend.js';
 import { SupervisedBackend } from './redis/supervisor.js';
-import { FAST_KEEP_ALIVE_MS, createFastServer } from './fast-http.js';
-import { createKvCore, createKvHandler } from './routes.js';
+import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
+import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
 import { KvTokens } from './tokens.js';
 
 /** A running kv server plus handles for tests (the gateway and its backend). */
@@ -42,7 +42,11 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   // inactivity limit for handed-over connections (SSE streams write a heartbeat every 15 s);
   // Node's headersTimeout check needs a listening server, so this is the slow-client guard too
   nodeServer.timeout = FAST_KEEP_ALIVE_MS;
-  const server = createFastServer(core, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
+  const fast: FastHandler = {
+    accepts: (_method, path) => !isStreamPath(path),
+    handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
+  };
+  const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
   nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (socket.writable && !socket.destroyed) {
       const body = '{"error":"ERR bad HTTP request"}';

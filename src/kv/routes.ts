@@ -46,26 +46,33 @@ const RESP2: Format = { b64: false, resp2: true };
 
 /**
  * Where a response goes: a Node `ServerResponse` ({@link nodeOut}) or a connection of the fast
- * HTTP/1.1 server (`fast-http.ts`). `send` writes the whole response: status, `content-type`,
- * `content-length`, CORS headers, both sync-token headers (`token`), then the body.
+ * HTTP/1.1 server (`src/http/fast.ts`, whose `FastResponse` has this shape). `send` writes the
+ * whole response: status, `content-type`, `content-length`, the `extraHeaders` lines (CORS and
+ * both sync-token headers, {@link kvHeaders}), then the body.
  */
 export interface KvOut {
-  send(status: number, type: string, body: string | Buffer, token: string): void;
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void;
+}
+
+/** The kv response headers besides type and length, as `name: value\r\n` lines. */
+export function kvHeaders(token: string): string {
+  return (
+    'access-control-allow-origin: *\r\naccess-control-expose-headers: upstash-sync-token, svc-sync-token\r\n' +
+    `upstash-sync-token: ${token}\r\nsvc-sync-token: ${token}\r\n`
+  );
 }
 
 /** A {@link KvOut} over a Node `ServerResponse`. */
 export function nodeOut(res: ServerResponse): KvOut {
   return {
-    send(status, type, body, token) {
+    send(status, type, body, extraHeaders) {
       if (res.destroyed) return;
-      res.writeHead(status, [
-        'content-type', type,
-        'content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length),
-        'access-control-allow-origin', '*',
-        'access-control-expose-headers', 'upstash-sync-token, svc-sync-token',
-        'upstash-sync-token', token,
-        'svc-sync-token', token,
-      ]);
+      const raw = ['content-type', type, 'content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length)];
+      for (const line of extraHeaders.split('\r\n')) {
+        const colon = line.indexOf(': ');
+        if (colon > 0) raw.push(line.slice(0, colon), line.slice(colon + 2));
+      }
+      res.writeHead(status, raw);
       res.end(body);
     },
   };
@@ -73,7 +80,7 @@ export function nodeOut(res: ServerResponse): KvOut {
 
 /** Writes a whole response with the current sync token. */
 function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE): void {
-  out.send(status, type, body, gw.syncToken);
+  out.send(status, type, body, kvHeaders(gw.syncToken));
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {

@@ -1,5 +1,5 @@
 /**
- * The kv gateway's HTTP/1.1 front (`src/kv/fast-http.ts`) over raw sockets: the fast path serves
+ * The kv gateway's HTTP/1.1 front (`src/http/fast.ts` with the kv handler) over raw sockets: the fast path serves
  * plain requests in order on one keep-alive connection, and hands the connection to Node's `http`
  * server at the first request it does not serve itself (chunked body, 100-continue, HTTP/1.0,
  * `Connection: close`, other methods, oversized or malformed heads), which then keeps serving it.
@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { parseHead } from '../../src/kv/fast-http.js';
+import { parseHead, type FastHandler } from '../../src/http/fast.js';
+import { isStreamPath } from '../../src/kv/routes.js';
 import { startTestSvc } from '../helpers/env.js';
 
 let svc: Awaited<ReturnType<typeof startTestSvc>>;
@@ -169,9 +170,10 @@ describe('fast HTTP/1.1 path', () => {
 });
 
 describe('parseHead', () => {
-  const head = (s: string) => {
+  const kvLike: FastHandler = { accepts: (_m, path) => !isStreamPath(path), handle: () => undefined };
+  const head = (s: string, handler = kvLike) => {
     const b = Buffer.from(s + '\r\n\r\n');
-    return parseHead(b, b.length - 4, 1024);
+    return parseHead(b, b.length - 4, 1024, handler);
   };
   test('serves only the plain form', () => {
     assert.deepEqual(head('GET /get/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t')?.headers.authorization, 'Bearer t');
@@ -195,5 +197,7 @@ describe('parseHead', () => {
     ]) {
       assert.equal(head(bad), undefined, bad);
     }
+    // extra methods only when the handler lists them
+    assert.equal(head('DELETE /k HTTP/1.1', { ...kvLike, methods: ['DELETE'] })?.method, 'DELETE');
   });
 });

@@ -1,20 +1,21 @@
 /**
- * The kv gateway's front door: a minimal HTTP/1.1 server on `node:net` for the hot path, with
- * Node's own `http` server behind it for everything else. Measured on the 2-core bench machine,
- * Node's `http` module alone (a hello-world that does nothing) answers about 20k req/s while a
- * plain socket that writes a canned response does about 40k, and webdis ~30k: the HTTP layer, not
- * the gateway, was the ceiling (`docs/readme/kv-perf.md`).
+ * A minimal HTTP/1.1 server on `node:net` for an area's hot path, with Node's own `http` server
+ * behind it for everything else (shared plumbing, DESIGN.md "src/http/"). Measured on the 2-core
+ * bench machine, Node's `http` module alone (a hello-world that does nothing) answers about 20k
+ * req/s while a plain socket that writes a canned response does about 40k: for small requests the
+ * HTTP layer, not the area, was the ceiling (`docs/readme/kv-perf.md`). Used by kv and vector.
  *
  * A connection starts on the fast path. Each request head is parsed here when it is the plain,
- * common form — `GET|POST|PUT|HEAD <origin-form target> HTTP/1.1`, well-formed `name: value`
- * header lines (no obs-fold, no control bytes, no repeated header names), no `Transfer-Encoding`,
- * `Expect`, `Upgrade` or `Connection: close`, an optional `Content-Length` (digits) of at most
- * {@link FAST_BODY_MAX} bytes and at most the body limit, and a target that is not an SSE endpoint — and answered through
- * the shared {@link KvCore}. At the first request that is anything else, the connection is handed
- * to the Node `http` server (`server.emit('connection')`, then the bytes already read are given
- * to its parser as a `'data'` event), which
- * then serves it to the end with its full RFC 9112 parser: chunked bodies, 100-continue, HTTP/1.0,
- * oversized heads (431), malformed requests (400), SSE streams, CORS preflight, 405.
+ * common form — `GET|POST|PUT|HEAD <origin-form target> HTTP/1.1` (plus the methods the handler
+ * lists in {@link FastHandler.methods}), well-formed `name: value` header lines (no obs-fold, no
+ * control bytes, no repeated header names), no `Transfer-Encoding`, `Expect`, `Upgrade` or
+ * `Connection: close`, an optional `Content-Length` (digits) of at most {@link FAST_BODY_MAX}
+ * bytes and at most the body limit, and a target the handler {@link FastHandler.accepts} — and
+ * answered by the handler. At the first request that is anything else, the connection is handed to
+ * the Node `http` server (`server.emit('connection')`, then the bytes already read are given to its
+ * parser as a `'data'` event), which then serves it to the end with its full RFC 9112 parser:
+ * chunked bodies, 100-continue, HTTP/1.0, oversized heads (431), malformed requests (400), SSE
+ * streams, CORS preflight, 405.
  *
  * Requests on one connection are served strictly one after the other (HTTP/1.1 pipelining keeps
  * its order); reading pauses while a request is in flight and more bytes are buffered than one
@@ -24,7 +25,6 @@
 import type http from 'node:http';
 import net from 'node:net';
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
-import { hasBody, isStreamPath, type KvCore, type KvOut } from './routes.js';
 
 /** Idle keep-alive timeout in ms (Fastify's setting in `src/http/server.ts`; `Keep-Alive: timeout=72`). */
 export const FAST_KEEP_ALIVE_MS = 72_000;
@@ -64,13 +64,41 @@ function statusLine(status: number): string {
 }
 
 /** A parsed request head that the fast path serves. */
-interface Head {
+export interface FastHead {
+  /** Upper-case method as sent. */
   method: string;
+  /** The origin-form request target (path and query, still percent-encoded). */
   url: string;
+  /** Lower-case names; each header appears once. */
   headers: IncomingHttpHeaders;
+  /** `Content-Length` in bytes (0 when absent). */
   bodyLength: number;
   /** Bytes of the head including the blank line. */
   headLength: number;
+}
+
+/** Where a fast-path response goes. */
+export interface FastResponse {
+  /**
+   * Writes the whole response: status line, `content-type: type`, `content-length`, the
+   * handler's `extraHeaders` (complete `name: value\r\n` lines, or ''), `Date`, keep-alive, then
+   * `body` (omitted for HEAD). Must be called exactly once per request; the next request on the
+   * connection is served after it.
+   */
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void;
+}
+
+/** What an area plugs into the fast server. */
+export interface FastHandler {
+  /** Methods served besides GET, POST, PUT, HEAD (e.g. `['DELETE', 'PATCH']`). */
+  methods?: readonly string[];
+  /** False for targets only the Node server serves (e.g. SSE streams); `path` excludes the query. */
+  accepts(method: string, path: string): boolean;
+  /**
+   * Serves one request; `body` is undefined for GET/HEAD and for requests without
+   * `Content-Length`/`Content-Type`. Must eventually call `out.send` once; must not throw.
+   */
+  handle(head: FastHead, body: Buffer | undefined, out: FastResponse): void;
 }
 
 /**
@@ -78,7 +106,7 @@ interface Head {
  * not of the plain form the fast path serves (the Node server then takes the connection), e.g. a
  * `Content-Length` above `bodyMax` bytes.
  */
-export function parseHead(buf: Buffer, end: number, bodyMax: number): Head | undefined {
+export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: FastHandler): FastHead | undefined {
   const text = buf.toString('latin1', 0, end);
   if (BAD_HEAD_BYTES.test(text.replace(/\r\n/g, ''))) return undefined;
   const lines = text.split('\r\n');
@@ -87,7 +115,7 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number): Head | und
   const sp2 = rl.indexOf(' ', sp1 + 1);
   if (sp1 < 0 || sp2 < 0 || rl.indexOf(' ', sp2 + 1) >= 0 || rl.slice(sp2 + 1) !== 'HTTP/1.1') return undefined;
   const method = rl.slice(0, sp1);
-  if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD') return undefined;
+  if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD' && !handler.methods?.includes(method)) return undefined;
   const url = rl.slice(sp1 + 1, sp2);
   if (url.charCodeAt(0) !== 47 /* / */) return undefined;
   const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
@@ -119,12 +147,12 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number): Head | und
     if (bodyLength > 0) return undefined; // rare: let Node read and discard it
   }
   const qi = url.indexOf('?');
-  if (isStreamPath(qi < 0 ? url : url.slice(0, qi))) return undefined;
+  if (!handler.accepts(method, qi < 0 ? url : url.slice(0, qi))) return undefined;
   return { method, url, headers, bodyLength, headLength: end + 4 };
 }
 
 /** One client connection while it is on the fast path. */
-class FastConnection implements KvOut {
+class FastConnection implements FastResponse {
   private buf: Buffer | undefined;
   private busy = false;
   private head = false;
@@ -145,7 +173,7 @@ class FastConnection implements KvOut {
 
   constructor(
     private readonly socket: net.Socket,
-    private readonly core: KvCore,
+    private readonly handler: FastHandler,
     private readonly fallback: http.Server,
     private readonly conns: Set<net.Socket>,
     keepAliveMs: number,
@@ -181,32 +209,34 @@ class FastConnection implements KvOut {
           if (buf.length > FAST_HEAD_MAX) this.handOff();
           return;
         }
-        const h = end > FAST_HEAD_MAX ? undefined : parseHead(buf, end, this.bodyMax);
+        const h = end > FAST_HEAD_MAX ? undefined : parseHead(buf, end, this.bodyMax, this.handler);
         if (h === undefined) return this.handOff();
         const total = h.headLength + h.bodyLength;
         if (buf.length < total) return; // body still arriving
-        const body = h.method === 'GET' || h.method === 'HEAD' || !hasBody(h.headers) ? undefined : buf.subarray(h.headLength, total);
+        const body =
+          h.method === 'GET' || h.method === 'HEAD' || (h.bodyLength === 0 && h.headers['content-type'] === undefined)
+            ? undefined
+            : buf.subarray(h.headLength, total);
         this.buf = buf.length === total ? undefined : buf.subarray(total);
         this.busy = true;
         this.head = h.method === 'HEAD';
-        this.core.handle(h.headers, h.url, body, this);
+        this.handler.handle(h, body, this);
       }
     } finally {
       this.draining = false;
     }
   }
 
-  /** {@link KvOut}: writes the whole response, then serves the next buffered request. */
-  send(status: number, type: string, body: string | Buffer, token: string): void {
+  /** {@link FastResponse}: writes the whole response, then serves the next buffered request. */
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void {
     if (!this.busy) return;
     this.busy = false;
     if (this.gone) return;
     const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
     const head =
       statusLine(status) +
-      `content-type: ${type}\r\ncontent-length: ${len}\r\naccess-control-allow-origin: *\r\n` +
-      `access-control-expose-headers: upstash-sync-token, svc-sync-token\r\nupstash-sync-token: ${token}\r\n` +
-      `svc-sync-token: ${token}\r\nDate: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
+      `content-type: ${type}\r\ncontent-length: ${len}\r\n${extraHeaders}` +
+      `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
     if (this.head || len === 0) this.socket.write(head, 'latin1');
     else if (typeof body === 'string') this.socket.write(head + body);
     else {
@@ -241,19 +271,19 @@ class FastConnection implements KvOut {
 }
 
 /**
- * A `net.Server` that serves kv requests on the fast path and hands other connections to
+ * A `net.Server` that serves `handler`'s requests on the fast path and hands other connections to
  * `fallback` (a Node `http.Server` that is not listening itself; it answers bodies over
  * `bodyLimit` bytes). `closeAll()` destroys every open connection, handed over or not. Set
  * `fallback.timeout` (inactivity, ms): its headers/request timeout checks only run on a server
  * that listens.
  */
-export function createFastServer(core: KvCore, fallback: http.Server, keepAliveMs: number, bodyLimit: number): net.Server & { closeAll(): void } {
+export function createFastServer(handler: FastHandler, fallback: http.Server, keepAliveMs: number, bodyLimit: number): net.Server & { closeAll(): void } {
   const conns = new Set<net.Socket>();
   const bodyMax = Math.min(bodyLimit, FAST_BODY_MAX);
   // allowHalfOpen: a client that half-closes after its request still gets the answer (as in node:http)
   const server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
     conns.add(socket);
-    new FastConnection(socket, core, fallback, conns, keepAliveMs, bodyMax);
+    new FastConnection(socket, handler, fallback, conns, keepAliveMs, bodyMax);
   });
   return Object.assign(server, {
     closeAll(): void {
