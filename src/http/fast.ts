@@ -35,9 +35,6 @@ const FAST_HEAD_MAX = 16 * 1024;
 /** Bytes buffered beyond the request in flight before reading pauses. */
 const READ_AHEAD_MAX = 64 * 1024;
 
-// eslint-disable-next-line no-control-regex
-const BAD_HEAD_BYTES = /[\x00-\x08\x0a-\x1f\x7f]/;
-const TOKEN_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const DIGITS = /^[0-9]{1,15}$/;
 const STATUS_LINES = new Map<number, string>();
 
@@ -79,6 +76,8 @@ export interface FastHead {
 
 /** Where a fast-path response goes. */
 export interface FastResponse {
+  /** The client's address (`net.Socket.remoteAddress`; undefined once the socket is gone). */
+  readonly remoteAddress: string | undefined;
   /**
    * Writes the whole response: status line, `content-type: type`, `content-length`, the
    * handler's `extraHeaders` (complete `name: value\r\n` lines, or ''), `Date`, keep-alive, then
@@ -101,32 +100,66 @@ export interface FastHandler {
   handle(head: FastHead, body: Buffer | undefined, out: FastResponse): void;
 }
 
+/** 1 for the bytes of an RFC 9110 token (`tchar`), by byte value. */
+const TCHAR = new Uint8Array(256);
+for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TCHAR[c.charCodeAt(0)] = 1;
+/** `HTTP/1.1` as bytes. */
+const HTTP11 = [72, 84, 84, 80, 47, 49, 46, 49];
+
+/**
+ * End of the line that starts at `from` in `buf[0, end)`: the index of its CR (or `end`), or -1
+ * when the line has a control byte (anything below 0x20 but HTAB, or DEL) or a CR without LF.
+ */
+function lineEnd(buf: Buffer, from: number, end: number): number {
+  for (let k = from; k < end; k++) {
+    const c = buf[k];
+    if (c === 13) return buf[k + 1] === 10 ? k : -1;
+    if ((c < 32 && c !== 9) || c === 127) return -1;
+  }
+  return end;
+}
+
 /**
  * Parses the head in `buf[0, end)` (`end` = index of the CRLFCRLF). Undefined when the request is
  * not of the plain form the fast path serves (the Node server then takes the connection), e.g. a
- * `Content-Length` above `bodyMax` bytes.
+ * `Content-Length` above `bodyMax` bytes. Scans bytes (no split or regular expressions): header
+ * names are checked against `tchar` and lower-cased, values trimmed of SP/HTAB (RFC 9110 OWS).
  */
 export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: FastHandler): FastHead | undefined {
-  const text = buf.toString('latin1', 0, end);
-  if (BAD_HEAD_BYTES.test(text.replace(/\r\n/g, ''))) return undefined;
-  const lines = text.split('\r\n');
-  const rl = lines[0];
-  const sp1 = rl.indexOf(' ');
-  const sp2 = rl.indexOf(' ', sp1 + 1);
-  if (sp1 < 0 || sp2 < 0 || rl.indexOf(' ', sp2 + 1) >= 0 || rl.slice(sp2 + 1) !== 'HTTP/1.1') return undefined;
-  const method = rl.slice(0, sp1);
+  const rlEnd = lineEnd(buf, 0, end);
+  if (rlEnd < 0) return undefined;
+  const sp1 = buf.indexOf(32, 0);
+  if (sp1 <= 0 || sp1 >= rlEnd) return undefined;
+  const sp2 = buf.indexOf(32, sp1 + 1);
+  if (sp2 < 0 || sp2 + 9 !== rlEnd) return undefined; // exactly one space before `HTTP/1.1`
+  for (let k = 0; k < 8; k++) if (buf[sp2 + 1 + k] !== HTTP11[k]) return undefined;
+  const method = buf.toString('latin1', 0, sp1);
   if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD' && !handler.methods?.includes(method)) return undefined;
-  const url = rl.slice(sp1 + 1, sp2);
-  if (url.charCodeAt(0) !== 47 /* / */) return undefined;
+  if (buf[sp1 + 1] !== 47 /* / */) return undefined;
+  const url = buf.toString('latin1', sp1 + 1, sp2);
   const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
   let bodyLength = 0;
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i];
-    const colon = line.indexOf(':');
-    if (colon <= 0) return undefined;
-    const name = line.slice(0, colon).toLowerCase();
-    if (!TOKEN_NAME.test(name) || headers[name] !== undefined) return undefined;
-    const value = line.slice(colon + 1).trim();
+  let pos = rlEnd + 2;
+  while (pos < end) {
+    const le = lineEnd(buf, pos, end);
+    if (le < 0) return undefined;
+    let colon = pos;
+    let upper = false;
+    for (; colon < le; colon++) {
+      const c = buf[colon];
+      if (c === 58 /* : */) break;
+      if (TCHAR[c] === 0) return undefined;
+      if (c >= 65 && c <= 90) upper = true;
+    }
+    if (colon === pos || colon === le) return undefined;
+    let name = buf.toString('latin1', pos, colon);
+    if (upper) name = name.toLowerCase();
+    if (headers[name] !== undefined) return undefined;
+    let vs = colon + 1;
+    let ve = le;
+    while (vs < ve && (buf[vs] === 32 || buf[vs] === 9)) vs++;
+    while (ve > vs && (buf[ve - 1] === 32 || buf[ve - 1] === 9)) ve--;
+    const value = buf.toString('latin1', vs, ve);
     switch (name) {
       case 'transfer-encoding':
       case 'expect':
@@ -142,6 +175,7 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
         break;
     }
     headers[name] = value;
+    pos = le + 2;
   }
   if (method === 'GET' || method === 'HEAD') {
     if (bodyLength > 0) return undefined; // rare: let Node read and discard it
@@ -225,6 +259,10 @@ class FastConnection implements FastResponse {
     } finally {
       this.draining = false;
     }
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.socket.remoteAddress;
   }
 
   /** {@link FastResponse}: writes the whole response, then serves the next buffered request. */
