@@ -127,6 +127,13 @@ async function stop(child: ChildProcess): Promise<void> {
   await new Promise((r) => child.once('exit', r));
 }
 
+/** CPU time (user + system, ms) the process `pid` has used so far (`/proc/<pid>/stat`, 100 Hz ticks). */
+function cpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime (fields 14, 15)
+}
+
 function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
@@ -152,10 +159,13 @@ interface Row {
   delivered: number;
   p50: number;
   p99: number;
+  /** CPU µs the server process (svc, or the BullMQ worker + redis) used per delivered message. */
+  cpuUs?: number;
 }
 
 // ---------------------------------------------------------------- svc
-async function benchSvc(sink: Sink, url: string, n: number, conc: number): Promise<Row> {
+async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: number): Promise<Row> {
+  const cpu0 = pid ? cpuMs(pid) : 0;
   const pool = new Pool(url, { connections: conc, pipelining: 1 });
   const dest = `/v2/publish/${sink.url}/bench`;
   const delivered = sink.expect(n);
@@ -171,8 +181,9 @@ async function benchSvc(sink: Sink, url: string, n: number, conc: number): Promi
     if (res.statusCode !== 200) throw new Error(`publish answered ${res.statusCode}`);
   });
   const { lat, lastAt } = await delivered;
+  const cpuUs = pid ? ((cpuMs(pid) - cpu0) * 1000) / n : undefined;
   await pool.close();
-  return { system: 'svc', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99) };
+  return { system: 'svc', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs };
 }
 
 // ---------------------------------------------------------------- undici alone
@@ -217,14 +228,17 @@ async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]>
   try {
     await waitOutput(worker, /worker ready/, 30_000);
     const queue = new Queue('bench', { connection: { host: '127.0.0.1', port } });
+    const serverCpu = () => cpuMs(worker.pid!) + cpuMs(redis.pid!);
     for (const [n, conc] of runs) {
       const delivered = sink.expect(n);
+      const cpu0 = serverCpu();
       const t0 = now();
       const pubMs = await loops(n, conc, async () => {
         await queue.add('j', { t: now() }, { removeOnComplete: true, attempts: 4, backoff: { type: 'exponential', delay: 1000 } });
       });
       const { lat, lastAt } = await delivered;
-      rows.push({ system: 'BullMQ + worker', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99) });
+      const cpuUs = ((serverCpu() - cpu0) * 1000) / n;
+      rows.push({ system: 'BullMQ + worker', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs });
     }
     await queue.close();
   } finally {
@@ -310,9 +324,9 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-'));
   const svc = await startSvc(dataDir);
   try {
-    await benchSvc(sink, svc.url, 200, 8); // warm-up
-    rows.push(await benchSvc(sink, svc.url, n1, 1));
-    rows.push(await benchSvc(sink, svc.url, n64, 64));
+    await benchSvc(sink, svc.url, 2000, 16); // warm-up (JIT), not reported
+    rows.push(await benchSvc(sink, svc.url, n1, 1, svc.child.pid));
+    rows.push(await benchSvc(sink, svc.url, n64, 64, svc.child.pid));
   } finally {
     await stop(svc.child);
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -339,13 +353,13 @@ async function main(): Promise<void> {
     `${new Date().toISOString()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at start ${loadAtStart} (the machine is shared). ` +
       `svc: SQLite WAL, every publish acknowledged only after its group commit's WAL fsync (fdatasync measured at ${fsyncMs.toFixed(1)} ms on this disk); ` +
       `BullMQ: redis-server appendonly yes, appendfsync everysec (no fsync per job). Sink, publishers and undici in the bench process; svc and the BullMQ worker in their own processes. ` +
-      `Latency = publisher send -> sink receive.`,
+      `Latency = publisher send -> sink receive. Server CPU = user+system time of the svc process (for BullMQ: the worker process plus redis-server) during the run, per delivered message (/proc, 10 ms ticks).`,
     ``,
-    `| system | publishers | messages | accepted msg/s | delivered msg/s | p50 publish->delivery (ms) | p99 (ms) | delivered vs svc@64 |`,
-    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
+    `| system | publishers | messages | accepted msg/s | delivered msg/s | p50 publish->delivery (ms) | p99 (ms) | delivered vs svc@64 | server CPU per msg (µs) |`,
+    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
     ...rows.map(
       (r) =>
-        `| ${r.system} | ${r.publishers} | ${r.n} | ${r.accepted.toFixed(0)} | ${r.delivered.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.delivered / svc64.delivered).toFixed(2)}x |`,
+        `| ${r.system} | ${r.publishers} | ${r.n} | ${r.accepted.toFixed(0)} | ${r.delivered.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.delivered / svc64.delivered).toFixed(2)}x | ${r.cpuUs === undefined ? '–' : r.cpuUs.toFixed(0)} |`,
     ),
     ``,
   ];

@@ -8,7 +8,10 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
 import { generateSecret } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
-import { createHttpServer, listenOn } from '../http/server.js';
+import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
+import { listenRaw } from '../http/raw.js';
+import { createHttpServer } from '../http/server.js';
+import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes, signingKeys } from './api/keys.js';
@@ -94,7 +97,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     dispatcher.addOutcomeListener((m, outcome) => workflowEngine.onOutcome(m, outcome, clock.now()));
   }
 
-  const app = createHttpServer({ logger: actx.logger, bodyLimit: cfg.maxMessageBytes * 10 + 1024 * 1024 });
+  const bodyLimit = cfg.maxMessageBytes * 10 + 1024 * 1024;
+  const app = createHttpServer({ logger: actx.logger, bodyLimit });
   // No per-request child logger (pino child creation showed in the publish profile); errors are
   // logged with the URL by the error handler below.
   app.setChildLoggerFactory((logger) => logger);
@@ -110,7 +114,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       actx.logger.error({ err, url: req.url }, 'queue: request failed');
       return reply.code(500).send({ error: 'internal error' });
     }
-    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${cfg.maxMessageBytes * 10 + 1024 * 1024} bytes` : err.message;
+    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${bodyLimit} bytes` : err.message;
     return reply.code(status).send({ error: message });
   });
   app.setNotFoundHandler((req, reply) => {
@@ -129,6 +133,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   // issue 4: URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
   const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;
 
+  // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
+  // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
+  // server, which then serves it with all the routes above.
+  const front = createFastServer(fastPublishHandler(ctx, () => queueToken(actx), actx.logger), app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
+  // inactivity limit for handed-over connections (Node's own checks need a listening server)
+  app.server.timeout = FAST_KEEP_ALIVE_MS;
+
   let pruneTimer: NodeJS.Timeout | undefined;
   let waitTimer: NodeJS.Timeout | undefined;
   let closed: Promise<void> | undefined;
@@ -138,7 +149,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     async listen() {
       await dispatcher.start();
       routingFeature?.start();
-      const url = await listenOn(app, actx.config.host, actx.config.ports.queue);
+      await app.ready();
+      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       pruneTimer = setInterval(() => {
         const now = clock.now();
         store.prune(now, now - cfg.logRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
@@ -159,6 +171,10 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (pruneTimer) clearInterval(pruneTimer);
         if (waitTimer) clearInterval(waitTimer);
         routingFeature?.stop();
+        const wasListening = front.listening;
+        const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));
+        front.closeAll();
+        if (wasListening) await frontClosed;
         await app.close().catch(() => undefined);
         await dispatcher.stop();
         await sender.close();

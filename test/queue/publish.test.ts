@@ -175,6 +175,33 @@ describe('queue publish and delivery (SDK end-to-end)', () => {
     assert.equal(((await pub.json()) as { url: string }).url, `${sink.url}/tok?a=1`, 'token parameter not forwarded');
   });
 
+  test('publish front: plain requests on the fast path, chunked ones handed to Fastify, same answers', async () => {
+    const net = await import('node:net');
+    const port = Number(new URL(q.url).port);
+    // one connection: a plain publish (fast path), then a chunked one (handed over), then a plain one
+    const sock = net.connect(port, '127.0.0.1');
+    await new Promise((r) => sock.once('connect', r));
+    let got = '';
+    sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    const auth = `authorization: Bearer ${q.token}\r\nhost: x\r\n`;
+    const plain = (i: number) => `POST /v2/publish/${sink.url}/front?i=${i} HTTP/1.1\r\n${auth}content-type: text/plain\r\ncontent-length: 5\r\n\r\nplain`;
+    const answers = () => got.split('HTTP/1.1 ').length - 1;
+    sock.write(plain(1));
+    await waitFor('fast-path answer', () => answers() === 1);
+    sock.write(`POST /v2/publish/${sink.url}/front?i=2 HTTP/1.1\r\n${auth}content-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n3\r\nchu\r\n4\r\nnked\r\n0\r\n\r\n`);
+    await waitFor('chunked answer', () => answers() === 2);
+    sock.write(plain(3));
+    await waitFor('third answer', () => answers() === 3);
+    sock.destroy();
+    const statuses = got.match(/HTTP\/1\.1 \d{3}/g) ?? [];
+    assert.deepEqual(statuses, ['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 200'], got);
+    assert.equal((got.match(/"messageId":"msg_[A-Za-z0-9_-]{27}"/g) ?? []).length, 3, got);
+    const r = await waitFor('3 deliveries', () => (sink.requests.filter((x) => x.url.startsWith('/front')).length === 3 ? sink.requests.filter((x) => x.url.startsWith('/front')) : undefined));
+    const byUrl = Object.fromEntries(r.map((x) => [x.url, x.body.toString()]));
+    assert.deepEqual(byUrl, { '/front?i=1': 'plain', '/front?i=2': 'chunked', '/front?i=3': 'plain' });
+    for (const x of r) assert.equal(x.headers['upstash-caller-ip'] !== undefined || x.headers['svc-caller-ip'] !== undefined, true, 'caller ip forwarded');
+  });
+
   test('malformed input gets JSON errors with fitting statuses and changes nothing', async () => {
     const post = (path: string, headers: Record<string, string> = {}, body = 'x') =>
       fetch(`${q.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${q.token}`, ...headers }, body });

@@ -7,12 +7,13 @@
  * for URL-group destinations, and an array per entry for batch.
  */
 import net from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage, type Target } from '../build.js';
 import { isPrivateAddress } from '../delivery/http.js';
 import { errors } from '../errors.js';
-import type { NewMessage } from '../model.js';
+import type { EnqueueResult, NewMessage, StoredMessage } from '../model.js';
 import type { QueueApiContext } from './context.js';
 import { parseOptions } from './options.js';
 import { workflowPublishExtra } from '../workflows/publish-extra.js';
@@ -81,54 +82,80 @@ function lowerStringHeaders(h: unknown): Record<string, string> {
   return out;
 }
 
+/** The JSON answer of a publish: one object for a URL destination, an array for a URL group. */
+function publishResponse(targets: Target[], results: { messageId: string; deduplicated: boolean }[], isUrl: boolean): unknown {
+  const items = results.map((r, i) =>
+    r.deduplicated ? { messageId: r.messageId, url: targets[i].url, deduplicated: true } : { messageId: r.messageId, url: targets[i].url },
+  );
+  return isUrl ? items[0] : items;
+}
+
+/**
+ * Stores new messages (one group-committed transaction, acknowledged after its WAL fsync) and
+ * hands the due ones straight to the dispatcher, claimed in that same transaction (one commit on
+ * the hot path, no re-read); the rest wait in the store and the dispatcher is told when.
+ * Workflow and admission preparation run first (issues 4, 5).
+ */
+export async function enqueueMessages(ctx: QueueApiContext, msgs: NewMessage[]): Promise<EnqueueResult[]> {
+  const now = ctx.clock.now();
+  if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings (issue 5)
+  if (ctx.admission) await ctx.admission.prepare(msgs, now); // marks queue/flow-control messages held
+  const claim = ctx.dispatcher.reserve(msgs, now);
+  let results;
+  try {
+    results = await ctx.store.enqueue(msgs, now, ctx.config.dedupWindowMs, claim);
+  } catch (err) {
+    ctx.dispatcher.accept(claim, []);
+    throw err;
+  }
+  const claimed: StoredMessage[] = [];
+  let first = Infinity;
+  let held = false;
+  for (let i = 0; i < msgs.length; i++) {
+    const r = results[i];
+    if (r.claimed) claimed.push(r.claimed);
+    else if (!r.deduplicated) first = Math.min(first, msgs[i].dueAt);
+    if (msgs[i].held) held = true;
+  }
+  ctx.dispatcher.accept(claim, claimed);
+  if (first < Infinity) ctx.dispatcher.notify(first);
+  if (held) ctx.admission?.kick();
+  return results;
+}
+
+/**
+ * `POST /v2/publish/{destination}` for an already authenticated request, independent of the HTTP
+ * front (Fastify route below, or the fast path of `api/fast-publish.ts`). `rawUrl` is the request
+ * target as sent, `headers` lower-case, `callerIp` the peer address.
+ * Returns the status (200, 202 when every message was a duplicate) and the JSON payload.
+ * @throws QueueError for invalid input (400/413), as every route does.
+ */
+export async function publishRequest(
+  ctx: QueueApiContext,
+  rawUrl: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+  callerIp: string | undefined,
+): Promise<{ status: number; payload: unknown }> {
+  const dest = destinationFromRawUrl(rawUrl, '/v2/publish/');
+  if (!dest) throw errors.invalidDestination(dest, 'missing');
+  if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
+  const now = ctx.clock.now();
+  const cfg = svcHeadersWithPrefix(headers, '');
+  const opts = parseOptions(cfg, headers['content-type'], now);
+  const { targets, isUrl } = await targetsFor(ctx, dest);
+  const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp, extra: workflowPublishExtra(cfg) }));
+  const results = await enqueueMessages(ctx, msgs);
+  return { status: results.every((r) => r.deduplicated) ? 202 : 200, payload: publishResponse(targets, results, isUrl) };
+}
+
 /** Registers the publish routes. */
 export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
-  const publishResponse = (targets: Target[], results: { messageId: string; deduplicated: boolean }[], isUrl: boolean) => {
-    const items = results.map((r, i) => ({
-      messageId: r.messageId,
-      url: targets[i].url,
-      ...(r.deduplicated ? { deduplicated: true } : {}),
-    }));
-    return isUrl ? items[0] : items;
-  };
-
-  // Due messages are handed to the dispatcher claimed in the publish transaction itself (one
-  // commit on the hot path); the rest wait in the store and the dispatcher is told when.
-  const enqueue = async (msgs: NewMessage[]) => {
-    const now = ctx.clock.now();
-    if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings (issue 5)
-    if (ctx.admission) await ctx.admission.prepare(msgs, now); // marks queue/flow-control messages held
-    const claim = ctx.dispatcher.reserve(msgs, now);
-    let results;
-    try {
-      results = await ctx.store.enqueue(msgs, now, ctx.config.dedupWindowMs, claim);
-    } catch (err) {
-      ctx.dispatcher.accept(claim, []);
-      throw err;
-    }
-    ctx.dispatcher.accept(claim, results.flatMap((r) => (r.claimed ? [r.claimed] : [])));
-    let first = Infinity;
-    msgs.forEach((m, i) => {
-      if (!results[i].claimed && !results[i].deduplicated) first = Math.min(first, m.dueAt);
-    });
-    if (first < Infinity) ctx.dispatcher.notify(first);
-    if (msgs.some((m) => m.held)) ctx.admission?.kick();
-    return results;
-  };
-
   app.post('/v2/publish/*', async (req: FastifyRequest, reply) => {
-    const dest = destinationFromRawUrl(req.raw.url ?? '', '/v2/publish/');
-    if (!dest) throw errors.invalidDestination(dest, 'missing');
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
-    if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
-    const now = ctx.clock.now();
-    const cfg = svcHeadersWithPrefix(req.headers, '');
-    const opts = parseOptions(cfg, req.headers['content-type'], now);
-    const { targets, isUrl } = await targetsFor(ctx, dest);
-    const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp: req.ip, extra: workflowPublishExtra(cfg) }));
-    const results = await enqueue(msgs);
-    if (results.every((r) => r.deduplicated)) reply.code(202);
-    return publishResponse(targets, results, isUrl);
+    const { status, payload } = await publishRequest(ctx, req.raw.url ?? '', req.headers, body, req.ip);
+    reply.code(status);
+    return payload;
   });
 
   app.post('/v2/batch', async (req: FastifyRequest) => {
@@ -160,7 +187,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;
       plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, extra: workflowPublishExtra(cfg) })) });
     }
-    const results = await enqueue(plan.flatMap((p) => p.msgs));
+    const results = await enqueueMessages(ctx, plan.flatMap((p) => p.msgs));
     let k = 0;
     return plan.map((p) => publishResponse(p.targets, p.msgs.map(() => results[k++]), p.isUrl));
   });

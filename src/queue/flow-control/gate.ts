@@ -212,14 +212,14 @@ export class AdmissionGate {
       if (lim.parallelism !== undefined) r = Math.min(r, lim.parallelism - tx.admittedForKey(k));
       if (lim.rate !== undefined) {
         const arr = this.prune(k, lim.periodS, now);
-        // admitted-not-started + running, bounded by what the store still has admitted
-        // (cancelled or lost ones drop out)
+        // Running attempts always count: one whose outcome is already committed (the message has
+        // left the store's admitted count) is still running here until `onEnd` records its end,
+        // a few microtasks later; a round in between must not see a free slot (bounding the
+        // running count by the store's admitted count let a 4th arrival into a rate-3 window).
+        // Only the admitted-not-started count is bounded by the store (cancelled ones drop out).
         const admitted = tx.admittedForKey(k);
-        if (admitted === 0) {
-          this.pending.delete(k);
-          this.runningAttempts.delete(k);
-        }
-        const busy = Math.min((this.pending.get(k) ?? 0) + (this.runningAttempts.get(k) ?? 0), admitted);
+        if (admitted === 0) this.pending.delete(k);
+        const busy = (this.runningAttempts.get(k) ?? 0) + Math.min(this.pending.get(k) ?? 0, admitted);
         const left = lim.rate - arr.length - busy;
         if (left <= 0) wake = Math.min(wake, arr.length ? arr[0] + lim.periodS * 1000 + 1 : now + 50);
         r = Math.min(r, left);

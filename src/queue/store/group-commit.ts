@@ -17,12 +17,22 @@
  * resolve after COMMIT: safe against a process crash (the WAL is in the OS page cache), and after
  * a power loss they can only fall back to "still pending", i.e. one more delivery (at-least-once).
  *
- * Batches are flushed on `setImmediate`, capped at {@link MAX_BATCH} writes per transaction.
+ * Batches are flushed on `setImmediate` (or, while an fsync runs, as soon as it completes), capped
+ * at {@link MAX_BATCH} writes per transaction.
  */
 import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 
 const MAX_BATCH = 2000;
+/**
+ * Longest wait (ms) of a batch holding only relaxed writes for a durable write to share its
+ * commit, applied only while durable writes are flowing (one was queued within this time). Under
+ * load publishes arrive every turn, so delivery bookkeeping rides along with them (in the bench
+ * nearly half of all commits held only bookkeeping); without publishes (a paused queue being
+ * drained, retries) relaxed writes commit at the next turn as before, so a chain of dependent
+ * bookkeeping steps (outcome -> admission round -> claim) pays no timer per step.
+ */
+const RELAXED_DELAY_MS = 2;
 
 interface Pending {
   fn: () => unknown;
@@ -34,7 +44,10 @@ interface Pending {
 /** Serialises fdatasync calls on one file; a waiter is covered by an fsync that starts after it. */
 class FileSyncer {
   private fd: number | undefined;
-  private running = false;
+  /** An fdatasync is in flight. */
+  running = false;
+  /** Called each time an fdatasync completes (after its waiters are settled). */
+  onSynced: (() => void) | undefined;
   private waiting: { resolve: () => void; reject: (e: unknown) => void }[] = [];
 
   constructor(private readonly file: string) {}
@@ -60,6 +73,7 @@ class FileSyncer {
     fs.fdatasync(this.fd, (err) => {
       this.running = false;
       for (const w of batch) (err ? w.reject(err) : w.resolve());
+      this.onSynced?.();
       this.kick();
     });
   }
@@ -86,6 +100,12 @@ export class GroupCommitter {
     walFile: string,
   ) {
     this.syncer = new FileSyncer(walFile);
+    this.syncer.onSynced = () => {
+      if (this.deferred) {
+        this.deferred = false;
+        this.flush();
+      }
+    };
     db.pragma('synchronous = NORMAL');
     this.sql = {
       begin: db.prepare('BEGIN IMMEDIATE'),
@@ -105,16 +125,54 @@ export class GroupCommitter {
     if (this.closed) return Promise.reject(new Error('queue store is closed'));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, durable, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.scheduled) {
+      if (durable) this.lastDurableAt = performance.now();
+      if (this.scheduled || this.deferred) return;
+      if (durable || performance.now() - this.lastDurableAt > RELAXED_DELAY_MS) {
+        // a durable write, or none lately (a relaxed write would wait for nothing): next turn
+        if (this.relaxedTimer) clearTimeout(this.relaxedTimer);
+        this.relaxedTimer = undefined;
         this.scheduled = true;
-        setImmediate(() => this.flush());
+        setImmediate(this.flushSoon);
+      } else {
+        this.relaxedTimer ??= setTimeout(this.flushRelaxed, RELAXED_DELAY_MS);
       }
     });
   }
 
+  /** When the last durable write was queued (`performance.now()` ms). */
+  private lastDurableAt = -Infinity;
+  /** Pending timer of a relaxed-only batch ({@link RELAXED_DELAY_MS}). */
+  private relaxedTimer: NodeJS.Timeout | undefined;
+  private readonly flushRelaxed = (): void => {
+    this.relaxedTimer = undefined;
+    if (this.scheduled || this.deferred) return;
+    this.flushSoon();
+  };
+
+  /** Writes are waiting for the running fsync to finish (see {@link flushSoon}). */
+  private deferred = false;
+
+  /**
+   * The scheduled flush. While an fsync is running, the batch waits for it to finish and is then
+   * committed at once: durable writes committed now could not be acknowledged before the fsync
+   * after that one anyway, and relaxed ones (delivery bookkeeping) lose at most one fsync's time.
+   * This merges the transactions of every event-loop turn during an fsync into one (each COMMIT
+   * costs WAL writes of every page it dirtied: in the bench about 40% of commits ran during an
+   * fsync, and a third of them held only delivery bookkeeping).
+   */
+  private readonly flushSoon = (): void => {
+    this.scheduled = false;
+    if (this.relaxedTimer) clearTimeout(this.relaxedTimer);
+    this.relaxedTimer = undefined;
+    if (this.syncer.running) {
+      this.deferred = true;
+      return;
+    }
+    this.flush();
+  };
+
   /** Runs and commits everything queued now (also used by close). */
   flush(): void {
-    this.scheduled = false;
     while (this.queue.length) {
       const batch = this.queue.splice(0, MAX_BATCH);
       const results = this.runBatch(batch);
@@ -184,6 +242,8 @@ export class GroupCommitter {
 
   /** Flushes, waits for the last fsync and refuses further writes. */
   async close(): Promise<void> {
+    if (this.relaxedTimer) clearTimeout(this.relaxedTimer);
+    this.relaxedTimer = undefined;
     this.flush();
     this.closed = true;
     await this.syncer.close();

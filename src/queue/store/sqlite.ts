@@ -27,7 +27,7 @@ import type {
 } from '../model.js';
 import { GroupCommitter } from './group-commit.js';
 import { migrate } from './migrate.js';
-import { filterSql, INSERT_MESSAGE_SQL, messageParams, rowToMessage, type MessageRow } from './sqlite-rows.js';
+import { filterSql, INSERT_MESSAGE_VALUES_SQL, messageValues, rowToMessage, type MessageRow } from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, QueueStore } from './types.js';
 import { SqliteRoutingStore } from './sqlite-routing.js';
 import type { RoutingStore } from './routing-types.js';
@@ -79,7 +79,19 @@ export class SqliteQueueStore implements QueueStore {
   ) {
     this.writes = new GroupCommitter(db, walFile);
     this.st = {
-      insert: db.prepare(INSERT_MESSAGE_SQL),
+      insert: db.prepare(INSERT_MESSAGE_VALUES_SQL),
+      logCreated: db.prepare(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?)`),
+      // the enqueue hand-off's two events in one statement
+      logCreatedActive: db.prepare(
+        `INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?), (?, ?, 'ACTIVE', NULL)`,
+      ),
+      logState: db.prepare(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, ?)`),
+      logStatus: db.prepare(`INSERT INTO logs (time, message_seq, state, response_status) VALUES (?, ?, ?, ?)`),
+      // complete(): the ownership check and the transition in one statement
+      finishOwned: db.prepare(
+        `UPDATE messages SET status = ?, finished_at = ?, claimed_by = NULL, lease_until = NULL
+         WHERE id = ? AND status = 'pending' AND claimed_by = ? RETURNING seq`,
+      ),
       log: db.prepare(
         `INSERT INTO logs (time, message_seq, state, error, next_delivery_time, response_status, response_headers, response_body)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -123,15 +135,9 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   private insertMessage(m: NewMessage, now: number, claim?: { owner: string; leaseUntil: number }): number {
-    const params = messageParams(m);
-    if (claim) {
-      params.claimed_by = claim.owner;
-      params.lease_until = claim.leaseUntil;
-    }
-    const info = this.st.insert.run(params);
-    const seq = Number(info.lastInsertRowid);
-    this.log(now, seq, 'CREATED', { next: m.dueAt });
-    if (claim) this.log(now, seq, 'ACTIVE');
+    const seq = Number(this.st.insert.run(messageValues(m, claim)).lastInsertRowid);
+    if (claim) this.st.logCreatedActive.run(now, seq, m.dueAt, now, seq);
+    else this.st.logCreated.run(now, seq, m.dueAt);
     return seq;
   }
 
@@ -178,17 +184,16 @@ export class SqliteQueueStore implements QueueStore {
       const rows = stmt
         .all(o.owner, o.leaseUntil, o.now, ...(o.excludeOrigins ?? []), o.limit) as MessageRow[];
       rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
-      for (const r of rows) this.log(o.now, r.seq, 'ACTIVE');
+      for (const r of rows) this.st.logState.run(o.now, r.seq, 'ACTIVE');
       return rows.map(rowToMessage);
     }, false);
   }
 
   complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
     return this.writes.run(() => {
-      const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
+      const r = this.st.finishOwned.get('delivered', now, id, owner) as { seq: number } | undefined;
       if (!r) return false;
-      this.st.finish.run('delivered', now, r.seq);
-      this.log(now, r.seq, 'DELIVERED', { outcome: { status: outcome.status } });
+      this.st.logStatus.run(now, r.seq, 'DELIVERED', outcome.status ?? null);
       for (const f of followUps) this.insertMessage(f, now);
       return true;
     }, false);
