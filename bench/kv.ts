@@ -2,7 +2,8 @@
  * `npm run bench:kv` — the key-value REST gateway against its peers, in one run on this machine
  * (issue 2 §4; DESIGN.md "Performance stance"; peers from `/work/shared/reference/kv-wire.md` §D):
  *
- * - **svc**: `node bin/svc.js serve` with `SVC_AREAS=kv`, as a child process, pointed by
+ * - **svc**: `node bin/svc.js serve` with `SVC_AREAS=kv` and its default number of kv worker
+ *   processes (`SVC_KV_WORKERS`, passed through when set; printed in the header), as a child process, pointed by
  *   `SVC_KV_REDIS_URL` at the bench's own redis-server (no persistence) — the SAME backend webdis
  *   uses, so both gateways are measured on equal terms. `BENCH_SVC_SUPERVISED=1` adds rows for svc
  *   with its default supervised redis-server (appendonly on).
@@ -45,6 +46,8 @@ const WRK_THREADS = num('BENCH_WRK_THREADS', 1);
 const REPEAT = Math.max(1, num('BENCH_REPEAT', 1));
 const ONLY = new Set((env.BENCH_ONLY ?? 'svc,webdis,redis-benchmark').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
+/** kv worker processes of the svc under test: `SVC_KV_WORKERS` (passed through), else svc's default. */
+const SVC_WORKERS = env.SVC_KV_WORKERS ? Number(env.SVC_KV_WORKERS) : Math.min(8, os.availableParallelism());
 
 /** Targets of issue 2 §4. */
 const PIPELINE_TARGET_CMDS = 300_000;
@@ -272,15 +275,19 @@ async function main(): Promise<void> {
   const report = buildReport(rows, notes, { loadStart, webdisThreads, webdisPool, redisPort, elapsedS: (Date.now() - t0) / 1000, machine: describeMachine(machine) });
   let profText = '';
   if (profDir) {
-    // svc writes one profile per thread (tsx's module-loader worker too): keep the biggest, the main thread.
-    const files = fs
-      .readdirSync(profDir)
-      .filter((f) => f.endsWith('.cpuprofile'))
-      .sort((a, b) => fs.statSync(path.join(profDir, b)).size - fs.statSync(path.join(profDir, a)).size)
-      .slice(0, 1);
-    for (const f of files) {
-      const s = summarizeCpuProfile(path.join(profDir, f), 25);
-      profText += `\n### svc CPU profile (main thread, ${s.totalSamples} busy samples of 1 ms, whole process life incl. start-up)\n\n`;
+    // svc writes one profile per thread (tsx's module-loader worker too) and per process (the
+    // primary and each kv worker): keep the main thread of each process (its biggest file), the
+    // busiest processes first (the workers serve the load, the primary only accepts).
+    const byPid = new Map<string, { f: string; size: number }>();
+    for (const f of fs.readdirSync(profDir).filter((x) => x.endsWith('.cpuprofile'))) {
+      const pid = f.split('.')[3] ?? f;
+      const size = fs.statSync(path.join(profDir, f)).size;
+      if ((byPid.get(pid)?.size ?? -1) < size) byPid.set(pid, { f, size });
+    }
+    const summaries = [...byPid.entries()].map(([pid, { f }]) => ({ pid, s: summarizeCpuProfile(path.join(profDir, f), 25) }));
+    summaries.sort((a, b) => b.s.totalSamples - a.s.totalSamples);
+    for (const { pid, s } of summaries.slice(0, Math.max(1, SVC_WORKERS))) {
+      profText += `\n### svc CPU profile (process ${pid}, main thread, ${s.totalSamples} busy samples of 1 ms, whole process life incl. start-up)\n\n`;
       profText += markdownTable([{ header: 'self %', align: 'right' }, { header: 'package / folder' }], s.buckets.slice(0, 12).map((b) => [b.selfPct.toFixed(1), b.name])) + '\n\n';
       profText += markdownTable([{ header: 'self %', align: 'right' }, { header: 'function' }], s.functions.map((b) => [b.selfPct.toFixed(1), b.name])) + '\n';
     }
@@ -335,6 +342,7 @@ function buildReport(rows: Row[], notes: string[], o: { loadStart: string; webdi
     `## Key-value gateway benchmark`,
     '',
     `Machine: ${o.machine}. Load average at start/end: ${o.loadStart} / ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (the machine is shared).\nEach cell: ${WARMUP} s warm-up + ${REPEAT > 1 ? `median of ${REPEAT} interleaved runs of ` : ''}${SECONDS} s measured with wrk (${WRK_THREADS} thread, keep-alive), value ${VALUE.length} bytes; total run ${Math.round(o.elapsedS)} s.`,
+    `svc kv worker processes: ${SVC_WORKERS}${env.SVC_KV_WORKERS ? ' (SVC_KV_WORKERS)' : ' (the default: CPUs, at most 8)'}; 0 = served by the one svc process.`,
     `Backend: one redis-server on 127.0.0.1:${o.redisPort} with \`--save '' --appendonly no\`, shared by svc (\`SVC_KV_REDIS_URL\`), webdis (threads ${o.webdisThreads}, pool_size ${o.webdisPool}) and redis-benchmark; the load generator, the gateway and redis-server share the same ${machineInfo().nproc} cores.`,
     '',
     markdownTable(

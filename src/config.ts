@@ -8,6 +8,7 @@
  *
  * Units: every duration here is in milliseconds unless the name says otherwise; sizes in bytes.
  */
+import os from 'node:os';
 import path from 'node:path';
 
 export const AREAS = ['queue', 'kv', 'vector', 'mgmt'] as const;
@@ -30,6 +31,10 @@ export interface Config {
     maxRequestBytes: number;
     /** Requests per UTC day for the database; 0 = unlimited. */
     dailyRequestLimit: number;
+    /** kv worker processes (`SVC_KV_WORKERS`); 0 = serve in the main process. Default: CPUs, at most 8. */
+    workers: number;
+    /** Interval of the SSE heartbeat comments in ms (`SVC_KV_SSE_HEARTBEAT_MS`, default 15 000). */
+    sseHeartbeatMs: number;
   };
   queue: {
     region: 'eu-central-1' | 'us-east-1';
@@ -157,6 +162,8 @@ export function loadConfig(env: Env = process.env): Config {
       redisTlsCaFile: str('SVC_KV_REDIS_TLS_CA_FILE'),
       maxRequestBytes: int('SVC_KV_MAX_REQUEST_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
+      workers: int('SVC_KV_WORKERS', Math.min(8, os.availableParallelism()), 0, 63),
+      sseHeartbeatMs: int('SVC_KV_SSE_HEARTBEAT_MS', 15_000, 10, 3_600_000),
     },
     queue: {
       region: oneOf('SVC_QUEUE_REGION', 'eu-central-1', ['eu-central-1', 'us-east-1'] as const),

@@ -7,7 +7,9 @@
  * Whole-request failures are thrown as {@link KvError} (status + `{error}` text); a per-command
  * failure is a {@link RespError} in the reply list.
  */
-import { randomBytes } from 'node:crypto';
+import { KvError } from './errors.js';
+import { DailyQuota, type Quota } from './quota.js';
+import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { JSON_LIBRARY, JsonCommandError, translateJsonCommand } from './json/index.js';
@@ -19,18 +21,27 @@ import {
   ConnectionPool,
   RedisConnection,
   type RedisUser,
+  type ReplyCallback,
 } from './redis/connection.js';
 import { RespError, type Arg, type Reply } from './resp.js';
 import type { Identity, KvTokens } from './tokens.js';
 
-/** A whole-request failure: HTTP `status` and the `{error}` text. */
-export class KvError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
+export { KvError };
+
+/** Options of {@link KvGateway} beyond the backend, tokens and config. */
+export interface GatewayOptions {
+  /** The daily limit's counter (default: a {@link DailyQuota} of this process). */
+  quota?: Quota;
+  /**
+   * Where the JSON.* mode comes from when the server has no native `JSON.GET`: undefined = load
+   * the Lua library here (`FUNCTION LOAD REPLACE`; the primary process), else this function gives
+   * the mode the primary found (kv worker processes do not load it again).
+   */
+  jsonMode?: () => 'native' | 'library' | 'none';
+  /** The read-your-writes token's clock (default: one of this process only). */
+  syncClock?: SyncClock;
+  /** `CLIENT SETNAME` of the pooled Redis connections (default `svc-kv-<pid>`; workers: `svc-kv-w<index>-<pid>`). */
+  clientName?: string;
 }
 
 /** Shared connections per pool (requests are RESP-pipelined on them). */
@@ -42,11 +53,9 @@ type Prepared = { args: Arg[]; write: boolean } | { error: string } | { resttoke
 export class KvGateway {
   readonly policy: CommandPolicy;
   private readonly pools = new Map<string, ConnectionPool>();
-  private syncSeq = 0;
-  private readonly syncPrefix = randomBytes(6).toString('base64url');
-  private syncValue: string;
-  private day = 0;
-  private dayCount = 0;
+  private readonly sync: SyncClock;
+  private readonly clientName: string;
+  private readonly quota: Quota;
   private closed = false;
   private jsonReloadPending = false;
 
@@ -55,9 +64,12 @@ export class KvGateway {
     readonly tokens: KvTokens,
     private readonly config: Config['kv'],
     private readonly logger: Logger,
+    private readonly options: GatewayOptions = {},
   ) {
+    this.sync = options.syncClock ?? new LocalSyncClock();
+    this.clientName = options.clientName ?? `svc-kv-${process.pid}`;
+    this.quota = options.quota ?? new DailyQuota(config.dailyRequestLimit);
     this.policy = new CommandPolicy(new Map(), backend.protectedUsers);
-    this.syncValue = `${this.syncPrefix}-0`;
     backend.onUp(() => this.refresh());
   }
 
@@ -78,6 +90,7 @@ export class KvGateway {
       const table = parseCommandTable(await conn.send(['COMMAND']));
       this.policy.setTable(table);
       if (table.has('json.get')) this.policy.jsonMode = 'native';
+      else if (this.options.jsonMode) this.policy.jsonMode = this.options.jsonMode();
       else if (JSON_LIBRARY !== '') {
         const r = await conn.send(['FUNCTION', 'LOAD', 'REPLACE', JSON_LIBRARY]);
         if (r instanceof RespError) {
@@ -92,11 +105,11 @@ export class KvGateway {
 
   /** The current read-your-writes token (changes after every request that wrote). */
   get syncToken(): string {
-    return this.syncValue;
+    return this.sync.current();
   }
 
   private wrote(): void {
-    this.syncValue = `${this.syncPrefix}-${(++this.syncSeq).toString(36)}`;
+    this.sync.wrote();
   }
 
   private userOf(id: Identity): RedisUser {
@@ -121,25 +134,21 @@ export class KvGateway {
         }
       }
       const who = this.userOf(id);
-      p = new ConnectionPool(() => RedisConnection.connect(this.backend.endpoint, who), id.kind === 'acl' ? 1 : SHARED_CONNECTIONS);
+      const open = () =>
+        // named on the standard user only (the read-only and clients' ACL users may lack CLIENT)
+        RedisConnection.connect(this.backend.endpoint, who, undefined, id.kind === 'standard' ? this.clientName : undefined).then((c) => {
+          c.onCallbackError = this.logCallbackError;
+          return c;
+        });
+      p = new ConnectionPool(open, id.kind === 'acl' ? 1 : SHARED_CONNECTIONS);
       this.pools.set(key, p);
     }
     return p;
   }
 
-  /** Counts `n` commands against the daily limit. @throws KvError 400 past the limit. */
-  private count(n: number): void {
-    const limit = this.config.dailyRequestLimit;
-    if (limit <= 0) return;
-    const day = Math.floor(Date.now() / 86_400_000);
-    if (day !== this.day) {
-      this.day = day;
-      this.dayCount = 0;
-    }
-    if (this.dayCount + n > limit) {
-      throw new KvError(`ERR max daily request limit exceeded. Limit: ${limit}, Usage: ${this.dayCount}`, 400);
-    }
-    this.dayCount += n;
+  /** Counts `n` commands against the daily limit: undefined, a KvError (400 past it) or a Promise of either. */
+  private count(n: number): KvError | undefined | Promise<KvError | undefined> {
+    return this.quota.take(n);
   }
 
   /**
@@ -205,7 +214,8 @@ export class KvGateway {
   async single(id: Identity, args: Arg[], wantRaw: boolean): Promise<{ reply: Reply; raw?: Buffer }> {
     const p = this.prepare(args);
     if ('error' in p) throw new KvError(p.error, 400);
-    this.count(1);
+    const refused = await this.count(1);
+    if (refused) throw refused;
     if ('resttoken' in p) return { reply: await this.restToken(args) };
     if (p.write) this.wrote();
     const { c } = await this.conn(id);
@@ -219,38 +229,59 @@ export class KvGateway {
   }
 
   /**
-   * {@link single} without Promises (the hot path): `cb` runs exactly once, with the reply (a Redis
-   * error is a {@link RespError} reply) and its raw bytes when `wantRaw`, or with a {@link KvError}
-   * (400 refused/limit, 401 ACL user auth failed, 503 database unavailable). An exception thrown
-   * by `cb` is logged, never propagated into the Redis connection's reader.
+   * {@link single} without Promises or per-request closures (the hot path): `cb` runs exactly
+   * once, with the reply (a Redis error is a {@link RespError} reply) and its raw bytes when
+   * `wantRaw`, or with an error: a {@link KvError} (400 refused/limit, 401 ACL user auth failed,
+   * 503 database unavailable) or a connection error that {@link mapError} maps (503 / 401). An
+   * exception thrown by `cb` is logged, never propagated into the Redis connection's reader.
    */
-  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: (err: KvError | null, reply: Reply, raw: Buffer | undefined) => void): void {
-    const safe = (err: KvError | null, reply: Reply, raw: Buffer | undefined) => {
-      try {
-        cb(err, reply, raw);
-      } catch (e) {
-        this.logger.error({ err: e }, 'kv: response callback failed');
-      }
-    };
-    const done = (err: Error | null, reply: Reply, raw: Buffer | undefined) => (err ? safe(mapError(err), null, undefined) : safe(null, reply, raw));
+  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
+    let p: Prepared;
+    let q: KvError | undefined | Promise<KvError | undefined>;
+    try {
+      p = this.prepare(args);
+      if ('error' in p) throw new KvError(p.error, 400);
+      q = this.count(1);
+    } catch (err) {
+      return this.fire(cb, mapError(err));
+    }
+    if (q === undefined) return this.runSingle(id, p, args, wantRaw, cb);
+    if (q instanceof KvError) return this.fire(cb, q);
+    const prepared = p;
+    q.then((e) => (e ? this.fire(cb, e) : this.runSingle(id, prepared, args, wantRaw, cb)));
+  }
+
+  /** Calls `cb` with an error; what it throws is logged. */
+  private fire(cb: ReplyCallback, err: Error | null, reply: Reply = null): void {
+    try {
+      cb(err, reply, undefined);
+    } catch (e) {
+      this.logCallbackError(e);
+    }
+  }
+
+  private readonly logCallbackError = (e: unknown): void => {
+    this.logger.error({ err: e }, 'kv: response callback failed');
+  };
+
+  /** The part of {@link singleCb} after the policy check and the daily count. */
+  private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     let c: RedisConnection | Promise<RedisConnection>;
     let cmd: Arg[];
     try {
-      const p = this.prepare(args);
-      if ('error' in p) throw new KvError(p.error, 400);
-      this.count(1);
       if ('resttoken' in p) {
-        this.restToken(args).then((r) => safe(null, r, undefined), (e: unknown) => safe(mapError(e), null, undefined));
+        this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, mapError(e)));
         return;
       }
+      if ('error' in p) throw new KvError(p.error, 400);
       if (p.write) this.wrote();
       c = this.pool(id).get();
       cmd = p.args;
     } catch (err) {
-      return safe(mapError(err), null, undefined);
+      return this.fire(cb, mapError(err));
     }
-    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done);
-    else c.then((conn) => conn.sendCb(cmd, wantRaw, done), (e: unknown) => safe(mapError(e), null, undefined));
+    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, cb);
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, cb), (e: unknown) => this.fire(cb, mapError(e)));
   }
 
   /**
@@ -259,7 +290,8 @@ export class KvGateway {
    * @throws KvError for whole-request failures (limit, database unavailable)
    */
   async pipeline(id: Identity, cmds: Arg[][], wantRaw: boolean): Promise<{ replies: Reply[]; raws?: Buffer[] }> {
-    this.count(cmds.length);
+    const refused = await this.count(cmds.length);
+    if (refused) throw refused;
     const replies: Reply[] = new Array(cmds.length);
     const send: Arg[][] = [];
     const at: number[] = [];
@@ -310,7 +342,8 @@ export class KvGateway {
       prepared.push(p.args);
     }
     prepared.push(['EXEC']);
-    this.count(cmds.length);
+    const refused = await this.count(cmds.length);
+    if (refused) throw refused;
     if (write) this.wrote();
     const pool = this.pool(id);
     let c: RedisConnection;

@@ -1,29 +1,39 @@
 /**
  * Area B: the key-value REST gateway (issue 2 §2). `kvArea` plugs into `main.ts`; `createKvServer`
  * builds the server: the database backend (supervised redis-server or `SVC_KV_REDIS_URL`), the
- * gateway core and its HTTP front: a minimal HTTP/1.1 server for the hot path (`src/http/fast.ts`) in
- * front of a raw `node:http` server for everything else (not Fastify: see `docs/readme/kv-perf.md`).
- * Keep-alive idle timeout 72 s, no request timeout, and open connections are closed at shutdown —
- * the same settings as `src/http/server.ts`.
+ * gateway core and its HTTP front (`front.ts`: a minimal HTTP/1.1 server for the hot path in front
+ * of a raw `node:http` server for everything else; see `docs/readme/kv-perf.md`).
+ *
+ * With `SVC_KV_WORKERS` > 0 (the default: one per CPU, at most 8) this process is the primary: it
+ * owns the backend, the credentials and the daily count, accepts connections and passes them to
+ * worker processes (`cluster/workers.ts`); it serves them itself only while no worker is ready.
+ * With 0 it serves everything itself, as before.
  */
-import http from 'node:http';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import { listenRaw } from '../http/raw.js';
+import { KvWorkers } from './cluster/workers.js';
+import { createKvFront } from './front.js';
 import { KvGateway } from './gateway.js';
+import { DailyQuota } from './quota.js';
 import { ExternalBackend, type Backend } from './redis/backend.js';
 import { SupervisedBackend } from './redis/supervisor.js';
-import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
-import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
+import { MAX_CLOCK_SLOTS, SharedSyncClock } from './sync.js';
 import { KvTokens } from './tokens.js';
 
-/** A running kv server plus handles for tests (the gateway and its backend). */
+/** A running kv server plus handles for tests (the gateway and its backend, the workers' pids). */
 export interface KvServer extends AreaServer {
   gateway: KvGateway;
   backend: Backend;
+  /** Pids of the worker processes that are ready ([] without workers). */
+  workerPids(): number[];
 }
 
 /**
- * Creates the kv area: starts (or connects to) the database and loads its command table.
+ * Creates the kv area: starts (or connects to) the database, loads its command table, and forks
+ * the worker processes (`config.kv.workers`; resolves once they are ready).
  * @throws Error when redis-server cannot be started or the external database cannot be reached.
  */
 export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
@@ -32,41 +42,52 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
     ? new ExternalBackend(config.kv.redisUrl, credentials, logger, config.kv.redisTlsCaFile)
     : new SupervisedBackend(config.dataDir, config.kv.redisServerBin, credentials, logger);
   const tokens = new KvTokens(credentials);
-  const gateway = new KvGateway(backend, tokens, config.kv, logger);
+  const quota = new DailyQuota(config.kv.dailyRequestLimit);
+  const workerCount = Math.min(config.kv.workers, MAX_CLOCK_SLOTS - 1);
+  let clock: SharedSyncClock | undefined;
+  const clockFile = path.join(config.dataDir, 'kv', 'sync-clock');
+  if (workerCount > 0) {
+    fs.mkdirSync(path.dirname(clockFile), { recursive: true, mode: 0o700 });
+    SharedSyncClock.create(clockFile, workerCount + 1);
+    clock = SharedSyncClock.open(clockFile, workerCount, workerCount + 1);
+  }
+  const gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock });
   await gateway.start();
-  const streams = new Set<() => void>();
-  const core = createKvCore(gateway, logger);
-  // the Node server serves what the fast path hands over (it does not listen itself)
-  const nodeServer = http.createServer({ requestTimeout: 0 }, createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams }, core));
-  nodeServer.keepAliveTimeout = FAST_KEEP_ALIVE_MS;
-  // inactivity limit for handed-over connections (SSE streams write a heartbeat every 15 s);
-  // Node's headersTimeout check needs a listening server, so this is the slow-client guard too
-  nodeServer.timeout = FAST_KEEP_ALIVE_MS;
-  const fast: FastHandler = {
-    accepts: (_method, path) => !isStreamPath(path),
-    handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
-  };
-  const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
-  nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (socket.writable && !socket.destroyed) {
-      const body = '{"error":"ERR bad HTTP request"}';
-      socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+  const front = createKvFront(gateway, config, logger);
+  let server: net.Server = front.server;
+  let workers: KvWorkers | undefined;
+  if (workerCount > 0) {
+    workers = new KvWorkers(workerCount, ctx, gateway, backend, quota, (socket) => front.accept(socket), clockFile);
+    const pool = workers;
+    // the primary only accepts: each connection goes, unread, to a worker
+    server = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => pool.dispatch(socket));
+    try {
+      await workers.start();
+    } catch (err) {
+      await workers.close();
+      await gateway.close();
+      clock?.close();
+      throw err;
     }
-    socket.destroy();
-  });
+  }
   let closing: Promise<void> | undefined;
   return {
     gateway,
     backend,
+    workerPids: () => workers?.pids() ?? [],
     listen: () => listenRaw(server, config.host, config.ports.kv),
     ready: () => gateway.ping(),
     close: () =>
       (closing ??= (async () => {
-        for (const stop of [...streams]) stop();
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeAll();
-        if (server.listening) await closed;
+        // stop accepting; the accepting server's close completes once the workers' connections
+        // are gone (Node asks them over IPC), so it is awaited only after the workers exited
+        let accepting: Promise<void> | undefined;
+        if (workers && server.listening) accepting = new Promise<void>((resolve) => server.close(() => resolve()));
+        await workers?.close();
+        await accepting;
+        await front.close();
         await gateway.close();
+        clock?.close();
       })()),
   };
 }

@@ -75,18 +75,36 @@ export function arityError(name: string): string {
   return `ERR wrong number of arguments for '${name}' command`;
 }
 
+/** Most cached verdicts (command names as sent, any case) before the cache starts over. */
+const VERDICT_CACHE_MAX = 1024;
+
 export class CommandPolicy {
-  /** JSON.* support: 'native' (module present), 'library' (Lua functions), 'none'. */
-  jsonMode: 'native' | 'library' | 'none' = 'none';
+  private mode: 'native' | 'library' | 'none' = 'none';
+  /**
+   * Verdicts that depend on the command name only (no subcommands, not blocking), by the name as
+   * sent: the hot path skips lower-casing and the rule chain. Cleared with the table or JSON mode.
+   */
+  private readonly verdicts = new Map<string, Verdict>();
 
   constructor(
     private table: Map<string, CommandInfo>,
     private readonly protectedUsers: ReadonlySet<string>,
   ) {}
 
+  /** JSON.* support: 'native' (module present), 'library' (Lua functions), 'none'. */
+  get jsonMode(): 'native' | 'library' | 'none' {
+    return this.mode;
+  }
+
+  set jsonMode(m: 'native' | 'library' | 'none') {
+    this.mode = m;
+    this.verdicts.clear();
+  }
+
   /** Replaces the table (after a backend restart). */
   setTable(table: Map<string, CommandInfo>): void {
     this.table = table;
+    this.verdicts.clear();
   }
 
   /** Looks up a command (lower-case name). */
@@ -103,7 +121,22 @@ export class CommandPolicy {
    */
   check(args: readonly Arg[]): Verdict {
     if (args.length === 0) return { kind: 'refuse', error: 'ERR empty command' };
-    const name = lower(args[0]);
+    const a0 = args[0];
+    if (typeof a0 !== 'string') return this.decide(args, lower(a0));
+    const hit = this.verdicts.get(a0);
+    if (hit !== undefined) return hit;
+    const name = a0.toLowerCase();
+    const v = this.decide(args, name);
+    const info = this.table.get(name);
+    if (info !== undefined && info.subcommands.size === 0 && !info.flags.has('blocking') && name !== 'acl') {
+      if (this.verdicts.size >= VERDICT_CACHE_MAX) this.verdicts.clear();
+      this.verdicts.set(a0, v);
+    }
+    return v;
+  }
+
+  /** {@link check} without the cache; `name` is `args[0]` lower-cased. */
+  private decide(args: readonly Arg[], name: string): Verdict {
     if (name.startsWith('json.')) {
       if (this.jsonMode === 'native') return { kind: 'forward', info: this.table.get(name), write: true };
       if (this.jsonMode === 'library') return { kind: 'json' };

@@ -244,25 +244,48 @@ function parseInteger(buf: Buffer, from: number, to: number): number | bigint {
 }
 
 /**
- * Appends the RESP2 encoding of one command (`*N\r\n$len\r\narg\r\n...`) to `out`: a string when
- * every argument is a string (the common case, written by the socket as UTF-8), else Buffers.
- * Returns the encoded piece; callers join pieces for a pipeline (see {@link encodeCommands}).
+ * The RESP2 encoding of one command (`*N\r\n$len\r\narg\r\n...`): a string when every argument
+ * is a string (the common case, written by the socket as UTF-8), else one Buffer (allocated once
+ * at its exact size). Callers join pieces for a pipeline (see {@link encodeCommands}).
  */
 export function encodeCommand(args: readonly Arg[]): string | Buffer {
   let s = `*${args.length}\r\n`;
-  let parts: Buffer[] | undefined;
-  for (const a of args) {
-    if (typeof a === 'string') {
-      s += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
-    } else {
-      parts ??= [];
-      parts.push(Buffer.from(s + `$${a.length}\r\n`), a);
-      s = '\r\n';
-    }
+  let i = 0;
+  for (; i < args.length; i++) {
+    const a = args[i];
+    if (typeof a !== 'string') break;
+    s += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
   }
-  if (!parts) return s;
-  parts.push(Buffer.from(s));
-  return Buffer.concat(parts);
+  if (i === args.length) return s;
+  // binary arguments (e.g. a SET value from a request body): one Buffer, sized first, written once
+  let size = Buffer.byteLength(s);
+  for (let k = i; k < args.length; k++) {
+    const a = args[k];
+    const n = typeof a === 'string' ? Buffer.byteLength(a) : a.length;
+    size += 1 + digits(n) + 2 + n + 2;
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = out.write(s, 0, 'utf8');
+  for (let k = i; k < args.length; k++) {
+    const a = args[k];
+    const n = typeof a === 'string' ? Buffer.byteLength(a) : a.length;
+    at += out.write(`$${n}\r\n`, at, 'latin1');
+    if (typeof a === 'string') at += out.write(a, at, 'utf8');
+    else at += a.copy(out, at);
+    out[at++] = 13;
+    out[at++] = 10;
+  }
+  return out;
+}
+
+/** Decimal digits of a non-negative integer. */
+function digits(n: number): number {
+  let d = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    d++;
+  }
+  return d;
 }
 
 /** The encoding of several commands as one write (string when possible, else one Buffer). */

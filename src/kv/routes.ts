@@ -14,7 +14,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Logger } from '../logger.js';
 import { rawRequestToken, readBody } from '../http/raw.js';
 import { errorJson, itemJson, itemsJson } from './encode.js';
-import { KvError, type KvGateway } from './gateway.js';
+import { KvError, mapError, type KvGateway } from './gateway.js';
+import { AuthFailedError, BackendUnavailableError } from './redis/connection.js';
 import { commandFromJson, commandsFromJson, parseJsonBody, pathSegments, queryArgs, RequestError } from './request.js';
 import { encodeError, RespError, type Arg, type Reply } from './resp.js';
 import { openStream } from './sse.js';
@@ -186,6 +187,10 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
   const fail = (out: KvOut, err: unknown): void => {
     if (err instanceof RequestError) return send(out, gw, 400, errorJson(err.message));
     if (err instanceof KvError) return send(out, gw, err.status, errorJson(err.message));
+    if (err instanceof AuthFailedError || err instanceof BackendUnavailableError) {
+      const e = mapError(err);
+      return send(out, gw, e.status, errorJson(e.message));
+    }
     logger.error({ err }, 'kv: unexpected error');
     send(out, gw, 500, errorJson(`ERR internal error: ${(err as Error).message}`));
   };

@@ -11,7 +11,14 @@
  * (The password must be recoverable: the gateway AUTHs as that user so Redis enforces its ACL.)
  */
 import crypto, { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { CredentialStore } from '../credentials.js';
+
+/**
+ * Where the tokens are read at request time: the credential store (`src/credentials.ts`), or in a
+ * kv worker process its copy of the `kv.*` credentials kept current by the primary over IPC.
+ */
+export interface CredentialSource {
+  get(name: string): string;
+}
 
 export type Identity =
   | { kind: 'standard' }
@@ -28,8 +35,10 @@ export class KvTokens {
   private stdDigest: Buffer = Buffer.alloc(32);
   private roValue = '';
   private roDigest: Buffer = Buffer.alloc(32);
+  /** The current standard and read-only token (at most 2 entries; cleared when either changes). */
+  private readonly verified = new Map<string, Identity>();
 
-  constructor(private readonly credentials: CredentialStore) {
+  constructor(private readonly credentials: CredentialSource) {
     credentials.get('kv.token');
     credentials.get('kv.readonlyToken');
     credentials.get('kv.aclTokenSecret');
@@ -43,17 +52,29 @@ export class KvTokens {
     if (std !== this.stdValue) {
       this.stdValue = std;
       this.stdDigest = sha256(std);
+      this.verified.clear();
     }
     if (ro !== this.roValue) {
       this.roValue = ro;
       this.roDigest = sha256(ro);
+      this.verified.clear();
     }
+    // A token already verified against the current values: a hash-table lookup (its time depends
+    // on the candidate's length and hash only, never on a common prefix with the secret).
+    const known = this.verified.get(token);
+    if (known !== undefined) return known;
     // constant time: one digest of the candidate, compared with both (like src/http/auth.ts)
     const d = sha256(token);
     const isStd = timingSafeEqual(d, this.stdDigest) && token.length === std.length;
     const isRo = timingSafeEqual(d, this.roDigest) && token.length === ro.length;
-    if (isStd) return STANDARD;
-    if (isRo) return READONLY;
+    if (isStd) {
+      this.verified.set(token, STANDARD);
+      return STANDARD;
+    }
+    if (isRo) {
+      this.verified.set(token, READONLY);
+      return READONLY;
+    }
     const dot = token.indexOf('.');
     if (dot <= 0) return undefined;
     const secret = this.credentials.get('kv.aclTokenSecret');

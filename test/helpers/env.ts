@@ -25,6 +25,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     SVC_MGMT_PORT: '0',
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'silent',
+    ...(process.env.SVC_KV_WORKERS ? { SVC_KV_WORKERS: process.env.SVC_KV_WORKERS } : {}),
     ...env,
   });
 }

@@ -14,7 +14,8 @@ let base: string;
 let token: string;
 
 before(async () => {
-  svc = await startTestSvc(['kv']);
+  // heartbeats every 500 ms (worker processes take the interval from the config, not setHeartbeatMs)
+  svc = await startTestSvc(['kv'], { env: { SVC_KV_SSE_HEARTBEAT_MS: '500' } });
   base = svc.urls.kv!;
   token = svc.ctx.credentials.get('kv.token');
 });

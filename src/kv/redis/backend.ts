@@ -30,6 +30,8 @@ export interface Backend {
   stop(): Promise<void>;
   /** `fn` runs after every (re)start, once the server answers (e.g. reload the command table). */
   onUp(fn: () => Promise<void>): void;
+  /** `fn` runs when the server went down (a supervised redis-server died); external: never. */
+  onDown?(fn: () => void): void;
 }
 
 /** Name of the read-only ACL user svc creates. */

@@ -38,8 +38,12 @@ interface Pending {
   n: number;
   replies: Reply[];
   raws: Buffer[] | undefined;
-  /** Called once: with the completed request, or with the error that failed it. */
-  done: (err: Error | null, p: Pending) => void;
+  /** Called once: with the completed request, or with the error that failed it (batches). */
+  done: ((err: Error | null, p: Pending) => void) | undefined;
+  /** Single commands ({@link RedisConnection.sendCb}): called once with the reply, no arrays built. */
+  cb: ReplyCallback | undefined;
+  /** Single commands: keep the raw bytes. */
+  wantRaw: boolean;
 }
 
 /** Callback of {@link RedisConnection.sendCb}: the reply (and raw bytes when asked), or the error. */
@@ -51,6 +55,8 @@ export interface BatchResult {
   raws: Buffer[] | undefined;
 }
 
+const NO_REPLIES: Reply[] = [];
+
 export class RedisConnection {
   private readonly queue: Pending[] = [];
   private head = 0;
@@ -59,13 +65,15 @@ export class RedisConnection {
   private readonly closeListeners: (() => void)[] = [];
   /** Receives replies that match no request (pub/sub messages, MONITOR lines). */
   onPush: ((reply: Reply) => void) | undefined;
+  /** Receives what a {@link sendCb} callback threw (logged by the owner; never rethrown). */
+  onCallbackError: ((err: unknown) => void) | undefined;
 
   private constructor(private readonly socket: net.Socket) {
     this.parser = new RespParser(
       (reply, raw) => this.onReply(reply, raw),
       () => {
         const p = this.queue[this.head];
-        return p !== undefined && p.raws !== undefined;
+        return p !== undefined && (p.raws !== undefined || p.wantRaw);
       },
     );
     socket.setNoDelay(true);
@@ -84,10 +92,11 @@ export class RedisConnection {
   }
 
   /**
-   * Connects and authenticates. Resolves once AUTH (if any) succeeded.
+   * Connects and authenticates. Resolves once AUTH (if any) succeeded. `clientName` (optional) is
+   * set with `CLIENT SETNAME` (no spaces; errors ignored).
    * @throws BackendUnavailableError (connect failed / timed out after `timeoutMs` ms), AuthFailedError
    */
-  static connect(endpoint: Endpoint, who: RedisUser, timeoutMs = 3000): Promise<RedisConnection> {
+  static connect(endpoint: Endpoint, who: RedisUser, timeoutMs = 3000, clientName?: string): Promise<RedisConnection> {
     return new Promise((resolve, reject) => {
       let socket: net.Socket;
       const event = endpoint.tls ? 'secureConnect' : 'connect';
@@ -117,10 +126,14 @@ export class RedisConnection {
         const hello: Arg[][] = [];
         if (who.password !== undefined) hello.push(who.user ? ['AUTH', who.user, who.password] : ['AUTH', who.password]);
         if (endpoint.db) hello.push(['SELECT', String(endpoint.db)]);
+        const checked = hello.length;
+        // the name shows in CLIENT LIST which svc process a connection is from; a server that
+        // refuses CLIENT SETNAME (some managed services) is fine: its reply is not checked
+        if (clientName) hello.push(['CLIENT', 'SETNAME', clientName]);
         if (!hello.length) return resolve(conn);
         conn.batch(hello, false).then(
           ({ replies }) => {
-            const err = replies.find((r): r is RespError => r instanceof RespError);
+            const err = replies.slice(0, checked).find((r): r is RespError => r instanceof RespError);
             if (err) {
               conn.close();
               reject(new AuthFailedError(err.message));
@@ -164,23 +177,20 @@ export class RedisConnection {
   /**
    * Sends one command without a Promise (the gateway's hot path): `cb` runs once with its reply
    * (a {@link RespError} reply is not an error) and, when `wantRaw`, its exact bytes; or with
-   * {@link BackendUnavailableError} when the connection is lost.
+   * {@link BackendUnavailableError} when the connection is lost. What `cb` throws goes to
+   * {@link onCallbackError}.
    */
   sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     if (this.isClosed) return cb(new BackendUnavailableError('ERR database connection lost'), null, undefined);
-    this.enqueue(encodeCommand(args), {
-      n: 1,
-      replies: [],
-      raws: wantRaw ? [] : undefined,
-      done: (err, p) => (err ? cb(err, null, undefined) : cb(null, p.replies[0], p.raws?.[0])),
-    });
+    // no closure and no arrays per command (hot path)
+    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw });
   }
 
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(new BackendUnavailableError('ERR database connection lost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)) });
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw });
     });
   }
 
@@ -208,9 +218,11 @@ export class RedisConnection {
       this.onPush?.(reply);
       return;
     }
-    p.replies.push(reply);
-    if (p.raws !== undefined && raw !== undefined) p.raws.push(raw);
-    if (p.replies.length < p.n) return;
+    if (p.cb === undefined) {
+      p.replies.push(reply);
+      if (p.raws !== undefined && raw !== undefined) p.raws.push(raw);
+      if (p.replies.length < p.n) return;
+    }
     this.queue[this.head++] = undefined as unknown as Pending;
     if (this.head === this.queue.length) {
       this.queue.length = 0;
@@ -219,7 +231,17 @@ export class RedisConnection {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
-    p.done(null, p);
+    if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw);
+    else p.done!(null, p);
+  }
+
+  /** Runs a single command's callback; its exceptions never reach the reply parser. */
+  private deliver(cb: ReplyCallback, err: Error | null, reply: Reply, raw: Buffer | undefined): void {
+    try {
+      cb(err, reply, raw);
+    } catch (e) {
+      this.onCallbackError?.(e);
+    }
   }
 
   private fail(err: Error): void {
@@ -229,7 +251,10 @@ export class RedisConnection {
     const pending = this.queue.slice(this.head);
     this.queue.length = 0;
     this.head = 0;
-    for (const p of pending) p.done(err, p);
+    for (const p of pending) {
+      if (p.cb !== undefined) this.deliver(p.cb, err, null, undefined);
+      else p.done!(err, p);
+    }
     for (const fn of this.closeListeners.splice(0)) fn();
   }
 

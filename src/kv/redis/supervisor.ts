@@ -50,6 +50,7 @@ export class SupervisedBackend implements Backend {
   private everUp = false;
   private restartTimer: NodeJS.Timeout | undefined;
   private readonly upHandlers: (() => Promise<void>)[] = [];
+  private readonly downHandlers: (() => void)[] = [];
   private readonly dir: string;
 
   constructor(
@@ -90,6 +91,10 @@ export class SupervisedBackend implements Backend {
 
   onUp(fn: () => Promise<void>): void {
     this.upHandlers.push(fn);
+  }
+
+  onDown(fn: () => void): void {
+    this.downHandlers.push(fn);
   }
 
   private config(): string {
@@ -167,6 +172,13 @@ export class SupervisedBackend implements Backend {
     if (this.child !== child) return;
     this.up = false;
     this.child = undefined;
+    for (const fn of this.downHandlers) {
+      try {
+        fn();
+      } catch (err) {
+        this.logger.error({ err: (err as Error).message }, 'kv: redis-server down handler failed');
+      }
+    }
     if (this.stopping || !this.everUp) return;
     this.logger.warn('kv: redis-server died; restarting');
     this.scheduleRestart();
@@ -225,7 +237,8 @@ export class SupervisedBackend implements Backend {
   }
 }
 
-function alive(pid: number): boolean {
+/** True while process `pid` exists (signal 0 probe). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,0 +1,65 @@
+/**
+ * The HTTP front of one kv process: the minimal HTTP/1.1 server for the hot path
+ * (`src/http/fast.ts`) in front of a raw `node:http` server for everything else (SSE streams,
+ * chunked bodies, preflight; not Fastify: see `docs/readme/kv-perf.md`). Keep-alive idle timeout
+ * 72 s, no request timeout, and open connections are closed at shutdown — the same settings as
+ * `src/http/server.ts`. Used by the primary (workers off, or while no worker is up) and by every
+ * kv worker process, which is given accepted connections (`accept`).
+ */
+import http from 'node:http';
+import type net from 'node:net';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
+import type { KvGateway } from './gateway.js';
+import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
+import { setHeartbeatMs } from './sse.js';
+
+/** A kv HTTP front: `server` may listen itself, or be handed connections with {@link KvFront.accept}. */
+export interface KvFront {
+  server: net.Server & { closeAll(): void };
+  /** Serves a connection accepted elsewhere (e.g. passed from the primary process). */
+  accept(socket: net.Socket): void;
+  /** Ends the SSE streams and every open connection; resolves when a listening server closed. */
+  close(): Promise<void>;
+}
+
+/** Builds the front for `gateway` (body limit `config.kv.maxRequestBytes` bytes). */
+export function createKvFront(gateway: KvGateway, config: Config, logger: Logger): KvFront {
+  const streams = new Set<() => void>();
+  setHeartbeatMs(config.kv.sseHeartbeatMs);
+  const core = createKvCore(gateway, logger);
+  // the Node server serves what the fast path hands over (it does not listen itself)
+  const nodeServer = http.createServer({ requestTimeout: 0 }, createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams }, core));
+  nodeServer.keepAliveTimeout = FAST_KEEP_ALIVE_MS;
+  // inactivity limit for handed-over connections (SSE streams write a heartbeat every 15 s);
+  // Node's headersTimeout check needs a listening server, so this is the slow-client guard too
+  nodeServer.timeout = FAST_KEEP_ALIVE_MS;
+  const fast: FastHandler = {
+    accepts: (_method, path) => !isStreamPath(path),
+    handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
+  };
+  const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
+  nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable && !socket.destroyed) {
+      const body = '{"error":"ERR bad HTTP request"}';
+      socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy();
+  });
+  return {
+    server,
+    accept(socket) {
+      // a socket passed between processes is rebuilt without the server's options
+      socket.allowHalfOpen = true;
+      server.emit('connection', socket);
+      if (socket.isPaused()) socket.resume();
+    },
+    async close() {
+      for (const stop of [...streams]) stop();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAll();
+      if (server.listening) await closed;
+    },
+  };
+}
