@@ -11,18 +11,26 @@
  * - **hnswlib-node in-process** (the ceiling): the same graph parameters (M 16, efConstruction 100,
  *   same seed and insertion order, so the same graph), `searchKnn` called directly.
  * - **brute force** (exact, `FlatDense`): also the ground truth for recall@10.
- * - **LanceDB**: not included (see LANCEDB_NOTE below, printed into the report).
+ * - **LanceDB** (`@lancedb/lancedb` 0.37.1, in-process, the peer users pick): flat search and an
+ *   IVF_HNSW_SQ index, ef swept to recall@10 >= 0.95 (`bench/peers/lancedb.ts`; installed on first
+ *   use into `bench/peers/node_modules`, not a dependency of svc). `BENCH_LANCEDB=0` skips it.
  *
  * Data: "clustered" = 16-d latent Gaussian × fixed random 16×D map + 0.1 Gaussian noise (closer to
  * real embeddings than i.i.d. noise, §D.4); COSINE. Sets: 100k × 128 and 20k × 768.
  * ef is swept in-process; svc runs with the smallest ef reaching recall@10 >= 0.95 in-process
  * (same graph, so the same recall; the HTTP recall is measured and printed too).
  * Filtered queries: metadata `c = i % 10` (10 %) and `p = i % 100` (1 %), filters `c = 3`, `p = 7`.
- * Memory: child RSS growth (settled after 8 s idle, and right after the build) vs raw size =
- * vectors (N·D·4) + level-0 links (N·(2M·4 + 4)) + labels (N·8), also scaled per 100k vectors.
+ * Memory: child RSS growth vs raw size = vectors (N·D·4) + level-0 links (N·(2M·4 + 4)) + labels
+ * (N·8), sampled after forced full GCs (the child runs with `--inspect=127.0.0.1:0`;
+ * `bench/lib/inspector-memory.ts`) at start, at N/2 and after the build, split into V8 heap and the
+ * rest (native: hnswlib, SQLite, malloc); also right after the last upsert without a GC, scaled
+ * per 100k vectors, and the marginal growth of the second half of the build (the per-vector cost
+ * without the fixed base).
  *
  * Env: `BENCH_SETS` (default `100000x128,20000x768`), `BENCH_QUERIES` (default 300),
- * `BENCH_SECONDS` (wrk run, default 3), `BENCH_REPS` (runs per cell, default 3), `BENCH_OUT` (default `docs/readme/vector-bench.md`), `BENCH_PROFILE=<dir>` (svc writes a CPU profile there).
+ * `BENCH_SECONDS` (wrk run, default 3), `BENCH_REPS` (runs per cell, default 3), `BENCH_OUT` (default `docs/readme/vector-bench.md`), `BENCH_PROFILE=<dir>` (svc writes a CPU profile there),
+ * `BENCH_SVC_NODE_FLAGS` (extra node flags for the svc process only, e.g. `--max-semi-space-size=1`),
+ * `BENCH_LANCEDB` (`0` skips LanceDB).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -32,6 +40,10 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import hnswlib from 'hnswlib-node';
 import { FlatDense, storedForm } from '../src/vector/dense.js';
+import { runLanceDb } from './peers/lancedb.js';
+import { inspectorUrl, memoryAfterGc, type ChildMemory } from './lib/inspector-memory.js';
+import { LANCEDB_NOTE, NOTES } from './lib/vector-notes.js';
+import { load, recallOf } from './lib/stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Repetitions per throughput cell (median reported; in-process and HTTP interleaved). */
@@ -120,15 +132,6 @@ function clustered(n: number, d: number, seed: number, w: number[][]): number[][
   });
 }
 
-const recallOf = (got: number[][], truth: number[][]) => {
-  let hit = 0;
-  got.forEach((g, i) => {
-    const t = new Set(truth[i]);
-    for (const x of g) if (t.has(x)) hit++;
-  });
-  return hit / (truth.length * 10);
-};
-
 interface Row {
   set: string;
   system: string;
@@ -141,18 +144,21 @@ const add = (set: string, system: string, what: string, value: string) => {
   console.log(`${set} | ${system} | ${what} | ${value}`);
 };
 
-async function startSvc(dataDir: string, dim: number, ef: number): Promise<{ child: ChildProcess; url: string; token: string }> {
+async function startSvc(dataDir: string, dim: number, ef: number): Promise<{ child: ChildProcess; url: string; token: string; inspector: string }> {
   const file = path.join(dataDir, 'indexes.json');
   fs.writeFileSync(file, JSON.stringify([{ name: 'default', type: 'DENSE', dimension: dim, metric: 'COSINE', hnsw: { m: M, efConstruction: EF_C, efSearch: ef } }]));
   const prof = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...prof, path.join(root, 'bin/svc.js'), 'serve'], {
+  prof.push(...(process.env.BENCH_SVC_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean));
+  // --inspect: the bench forces full GCs before memory samples (bench/lib/inspector-memory.ts)
+  const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', ...prof, path.join(root, 'bin/svc.js'), 'serve'], {
     cwd: root,
     env: {
       ...process.env,
       SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: file,
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const inspector = inspectorUrl(child.stderr!, (text) => process.stderr.write(text));
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (b) => {
@@ -163,7 +169,7 @@ async function startSvc(dataDir: string, dim: number, ef: number): Promise<{ chi
     child.on('exit', (c) => reject(new Error(`svc exited ${c}`)));
   });
   const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
-  return { child, url, token: creds['vector.default.token'] };
+  return { child, url, token: creds['vector.default.token'], inspector: await inspector };
 }
 
 function rssBytes(pid: number): number {
@@ -177,22 +183,6 @@ async function post(url: string, token: string, body: unknown): Promise<any> {
   const json = (await res.body.json()) as any;
   if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${JSON.stringify(json)}`);
   return json.result;
-}
-
-/** Runs `n` requests over `clients` concurrent loops; returns QPS and the results in order. */
-async function load<T>(n: number, clients: number, fn: (i: number) => Promise<T>): Promise<{ qps: number; results: T[] }> {
-  const results: T[] = new Array(n);
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (next < n) {
-        const i = next++;
-        results[i] = await fn(i);
-      }
-    }),
-  );
-  return { qps: (n / (performance.now() - t0)) * 1000, results };
 }
 
 const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -264,21 +254,36 @@ async function runSet(n: number, d: number): Promise<void> {
     throw err;
   }
   try {
-    const base = rssBytes(svc.child.pid!);
+    const base = await memoryAfterGc(svc.inspector);
     t = performance.now();
+    let half: ChildMemory | undefined;
+    const halfAt = Math.floor(n / 2000) * 1000;
     for (let i = 0; i < n; i += 1000) {
+      if (i === halfAt) {
+        const t0 = performance.now();
+        half = await memoryAfterGc(svc.inspector);
+        t += performance.now() - t0; // not build time
+      }
       await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((v, j) => ({ id: String(i + j), vector: v, metadata: { c: (i + j) % 10, p: (i + j) % 100 } })));
     }
     const build = (performance.now() - t) / 1000;
     add(set, 'svc HTTP', 'build (upsert batches of 1,000, durable)', `${fmt(build, 1)} s (${fmt(n / build)} vec/s)`);
     const raw = n * d * 4 + n * (2 * M * 4 + 4) + n * 8;
-    const peak = rssBytes(svc.child.pid!) - base;
-    // Settled: after a few idle seconds (V8's memory reducer returns the upload bodies' garbage).
-    await new Promise((r) => setTimeout(r, 8000));
-    const rss = rssBytes(svc.child.pid!) - base;
+    const peak = rssBytes(svc.child.pid!) - base.rss;
+    const end = await memoryAfterGc(svc.inspector);
+    const grow = (a: ChildMemory, b: ChildMemory) => {
+      const rss = b.rss - a.rss;
+      const heap = b.heapTotal - a.heapTotal;
+      return { rss, heap, native: rss - heap };
+    };
+    const g = grow(base, end);
     const per100k = (x: number) => mb((x / n) * 100_000);
-    add(set, 'svc HTTP', 'memory (settled, 8 s idle after build)', `RSS +${mb(rss)} (base ${mb(base)}) vs raw ${mb(raw)} = ${(rss / raw).toFixed(2)}×; per 100k vectors +${per100k(rss)} vs raw ${per100k(raw)}`);
-    add(set, 'svc HTTP', 'memory (right after the last upsert)', `RSS +${mb(peak)} = ${(peak / raw).toFixed(2)}× raw`);
+    add(set, 'svc HTTP', 'memory after the build (forced full GC)', `RSS +${mb(g.rss)} (V8 heap +${mb(g.heap)}, rest +${mb(g.native)}; base ${mb(base.rss)}) vs raw ${mb(raw)} = ${(g.rss / raw).toFixed(2)}×; per 100k vectors +${per100k(g.rss)} vs raw ${per100k(raw)}`);
+    add(set, 'svc HTTP', 'memory right after the last upsert (no forced GC)', `RSS +${mb(peak)} = ${(peak / raw).toFixed(2)}× raw`);
+    const halfN = n - halfAt;
+    const rawHalf = (raw / n) * halfN;
+    const m = grow(half!, end);
+    add(set, 'svc HTTP', `memory, marginal: the last ${fmt(halfN)} vectors (forced GC before and after)`, `RSS +${mb(m.rss)} (V8 heap +${mb(m.heap)}, rest +${mb(m.native)}) vs raw ${mb(rawHalf)} = ${(m.rss / rawHalf).toFixed(2)}×`);
     // Recall over HTTP (sequential, exact same queries), then throughput with wrk, interleaved
     // with the in-process ceiling at the same ef so both see the same machine load.
     const q1 = await load(QN, 1, (i) => post(`${svc.url}/query`, svc.token, { vector: queries[i], topK: 10 }));
@@ -314,62 +319,20 @@ async function runSet(n: number, d: number): Promise<void> {
     await new Promise((r) => svc.child.once('exit', r));
     fs.rmSync(dir, { recursive: true, force: true });
   }
+  if (process.env.BENCH_LANCEDB !== '0') {
+    await runLanceDb({
+      data,
+      queries,
+      truth,
+      filters: filters.map((f, fi) => ({ name: f.name, where: f.text, truth: ftruth[fi] })),
+      add: (system, what, value) => add(set, system, what, value),
+      fmt,
+    });
+  }
 }
 
-const LANCEDB_NOTE = `LanceDB (\`@lancedb/lancedb\`) is not in this run. Its latest versions need Node >= 22; 0.37.1
-declares \`node >= 18\`, but installing it pulls a 178 MB platform package plus optional
-\`@huggingface/transformers\` -> \`onnxruntime-node\`, whose install script downloads binaries from GitHub
-(blocked here), and it would add a dependency to \`package.json\` for the bench alone. The reference
-measured it on this class of machine (vector-wire.md §D.4): 10k Gaussian, flat 97 QPS @ 1.0,
-\`Index.hnswSq\` 162 QPS @ 0.95 (in-process, one query at a time).`;
-
-
-/** Fixed notes appended to the report: method, the 2026-11-22 query-path work, what is left. */
-const NOTES = `## Notes
-
-- Fair load: \`wrk\` (C, one thread, pre-encoded bodies formatted once) replaced autocannon, which
-  took a large share of the 2 cores from svc. In-process and HTTP run at the same ef (the smallest
-  reaching recall@10 >= 0.95 in-process) on the same graph (same seed and insertion order); the
-  HTTP recall is measured on its own and printed next to the in-process one.
-- Query-path changes (2026-11-22): (1) dense scores from the graph's float32 distance instead of
-  reading the result vectors back from SQLite (~10 µs per vector even with a large page cache, more
-  than the whole search at 128-d); exact recomputation from the stored vectors only for COSINE
-  near-duplicates, the exact-search paths and DBSF fusion; (2) a raw \`node:http\` server instead of
-  Fastify, no per-request logging; (3) one SHA-256 per request for the token check (digests of the
-  valid tokens cached); (4) shortest-float32 printing by binary search over the precision (1.7×
-  faster); (5) upsert bodies decoded to text chunk by chunk (no whole-body native Buffer, which
-  left glibc holes); one conversion buffer per index for stored vectors.
-- History (svc HTTP QPS as a share of in-process hnswlib at the same recall; RSS growth / raw):
-
-  | run | 100k×128, 1 / 16 clients | 20k×768, 1 / 16 clients | memory 128-d / 768-d |
-  |---|---|---|---|
-  | 05:08, before, autocannon | 20 % / 26 % | 28 % / 33 % | 2.39× / 4.11× |
-  | 05:42, before, wrk (30k×128 only) | 12 % / 28 % | – | 4.22× |
-  | 05:58, changes 1–4 | 42 % / 48 % | 58 % / 45 % | 2.92× / 4.07× |
-  | 06:07, changes 1–5 | 31 % / 41 % | 44 % / 52 % | 2.22× / 2.01× |
-  | 06:11, changes 1–5 (quiet machine) | 30 % / 38 % | 45 % / 54 % | 2.94× / 2.56× |
-
-  In absolute terms svc went from 1,482 / 1,996 QPS to 2,474 / 3,274 QPS at 100k×128 and from
-  785 / 944 to 1,381 / 1,641 QPS at 20k×768 (1 / 16 clients); the in-process ceiling also varied
-  (5,700–8,600 QPS at 128-d) with the machine's load.
-
-- Left: the 70 % goal is not reached. A CPU profile of svc under wrk (30k×128, ef 32, 16
-  connections) after the changes: hnswlib search ~41 % of busy time, the socket \`writev\` of the
-  response ~13 % (kernel time), JSON parse + handler ~9 %, the rest node:http, streams and V8. A
-  request's fixed HTTP cost (read, parse, write) is about as large as a 128-d ef-32 search
-  (~130–170 µs here), so one single-threaded HTTP server cannot get near 70 % at 128-d; at 768-d
-  the search dominates and the share is higher. Next steps: batch queries (array bodies already
-  work) amortize the HTTP cost; a specialised parser for the query vector; search in worker
-  threads. Upserts and graph rebuilds still run HNSW insertion inside the request.
-- Memory is 2.0–2.9× raw across runs of the same code (goal 1.5× + a fixed base); it depends on
-  when V8 collects during the build. Most of the excess is fixed rather than per
-  vector: V8's young generation grows to its 16 MB semi-spaces while 1,000-vector bodies are parsed
-  (\`--max-semi-space-size=1\` on the svc process cut a 10k×768 build from +158 MB to +101 MB) and
-  glibc fragmentation (\`MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=131072\`:
-  +158 → +118 MB); both measured before change 5, both process-wide settings not applied here.
-  The "settled" figure is taken after 8 s idle; V8 gave memory back only in some runs.`;
-
 const started = new Date().toISOString();
+const loadStart = os.loadavg()[0];
 for (const [n, d] of SETS) await runSet(n, d);
 await agent.close();
 const table = [
@@ -381,7 +344,7 @@ const report = `# Vector benchmark (\`npm run bench:vector\`)
 
 Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, ${QN} queries per cell,
 topK 10, COSINE, clustered data (see \`bench/vector.ts\`). svc and the load generator (\`wrk\`, one
-thread) share the machine, which other jobs also used (load average 1–6 on 2 cores): throughput
+thread) share the machine, which other jobs also used (1-minute load average ${loadStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end, on 2 cores): throughput
 cells are medians of ${REPS} runs of ${SECONDS} s, each paired with a ~1 s in-process run at the same
 ef, and the percentage is the median of the paired ratios; expect ±10 points between runs.
 

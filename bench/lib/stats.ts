@@ -41,3 +41,32 @@ export function fmtRatio(a: number | undefined, b: number | undefined): string {
   const r = a / b;
   return `${r < 0.1 ? r.toFixed(3) : r.toFixed(2)}x`;
 }
+
+/** recall@10: the share of the exact top-10 labels (`truth`, per query) found in `got` (per query). */
+export function recallOf(got: number[][], truth: number[][]): number {
+  let hit = 0;
+  got.forEach((g, i) => {
+    const t = new Set(truth[i]);
+    for (const x of g) if (t.has(x)) hit++;
+  });
+  return hit / (truth.length * 10);
+}
+
+/**
+ * Runs `fn(0..n-1)` with `clients` calls in flight (each client a sequential loop); returns the
+ * calls per second and the results in index order.
+ */
+export async function load<T>(n: number, clients: number, fn: (i: number) => Promise<T>): Promise<{ qps: number; results: T[] }> {
+  const results: T[] = new Array(n);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < n) {
+        const i = next++;
+        results[i] = await fn(i);
+      }
+    }),
+  );
+  return { qps: (n / (performance.now() - t0)) * 1000, results };
+}

@@ -25,9 +25,18 @@ export function shortestFloat32(x: number): number {
     }
     return f;
   }
+  // Most float32 values (and every score in 0.5..1) need 7–9 digits: probe 7 first, then 6 or 8,
+  // so the usual case costs two conversions; the binary search covers the rest.
+  const v7 = parseFloat(f.toPrecision(7));
+  if (Math.fround(v7) !== f) {
+    const v8 = parseFloat(f.toPrecision(8));
+    return Math.fround(v8) === f ? v8 : parseFloat(f.toPrecision(9));
+  }
+  const v6 = parseFloat(f.toPrecision(6));
+  if (Math.fround(v6) !== f) return v7;
   let lo = 1;
-  let hi = 9;
-  let best = parseFloat(f.toPrecision(9));
+  let hi = 6;
+  let best = v6;
   while (lo < hi) {
     const p = (lo + hi) >> 1;
     const v = parseFloat(f.toPrecision(p));

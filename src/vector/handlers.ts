@@ -55,12 +55,21 @@ async function embedItems(index: VectorIndex, items: (UpsertItem & { data: strin
   }));
 }
 
-async function query(c: HandlerContext, data: boolean): Promise<unknown> {
+/**
+ * `query` / `query-data`: one query object or an array of them (array answer for more than one).
+ * Synchronous for `query` (the HTTP hot path answers without a Promise); `query-data` awaits the
+ * embedder.
+ */
+function query(c: HandlerContext, data: boolean): unknown {
   const { items, wasArray } = asList(c.body, 'query');
-  const qs = await Promise.all(items.map((x) => resolve(c.index, parseQuery(x, data))));
-  const ns = c.index.ns(c.ns);
-  const results = qs.map((q) => formatScored(c.index, ns, runQuery(c.index, ns, q, q.topK, Math.max(q.topK, HYBRID_DEPTH)), q));
-  return wasArray && results.length > 1 ? results : results[0];
+  const run = (qs: ResolvedQuery[]) => {
+    const ns = c.index.ns(c.ns);
+    const results = qs.map((q) => formatScored(c.index, ns, runQuery(c.index, ns, q, q.topK, Math.max(q.topK, HYBRID_DEPTH)), q));
+    return wasArray && results.length > 1 ? results : results[0];
+  };
+  const parsed = items.map((x) => parseQuery(x, data));
+  if (!data) return run(parsed);
+  return Promise.all(parsed.map((q) => resolve(c.index, q))).then(run);
 }
 
 async function resumableStart(c: HandlerContext, data: boolean): Promise<unknown> {

@@ -7,6 +7,8 @@
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import http from 'node:http';
 import { listenRaw } from '../http/raw.js';
+import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
+import { vectorFastHandler } from './fast.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine.js';
 import { ResumableQueries } from './resumable.js';
@@ -45,11 +47,23 @@ async function create(ctx: AreaContext): Promise<AreaServer> {
     throw err;
   }
   const resumable = new ResumableQueries();
-  // Raw node:http (routes.ts): same keep-alive timeout as the shared Fastify factory.
-  const server = http.createServer(
-    { keepAliveTimeout: 72_000, noDelay: true },
-    vectorRequestListener({ indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT }),
-  );
+  const deps = { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT };
+  // The fast HTTP/1.1 front (fast.ts, src/http/fast.ts) serves plain keep-alive requests; the raw
+  // node:http server (routes.ts, not listening itself) serves what it hands over. Same keep-alive
+  // timeout as the shared Fastify factory; `timeout` is the inactivity guard of handed-over
+  // connections (Node's header timeout check needs a listening server).
+  const nodeServer = http.createServer({ requestTimeout: 0, noDelay: true }, vectorRequestListener(deps));
+  nodeServer.keepAliveTimeout = FAST_KEEP_ALIVE_MS;
+  nodeServer.timeout = FAST_KEEP_ALIVE_MS;
+  nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable && !socket.destroyed) {
+      const [status, text] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+      const body = `{"error":"Bad HTTP request","status":${status}}`;
+      socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy();
+  });
+  const server = createFastServer(vectorFastHandler(deps), nodeServer, FAST_KEEP_ALIVE_MS, VECTOR_BODY_LIMIT);
   const timer = setInterval(() => {
     for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
   }, SNAPSHOT_INTERVAL_MS);
@@ -60,10 +74,10 @@ async function create(ctx: AreaContext): Promise<AreaServer> {
     close: () =>
       (closing ??= (async () => {
         clearInterval(timer);
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
+        const wasListening = server.listening;
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAll();
+        if (wasListening) await closed;
         resumable.close();
         for (const i of indexes.values()) await i.close();
       })()),

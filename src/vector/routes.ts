@@ -5,19 +5,21 @@
  * Order of checks: index by first path segment (else the default index), bearer token (401),
  * endpoint (404), method (405), read-only token (401), body size (413), JSON body (400), handler.
  *
- * Served by a raw `node:http` server (no Fastify): one catch-all handler needs no router, and the
- * query hot path measured ~10 % faster without the framework (docs/readme/vector-bench.md).
+ * Two fronts share this logic ({@link routeRequest} then {@link answer}): the fast HTTP/1.1 server
+ * of `src/http/fast.ts` (plain keep-alive requests with a `Content-Length` body up to 1 MiB: every
+ * query) and a raw `node:http` server for everything it hands over (chunked or large upsert
+ * bodies, HTTP/1.0, malformed heads) — see `index.ts` and docs/readme/vector-bench.md.
  * No per-request logging; unexpected errors are logged and answered 500.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { CredentialStore } from '../credentials.js';
 import { StringDecoder } from 'node:string_decoder';
 import { rawRequestToken } from '../http/raw.js';
 import type { Logger } from '../logger.js';
 import type { VectorIndex } from './engine.js';
 import { MESSAGES, VectorError } from './errors.js';
-import { HANDLERS, READONLY_ENDPOINTS } from './handlers.js';
+import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
 import type { ResumableQueries } from './resumable.js';
 
 export interface RouteDeps {
@@ -31,7 +33,7 @@ export interface RouteDeps {
 
 /** SHA-256 of the valid tokens, by token value (they change only on rotation; a few entries). */
 const validDigests = new Map<string, Buffer>();
-const sha256 = (s: string) => createHash('sha256').update(s).digest();
+const sha256 = (s: string): Buffer => hash('sha256', s, 'buffer');
 
 /**
  * Constant-time token check, as `constantTimeEqual` in `src/http/auth.ts` (both sides hashed to
@@ -49,16 +51,102 @@ function sameSecret(presentedDigest: Buffer, presented: string, valid: string): 
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE']);
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
-
-function send(res: ServerResponse, status: number, body: string): void {
-  if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, { ...JSON_HEADERS, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+/** An answer: HTTP status and the JSON body text. */
+export interface Answer {
+  status: number;
+  body: string;
 }
 
-function sendError(res: ServerResponse, status: number, error: string): void {
-  send(res, status, JSON.stringify({ error, status }));
+const errorAnswer = (status: number, error: string): Answer => ({ status, body: JSON.stringify({ error, status }) });
+
+/** A request that passed routing and authentication; its body is still to be read. */
+export interface Routed {
+  index: VectorIndex;
+  indexName: string;
+  endpoint: string;
+  handler: Handler;
+  /** URL-decoded namespace ('' = default). */
+  ns: string;
+  /** Raw query string without `?` ('' when none). */
+  query: string;
+}
+
+/**
+ * Routes and authenticates a request from its method, origin-form target and headers (module doc
+ * for the order of checks). Returns the route, or the error {@link Answer} to send without reading
+ * the body.
+ */
+export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, headers: IncomingHttpHeaders): Routed | Answer {
+  const q = rawUrl.indexOf('?');
+  const pathname = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
+  let p = 0;
+  while (pathname.charCodeAt(p) === 47 /* / */) p++;
+  const segments = pathname.slice(p).split('/');
+  let indexName = 'default';
+  if (segments[0] !== 'default' && deps.indexes.has(segments[0])) indexName = segments.shift()!;
+  const index = deps.indexes.get(indexName)!;
+
+  const token = rawRequestToken(headers, undefined);
+  const presented = token !== undefined ? sha256(token) : undefined;
+  const isFull = presented !== undefined && sameSecret(presented, token!, deps.credentials.get(`vector.${indexName}.token`));
+  const isRo = !isFull && presented !== undefined && sameSecret(presented, token!, deps.credentials.get(`vector.${indexName}.readonlyToken`));
+  if (!isFull && !isRo) return errorAnswer(401, MESSAGES.unauthorized);
+
+  const endpoint = segments[0] ?? '';
+  const handler = Object.prototype.hasOwnProperty.call(HANDLERS, endpoint) ? HANDLERS[endpoint] : undefined;
+  if (!handler) return errorAnswer(404, `Endpoint not found: /${endpoint}`);
+  if (!METHODS.has(method)) return errorAnswer(405, `Method ${method} is not allowed; use GET, POST, PUT or DELETE`);
+  if (isRo && !READONLY_ENDPOINTS.has(endpoint)) return errorAnswer(401, MESSAGES.readonly);
+
+  let ns = '';
+  if (segments.length > 1) {
+    const raw = segments.length === 2 ? segments[1] : segments.slice(1).join('/');
+    try {
+      ns = raw.includes('%') ? decodeURIComponent(raw) : raw;
+    } catch {
+      return errorAnswer(400, 'Invalid namespace: bad percent-encoding');
+    }
+  }
+  return { index, indexName, endpoint, handler, ns, query: q >= 0 ? rawUrl.slice(q + 1) : '' };
+}
+
+/** True when `x` is an {@link Answer} rather than a {@link Routed}. */
+export const isAnswer = (x: Routed | Answer): x is Answer => (x as Answer).status !== undefined;
+
+function isBlank(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 32 && c !== 9 && c !== 10 && c !== 13) return false;
+  }
+  return true;
+}
+
+/**
+ * Parses the body text as JSON (empty or blank = no body) and runs the endpoint handler. Returns
+ * the {@link Answer} directly when the handler is synchronous (the query hot path), else a Promise
+ * of it. Never throws/rejects: errors become `{error, status}` answers (500 logged).
+ */
+export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promise<Answer> {
+  let body: unknown;
+  if (text.length > 0 && !isBlank(text)) {
+    try {
+      body = JSON.parse(text);
+    } catch (err) {
+      return errorAnswer(400, `Invalid JSON body: ${(err as Error).message}`);
+    }
+  }
+  const fail = (err: unknown): Answer => {
+    if (err instanceof VectorError) return errorAnswer(err.status, err.message);
+    deps.logger.error({ err, endpoint: r.endpoint, index: r.indexName }, 'vector request failed');
+    return errorAnswer(500, 'Internal server error');
+  };
+  const ok = (result: unknown): Answer => ({ status: 200, body: result === undefined ? '{}' : `{"result":${JSON.stringify(result)}}` });
+  try {
+    const result = r.handler({ index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable });
+    return result instanceof Promise ? result.then(ok, fail) : ok(result);
+  } catch (err) {
+    return fail(err);
+  }
 }
 
 /**
@@ -99,72 +187,35 @@ function readText(req: IncomingMessage, limit: number): Promise<string | undefin
   });
 }
 
+function send(res: ServerResponse, a: Answer): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(a.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(a.body) });
+  res.end(a.body);
+}
+
 /**
- * The request listener of the vector port: routes, authenticates, reads and parses the body, runs
- * the endpoint handler and writes the JSON answer. Never throws (errors become JSON answers).
+ * The request listener of the `node:http` front (requests the fast server hands over): routes,
+ * authenticates, reads and parses the body, runs the endpoint handler and writes the JSON answer.
+ * Never throws (errors become JSON answers).
  */
 export function vectorRequestListener(deps: RouteDeps): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    handle(req, res, deps).catch((err) => {
+    handleNode(req, res, deps).catch((err) => {
       deps.logger.error({ err }, 'vector request failed');
-      sendError(res, 500, 'Internal server error');
+      send(res, errorAnswer(500, 'Internal server error'));
     });
   };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, deps: RouteDeps): Promise<void> {
-  const raw = req.url ?? '/';
-  const q = raw.indexOf('?');
-  const pathname = q >= 0 ? raw.slice(0, q) : raw;
-  const segments = pathname.replace(/^\/+/, '').split('/');
-  let indexName = 'default';
-  if (segments.length > 0 && segments[0] !== 'default' && deps.indexes.has(segments[0])) indexName = segments.shift()!;
-  const index = deps.indexes.get(indexName)!;
-
-  const token = rawRequestToken(req.headers, undefined);
-  const full = deps.credentials.get(`vector.${indexName}.token`);
-  const ro = deps.credentials.get(`vector.${indexName}.readonlyToken`);
-  const presented = token !== undefined ? sha256(token) : undefined;
-  const isFull = presented !== undefined && sameSecret(presented, token!, full);
-  const isRo = !isFull && presented !== undefined && sameSecret(presented, token!, ro);
-  const method = req.method ?? 'GET';
-  // Answers before the body is read: drain it so the keep-alive connection stays usable.
-  const early = (status: number, error: string) => {
+async function handleNode(req: IncomingMessage, res: ServerResponse, deps: RouteDeps): Promise<void> {
+  const r = routeRequest(deps, req.method ?? 'GET', req.url ?? '/', req.headers);
+  if (isAnswer(r)) {
+    // answered before the body is read: drain it so the keep-alive connection stays usable
     req.resume();
-    sendError(res, status, error);
-  };
-  if (!isFull && !isRo) return early(401, MESSAGES.unauthorized);
-
-  const endpoint = segments[0] ?? '';
-  const handler = Object.prototype.hasOwnProperty.call(HANDLERS, endpoint) ? HANDLERS[endpoint] : undefined;
-  if (!handler) return early(404, `Endpoint not found: /${endpoint}`);
-  if (!METHODS.has(method)) return early(405, `Method ${method} is not allowed; use GET, POST, PUT or DELETE`);
-  if (isRo && !READONLY_ENDPOINTS.has(endpoint)) return early(401, MESSAGES.readonly);
-
-  let ns: string;
-  try {
-    ns = decodeURIComponent(segments.slice(1).join('/'));
-  } catch {
-    return early(400, 'Invalid namespace: bad percent-encoding');
+    return send(res, r);
   }
   const text = await readText(req, deps.bodyLimit);
-  if (text === 'too-large') return sendError(res, 413, 'Request body is too large');
+  if (text === 'too-large') return send(res, errorAnswer(413, 'Request body is too large'));
   if (text === undefined) return;
-  let body: unknown;
-  if (text.length > 0 && text.trim() !== '') {
-    try {
-      body = JSON.parse(text);
-    } catch (err) {
-      return sendError(res, 400, `Invalid JSON body: ${(err as Error).message}`);
-    }
-  }
-  const search = new URLSearchParams(q >= 0 ? raw.slice(q + 1) : '');
-  try {
-    const result = await handler({ index, ns, body, search, resumable: deps.resumable });
-    send(res, 200, result === undefined ? '{}' : `{"result":${JSON.stringify(result)}}`);
-  } catch (err) {
-    if (err instanceof VectorError) return sendError(res, err.status, err.message);
-    deps.logger.error({ err, endpoint, index: indexName }, 'vector request failed');
-    sendError(res, 500, 'Internal server error');
-  }
+  send(res, await answer(deps, r, text));
 }

@@ -1,0 +1,107 @@
+/**
+ * Fixed text of the vector bench report (`bench/vector.ts` writes it under the table): how the
+ * LanceDB rows were measured, and the notes on method, the query-path and memory work (with the
+ * same-conditions A/B, profiles and history, 2026-11-22) and what is left.
+ */
+/** How the LanceDB rows were measured (printed under the table). */
+export const LANCEDB_NOTE = `LanceDB rows: \`@lancedb/lancedb\` 0.37.1 (the newest release whose \`engines\` allows Node 20;
+0.38+ need Node 22) with \`apache-arrow\` 18.1.0, embedded in the bench process (\`bench/peers/lancedb.ts\`;
+installed on first use into \`bench/peers/node_modules\` with \`--ignore-scripts\`, so its optional
+\`onnxruntime-node\` downloads nothing; not a dependency of svc). Table written in one batch; flat =
+\`bypassVectorIndex()\` (exact) on 50 queries; index = \`Index.hnswSq\` (IVF_HNSW_SQ, cosine, 1
+partition, m 16, efConstruction 150), ef swept until recall@10 >= 0.95; "16 clients" = 16 queries in
+flight (LanceDB may use several threads); filters are \`where()\` pre-filters at that ef.`;
+
+/** Fixed notes appended to the report: method, the query-path and memory work, what is left. */
+export const NOTES = `## Notes
+
+- Fair load: \`wrk\` (C, one thread, pre-encoded bodies formatted once). In-process and HTTP run at
+  the same ef (the smallest reaching recall@10 >= 0.95 in-process) on the same graph (same seed and
+  insertion order); the HTTP recall is measured on its own and printed next to the in-process one.
+  Each throughput cell pairs a ~1 s in-process run with each wrk run (ratio = median of the pairs).
+- Query-path changes, first round (earlier on 2026-11-22): (1) dense scores from the graph's float32
+  distance instead of reading the result vectors back from SQLite; (2) a raw \`node:http\` server
+  instead of Fastify, no per-request logging; (3) one SHA-256 per request for the token check;
+  (4) shortest-float32 printing by binary search; (5) upsert bodies decoded chunk by chunk.
+- Second round (07:00–08:00): (6) the vector port is served by the shared minimal HTTP/1.1 server
+  (\`src/http/fast.ts\`, as kv): plain keep-alive requests with a body up to 1 MiB — every query —
+  never touch node:http's request/response objects and streams; everything else is handed to the
+  node:http server; (7) \`query\` answers synchronously (no Promise) unless it must embed text;
+  (8) the token digest with one-shot \`crypto.hash\`; (9) shortest-float32 printing probes 7 digits
+  first (two conversions for a typical score instead of five; 0.36 µs per score). Checked and
+  rejected: a hand-written scanner for the \`vector\` array instead of \`JSON.parse\` was slower
+  (128 doubles with 17 digits: 23 µs vs 12.5 µs; 9 digits: 8.0 vs 7.8 µs; 768 × 17 digits: 158 vs
+  75 µs): V8's JSON number parsing is native code that JavaScript does not beat.
+- Same-conditions A/B (a wrk 5 s profiling run at ef 32, since folded into \`BENCH_PROFILE\`; the old code from HEAD in
+  a copy of the tree; runs interleaved 07:33–07:36 UTC, load average 3.7 falling to 1.2):
+
+  | data, wrk connections | before (node:http) | after (fast server) |
+  |---|---|---|
+  | 30k×128, 16 | 3,365 / 3,394 QPS | 4,146 / 3,954 QPS (+19 %) |
+  | 30k×128, 1 | 2,521 / 2,404 QPS | 2,792 / 2,906 QPS (+17 %) |
+  | 10k×768, 16 | 1,575 QPS | 1,730 QPS (+10 %) |
+  | 10k×768, 1 | 1,308 QPS | 1,551 QPS (+19 %) |
+
+  CPU profile of svc at 16 connections, 30k×128, as a share of busy samples (start-up included):
+  before — hnswlib \`search\` 43.9 %, the route handler (\`JSON.parse\` inlined) 12.4 %, socket
+  \`writev\` 8.5 %, shortest-float32 2.3 %, node:http, streams and events most of the rest; after —
+  \`search\` 56.5 %, the socket write 9.4 %, \`answer\` (\`JSON.parse\`) 5.5 %, \`JSON.stringify\` of the
+  result 3.4 %, shortest-float32 1.4 %, request-head parsing 1.2 %, token hash 1.0 %, GC 1.0 %.
+  At 10k×768: \`search\` 53.8 %, \`JSON.parse\` of the 768 numbers 19.1 % (~80 µs per request),
+  socket write 3.9 %.
+- Why 70 % of in-process is not reached: svc answers every request on one thread, and the machine
+  has 2 cores shared with \`wrk\`. At 16 connections svc's thread is saturated and the search is
+  ~55–57 % of its busy time, which bounds the ratio near that (measured 44–48 % at 128-d, 58 % at
+  768-d); what is left per request is the kernel's loopback write (~30–50 µs, it wakes the client
+  on the other core of this VM), \`JSON.parse\` of the vector (12 µs at 128-d, 80 µs at 768-d) and
+  ~30 µs of routing, result building and event-loop work. At 1 connection each query is a full
+  round trip: svc's CPU time plus wrk's plus two cross-core wake-ups (~150 µs) come on top of a
+  ~120 µs search at 128-d, so about a half is the ceiling there (measured 33 % / 48 %). Searching
+  on a worker thread (the graph held once, in the worker) would overlap HTTP and search on the two
+  cores at 16 connections (estimate: at most ~60–70 % at 128-d, since wrk needs CPU too) but add a
+  message round trip (~20–40 µs) to every query, making 1 connection slower, and every graph write
+  path (upsert, delete, snapshot, rebuild) would need a synchronous channel to the worker. Not
+  done. Clients that can batch already amortize the HTTP cost (array bodies).
+- Memory is now sampled after forced full GCs through the inspector (the child runs with
+  \`--inspect=127.0.0.1:0\`): before, one RSS sample after 8 s idle gave 1.1–2.9× raw for the same
+  code, depending on when V8 had collected. Results (table): 100k×128 1.55× raw in total and 1.41×
+  for the second 50k vectors; 20k×768 1.38× and 0.73× (native memory freed by the first half's
+  uploads was reused). Right after the last upsert, before any GC, RSS is 2.2–3.9× raw: upload
+  garbage that V8 collects later.
+- Where the growth goes (100k×128): V8 heap +11 MB (~110 B per record: id string, \`ids\` slot, id ->
+  label Map entry, parsed metadata \`{c, p}\`), the rest +86 MB native: hnswlib ~76 MB (level-0
+  block 652 B per vector = 65 MB, a mutex per capacity slot 40 B × 131,072 = 5 MB, the label hash
+  map ~5 MB, upper levels, the level array, the visited list), SQLite's page cache <= 2 MB (default
+  \`cache_size\`), malloc free space the rest. An in-process build of the same data (engine upsert
+  path, \`process.memoryUsage()\` after \`gc()\`) agrees: V8 heapUsed +14 MB, native +92 MB.
+- Process-level settings, measured (not applied by \`bin/svc.js\`): \`--max-semi-space-size=1\` on the
+  svc process (\`BENCH_SVC_NODE_FLAGS\`, run 07:50–07:53): after a forced GC no gain (1.59× vs
+  1.55× at 100k×128, 1.36× vs 1.38× at 20k×768); right after the build, before GC, 2.46× vs 2.15×
+  and 2.87× vs 3.87× (mixed); builds 4–6 % slower; query QPS unchanged within noise. In-process
+  (forced GC): 132 -> 122 MB. \`MALLOC_ARENA_MAX=2\`: no change (134 vs 132 MB in-process; svc
+  allocates on its main thread only). Neither is worth applying.
+- History (svc HTTP QPS as a share of in-process hnswlib at the same recall; RSS growth / raw):
+
+  | run | 100k×128, 1 / 16 clients | 20k×768, 1 / 16 clients | memory 128-d / 768-d |
+  |---|---|---|---|
+  | 05:08, before, autocannon | 20 % / 26 % | 28 % / 33 % | 2.39× / 4.11× (idle sample) |
+  | 05:42, before, wrk (30k×128 only) | 12 % / 28 % | – | 4.22× (idle sample) |
+  | 05:58, changes 1–4 | 42 % / 48 % | 58 % / 45 % | 2.92× / 4.07× (idle sample) |
+  | 06:07, changes 1–5 | 31 % / 41 % | 44 % / 52 % | 2.22× / 2.01× (idle sample) |
+  | 06:11, changes 1–5 (quiet machine) | 30 % / 38 % | 45 % / 54 % | 2.94× / 2.56× (idle sample) |
+  | 07:25, changes 1–9 | 33 % / 43 % | 47 % / 58 % | 1.35× / 2.50× (idle sample) |
+  | 07:37, changes 1–9 (1 rep, no LanceDB) | 33 % / 48 % | 46 % / 58 % | 1.40× / 1.14× (idle sample) |
+  | 07:45, changes 1–9 (this table) | 33 % / 44 % | 48 % / 58 % | 1.55× / 1.38× (forced GC) |
+
+  In absolute terms at 100k×128: 2,474 / 3,274 QPS (06:11) -> 2,617 / 3,743 QPS (1 / 16 clients);
+  at 20k×768: 1,381 / 1,641 -> 1,503 / 1,760 QPS.
+- LanceDB (the peer users pick, in-process, no HTTP): at recall >= 0.95 it answers 462 QPS one
+  query at a time at 100k×128 (ef 64; ef 32 reached 0.949) and 351 at 20k×768 (ef 32), 1,102 /
+  814 with 16 in flight, so svc
+  over HTTP is 5.7× / 4.3× faster at 1 client and 3.4× / 2.2× at 16; its flat search is 14–15 QPS
+  (svc's JavaScript brute force 34–38). LanceDB builds faster (IVF_HNSW_SQ 14 s for 100k×128 vs
+  35 s for svc's durable HTTP upserts, which include SQLite commits and HNSW insertion with
+  efConstruction 100).
+- Not covered here: filtered queries whose matches fall under the exact-search budget read their
+  vectors from SQLite (e.g. a 10 % filter on 5k×128 ran at ~380 QPS against ~6,400 in-process in a
+  smoke run); at the table's sizes only the 1 % filter at 768-d takes that path.`;

@@ -1,0 +1,47 @@
+/**
+ * The vector port's fast front: a {@link FastHandler} for `src/http/fast.ts` (the shared minimal
+ * HTTP/1.1 server) that serves every plain keep-alive request — GET/POST/PUT/DELETE with a
+ * `Content-Length` body of at most 1 MiB (`FAST_BODY_MAX`), i.e. every query — through the same
+ * routing and handlers as the `node:http` front (`routes.ts`). Everything else (HEAD, other
+ * methods, chunked or larger upsert bodies, HTTP/1.0, malformed heads) is handed to the
+ * `node:http` server with its full parser. Answers `application/json; charset=utf-8`.
+ *
+ * Measured on the 2-core bench machine (docs/readme/vector-bench.md): node:http's request/response
+ * objects, streams and `writev` cost about as much per request as a 128-d HNSW search.
+ */
+import { isAscii } from 'node:buffer';
+import type { FastHandler } from '../http/fast.js';
+import { answer, isAnswer, routeRequest, type RouteDeps } from './routes.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const METHODS: readonly string[] = ['DELETE'];
+
+/** Body bytes as text (UTF-8; invalid sequences become U+FFFD as in the node:http front's decoder). */
+function bodyText(body: Buffer | undefined): string {
+  if (body === undefined || body.length === 0) return '';
+  // ASCII (the usual JSON body) decodes fastest as latin1 (one-byte string, same characters)
+  return isAscii(body) ? body.toString('latin1') : body.toString('utf8');
+}
+
+/**
+ * The fast handler of the vector port. Never throws: every request is answered once with a JSON
+ * body (errors as `{error, status}`; unexpected failures 500, logged).
+ */
+export function vectorFastHandler(deps: RouteDeps): FastHandler {
+  return {
+    methods: METHODS,
+    accepts: (method) => method !== 'HEAD',
+    handle(head, body, out) {
+      try {
+        const r = routeRequest(deps, head.method, head.url, head.headers);
+        if (isAnswer(r)) return out.send(r.status, JSON_TYPE, r.body, '');
+        const a = answer(deps, r, bodyText(body));
+        if (a instanceof Promise) a.then((x) => out.send(x.status, JSON_TYPE, x.body, ''));
+        else out.send(a.status, JSON_TYPE, a.body, '');
+      } catch (err) {
+        deps.logger.error({ err }, 'vector request failed');
+        out.send(500, JSON_TYPE, '{"error":"Internal server error","status":500}', '');
+      }
+    },
+  };
+}
