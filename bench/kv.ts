@@ -28,6 +28,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defaultKvWorkers } from '../src/config.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, waitFor, type ManagedProcess } from './lib/proc.js';
@@ -47,7 +48,7 @@ const REPEAT = Math.max(1, num('BENCH_REPEAT', 1));
 const ONLY = new Set((env.BENCH_ONLY ?? 'svc,webdis,redis-benchmark').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
 /** kv worker processes of the svc under test: `SVC_KV_WORKERS` (passed through), else svc's default. */
-const SVC_WORKERS = env.SVC_KV_WORKERS ? Number(env.SVC_KV_WORKERS) : Math.min(8, os.availableParallelism());
+const SVC_WORKERS = env.SVC_KV_WORKERS ? Number(env.SVC_KV_WORKERS) : defaultKvWorkers();
 
 /** Targets of issue 2 §4. */
 const PIPELINE_TARGET_CMDS = 300_000;
@@ -342,7 +343,7 @@ function buildReport(rows: Row[], notes: string[], o: { loadStart: string; webdi
     `## Key-value gateway benchmark`,
     '',
     `Machine: ${o.machine}. Load average at start/end: ${o.loadStart} / ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (the machine is shared).\nEach cell: ${WARMUP} s warm-up + ${REPEAT > 1 ? `median of ${REPEAT} interleaved runs of ` : ''}${SECONDS} s measured with wrk (${WRK_THREADS} thread, keep-alive), value ${VALUE.length} bytes; total run ${Math.round(o.elapsedS)} s.`,
-    `svc kv worker processes: ${SVC_WORKERS}${env.SVC_KV_WORKERS ? ' (SVC_KV_WORKERS)' : ' (the default: CPUs, at most 8)'}; 0 = served by the one svc process.`,
+    `svc kv worker processes: ${SVC_WORKERS}${env.SVC_KV_WORKERS ? ' (SVC_KV_WORKERS)' : ' (the default: 0 below 4 CPUs, else CPUs, at most 8)'}; 0 = served by the one svc process.`,
     `Backend: one redis-server on 127.0.0.1:${o.redisPort} with \`--save '' --appendonly no\`, shared by svc (\`SVC_KV_REDIS_URL\`), webdis (threads ${o.webdisThreads}, pool_size ${o.webdisPool}) and redis-benchmark; the load generator, the gateway and redis-server share the same ${machineInfo().nproc} cores.`,
     '',
     markdownTable(

@@ -31,7 +31,7 @@ export interface Config {
     maxRequestBytes: number;
     /** Requests per UTC day for the database; 0 = unlimited. */
     dailyRequestLimit: number;
-    /** kv worker processes (`SVC_KV_WORKERS`); 0 = serve in the main process. Default: CPUs, at most 8. */
+    /** kv worker processes (`SVC_KV_WORKERS`); 0 = serve in the main process. Default: {@link defaultKvWorkers}. */
     workers: number;
     /** Interval of the SSE heartbeat comments in ms (`SVC_KV_SSE_HEARTBEAT_MS`, default 15 000). */
     sseHeartbeatMs: number;
@@ -162,7 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
       redisTlsCaFile: str('SVC_KV_REDIS_TLS_CA_FILE'),
       maxRequestBytes: int('SVC_KV_MAX_REQUEST_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
-      workers: int('SVC_KV_WORKERS', Math.min(8, os.availableParallelism()), 0, 63),
+      workers: int('SVC_KV_WORKERS', defaultKvWorkers(), 0, 63),
       sseHeartbeatMs: int('SVC_KV_SSE_HEARTBEAT_MS', 15_000, 10, 3_600_000),
     },
     queue: {
@@ -185,6 +185,17 @@ export function loadConfig(env: Env = process.env): Config {
 
   if (problems.length) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * Default of `SVC_KV_WORKERS` for a machine with `cpus` CPUs (default `os.availableParallelism()`):
+ * 0 (kv served in the main process) below 4 CPUs, else one worker per CPU, at most 8. Below 4
+ * CPUs the load generator, redis-server and the workers compete for the same cores and the
+ * hand-off costs more than it gains: on the 2-core bench machine 2 workers were slower than the
+ * one process in every cell (`docs/readme/kv-bench.md`, "Worker processes").
+ */
+export function defaultKvWorkers(cpus: number = os.availableParallelism()): number {
+  return cpus < 4 ? 0 : Math.min(8, cpus);
 }
 
 /** True for dotted-quad IPv4 (`10.0.0.1`). */

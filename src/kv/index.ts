@@ -4,7 +4,8 @@
  * gateway core and its HTTP front (`front.ts`: a minimal HTTP/1.1 server for the hot path in front
  * of a raw `node:http` server for everything else; see `docs/readme/kv-perf.md`).
  *
- * With `SVC_KV_WORKERS` > 0 (the default: one per CPU, at most 8) this process is the primary: it
+ * With `SVC_KV_WORKERS` > 0 (the default on 4+ CPUs: one per CPU, at most 8; below 4 CPUs the
+ * default is 0, `defaultKvWorkers` in `src/config.ts`) this process is the primary: it
  * owns the backend, the credentials and the daily count, accepts connections and passes them to
  * worker processes (`cluster/workers.ts`); it serves them itself only while no worker is ready.
  * With 0 it serves everything itself, as before.

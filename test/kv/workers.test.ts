@@ -13,6 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { defaultKvWorkers, loadConfig } from '../../src/config.js';
 import type { KvServer } from '../../src/kv/index.js';
 import { RedisConnection } from '../../src/kv/redis/connection.js';
 import { alive } from '../../src/kv/redis/supervisor.js';
@@ -288,4 +289,11 @@ test('workers exit when the primary process dies (SIGKILL)', async () => {
     }
     cleanup();
   }
+});
+
+test('default worker count: 0 below 4 CPUs, else one per CPU capped at 8; SVC_KV_WORKERS overrides it', () => {
+  assert.deepEqual([1, 2, 3, 4, 6, 8, 16, 64].map((n) => defaultKvWorkers(n)), [0, 0, 0, 4, 6, 8, 8, 8]);
+  assert.equal(loadConfig({}).kv.workers, defaultKvWorkers());
+  assert.equal(loadConfig({ SVC_KV_WORKERS: '3' }).kv.workers, 3);
+  assert.equal(loadConfig({ SVC_KV_WORKERS: '0' }).kv.workers, 0);
 });

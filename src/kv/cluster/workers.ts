@@ -1,6 +1,6 @@
 /**
- * The kv primary's worker processes (`SVC_KV_WORKERS`, default `os.availableParallelism()` capped
- * at 8): the primary accepts client connections (`pauseOnConnect`) and passes each one, as a socket
+ * The kv primary's worker processes (`SVC_KV_WORKERS`, default `defaultKvWorkers()` in
+ * `src/config.ts`: 0 below 4 CPUs, else CPUs capped at 8): the primary accepts client connections (`pauseOnConnect`) and passes each one, as a socket
  * handle, to the next ready worker in turn (the scheme of `node:cluster`'s round-robin mode, but
  * per kv server: two svc instances in one process — tests — never share workers or ports). While
  * no worker is ready (start-up, restart after a crash) the primary serves the connection itself.
