@@ -196,6 +196,12 @@ export class RedisConnection {
 
   private enqueue(data: string | Buffer, p: Pending): void {
     this.queue.push(p);
+    if (!this.corked && this.queue.length - this.head === 1) {
+      // nothing else in flight (e.g. one client connection): send at once, without the cork and
+      // its setImmediate; the requests that follow in this turn are coalesced below
+      this.socket.write(data);
+      return;
+    }
     if (!this.corked) {
       // Coalesce the writes of every request handled in this event-loop turn into one writev
       // (many concurrent HTTP requests -> one syscall to Redis).
