@@ -10,8 +10,10 @@
  *   undici alone   the ceiling: undici POSTs straight to the sink, 64 in flight
  *   delayed        N delayed messages in the store: svc start-up time and RSS vs an empty store
  *
- * Prints a markdown table with ratios and writes it to docs/readme/queue-bench.md.
- * Flags: --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N> --skip-bullmq
+ * Prints a markdown table with ratios and writes it to `--out <file>` (default
+ * docs/readme/queue-bench.md; `--out -` prints only, for experiment runs). Everything in the
+ * existing file from the line {@link KEEP_MARKER} on (hand-written notes) is kept below the tables.
+ * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N> --skip-bullmq
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
  *        queue / flow-control scenario> (issue 4 scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
@@ -34,6 +36,8 @@ function arg(name: string, def: number): number {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 }
 const flag = (name: string) => process.argv.includes(`--${name}`);
+/** First line of the hand-written part of the output file, which a run keeps as it is. */
+const KEEP_MARKER = '<!-- hand-written below: kept by bench/queue.ts -->';
 
 // ---------------------------------------------------------------- sink
 interface Sink {
@@ -380,8 +384,13 @@ async function main(): Promise<void> {
   }
   const text = lines.join('\n');
   process.stdout.write(text + '\n');
-  fs.mkdirSync(path.join(ROOT, 'docs/readme'), { recursive: true });
-  fs.writeFileSync(path.join(ROOT, 'docs/readme/queue-bench.md'), text);
+  const oi = process.argv.indexOf('--out');
+  const out = oi >= 0 ? process.argv[oi + 1] : path.join(ROOT, 'docs/readme/queue-bench.md');
+  if (out === '-') return;
+  const old = fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : '';
+  const kept = old.indexOf(KEEP_MARKER);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, kept >= 0 ? `${text}\n${old.slice(kept)}` : text);
 }
 
 main().catch((err) => {
