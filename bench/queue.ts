@@ -13,7 +13,7 @@
  * Prints a markdown table with ratios and writes it to `--out <file>` (default
  * docs/readme/queue-bench.md; `--out -` prints only, for experiment runs). Everything in the
  * existing file from the line {@link KEEP_MARKER} on (hand-written notes) is kept below the tables.
- * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N> --skip-bullmq
+ * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N> --skip-bullmq --skip-everysec
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
  *        queue / flow-control scenario> (issue 4 scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
@@ -113,12 +113,12 @@ async function waitOutput(child: ChildProcess, re: RegExp, timeoutMs: number): P
   });
 }
 
-async function startSvc(dataDir: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+async function startSvc(dataDir: string, extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; startMs: number }> {
   const t0 = now();
   const nodeArgs = (process.env.BENCH_SVC_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
   const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/svc.js'), 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN },
+    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const m = await waitOutput(child, /^queue\s+(http:\/\/\S+)/m, 120_000);
@@ -325,15 +325,22 @@ async function main(): Promise<void> {
   const delayed = arg('delayed', 100_000);
   const sink = await startSink();
   const rows: Row[] = [];
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-'));
-  const svc = await startSvc(dataDir);
-  try {
-    await benchSvc(sink, svc.url, 2000, 16); // warm-up (JIT), not reported
-    rows.push(await benchSvc(sink, svc.url, n1, 1, svc.child.pid));
-    rows.push(await benchSvc(sink, svc.url, n64, 64, svc.child.pid));
-  } finally {
-    await stop(svc.child);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+  // svc as configured by default (fsync before every acknowledgement), then with the durability
+  // of the BullMQ peer (SVC_QUEUE_FSYNC=everysec = redis-server's appendfsync everysec)
+  for (const fsync of flag('skip-everysec') ? ['always'] : ['always', 'everysec']) {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-'));
+    const svc = await startSvc(dataDir, { SVC_QUEUE_FSYNC: fsync });
+    try {
+      await benchSvc(sink, svc.url, 2000, 16); // warm-up (JIT), not reported
+      for (const [n, conc] of [[n1, 1], [n64, 64]]) {
+        const row = await benchSvc(sink, svc.url, n, conc, svc.child.pid);
+        if (fsync !== 'always') row.system = `svc, SVC_QUEUE_FSYNC=${fsync}`;
+        rows.push(row);
+      }
+    } finally {
+      await stop(svc.child);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   }
   let routingLines: string[] = [];
   if (!flag('skip-routing')) {
@@ -356,6 +363,7 @@ async function main(): Promise<void> {
     ``,
     `${new Date().toISOString()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at start ${loadAtStart} (the machine is shared). ` +
       `svc: SQLite WAL, every publish acknowledged only after its group commit's WAL fsync (fdatasync measured at ${fsyncMs.toFixed(1)} ms on this disk); ` +
+      `"svc, SVC_QUEUE_FSYNC=everysec": acknowledged at COMMIT, WAL fsynced once a second (the BullMQ peer's durability); ` +
       `BullMQ: redis-server appendonly yes, appendfsync everysec (no fsync per job). Sink, publishers and undici in the bench process; svc and the BullMQ worker in their own processes. ` +
       `Latency = publisher send -> sink receive. Server CPU = user+system time of the svc process (for BullMQ: the worker process plus redis-server) during the run, per delivered message (/proc, 10 ms ticks).`,
     ``,

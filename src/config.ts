@@ -50,6 +50,12 @@ export interface Config {
     logRetentionMs: number;
     /** Concurrent outgoing delivery requests. */
     maxConcurrentDeliveries: number;
+    /**
+     * When acknowledged writes reach the disk (`SVC_QUEUE_FSYNC`): `always` (default) = the WAL is
+     * fsynced before a publish is answered; `everysec` = answered at COMMIT, WAL fsynced once a
+     * second (Redis's `appendfsync everysec`: kill -9 loses nothing, a power loss ~1 s).
+     */
+    fsync: 'always' | 'everysec';
   };
   vector: {
     dimension?: number;
@@ -173,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),
       logRetentionMs: int('SVC_QUEUE_LOG_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
       maxConcurrentDeliveries: int('SVC_QUEUE_MAX_CONCURRENT_DELIVERIES', 256, 1, 100_000),
+      fsync: oneOf('SVC_QUEUE_FSYNC', 'always', ['always', 'everysec'] as const),
     },
     vector: {
       dimension: vectorDimension,

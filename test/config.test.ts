@@ -30,6 +30,12 @@ test('every bad variable is reported, one line each', () => {
   );
 });
 
+test('SVC_QUEUE_FSYNC: always (default) or everysec; anything else stops start-up', () => {
+  assert.equal(loadConfig({}).queue.fsync, 'always');
+  assert.equal(loadConfig({ SVC_QUEUE_FSYNC: 'everysec' }).queue.fsync, 'everysec');
+  assert.throws(() => loadConfig({ SVC_QUEUE_FSYNC: 'never' }), /SVC_QUEUE_FSYNC="never": expected one of always, everysec/);
+});
+
 test('SVC_AREAS selects a subset in start order', () => {
   assert.deepEqual(loadConfig({ SVC_AREAS: 'mgmt, kv' }).areas, ['kv', 'mgmt']);
 });

@@ -54,7 +54,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   const clock = opts.clock ?? systemClock;
   queueToken(actx);
   signingKeys(actx.credentials);
-  const store = opts.store ?? openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'));
+  const store = opts.store ?? openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync);
   const sender = new HttpSender({
     egressAddress: cfg.egressAddress,
     blockPrivate: cfg.blockPrivateDestinations,

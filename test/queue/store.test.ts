@@ -3,6 +3,7 @@
  * backend by adding a factory to FACTORIES (PostgreSQL later). Real SQLite files, no mocks.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -152,6 +153,49 @@ for (const [name, factory] of Object.entries(FACTORIES)) {
         assert.deepEqual((db.prepare('SELECT k FROM t ORDER BY k').all() as { k: string }[]).map((r) => r.k), ['a', 'c']);
         await gc.close();
         db.close();
+      });
+
+      test('group commit: SVC_QUEUE_FSYNC always waits for the WAL fsync, everysec resolves at COMMIT and fsyncs within a second', async () => {
+        const tmp = tempDir('svc-gc-fsync-');
+        cleanups.push(tmp.cleanup);
+        const realSync = fs.fdatasync;
+        const synced: number[] = []; // performance.now() of each completed fdatasync
+        // count the real fdatasync calls of the committer (it calls fs.fdatasync at run time)
+        (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = ((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) =>
+          realSync(fd, (err) => {
+            synced.push(performance.now());
+            cb(err);
+          })) as typeof fs.fdatasync;
+        try {
+          for (const policy of ['always', 'everysec'] as const) {
+            synced.length = 0;
+            const file = path.join(tmp.dir, `${policy}.sqlite`);
+            const db = new Database(file);
+            db.pragma('journal_mode = WAL');
+            db.exec('CREATE TABLE t (k TEXT PRIMARY KEY)');
+            const gc = new GroupCommitter(db, `${file}-wal`, policy);
+            const ins = db.prepare('INSERT INTO t (k) VALUES (?)');
+            await Promise.all(['a', 'b', 'c'].map((k) => gc.run(() => ins.run(k)))); // durable writes
+            const resolvedAt = performance.now();
+            if (policy === 'always') {
+              assert.equal(synced.length, 1, 'one fsync covered the batch before the writes resolved');
+              assert.ok(synced[0] <= resolvedAt);
+            } else {
+              assert.equal(synced.length, 0, 'everysec: resolved at COMMIT, before any fsync');
+              await new Promise((r) => setTimeout(r, 1300));
+              assert.equal(synced.length, 1, 'everysec: the WAL was fsynced within a second');
+              await new Promise((r) => setTimeout(r, 1100));
+              assert.equal(synced.length, 1, 'no fsync when nothing new was committed');
+              await gc.run(() => ins.run('d'));
+            }
+            await gc.close();
+            if (policy === 'everysec') assert.equal(synced.length, 2, 'close() fsyncs what the last second committed');
+            assert.equal((db.prepare('SELECT COUNT(*) AS n FROM t').get() as { n: number }).n, policy === 'always' ? 3 : 4);
+            db.close();
+          }
+        } finally {
+          (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realSync;
+        }
       });
 
       test('sqlite: WAL, partial due index used, version check', async () => {

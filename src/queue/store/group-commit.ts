@@ -19,6 +19,11 @@
  *
  * Batches are flushed on `setImmediate` (or, while an fsync runs, as soon as it completes), capped
  * at {@link MAX_BATCH} writes per transaction.
+ *
+ * {@link FsyncPolicy} `everysec` (opt-in, `SVC_QUEUE_FSYNC`) is Redis's `appendfsync everysec`:
+ * durable writes too resolve at COMMIT (still safe against kill -9: the WAL is in the page cache),
+ * and the WAL is fsynced once a second when something was committed, so a power loss or OS crash
+ * can lose about the last second of acknowledged writes.
  */
 import fs from 'node:fs';
 import type Database from 'better-sqlite3';
@@ -33,6 +38,14 @@ const MAX_BATCH = 2000;
  * bookkeeping steps (outcome -> admission round -> claim) pays no timer per step.
  */
 const RELAXED_DELAY_MS = 2;
+
+/**
+ * When acknowledged (durable) writes reach the disk: `always` (default) — fsync of the WAL before
+ * they resolve; `everysec` — they resolve at COMMIT and the WAL is fsynced every
+ * {@link EVERYSEC_INTERVAL_MS}.
+ */
+export type FsyncPolicy = 'always' | 'everysec';
+const EVERYSEC_INTERVAL_MS = 1000;
 
 interface Pending {
   fn: () => unknown;
@@ -94,12 +107,28 @@ export class GroupCommitter {
   // Prepared once: better-sqlite3's db.transaction() wrapper costs ~0.3 ms to build per call.
   private readonly sql;
 
-  /** `walFile` is the database's `-wal` file (fsynced for durable writes). */
+  /** Periodic WAL fsync of the `everysec` policy. */
+  private readonly everysec: NodeJS.Timeout | undefined;
+  /** Something was committed since the last periodic fsync (`everysec`). */
+  private unsynced = false;
+
+  /** `walFile` is the database's `-wal` file (fsynced for durable writes, see {@link FsyncPolicy}). */
   constructor(
     private readonly db: Database.Database,
     walFile: string,
+    private readonly fsync: FsyncPolicy = 'always',
   ) {
     this.syncer = new FileSyncer(walFile);
+    if (fsync === 'everysec') {
+      this.everysec = setInterval(() => {
+        if (!this.unsynced || this.syncer.running) return;
+        this.unsynced = false;
+        this.syncer.sync().catch(() => {
+          this.unsynced = true; // try again at the next tick
+        });
+      }, EVERYSEC_INTERVAL_MS);
+      this.everysec.unref();
+    }
     this.syncer.onSynced = () => {
       if (this.deferred) {
         this.deferred = false;
@@ -164,7 +193,7 @@ export class GroupCommitter {
     this.scheduled = false;
     if (this.relaxedTimer) clearTimeout(this.relaxedTimer);
     this.relaxedTimer = undefined;
-    if (this.syncer.running) {
+    if (this.syncer.running && this.fsync === 'always') {
       this.deferred = true;
       return;
     }
@@ -182,7 +211,9 @@ export class GroupCommitter {
       }
       const settle = (p: Pending, i: number) => (results[i].ok ? p.resolve(results[i].v) : p.reject(results[i].v));
       const durable: number[] = [];
-      batch.forEach((p, i) => (p.durable && results[i].ok ? durable.push(i) : settle(p, i)));
+      const waitSync = this.fsync === 'always';
+      this.unsynced = true;
+      batch.forEach((p, i) => (waitSync && p.durable && results[i].ok ? durable.push(i) : settle(p, i)));
       if (durable.length) {
         this.syncer.sync().then(
           () => durable.forEach((i) => settle(batch[i], i)),
@@ -244,8 +275,10 @@ export class GroupCommitter {
   async close(): Promise<void> {
     if (this.relaxedTimer) clearTimeout(this.relaxedTimer);
     this.relaxedTimer = undefined;
+    if (this.everysec) clearInterval(this.everysec);
     this.flush();
     this.closed = true;
+    if (this.fsync === 'everysec' && this.unsynced) await this.syncer.sync().catch(() => undefined);
     await this.syncer.close();
   }
 }

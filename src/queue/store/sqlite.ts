@@ -25,7 +25,7 @@ import type {
   PageResult,
   StoredMessage,
 } from '../model.js';
-import { GroupCommitter } from './group-commit.js';
+import { GroupCommitter, type FsyncPolicy } from './group-commit.js';
 import { migrate } from './migrate.js';
 import { filterSql, INSERT_MESSAGE_VALUES_SQL, messageValues, rowToMessage, type MessageRow } from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, QueueStore } from './types.js';
@@ -57,15 +57,18 @@ interface DlqRow {
   error: string | null;
 }
 
-/** Opens (creating and migrating) the SQLite queue store at `file`. */
-export function openSqliteQueueStore(file: string): SqliteQueueStore {
+/**
+ * Opens (creating and migrating) the SQLite queue store at `file`; `fsync` is when acknowledged
+ * writes reach the disk ({@link FsyncPolicy}, `SVC_QUEUE_FSYNC`; default `always`).
+ */
+export function openSqliteQueueStore(file: string, fsync: FsyncPolicy = 'always'): SqliteQueueStore {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   db.pragma('cache_size = -65536'); // 64 MB page cache
   migrate(db, file);
-  return new SqliteQueueStore(db, `${file}-wal`);
+  return new SqliteQueueStore(db, `${file}-wal`, fsync);
 }
 
 export class SqliteQueueStore implements QueueStore {
@@ -76,8 +79,9 @@ export class SqliteQueueStore implements QueueStore {
   constructor(
     private readonly db: Database.Database,
     walFile: string,
+    fsync: FsyncPolicy = 'always',
   ) {
-    this.writes = new GroupCommitter(db, walFile);
+    this.writes = new GroupCommitter(db, walFile, fsync);
     this.st = {
       insert: db.prepare(INSERT_MESSAGE_VALUES_SQL),
       logCreated: db.prepare(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?)`),
