@@ -197,6 +197,18 @@ export class Dispatcher {
     this.startListeners.push(fn);
   }
 
+  private readonly endListeners: ((m: StoredMessage, at: number) => void)[] = [];
+
+  /**
+   * Registers a listener called once for every started attempt when it ends (`at`, ms), after its
+   * outcome listeners — also when recording the outcome failed (e.g. a full disk: the message
+   * stays leased and is delivered again after its lease), so that a per-key running count paired
+   * with {@link addStartListener} never leaks (issue 4: flow-control parallelism). Must not throw.
+   */
+  addEndListener(fn: (m: StoredMessage, at: number) => void): void {
+    this.endListeners.push(fn);
+  }
+
   /** Deliveries in flight now (for tests and health). */
   get busy(): number {
     return this.inFlight;
@@ -300,6 +312,10 @@ export class Dispatcher {
         this.flying.set(origin, (this.flying.get(origin) ?? 0) + 1);
         const done = (err?: unknown) => {
           if (err !== undefined) this.o.logger.error({ err, messageId: m.id }, 'queue: recording a delivery outcome failed');
+          if (this.endListeners.length) {
+            const at = this.clock.now();
+            for (const fn of this.endListeners) fn(m, at);
+          }
           this.inFlight--;
           const fl = (this.flying.get(origin) ?? 1) - 1;
           if (fl <= 0) this.flying.delete(origin);

@@ -136,7 +136,7 @@ export class AdmissionGate {
     }
   }
 
-  /** An attempt of `m` ended (its outcome is recorded) at `at` ms: it stays in the rate window one period. */
+  /** An attempt of `m` ended (its outcome recorded, or recording it failed) at `at` ms: it stays in the rate window one period. */
   onEnd(m: { flowControlKey?: string }, at: number): void {
     const k = m.flowControlKey;
     if (k === undefined) return;

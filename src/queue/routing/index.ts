@@ -35,8 +35,9 @@ export function attachRouting(app: FastifyInstance, ctx: QueueApiContext, routin
   const gate = new AdmissionGate({ routing, clock: ctx.clock, logger, onRelease: (now) => ctx.dispatcher.notify(now) });
   ctx.admission = { prepare: (msgs, now) => gate.prepare(msgs, now), kick: () => gate.kick() };
   ctx.dispatcher.addStartListener((m) => gate.onStart(m));
-  ctx.dispatcher.addOutcomeListener((m) => {
-    gate.onEnd(m, ctx.clock.now());
+  // every started attempt ends once, recorded or not (a running count must not leak)
+  ctx.dispatcher.addEndListener((m, at) => {
+    gate.onEnd(m, at);
     if (m.queueName !== undefined || m.flowControlKey !== undefined) gate.kick();
   });
 
