@@ -51,12 +51,12 @@ export const NOTES = `## Notes
   socket write 3.9 %.
 - Why 70 % of in-process is not reached: svc answers every request on one thread, and the machine
   has 2 cores shared with \`wrk\`. At 16 connections svc's thread is saturated and the search is
-  ~55–57 % of its busy time, which bounds the ratio near that (measured 44–48 % at 128-d, 58 % at
+  ~55–57 % of its busy time, which bounds the ratio near that (measured 44–53 % at 128-d, 58–67 % at
   768-d); what is left per request is the kernel's loopback write (~30–50 µs, it wakes the client
   on the other core of this VM), \`JSON.parse\` of the vector (12 µs at 128-d, 80 µs at 768-d) and
   ~30 µs of routing, result building and event-loop work. At 1 connection each query is a full
   round trip: svc's CPU time plus wrk's plus two cross-core wake-ups (~150 µs) come on top of a
-  ~120 µs search at 128-d, so about a half is the ceiling there (measured 33 % / 48 %). Searching
+  ~120 µs search at 128-d, so about a half is the ceiling there (measured 33–39 % / 48–59 %). Searching
   on a worker thread (the graph held once, in the worker) would overlap HTTP and search on the two
   cores at 16 connections (estimate: at most ~60–70 % at 128-d, since wrk needs CPU too) but add a
   message round trip (~20–40 µs) to every query, making 1 connection slower, and every graph write
@@ -91,16 +91,17 @@ export const NOTES = `## Notes
   | 06:11, changes 1–5 (quiet machine) | 30 % / 38 % | 45 % / 54 % | 2.94× / 2.56× (idle sample) |
   | 07:25, changes 1–9 | 33 % / 43 % | 47 % / 58 % | 1.35× / 2.50× (idle sample) |
   | 07:37, changes 1–9 (1 rep, no LanceDB) | 33 % / 48 % | 46 % / 58 % | 1.40× / 1.14× (idle sample) |
-  | 07:45, changes 1–9 (this table) | 33 % / 44 % | 48 % / 58 % | 1.55× / 1.38× (forced GC) |
+  | 07:45, changes 1–9 | 33 % / 44 % | 48 % / 58 % | 1.55× / 1.38× (forced GC) |
+  | 2026-11-23 20:04, committed tree, idle machine (this table) | 39 % / 53 % | 59 % / 67 % | 1.43× / 1.41× (forced GC) |
 
-  In absolute terms at 100k×128: 2,474 / 3,274 QPS (06:11) -> 2,617 / 3,743 QPS (1 / 16 clients);
-  at 20k×768: 1,381 / 1,641 -> 1,503 / 1,760 QPS.
-- LanceDB (the peer users pick, in-process, no HTTP): at recall >= 0.95 it answers 462 QPS one
-  query at a time at 100k×128 (ef 64; ef 32 reached 0.949) and 351 at 20k×768 (ef 32), 1,102 /
-  814 with 16 in flight, so svc
-  over HTTP is 5.7× / 4.3× faster at 1 client and 3.4× / 2.2× at 16; its flat search is 14–15 QPS
-  (svc's JavaScript brute force 34–38). LanceDB builds faster (IVF_HNSW_SQ 14 s for 100k×128 vs
-  35 s for svc's durable HTTP upserts, which include SQLite commits and HNSW insertion with
+  In absolute terms at 100k×128: 2,474 / 3,274 QPS (06:11) -> 2,617 / 3,743 QPS (07:45) -> 5,157 / 5,298
+  QPS (2026-11-23, a faster machine of the same kind); at 20k×768: 1,381 / 1,641 -> 1,503 / 1,760 -> 2,413 / 2,992 QPS.
+- LanceDB (the peer users pick, in-process, no HTTP), run of 2026-11-23 (this table): at recall
+  >= 0.95 it answers 611 QPS one query at a time at 100k×128 (ef 32, recall 0.951) and 786 at
+  20k×768 (ef 32), 1,279 / 1,857 with 16 in flight, so svc over HTTP is 8.4× / 3.1× faster at 1
+  client and 4.1× / 1.6× at 16 (2026-11-22: 5.7× / 4.3× and 3.4× / 2.2×); its flat search is 16–27
+  QPS (svc's JavaScript brute force 54–55). LanceDB builds faster (IVF_HNSW_SQ 10 s for 100k×128
+  vs 20 s for svc's durable HTTP upserts, which include SQLite commits and HNSW insertion with
   efConstruction 100).
 - Not covered here: filtered queries whose matches fall under the exact-search budget read their
   vectors from SQLite (e.g. a 10 % filter on 5k×128 ran at ~380 QPS against ~6,400 in-process in a
