@@ -183,8 +183,9 @@ export class Dispatcher {
   private readonly outcomeListeners: ((m: StoredMessage, outcome: AttemptOutcome) => void)[] = [];
 
   /**
-   * Registers a listener called after each attempt's outcome is recorded in the store (issue 4:
-   * the admission gate re-checks queue/flow-control slots). Listeners must not throw.
+   * Registers a listener called after each attempt's outcome is recorded in the store (issue 5:
+   * the workflow engine advances the run); not called when recording failed (see
+   * {@link addEndListener}). Listeners must not throw.
    */
   addOutcomeListener(fn: (m: StoredMessage, outcome: AttemptOutcome) => void): void {
     this.outcomeListeners.push(fn);
