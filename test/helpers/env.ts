@@ -26,6 +26,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'silent',
     ...(process.env.SVC_KV_WORKERS ? { SVC_KV_WORKERS: process.env.SVC_KV_WORKERS } : {}),
+    ...(process.env.SVC_QUEUE_FSYNC ? { SVC_QUEUE_FSYNC: process.env.SVC_QUEUE_FSYNC } : {}),
     ...env,
   });
 }
