@@ -46,6 +46,8 @@ export function queueToken(ctx: AreaContext): string {
 export interface QueueServerOptions {
   clock?: Clock;
   store?: QueueStore;
+  /** Waits between tries of a failing outcome write (ms; tests); default `RECORD_RETRY_MS`. */
+  recordRetryMs?: readonly number[];
 }
 
 /** Builds the queue server (does not listen yet). */
@@ -69,6 +71,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     maxConcurrent: cfg.maxConcurrentDeliveries,
     signingKey: () => signingKeys(actx.credentials).current,
     region: cfg.region.toUpperCase(),
+    recordRetryMs: opts.recordRetryMs,
   });
   const ctx: QueueApiContext = {
     store,

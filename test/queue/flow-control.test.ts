@@ -5,15 +5,8 @@
  * blocking other keys or plain messages.
  */
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { Client } from '@upstash/qstash';
-import { createContext } from '../../src/main.js';
-import { createLogger } from '../../src/logger.js';
-import { createQueueServer } from '../../src/queue/server.js';
-import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
-import { tempDir, testConfig } from '../helpers/env.js';
-import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
+import { startQueue, startQueueWithFailingOutcomes, startSink, waitFor, type Sink } from './helpers.js';
 
 let q: Awaited<ReturnType<typeof startQueue>>;
 let sink: Sink;
@@ -126,36 +119,15 @@ test('pause / resume / pin / unpin / resetRate are visible in GET /v2/flowContro
 });
 
 test('rate: an attempt whose outcome could not be recorded still ends (the running count does not leak)', async () => {
-  const tmp = tempDir('svc-fc-leak-');
-  const config = testConfig(tmp.dir, { SVC_AREAS: 'queue' });
-  const actx = createContext(config, { logger: createLogger('fatal'), env: {} });
-  const real = openSqliteQueueStore(path.join(tmp.dir, 'queue.sqlite'));
-  let failures = 0;
-  // a real store whose first outcome write fails (as on a full disk); everything else is real
-  const store = new Proxy(real, {
-    get(target, prop, receiver) {
-      if (prop === 'complete' && failures === 0) {
-        return () => {
-          failures++;
-          return Promise.reject(new Error('SQLITE_FULL: database or disk is full'));
-        };
-      }
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-  const server = await createQueueServer(actx, { store });
-  const url = await server.listen();
-  const client = new Client({ baseUrl: url, token: actx.credentials.get('queue.token'), retry: false });
+  // no second try of the write: the message stays leased (delivered again when the lease expires)
+  const q2 = await startQueueWithFailingOutcomes(1, []);
   try {
-    for (let i = 0; i < 3; i++) await client.publish({ url: `${sink.url}/leak?i=${i}`, body: 'x', flowControl: { key: 'leak', rate: 1, period: 1 } });
-    // the first attempt's DELIVERED record fails (the message stays leased in the store, to be
-    // delivered again when its lease expires); an attempt that never "ended" would hold one of
-    // the key's one start per second forever, and the others would never start
+    for (let i = 0; i < 3; i++) await q2.client.publish({ url: `${sink.url}/leak?i=${i}`, body: 'x', flowControl: { key: 'leak', rate: 1, period: 1 } });
+    // the first attempt's DELIVERED record fails; an attempt that never "ended" would hold the
+    // key's one start per second forever, and the others would never start
     await waitFor('the other two delivered', () => sink.requests.filter((r) => r.url.startsWith('/leak?')).length === 3, 10_000);
-    assert.equal(failures, 1);
+    assert.equal(q2.failures(), 1);
   } finally {
-    await server.close();
-    tmp.cleanup();
+    await q2.close();
   }
 });

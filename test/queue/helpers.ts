@@ -9,7 +9,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { Client, Receiver } from '@upstash/qstash';
-import { startTestSvc } from '../helpers/env.js';
+import { createLogger } from '../../src/logger.js';
+import { createContext } from '../../src/main.js';
+import { createQueueServer } from '../../src/queue/server.js';
+import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
+import { startTestSvc, tempDir, testConfig } from '../helpers/env.js';
 
 export interface SinkRequest {
   method: string;
@@ -129,4 +133,42 @@ export async function spawnQueueSvc(dataDir: string, env: Record<string, string>
     throw new Error(`${(err as Error).message}\n${out}`);
   });
   return { child, url };
+}
+
+/**
+ * A queue server (in this process, port 0) on a real SQLite store whose first `failCompletes`
+ * outcome writes (`complete`, i.e. DELIVERED) fail as on a full disk — fault injection into the
+ * real store, everything else real. `recordRetryMs`: the dispatcher's waits between tries of a
+ * failing outcome write. `failures()` counts the failed writes.
+ */
+export async function startQueueWithFailingOutcomes(failCompletes: number, recordRetryMs: readonly number[]) {
+  const tmp = tempDir('svc-q-fail-');
+  const config = testConfig(tmp.dir, { SVC_AREAS: 'queue' });
+  const actx = createContext(config, { logger: createLogger('fatal'), env: {} });
+  const real = openSqliteQueueStore(path.join(tmp.dir, 'queue.sqlite'));
+  let failures = 0;
+  const store = new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop === 'complete' && failures < failCompletes) {
+        return () => {
+          failures++;
+          return Promise.reject(new Error('SQLITE_FULL: database or disk is full'));
+        };
+      }
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const server = await createQueueServer(actx, { store, recordRetryMs });
+  const url = await server.listen();
+  const token = actx.credentials.get('queue.token');
+  return {
+    client: new Client({ baseUrl: url, token, retry: false }),
+    api: (p: string) => fetch(url + p, { headers: { authorization: `Bearer ${token}` } }),
+    failures: () => failures,
+    close: async () => {
+      await server.close();
+      tmp.cleanup();
+    },
+  };
 }

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startQueue, startSink, waitFor, type Responder, type Sink } from './helpers.js';
+import { startQueue, startQueueWithFailingOutcomes, startSink, waitFor, type Responder, type Sink } from './helpers.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -275,4 +275,21 @@ describe('queue retries, DLQ, callbacks and logs (SDK end-to-end)', () => {
     const big = (await (await q.api('/v2/logs?count=5000')).json()) as Json;
     assert.ok(big.logs.length <= 100);
   });
+});
+
+test('a failed write of a delivery outcome is written again: the message ends DELIVERED, delivered once', async () => {
+  const sink = await startSink();
+  const q = await startQueueWithFailingOutcomes(2, [20, 20, 20]); // two SQLITE_FULL, then the write succeeds
+  try {
+    const { messageId } = await q.client.publish({ url: `${sink.url}/once`, body: 'x' });
+    const states = async () => ((await (await q.api(`/v2/logs?messageId=${messageId}`)).json()) as { logs: { state: string }[] }).logs.map((l) => l.state);
+    await waitFor('DELIVERED logged', async () => (await states()).includes('DELIVERED'));
+    assert.equal(q.failures(), 2);
+    assert.deepEqual((await states()).reverse(), ['CREATED', 'ACTIVE', 'DELIVERED']);
+    assert.equal(sink.requests.filter((r) => r.url === '/once').length, 1, 'not delivered again');
+    await assert.rejects(q.client.messages.get(messageId), /not found/i, 'no longer pending');
+  } finally {
+    await q.close();
+    await sink.close();
+  }
 });

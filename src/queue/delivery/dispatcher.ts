@@ -39,6 +39,13 @@ const LEASE_MARGIN_MS = 60_000;
 const MAX_IDLE_MS = 1000;
 /** Most messages claimed per store round trip. */
 const CLAIM_BATCH = 512;
+/**
+ * Waits (ms) between tries of recording an attempt's outcome when the store write fails (a full
+ * disk, an I/O error): the outcome is known, so it is written again rather than left to the lease
+ * (which would deliver the message once more after 2 h). After the last try the message stays
+ * leased and is delivered again when the lease expires (at-least-once). ~81 s in all.
+ */
+export const RECORD_RETRY_MS: readonly number[] = [50, 250, 1000, 5000, 15_000, 60_000];
 
 export interface DispatcherOptions {
   store: QueueStore;
@@ -54,6 +61,8 @@ export interface DispatcherOptions {
   region: string;
   /** Observer for tests/bench: called after an outcome is recorded. */
   onOutcome?: (m: StoredMessage, outcome: AttemptOutcome) => void;
+  /** Waits between tries of a failing outcome write (ms); default {@link RECORD_RETRY_MS}. */
+  recordRetryMs?: readonly number[];
 }
 
 export class Dispatcher {
@@ -349,27 +358,46 @@ export class Dispatcher {
     if (cb) followUps.push(cb);
     let recorded: boolean;
     if (ok) {
-      recorded = await this.o.store.complete(m.id, this.owner, now, outcome, followUps);
+      recorded = await this.record(m, () => this.o.store.complete(m.id, this.owner, now, outcome, followUps));
     } else {
       const nonRetryable =
         outcome.status === 489 && headerValue(outcome.headers, 'upstash-nonretryable-error')?.toLowerCase() === 'true';
       const failed = m.retried + 1;
       if (!nonRetryable && failed <= m.maxRetries) {
         const wait = retryAfterMs(lowerHeaders(outcome.headers), now) ?? retryDelayMs(failed, m.retryDelay);
-        recorded = await this.o.store.reschedule(m.id, this.owner, now, outcome, now + wait, followUps);
+        recorded = await this.record(m, () => this.o.store.reschedule(m.id, this.owner, now, outcome, now + wait, followUps));
         this.notify(now + wait);
       } else {
         const dlqId = `${now}-${m.seq}`;
         const fcb = buildCallback(m, 'failure_callback', outcome, now, dlqId);
         if (fcb) followUps.push(fcb);
         if (nonRetryable && !outcome.error?.includes('non-retryable')) outcome.error = `${outcome.error ?? ''} (non-retryable)`.trim();
-        recorded = await this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps);
+        recorded = await this.record(m, () => this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps));
       }
     }
     if (!recorded) this.o.logger.warn({ messageId: m.id }, 'queue: lease lost before the outcome was recorded');
     for (const f of followUps) this.notify(f.dueAt);
     this.o.onOutcome?.(m, outcome);
     for (const fn of this.outcomeListeners) fn(m, outcome);
+  }
+
+  /**
+   * Runs `write` (the outcome transition of `m`), writing again after each wait of
+   * `recordRetryMs` while it throws (e.g. SQLITE_FULL); rethrows after the last wait, or at once
+   * when the dispatcher is stopping.
+   */
+  private async record(m: StoredMessage, write: () => Promise<boolean>): Promise<boolean> {
+    const waits = this.o.recordRetryMs ?? RECORD_RETRY_MS;
+    for (let i = 0; ; i++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (i >= waits.length || this.stopped) throw err;
+        this.o.logger.warn({ err, messageId: m.id, retryInMs: waits[i] }, 'queue: recording a delivery outcome failed; writing it again');
+        await new Promise((r) => setTimeout(r, waits[i]));
+        if (this.stopped) throw err;
+      }
+    }
   }
 }
 
