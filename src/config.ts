@@ -55,7 +55,7 @@ export interface Config {
      * fsynced before a publish is answered; `everysec` = answered at COMMIT, WAL fsynced once a
      * second (Redis's `appendfsync everysec`: kill -9 loses nothing, a power loss ~1 s).
      */
-    fsync: 'always' | 'everysec';
+    fsync: (typeof FSYNC_POLICIES)[number];
   };
   vector: {
     dimension?: number;
@@ -179,7 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),
       logRetentionMs: int('SVC_QUEUE_LOG_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
       maxConcurrentDeliveries: int('SVC_QUEUE_MAX_CONCURRENT_DELIVERIES', 256, 1, 100_000),
-      fsync: oneOf('SVC_QUEUE_FSYNC', 'always', ['always', 'everysec'] as const),
+      fsync: oneOf('SVC_QUEUE_FSYNC', 'always', FSYNC_POLICIES),
     },
     vector: {
       dimension: vectorDimension,
@@ -193,6 +193,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (problems.length) throw new ConfigError(problems);
   return config;
 }
+
+/** The values of `SVC_QUEUE_FSYNC` (the queue store's `FsyncPolicy`). */
+export const FSYNC_POLICIES = ['always', 'everysec'] as const;
 
 /**
  * Default of `SVC_KV_WORKERS` for a machine with `cpus` CPUs (default `os.availableParallelism()`):

@@ -15,6 +15,15 @@ export function tempDir(prefix = 'svc-test-'): { dir: string; cleanup(): void } 
   return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** Settings a whole test run may be given from the environment (`SVC_KV_WORKERS=2 npm test`). */
+const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC'];
+
+function fromProcessEnv(names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) if (process.env[n]) out[n] = process.env[n]!;
+  return out;
+}
+
 /** A validated config on 127.0.0.1 with every port 0, data in `dataDir`, plus `env` overrides. */
 export function testConfig(dataDir: string, env: Record<string, string> = {}): Config {
   return loadConfig({
@@ -25,8 +34,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     SVC_MGMT_PORT: '0',
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'silent',
-    ...(process.env.SVC_KV_WORKERS ? { SVC_KV_WORKERS: process.env.SVC_KV_WORKERS } : {}),
-    ...(process.env.SVC_QUEUE_FSYNC ? { SVC_QUEUE_FSYNC: process.env.SVC_QUEUE_FSYNC } : {}),
+    ...fromProcessEnv(PASSED_THROUGH),
     ...env,
   });
 }

@@ -27,6 +27,7 @@
  */
 import fs from 'node:fs';
 import type Database from 'better-sqlite3';
+import type { Config } from '../../config.js';
 
 const MAX_BATCH = 2000;
 /**
@@ -44,7 +45,7 @@ const RELAXED_DELAY_MS = 2;
  * they resolve; `everysec` — they resolve at COMMIT and the WAL is fsynced every
  * {@link EVERYSEC_INTERVAL_MS}.
  */
-export type FsyncPolicy = 'always' | 'everysec';
+export type FsyncPolicy = Config['queue']['fsync'];
 const EVERYSEC_INTERVAL_MS = 1000;
 
 interface Pending {
@@ -212,7 +213,7 @@ export class GroupCommitter {
       const settle = (p: Pending, i: number) => (results[i].ok ? p.resolve(results[i].v) : p.reject(results[i].v));
       const durable: number[] = [];
       const waitSync = this.fsync === 'always';
-      this.unsynced = true;
+      if (!waitSync) this.unsynced = true;
       batch.forEach((p, i) => (waitSync && p.durable && results[i].ok ? durable.push(i) : settle(p, i)));
       if (durable.length) {
         this.syncer.sync().then(
