@@ -13,7 +13,7 @@
  * Prints a markdown table with ratios and writes it to `--out <file>` (default
  * docs/readme/queue-bench.md; `--out -` prints only, for experiment runs). Everything in the
  * existing file from the line {@link KEEP_MARKER} on (hand-written notes) is kept below the tables.
- * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N> --skip-bullmq --skip-everysec
+ * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N, default 1,000,000> --skip-bullmq --skip-everysec
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
  *        queue / flow-control scenario> (issue 4 scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
@@ -165,11 +165,14 @@ interface Row {
   p99: number;
   /** CPU µs the server process (svc, or the BullMQ worker + redis) used per delivered message. */
   cpuUs?: number;
+  /** CPU µs this process (publishers + sink: the load generator) used per delivered message. */
+  loadCpuUs?: number;
 }
 
 // ---------------------------------------------------------------- svc
 async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: number): Promise<Row> {
   const cpu0 = pid ? cpuMs(pid) : 0;
+  const load0 = cpuMs(process.pid);
   const pool = new Pool(url, { connections: conc, pipelining: 1 });
   const dest = `/v2/publish/${sink.url}/bench`;
   const delivered = sink.expect(n);
@@ -186,14 +189,16 @@ async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: 
   });
   const { lat, lastAt } = await delivered;
   const cpuUs = pid ? ((cpuMs(pid) - cpu0) * 1000) / n : undefined;
+  const loadCpuUs = ((cpuMs(process.pid) - load0) * 1000) / n;
   await pool.close();
-  return { system: 'svc', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs };
+  return { system: 'svc', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs, loadCpuUs };
 }
 
 // ---------------------------------------------------------------- undici alone
 async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
   const pool = new Pool(sink.url, { connections: conc, pipelining: 1 });
   const delivered = sink.expect(n);
+  const load0 = cpuMs(process.pid);
   const ms = await loops(n, conc, async () => {
     const res = await pool.request({ path: '/direct', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ t: now() }) });
     await res.body.text();
@@ -201,7 +206,8 @@ async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
   const { lat } = await delivered;
   await pool.close();
   const rate = n / (ms / 1000);
-  return { system: 'undici alone (ceiling)', publishers: conc, n, accepted: rate, delivered: rate, p50: pct(lat, 50), p99: pct(lat, 99) };
+  const loadCpuUs = ((cpuMs(process.pid) - load0) * 1000) / n;
+  return { system: 'undici alone (ceiling)', publishers: conc, n, accepted: rate, delivered: rate, p50: pct(lat, 50), p99: pct(lat, 99), loadCpuUs };
 }
 
 // ---------------------------------------------------------------- bullmq
@@ -236,13 +242,15 @@ async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]>
     for (const [n, conc] of runs) {
       const delivered = sink.expect(n);
       const cpu0 = serverCpu();
+      const load0 = cpuMs(process.pid);
       const t0 = now();
       const pubMs = await loops(n, conc, async () => {
         await queue.add('j', { t: now() }, { removeOnComplete: true, attempts: 4, backoff: { type: 'exponential', delay: 1000 } });
       });
       const { lat, lastAt } = await delivered;
       const cpuUs = ((serverCpu() - cpu0) * 1000) / n;
-      rows.push({ system: 'BullMQ + worker', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs });
+      const loadCpuUs = ((cpuMs(process.pid) - load0) * 1000) / n;
+      rows.push({ system: 'BullMQ + worker', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs, loadCpuUs });
     }
     await queue.close();
   } finally {
@@ -322,7 +330,7 @@ async function main(): Promise<void> {
   const fsyncMs = measureFsync();
   const n1 = arg('n1', 1000);
   const n64 = arg('n64', 20_000);
-  const delayed = arg('delayed', 100_000);
+  const delayed = arg('delayed', 1_000_000); // issue 3: "one million delayed messages"
   const sink = await startSink();
   const rows: Row[] = [];
   // svc as configured by default (fsync before every acknowledgement), then with the durability
@@ -365,13 +373,13 @@ async function main(): Promise<void> {
       `svc: SQLite WAL, every publish acknowledged only after its group commit's WAL fsync (fdatasync measured at ${fsyncMs.toFixed(1)} ms on this disk); ` +
       `"svc, SVC_QUEUE_FSYNC=everysec": acknowledged at COMMIT, WAL fsynced once a second (the BullMQ peer's durability); ` +
       `BullMQ: redis-server appendonly yes, appendfsync everysec (no fsync per job). Sink, publishers and undici in the bench process; svc and the BullMQ worker in their own processes. ` +
-      `Latency = publisher send -> sink receive. Server CPU = user+system time of the svc process (for BullMQ: the worker process plus redis-server) during the run, per delivered message (/proc, 10 ms ticks).`,
+      `Latency = publisher send -> sink receive. Server CPU = user+system time of the svc process (for BullMQ: the worker process plus redis-server) during the run, per delivered message (/proc, 10 ms ticks); load generator CPU = the same for this bench process (publishers and sink), which shares the machine's CPUs with the server.`,
     ``,
-    `| system | publishers | messages | accepted msg/s | delivered msg/s | p50 publish->delivery (ms) | p99 (ms) | delivered vs svc@64 | server CPU per msg (µs) |`,
-    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
+    `| system | publishers | messages | accepted msg/s | delivered msg/s | p50 publish->delivery (ms) | p99 (ms) | delivered vs svc@64 | server CPU per msg (µs) | load generator CPU per msg (µs) |`,
+    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
     ...rows.map(
       (r) =>
-        `| ${r.system} | ${r.publishers} | ${r.n} | ${r.accepted.toFixed(0)} | ${r.delivered.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.delivered / svc64.delivered).toFixed(2)}x | ${r.cpuUs === undefined ? '–' : r.cpuUs.toFixed(0)} |`,
+        `| ${r.system} | ${r.publishers} | ${r.n} | ${r.accepted.toFixed(0)} | ${r.delivered.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.delivered / svc64.delivered).toFixed(2)}x | ${r.cpuUs === undefined ? '–' : r.cpuUs.toFixed(0)} | ${r.loadCpuUs === undefined ? '–' : r.loadCpuUs.toFixed(0)} |`,
     ),
     ``,
   ];
