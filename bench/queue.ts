@@ -138,6 +138,13 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime (fields 14, 15)
 }
 
+/** Starts a CPU meter over `pids` (summed); the returned function gives µs per message for `n` messages since then. */
+function cpuMeter(pids: number[]): (n: number) => number {
+  const total = () => pids.reduce((a, pid) => a + cpuMs(pid), 0);
+  const t0 = total();
+  return (n) => ((total() - t0) * 1000) / n;
+}
+
 function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
@@ -171,8 +178,8 @@ interface Row {
 
 // ---------------------------------------------------------------- svc
 async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: number): Promise<Row> {
-  const cpu0 = pid ? cpuMs(pid) : 0;
-  const load0 = cpuMs(process.pid);
+  const server = pid ? cpuMeter([pid]) : undefined;
+  const load = cpuMeter([process.pid]);
   const pool = new Pool(url, { connections: conc, pipelining: 1 });
   const dest = `/v2/publish/${sink.url}/bench`;
   const delivered = sink.expect(n);
@@ -188,8 +195,8 @@ async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: 
     if (res.statusCode !== 200) throw new Error(`publish answered ${res.statusCode}`);
   });
   const { lat, lastAt } = await delivered;
-  const cpuUs = pid ? ((cpuMs(pid) - cpu0) * 1000) / n : undefined;
-  const loadCpuUs = ((cpuMs(process.pid) - load0) * 1000) / n;
+  const cpuUs = server?.(n);
+  const loadCpuUs = load(n);
   await pool.close();
   return { system: 'svc', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs, loadCpuUs };
 }
@@ -198,7 +205,7 @@ async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: 
 async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
   const pool = new Pool(sink.url, { connections: conc, pipelining: 1 });
   const delivered = sink.expect(n);
-  const load0 = cpuMs(process.pid);
+  const load = cpuMeter([process.pid]);
   const ms = await loops(n, conc, async () => {
     const res = await pool.request({ path: '/direct', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ t: now() }) });
     await res.body.text();
@@ -206,7 +213,7 @@ async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
   const { lat } = await delivered;
   await pool.close();
   const rate = n / (ms / 1000);
-  const loadCpuUs = ((cpuMs(process.pid) - load0) * 1000) / n;
+  const loadCpuUs = load(n);
   return { system: 'undici alone (ceiling)', publishers: conc, n, accepted: rate, delivered: rate, p50: pct(lat, 50), p99: pct(lat, 99), loadCpuUs };
 }
 
@@ -238,18 +245,17 @@ async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]>
   try {
     await waitOutput(worker, /worker ready/, 30_000);
     const queue = new Queue('bench', { connection: { host: '127.0.0.1', port } });
-    const serverCpu = () => cpuMs(worker.pid!) + cpuMs(redis.pid!);
     for (const [n, conc] of runs) {
       const delivered = sink.expect(n);
-      const cpu0 = serverCpu();
-      const load0 = cpuMs(process.pid);
+      const server = cpuMeter([worker.pid!, redis.pid!]);
+      const load = cpuMeter([process.pid]);
       const t0 = now();
       const pubMs = await loops(n, conc, async () => {
         await queue.add('j', { t: now() }, { removeOnComplete: true, attempts: 4, backoff: { type: 'exponential', delay: 1000 } });
       });
       const { lat, lastAt } = await delivered;
-      const cpuUs = ((serverCpu() - cpu0) * 1000) / n;
-      const loadCpuUs = ((cpuMs(process.pid) - load0) * 1000) / n;
+      const cpuUs = server(n);
+      const loadCpuUs = load(n);
       rows.push({ system: 'BullMQ + worker', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs, loadCpuUs });
     }
     await queue.close();

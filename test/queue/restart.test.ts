@@ -13,7 +13,6 @@ import { spawnQueueSvc, startSink, waitFor } from './helpers.js';
 
 const TOKEN = 'restart-test-token';
 
-
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
 

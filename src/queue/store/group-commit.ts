@@ -110,15 +110,18 @@ export class GroupCommitter {
 
   /** Periodic WAL fsync of the `everysec` policy. */
   private readonly everysec: NodeJS.Timeout | undefined;
-  /** Something was committed since the last periodic fsync (`everysec`). */
+  /** Something was committed since the last periodic fsync (set only under `everysec`). */
   private unsynced = false;
+  /** Durable writes resolve after the WAL fsync (`always`), else at COMMIT (`everysec`). */
+  private readonly waitForSync: boolean;
 
   /** `walFile` is the database's `-wal` file (fsynced for durable writes, see {@link FsyncPolicy}). */
   constructor(
     private readonly db: Database.Database,
     walFile: string,
-    private readonly fsync: FsyncPolicy = 'always',
+    fsync: FsyncPolicy = 'always',
   ) {
+    this.waitForSync = fsync === 'always';
     this.syncer = new FileSyncer(walFile);
     if (fsync === 'everysec') {
       this.everysec = setInterval(() => {
@@ -194,7 +197,7 @@ export class GroupCommitter {
     this.scheduled = false;
     if (this.relaxedTimer) clearTimeout(this.relaxedTimer);
     this.relaxedTimer = undefined;
-    if (this.syncer.running && this.fsync === 'always') {
+    if (this.syncer.running && this.waitForSync) {
       this.deferred = true;
       return;
     }
@@ -212,9 +215,8 @@ export class GroupCommitter {
       }
       const settle = (p: Pending, i: number) => (results[i].ok ? p.resolve(results[i].v) : p.reject(results[i].v));
       const durable: number[] = [];
-      const waitSync = this.fsync === 'always';
-      if (!waitSync) this.unsynced = true;
-      batch.forEach((p, i) => (waitSync && p.durable && results[i].ok ? durable.push(i) : settle(p, i)));
+      if (!this.waitForSync) this.unsynced = true;
+      batch.forEach((p, i) => (this.waitForSync && p.durable && results[i].ok ? durable.push(i) : settle(p, i)));
       if (durable.length) {
         this.syncer.sync().then(
           () => durable.forEach((i) => settle(batch[i], i)),
@@ -279,7 +281,7 @@ export class GroupCommitter {
     if (this.everysec) clearInterval(this.everysec);
     this.flush();
     this.closed = true;
-    if (this.fsync === 'everysec' && this.unsynced) await this.syncer.sync().catch(() => undefined);
+    if (this.unsynced) await this.syncer.sync().catch(() => undefined);
     await this.syncer.close();
   }
 }
