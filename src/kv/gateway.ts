@@ -7,7 +7,7 @@
  * Whole-request failures are thrown as {@link KvError} (status + `{error}` text); a per-command
  * failure is a {@link RespError} in the reply list.
  */
-import { KvError } from './errors.js';
+import { isTemporaryRedisError, KvError } from './errors.js';
 import { DailyQuota, type Quota } from './quota.js';
 import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
@@ -24,6 +24,7 @@ import {
   type ReplyCallback,
 } from './redis/connection.js';
 import { RespError, type Arg, type Reply } from './resp.js';
+import { SCRIPT_COMMANDS, ScriptWatchdog } from './watchdog.js';
 import type { Identity, KvTokens } from './tokens.js';
 
 export { KvError };
@@ -48,7 +49,8 @@ export interface GatewayOptions {
 const SHARED_CONNECTIONS = 2;
 const MAX_ACL_POOLS = 64;
 
-type Prepared = { args: Arg[]; write: boolean } | { error: string } | { resttoken: true };
+/** A checked command: forwarded (`script`: it runs a Lua script or function, watched), refused, or `ACL RESTTOKEN`. */
+type Prepared = { args: Arg[]; write: boolean; script?: 'eval' | 'function' } | { error: string } | { resttoken: true };
 
 export class KvGateway {
   readonly policy: CommandPolicy;
@@ -58,6 +60,7 @@ export class KvGateway {
   private readonly quota: Quota;
   private closed = false;
   private jsonReloadPending = false;
+  private readonly watchdog: ScriptWatchdog;
 
   constructor(
     readonly backend: Backend,
@@ -70,6 +73,9 @@ export class KvGateway {
     this.clientName = options.clientName ?? `svc-kv-${process.pid}`;
     this.quota = options.quota ?? new DailyQuota(config.dailyRequestLimit);
     this.policy = new CommandPolicy(new Map(), backend.protectedUsers);
+    this.watchdog = new ScriptWatchdog(config.scriptTimeoutMs, (cmd) => this.adminCommand(cmd), (err) =>
+      this.logger.warn({ err: (err as Error).message }, 'kv: killing a long-running script failed'),
+    );
     backend.onUp(() => this.refresh());
   }
 
@@ -180,6 +186,7 @@ export class KvGateway {
     switch (v.kind) {
       case 'forward':
         if (v.info?.name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(v.info.name)) this.reloadJsonSoon();
+        if (v.info !== undefined && SCRIPT_COMMANDS.has(v.info.name)) return { args, write: v.write, script: v.info.name.startsWith('fcall') ? 'function' : 'eval' };
         return { args, write: v.write };
       case 'refuse':
         return { error: v.error };
@@ -219,11 +226,13 @@ export class KvGateway {
     if ('resttoken' in p) return { reply: await this.restToken(args) };
     if (p.write) this.wrote();
     const { c } = await this.conn(id);
+    const watch = p.script && this.watchdog.start(p.script === 'function');
     try {
-      if (!wantRaw) return { reply: await c.send(p.args) };
-      const r = await c.batch([p.args], true);
-      return { reply: r.replies[0], raw: r.raws?.[0] };
+      const r = await c.batch([p.args], wantRaw);
+      const reply = this.watchdog.end(watch, r.replies[0]);
+      return { reply, raw: reply === r.replies[0] ? r.raws?.[0] : undefined };
     } catch (err) {
+      this.watchdog.end(watch, null);
       throw mapError(err);
     }
   }
@@ -277,11 +286,32 @@ export class KvGateway {
       if (p.write) this.wrote();
       c = this.pool(id).get();
       cmd = p.args;
+      if (p.script) cb = this.watched(p.script === 'function', cb);
     } catch (err) {
       return this.fire(cb, mapError(err));
     }
     if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, cb);
     else c.then((conn) => conn.sendCb(cmd, wantRaw, cb), (e: unknown) => this.fire(cb, mapError(e)));
+  }
+
+  /** `cb` of a script command, watched by the {@link ScriptWatchdog} until its reply arrives. */
+  private watched(fn: boolean, cb: ReplyCallback): ReplyCallback {
+    const watch = this.watchdog.start(fn);
+    if (watch === undefined) return cb;
+    return (err, reply, raw) => {
+      const r = this.watchdog.end(watch, reply);
+      cb(err, r, r === reply ? raw : undefined);
+    };
+  }
+
+  /** Sends one command on a new connection of the admin user (the watchdog's kills); closes it. */
+  private async adminCommand(cmd: Arg[]): Promise<Reply> {
+    const c = await RedisConnection.connect(this.backend.endpoint, this.backend.admin);
+    try {
+      return await c.send(cmd);
+    } finally {
+      c.close();
+    }
   }
 
   /**
@@ -296,12 +326,14 @@ export class KvGateway {
     const send: Arg[][] = [];
     const at: number[] = [];
     let write = false;
+    let script: 'eval' | 'function' | undefined;
     for (let i = 0; i < cmds.length; i++) {
       const p = this.prepare(cmds[i]);
       if ('error' in p) replies[i] = new RespError(p.error);
       else if ('resttoken' in p) replies[i] = new RespError('ERR ACL RESTTOKEN is only supported as a single command');
       else {
         if (p.write) write = true;
+        if (p.script) script = p.script;
         send.push(p.args);
         at.push(i);
       }
@@ -310,12 +342,16 @@ export class KvGateway {
     let raws: Buffer[] | undefined;
     if (send.length) {
       const { c } = await this.conn(id);
+      const watch = script && this.watchdog.start(script === 'function');
       let r;
       try {
         r = await c.batch(send, wantRaw);
       } catch (err) {
         throw mapError(err);
+      } finally {
+        this.watchdog.end(watch, null);
       }
+      if (watch?.killed) r = { replies: this.watchdog.endAll(watch, r.replies), raws: undefined };
       if (send.length === cmds.length) return { replies: r.replies, raws: r.raws };
       for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];
       if (wantRaw) {
@@ -329,16 +365,19 @@ export class KvGateway {
   /**
    * Runs a transaction (MULTI, commands, EXEC written at once on a dedicated connection).
    * @throws KvError 400 when the transaction is discarded as a whole (refused command, queue-time
-   *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable
+   *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable or
+   *   the transaction failed on a temporary condition (`BUSY`, `LOADING`, ...: {@link isTemporaryRedisError})
    */
   async multi(id: Identity, cmds: Arg[][]): Promise<Reply[]> {
     const prepared: Arg[][] = [['MULTI']];
     let write = false;
+    let script: 'eval' | 'function' | undefined;
     for (const cmd of cmds) {
       const p = this.prepare(cmd);
       if ('error' in p) throw new KvError(p.error, 400);
       if ('resttoken' in p) throw new KvError('ERR ACL RESTTOKEN is only supported as a single command', 400);
       if (p.write) write = true;
+      if (p.script) script = p.script;
       prepared.push(p.args);
     }
     prepared.push(['EXEC']);
@@ -353,9 +392,11 @@ export class KvGateway {
       throw mapError(err);
     }
     let replies: Reply[];
+    const watch = script && this.watchdog.start(script === 'function');
     try {
-      replies = (await c.batch(prepared, false)).replies;
+      replies = this.watchdog.endAll(watch, (await c.batch(prepared, false)).replies);
     } catch (err) {
+      this.watchdog.end(watch, null);
       throw mapError(err);
     } finally {
       pool.release(c);
@@ -363,7 +404,8 @@ export class KvGateway {
     const exec = replies[replies.length - 1];
     if (exec instanceof RespError || exec === null || !Array.isArray(exec)) {
       const first = replies.slice(0, -1).find((r): r is RespError => r instanceof RespError);
-      throw new KvError(first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted'), 400);
+      const message = first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted');
+      throw new KvError(message, isTemporaryRedisError(message) ? 503 : 400);
     }
     return exec;
   }
