@@ -1,5 +1,5 @@
 /**
- * QueueStore conformance suite (STYLE.md storage habit 2): every backend must pass it. Add a
+ * QueueStore conformance suite: every backend must pass it. Add a
  * backend by adding a factory to FACTORIES (PostgreSQL later). Real SQLite files, no mocks.
  */
 import assert from 'node:assert/strict';
