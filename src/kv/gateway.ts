@@ -1,5 +1,5 @@
 /**
- * The execution core of the kv gateway (issue 2 §2), independent of HTTP: runs single commands,
+ * The execution core of the kv gateway, independent of HTTP: runs single commands,
  * pipelines and transactions for an {@link Identity} on connections authenticated as the matching
  * Redis ACL user, applies the command policy, JSON.* translation, the daily limit and the
  * read-your-writes sync token.

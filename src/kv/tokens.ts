@@ -1,5 +1,5 @@
 /**
- * Who a kv request runs as (spec "Authentication", kv-wire.md §B.6):
+ * Who a kv request runs as (spec "Authentication"):
  * - the standard token (`kv.token`) -> the standard ACL user (everything on the data)
  * - the read-only token (`kv.readonlyToken`) -> the read-only ACL user
  * - a token minted by `ACL RESTTOKEN <user> <password>` -> that ACL user

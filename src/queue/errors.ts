@@ -1,6 +1,6 @@
 /**
- * The queue area's error catalogue (STYLE.md §8): every error the API answers with, its status,
- * and the wire body `{"error": "<message>"}` (reference §A.1, OpenAPI `Error`).
+ * The queue area's error catalogue: every error the API answers with, its status,
+ * and the wire body `{"error": "<message>"}` (OpenAPI `Error`).
  */
 
 export class QueueError extends Error {

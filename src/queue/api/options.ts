@@ -1,5 +1,5 @@
 /**
- * Publish headers -> {@link PublishOptions} (reference §A.3). Input is a map of configuration
+ * Publish headers -> {@link PublishOptions}. Input is a map of configuration
  * headers with the `Svc-`/`Upstash-` prefix already removed (lower-case keys, `Svc-` winning, as
  * `svcHeadersWithPrefix` gives), plus the request's `Content-Type`. Callback and failure-callback
  * configuration (`Upstash-Callback-Retries`, `...-Forward-X`, nested `...-Failure-Callback-...`) is
@@ -112,7 +112,7 @@ function checkUrl(url: string, header: string): void {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw errors.invalidHeader(header, url, 'expected an absolute http(s) URL');
 }
 
-/** `body`, `header`/`headers`, `header[Name]` comma list (reference §A.3). */
+/** `body`, `header`/`headers`, `header[Name]` comma list. */
 export function parseRedact(v: string): RedactSpec {
   const spec: RedactSpec = {};
   for (const part of v.split(',').map((s) => s.trim()).filter(Boolean)) {

@@ -1,5 +1,5 @@
 /**
- * `POST /v2/publish/{destination}` and `POST /v2/batch` (reference §A.1-§A.3).
+ * `POST /v2/publish/{destination}` and `POST /v2/batch`.
  *
  * The destination is the raw rest of the path (never decoded, `//` kept) plus the request's own
  * query string (minus our token parameters); a percent-encoded `http%3A...` destination is
@@ -98,7 +98,7 @@ function publishResponse(targets: Target[], results: { messageId: string; dedupl
  */
 export async function enqueueMessages(ctx: QueueApiContext, msgs: NewMessage[]): Promise<EnqueueResult[]> {
   const now = ctx.clock.now();
-  if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings (issue 5)
+  if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings
   if (ctx.admission) await ctx.admission.prepare(msgs, now); // marks queue/flow-control messages held
   const claim = ctx.dispatcher.reserve(msgs, now);
   let results;

@@ -1,5 +1,5 @@
 /**
- * Queues (reference §A.2 "Queues", §B.3): `POST /v2/enqueue/{queue}/{destination}` (publish into
+ * Queues: `POST /v2/enqueue/{queue}/{destination}` (publish into
  * a queue, created if missing; response as publish), `POST /v2/queues` (upsert `{queueName,
  * parallelism, paused}`), `GET /v2/queues`, `GET|DELETE /v2/queues/{name}`,
  * `POST /v2/queues/{name}/pause|resume`. Ordering and parallelism are enforced by the admission

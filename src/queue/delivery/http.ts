@@ -11,7 +11,7 @@
  * request (queued or on the wire); undici's `headersTimeout`/`bodyTimeout` are set to the same value.
  *
  * `send` never throws: every failure (timeout, refused connection, bad URL, blocked address)
- * becomes an {@link AttemptOutcome} with `error` set and no `status` (STYLE.md §9: destinations are
+ * becomes an {@link AttemptOutcome} with `error` set and no `status` (destinations are
  * untrusted).
  */
 import dns from 'node:dns';
