@@ -49,6 +49,18 @@ export function rawSteps(run: WorkflowRun, steps: WorkflowStep[], triggerMessage
   ];
 }
 
+/**
+ * The steps of a run as of the step `messageId` (itself included): the list a delivery of that
+ * step carries. Steps appended concurrently after it (another parallel branch's result) are left
+ * out, so of the deliveries of a parallel group's results only the one recorded last sees the
+ * group complete and continues the run; the others are discarded by the SDK
+ * (`getParallelCallState`), as the lazy fetch cuts the list at `Upstash-Message-Id` too.
+ */
+export function stepsUpTo(steps: WorkflowStep[], messageId: string): WorkflowStep[] {
+  const i = steps.findIndex((s) => s.messageId === messageId);
+  return i < 0 ? steps : steps.slice(0, i + 1);
+}
+
 function headerOf(h: HeaderMap, lowerName: string): string | undefined {
   for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === lowerName) return v[0];
   return undefined;
@@ -206,8 +218,7 @@ export class WorkflowEngine {
     }
     this.applyConfig(m, run.config, p.explicit);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
-    const steps = await this.o.workflows.steps(run.seq);
-    this.decorate(m, run, steps, triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
   }
 
   /**
@@ -230,7 +241,7 @@ export class WorkflowEngine {
     );
     this.applyConfig(m, cfg, { retries: false, retryDelay: false, flowControl: false, failureCallback: false, timeout: false });
     await this.o.workflows.addStep(run.seq, m.id, 'step', m.body, now);
-    this.decorate(m, run, await this.o.workflows.steps(run.seq), triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
     const kick = await this.admit([m], now);
     await this.o.enqueue([m], now);
     kick();
