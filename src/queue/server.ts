@@ -183,6 +183,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (wasListening) await frontClosed;
         await app.close().catch(() => undefined);
         await dispatcher.stop();
+        // workflow updates chained on delivery outcomes write to the store: let them finish first
+        await workflowEngine?.idle();
         await sender.close();
         await store.close();
       })());
