@@ -127,8 +127,8 @@ describe('temporary Redis conditions answer 503 with Retry-After (watchdog off)'
     const get = (path: string, init: Parameters<typeof call>[2] = {}) =>
       call(base, path, { token, ...init, signal: AbortSignal.timeout(1500) }).catch(() => undefined);
     const busy = await until(async () => (await Promise.all([get('/get/b'), get('/get/b')])).find((r) => r?.status === 503), 60_000, 100);
-    assert.match(busy.json.error, /^BUSY /);
-    assert.equal(busy.headers.get('retry-after'), '1');
+    assert.match(busy!.json.error, /^BUSY /);
+    assert.equal(busy!.headers.get('retry-after'), '1');
     const pipeline = () => get('/pipeline', { method: 'POST', body: JSON.stringify([['GET', 'b'], ['GET', 'b']]) });
     const p = (await until(async () => (await Promise.all([pipeline(), pipeline()])).find((r) => r !== undefined), 20_000))!;
     assert.equal(p.status, 503, p.text);
