@@ -315,8 +315,3 @@ export function encodeCommands(cmds: readonly (readonly Arg[])[]): string | Buff
 export function encodeError(message: string): Buffer {
   return Buffer.from(`-${message.replace(/[\r\n]+/g, ' ')}\r\n`);
 }
-
-/** A Buffer or string argument as a JS string (UTF-8). */
-export function argString(a: Arg): string {
-  return typeof a === 'string' ? a : a.toString('utf8');
-}

@@ -86,8 +86,3 @@ export function parsePage(q: Query, maxCount: number, defaultCount = maxCount): 
   }
   return { count: Math.min(maxCount, c ?? defaultCount), cursor: cursorRaw, order };
 }
-
-/** True when no filter field is set (bulk operations then act on everything). */
-export function isEmptyFilter(f: MessageFilter): boolean {
-  return Object.values(f).every((v) => v === undefined);
-}
