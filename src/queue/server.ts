@@ -23,7 +23,7 @@ import { WorkflowEngine } from './workflows/engine.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
-import { HttpSender } from './delivery/http.js';
+import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { errors, QueueError } from './errors.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
@@ -48,6 +48,8 @@ export interface QueueServerOptions {
   store?: QueueStore;
   /** Waits between tries of a failing outcome write (ms; tests); default `RECORD_RETRY_MS`. */
   recordRetryMs?: readonly number[];
+  /** Name resolution for deliveries (`dns.lookup` shape; tests control the answers); default `dns.lookup`. */
+  lookup?: HttpSenderOptions['lookup'];
 }
 
 /** Builds the queue server (does not listen yet). */
@@ -62,6 +64,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     blockPrivate: cfg.blockPrivateDestinations,
     maxResponseBytes: cfg.maxMessageBytes,
     connectionsPerOrigin: Math.max(1, Math.ceil(cfg.maxConcurrentDeliveries / 2)),
+    lookup: opts.lookup,
   });
   const dispatcher = new Dispatcher({
     store,
