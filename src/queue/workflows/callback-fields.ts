@@ -1,6 +1,6 @@
 /**
  * Extra fields of a callback / failure-callback payload for a workflow step message (reference
- * §B.8; workflow-js `handleFailure` reads them): `sourceBody` = base64 of the run's initial payload
+ * (workflow-js `handleFailure` reads them): `sourceBody` = base64 of the run's initial payload
  * (feature `InitialBody`), `workflowRunId`, `workflowCreatedAt` (ms), `workflowUrl`. `{}` for
  * other messages.
  */
@@ -13,7 +13,7 @@ export function workflowCallbackFields(m: StoredMessage): Record<string, unknown
 }
 
 /**
- * The body of the callback of a `context.call` request (reference §B.7 step 6): the SDK reads a
+ * The body of the callback of a `context.call` request: the SDK reads a
  * workflow delivery as a step list whose first element carries the payload, so the callback
  * payload is wrapped as `[{messageId, body: base64(payload), callType: "fromCallback"}]`. Other
  * callbacks keep `payload` as is.

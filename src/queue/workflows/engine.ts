@@ -1,5 +1,5 @@
 /**
- * The workflow-run engine (issue 5; reference `queue-wire.md` §A.8, §B.7, §B.8):
+ * The workflow-run engine:
  *
  * - `prepare` (publish time, before messages are stored): a trigger message
  *   (`Upstash-Workflow-Init: true`) creates the run with its settings (retries, retry delay,
@@ -34,7 +34,7 @@ export interface WorkflowMessageInfo {
   call?: boolean;
 }
 
-/** A raw step as delivered (reference §B.7 step 2). */
+/** A raw step as delivered. */
 export interface RawStep {
   messageId: string;
   body: string;
@@ -47,6 +47,18 @@ export function rawSteps(run: WorkflowRun, steps: WorkflowStep[], triggerMessage
     { messageId: triggerMessageId, body: run.initialBody.toString('base64'), callType: 'step' },
     ...steps.map((s) => ({ messageId: s.messageId, body: s.body.toString('base64'), callType: s.callType })),
   ];
+}
+
+/**
+ * The steps of a run as of the step `messageId` (itself included): the list a delivery of that
+ * step carries. Steps appended concurrently after it (another parallel branch's result) are left
+ * out, so of the deliveries of a parallel group's results only the one recorded last sees the
+ * group complete and continues the run; the others are discarded by the SDK
+ * (`getParallelCallState`), as the lazy fetch cuts the list at `Upstash-Message-Id` too.
+ */
+export function stepsUpTo(steps: WorkflowStep[], messageId: string): WorkflowStep[] {
+  const i = steps.findIndex((s) => s.messageId === messageId);
+  return i < 0 ? steps : steps.slice(0, i + 1);
 }
 
 function headerOf(h: HeaderMap, lowerName: string): string | undefined {
@@ -62,7 +74,7 @@ function withoutKeys(h: HeaderMap, lowerNames: string[]): HeaderMap {
 
 const RUN_HEADERS = ['workflow-runid', 'workflow-createdat', 'workflow-url'].flatMap((n) => [`upstash-${n}`, `svc-${n}`]);
 
-/** The run headers of a delivery, under both prefixes (DESIGN.md `Svc-` / `Upstash-` rule). */
+/** The run headers of a delivery, under both prefixes (the `Svc-` / `Upstash-` rule). */
 function runHeaders(run: { runId: string; createdAt: number; url: string }): HeaderMap {
   const out: HeaderMap = {};
   for (const p of ['Upstash', 'Svc']) {
@@ -80,7 +92,7 @@ export interface WorkflowEngineOptions {
   maxMessageBytes: number;
   /** Stores and schedules messages the server itself creates (notify / wait-timeout steps). */
   enqueue(msgs: NewMessage[], now: number): Promise<void>;
-  /** The queue / flow-control admission gate (issue 4), read when used; undefined = none. */
+  /** The queue / flow-control admission gate, read when used; undefined = none. */
   admission?: () => { prepare(msgs: NewMessage[], now: number): Promise<void>; kick(): void } | undefined;
 }
 
@@ -163,7 +175,7 @@ export class WorkflowEngine {
   }
 
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
-    // A second trigger for an active run is deduplicated (reference §B.7 step 2): the first one
+    // A second trigger for an active run is deduplicated: the first one
     // stored the dedup key of the run's (id, creation time); a trigger after the run ended gets a
     // new key and starts a new run.
     const active = await this.o.workflows.findRun(p.runId);
@@ -206,12 +218,11 @@ export class WorkflowEngine {
     }
     this.applyConfig(m, run.config, p.explicit);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
-    const steps = await this.o.workflows.steps(run.seq);
-    this.decorate(m, run, steps, triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
   }
 
   /**
-   * Appends a step the server produces (a notified or timed-out Wait step, reference §B.7 step 7)
+   * Appends a step the server produces (a notified or timed-out Wait step)
    * to `run` and enqueues its delivery to the workflow URL, with the run's settings.
    * @returns the new message id.
    */
@@ -230,7 +241,7 @@ export class WorkflowEngine {
     );
     this.applyConfig(m, cfg, { retries: false, retryDelay: false, flowControl: false, failureCallback: false, timeout: false });
     await this.o.workflows.addStep(run.seq, m.id, 'step', m.body, now);
-    this.decorate(m, run, await this.o.workflows.steps(run.seq), triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
     const kick = await this.admit([m], now);
     await this.o.enqueue([m], now);
     kick();

@@ -1,5 +1,5 @@
 /**
- * Reads the workflow headers of one published message (reference §A.8): `Workflow-RunId`,
+ * Reads the workflow headers of one published message: `Workflow-RunId`,
  * `Workflow-Init`, `Workflow-Url`, `Workflow-CallType`, `Feature-Set`, `Workflow-CreatedAt`, and
  * which run settings the message set itself (so the run's trigger settings fill the others).
  * Input: the prefix-less, lower-case configuration header map of `svcHeadersWithPrefix`.
