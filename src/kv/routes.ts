@@ -80,10 +80,13 @@ export function nodeOut(res: ServerResponse): KvOut {
   };
 }
 
-/** Writes a whole response with the current sync token. */
-/** Writes a whole response with the current sync token (a 503 also asks to retry: `Retry-After`). */
-function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE): void {
-  out.send(status, type, body, status === 503 ? `${kvHeaders(gw.syncToken)}retry-after: ${RETRY_AFTER_SECONDS}\r\n` : kvHeaders(gw.syncToken));
+/**
+ * Writes a whole response with the read-your-writes token: `token` (that of the request's own
+ * write), else the current one. A 503 also asks to retry (`Retry-After`).
+ */
+function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE, token?: string): void {
+  const headers = kvHeaders(token ?? gw.syncToken);
+  out.send(status, type, body, status === 503 ? `${headers}retry-after: ${RETRY_AFTER_SECONDS}\r\n` : headers);
 }
 
 /** Status of a single command's reply: 200, 503 for a temporary Redis condition, else 400 for an error. */
@@ -216,28 +219,28 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
     send(out, gw, 500, errorJson(`ERR internal error: ${(err as Error).message}`));
   };
 
-  const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined): void => {
+  const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined, token: string | undefined): void => {
     const status = replyStatus(r);
-    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE);
-    else send(out, gw, status, itemJson(r, fmt.b64));
+    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE, token);
+    else send(out, gw, status, itemJson(r, fmt.b64), JSON_TYPE, token);
   };
 
   const single = (out: KvOut, id: Identity, args: Arg[], fmt: Format): void => {
-    gw.singleCb(id, args, fmt.resp2, (err, reply, raw) => (err ? fail(out, err) : sendSingle(out, fmt, reply, raw)));
+    gw.singleCb(id, args, fmt.resp2, (err, reply, raw, token) => (err ? fail(out, err) : sendSingle(out, fmt, reply, raw, token)));
   };
 
   const pipeline = (out: KvOut, id: Identity, cmds: Arg[][], fmt: Format): void => {
-    gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws }) => {
+    gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws, token }) => {
       const busy = temporaryPipelineError(replies);
       if (busy) return send(out, gw, 503, errorJson(busy.message));
-      if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64));
+      if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64), JSON_TYPE, token);
       const parts = replies.map((r, i) => raws?.[i] ?? encodeError(r instanceof RespError ? r.message : 'ERR no reply'));
-      send(out, gw, 200, Buffer.concat(parts), RAW_TYPE);
+      send(out, gw, 200, Buffer.concat(parts), RAW_TYPE, token);
     }, (err: unknown) => fail(out, err));
   };
 
   const multiExec = (out: KvOut, id: Identity, cmds: Arg[][], b64: boolean): void => {
-    gw.multi(id, cmds).then((replies) => send(out, gw, 200, itemsJson(replies, b64)), (err: unknown) => fail(out, err));
+    gw.multi(id, cmds).then(({ replies, token }) => send(out, gw, 200, itemsJson(replies, b64), JSON_TYPE, token), (err: unknown) => fail(out, err));
   };
 
   /** Opens an SSE stream (Node server only). */

@@ -14,7 +14,7 @@
 import { RespError, type Reply } from './resp.js';
 
 /** Names (lower case, as `COMMAND` lists them) of the commands that run a script or a function. */
-export const SCRIPT_COMMANDS: ReadonlySet<string> = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro']);
+export const SCRIPT_RUNNERS: ReadonlySet<string> = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro']);
 
 /** Sends one kill command (`['SCRIPT', 'KILL']` / `['FUNCTION', 'KILL']`) on a side connection; resolves to Redis's reply. */
 export type KillSender = (cmd: string[]) => Promise<Reply>;
