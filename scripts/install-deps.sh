@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the system packages svc needs on Debian/Ubuntu when they are missing:
-# redis-server (the kv area's database; also used by benches). Needs root or sudo for apt-get.
+# redis-server (the kv area's database; also used by benches) and chromium (the browser the web
+# console's tests drive through playwright-core; never downloaded by npm). Needs root or sudo for apt-get.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ "${#need[@]}" -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
