@@ -1,7 +1,7 @@
 /**
  * In-memory state of one namespace: id <-> label (= range position) maps, parsed metadata (for
- * filters), the dense graph and the sparse inverted index, and the search paths (issue 6
- * "Filtered queries"): a filter is evaluated over the namespace once per namespace version
+ * filters), the dense graph and the sparse inverted index, and the search paths ("Filtered
+ * queries"): a filter is evaluated over the namespace once per namespace version
  * (cached); few matches -> exact search over them; otherwise HNSW with the filter as callback and
  * a larger ef; if that still gives fewer than topK while at least topK match, exact search.
  * Dense vectors are not held here (they live in the graph and in SQLite); HNSW hits are scored

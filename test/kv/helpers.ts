@@ -1,4 +1,6 @@
 /** Shared raw-HTTP helpers for the kv tests. */
+import { waitFor } from '../helpers/wait.js';
+
 export interface Res {
   status: number;
   headers: Headers;
@@ -23,13 +25,7 @@ export async function call(base: string, path: string, init: RequestInit & { tok
   return { status: r.status, headers: r.headers, body, text, json };
 }
 
-/** Polls `fn` until it returns a truthy value or `ms` passes. */
-export async function until<T>(fn: () => Promise<T> | T, ms = 10_000, stepMs = 20): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
+/** Polls `fn` until it returns a truthy value or `ms` passes (the suite's {@link waitFor}). */
+export function until<T>(fn: () => Promise<T> | T, ms = 10_000): Promise<NonNullable<T>> {
+  return waitFor('condition', fn, ms);
 }

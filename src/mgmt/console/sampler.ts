@@ -21,8 +21,8 @@ export const MAX_SAMPLES = 360;
 
 /** The queue's `GET /v2/stats` answer (see docs/readme/queue.md). */
 export interface QueueStats {
-  messages: Record<string, number>;
-  dlq: number;
+  messages?: Record<string, number>;
+  dlq?: number;
   deliveries: { delivered: number; failed: number };
 }
 
@@ -111,8 +111,8 @@ export class OverviewSampler {
       s.queue = {
         deliveries: prev ? Math.max(0, stats.deliveries.delivered - prev.stats.deliveries.delivered) / dt : 0,
         failures: prev ? Math.max(0, stats.deliveries.failed - prev.stats.deliveries.failed) / dt : 0,
-        messages: stats.messages,
-        dlq: stats.dlq,
+        messages: stats.messages ?? {},
+        dlq: stats.dlq ?? 0,
       };
       this.lastQueue = { t: now, stats };
     }

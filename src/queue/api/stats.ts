@@ -4,6 +4,8 @@
  *
  *   {messages: {ready, delayed, inFlight, held}, dlq, deliveries: {delivered, failed}}
  *
+ * (`messages` and `dlq` are left out for a store without `QueueStore.counts`.)
+ *
  * `deliveries` are counters since the process started (in memory): `delivered` = attempts whose
  * outcome was recorded as a 2xx answer, `failed` = attempts that ended in an error (non-2xx answer,
  * timeout, connection error). Rates come from two readings. The counts are COUNT queries on
@@ -24,8 +26,10 @@ export function registerStatsRoutes(app: FastifyInstance, ctx: QueueApiContext):
   });
   let cached: { at: number; counts: Promise<MessageCounts> } | undefined;
   app.get('/v2/stats', async () => {
+    const store = ctx.store;
+    if (!store.counts) return { deliveries: { ...deliveries } };
     const now = ctx.clock.now();
-    if (!cached || now - cached.at >= COUNTS_TTL_MS) cached = { at: now, counts: ctx.store.counts(now) };
+    if (!cached || now - cached.at >= COUNTS_TTL_MS) cached = { at: now, counts: store.counts(now) };
     const { dlq, ...messages } = await cached.counts;
     return { messages, dlq, deliveries: { ...deliveries } };
   });

@@ -44,12 +44,12 @@ export function OverviewPage() {
       <${Stat} label="Requests / s" value=${fmtNum(sum(last, 'requests'), 1)} hint="all areas, last 10 s" />
       <${Stat} label="Error rate" value=${last && sum(last, 'requests') > 0 ? `${fmtNum((100 * sum(last, 'errors')) / sum(last, 'requests'), 2)} %` : '0 %'} hint=${`${fmtNum(sum(last, 'errors'), 2)} 5xx/s · ${fmtNum(sum(last, 'clientErrors'), 2)} 4xx/s`} />
       <${Stat} label="Deliveries / s" value=${q ? fmtNum(qs[qs.length - 1]?.queue.deliveries ?? 0, 1) : '—'} hint=${q ? `${fmtNum(qs[qs.length - 1]?.queue.failures ?? 0, 1)} failed attempts/s` : 'queue area not running'} />
-      <${Stat} label="Dead-letter queue" value=${q ? html`<a href="#/queue/dlq">${fmtNum(q.dlq)}</a>` : '—'} hint="messages that exhausted their retries" />
+      <${Stat} label="Dead-letter queue" value=${q?.dlq !== undefined ? html`<a href="#/queue/dlq">${fmtNum(q.dlq)}</a>` : '—'} hint="messages that exhausted their retries" />
     </div>
-    ${q && html`<${Card} title="Queue depth by state">
+    ${q?.messages && html`<${Card} title="Queue depth by state">
       <div class="grid cols-4">
         ${STATES.map(([k, label, hint]) => html`<div data-state=${k}><${Badge} state=${k === 'inFlight' ? 'IN_PROGRESS' : k === 'ready' ? 'ACTIVE' : k === 'delayed' ? 'DELAYED' : 'RETRY'}>${label}<//>
-          <div style="font-size:22px;font-weight:650;margin-top:6px">${fmtNum(q.messages[k] ?? 0)}</div><div class="muted small">${hint}</div></div>`)}
+          <div style="font-size:22px;font-weight:650;margin-top:6px">${fmtNum(q.messages?.[k] ?? 0)}</div><div class="muted small">${hint}</div></div>`)}
       </div>
     <//>`}
     ${samples.length < 2 ? html`<${Notice}>Charts fill in as svc samples every 10 seconds (the last hour is kept in memory).<//>` : html`
