@@ -87,4 +87,27 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
       assert.equal(sink.at(`/par?run=${workflowRunId}`).length, 1, `one context.call for ${workflowRunId}`);
     }
   });
+
+  test('context.call: the callback delivery carries the run\'s forwarded headers; a failing callback fails the run into the DLQ', async () => {
+    const { workflowRunId } = await wf.trigger({ url: `${app.url}/caller`, body: {}, headers: { 'x-tenant': 'acme' } });
+    await waitRun(workflowRunId, 'RUN_SUCCESS');
+    const callback = app.requests.find((r) => r.headers['upstash-workflow-runid'] === workflowRunId && r.headers['upstash-workflow-callback']);
+    assert.ok(callback, 'the callback was delivered to the workflow');
+    assert.equal(callback.headers['x-tenant'], 'acme', 'the trigger\'s forwarded header is on the callback delivery');
+    assert.equal(seen.find((x) => x.runId === workflowRunId)?.tenant, 'acme');
+
+    const failing = 'wfr_callback-refused';
+    refuseCallback.add(failing);
+    await wf.trigger({ url: `${app.url}/caller`, body: {}, workflowRunId: 'callback-refused', retries: 1, retryDelay: '50' });
+    const log = await waitRun(failing, 'RUN_FAILED');
+    assert.ok(log.dlqId, 'the failed run names its DLQ entry');
+    const refused = app.requests.filter((r) => r.headers['upstash-workflow-runid'] === failing && r.headers['upstash-workflow-callback']);
+    assert.equal(refused.length, 2, 'the run\'s retries (1) apply to the callback');
+    const { messages } = (await wf.dlq.list({ filter: { workflowRunId: failing } })) as unknown as { messages: Json[] };
+    assert.equal(messages.length, 1);
+    assert.equal(messages[0].dlqId, log.dlqId);
+    assert.equal(messages[0].workflowRunId, failing);
+    assert.equal(messages[0].responseStatus, 500);
+    assert.equal(sink.at(`/ext?run=${failing}`).length, 1, 'the third party was called once');
+  });
 });

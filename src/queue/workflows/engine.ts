@@ -32,6 +32,8 @@ export interface WorkflowMessageInfo {
   initialBody: string;
   /** context.call request to a third party: not a step of the list. */
   call?: boolean;
+  /** On a context.call request: the `extra.workflow` its callback (a delivery of the run) gets. */
+  callback?: WorkflowMessageInfo;
 }
 
 /** A raw step as delivered. */
@@ -74,9 +76,9 @@ function withoutKeys(h: HeaderMap, lowerNames: string[]): HeaderMap {
 
 const RUN_HEADERS = ['workflow-runid', 'workflow-createdat', 'workflow-url'].flatMap((n) => [`upstash-${n}`, `svc-${n}`]);
 
-/** The run headers of a delivery, under both prefixes (the `Svc-` / `Upstash-` rule). */
-function runHeaders(run: { runId: string; createdAt: number; url: string }): HeaderMap {
-  const out: HeaderMap = {};
+/** `h` with the run headers of `run` (replacing any), under both prefixes (`Svc-` / `Upstash-`). */
+function withRunHeaders(h: HeaderMap, run: { runId: string; createdAt: number; url: string }): HeaderMap {
+  const out: HeaderMap = withoutKeys(h, RUN_HEADERS);
   for (const p of ['Upstash', 'Svc']) {
     out[`${p}-Workflow-Runid`] = [run.runId];
     out[`${p}-Workflow-Createdat`] = [String(run.createdAt)];
@@ -111,7 +113,7 @@ export class WorkflowEngine {
    * Used at publish, restart and resume.
    */
   decorate(m: NewMessage, run: WorkflowRun, steps: WorkflowStep[], triggerMessageId: string): void {
-    const wf = (h: HeaderMap): HeaderMap => ({ ...withoutKeys(h, RUN_HEADERS), ...runHeaders(run) });
+    const wf = (h: HeaderMap): HeaderMap => withRunHeaders(h, run);
     m.headers = wf(m.headers);
     if (!headerOf(m.headers, 'upstash-workflow-sdk-version')) m.headers['Upstash-Workflow-Sdk-Version'] = ['1'];
     if (run.labels?.length && !headerOf(m.headers, 'upstash-label')) m.headers['Upstash-Label'] = [run.labels.join(',')];
@@ -121,14 +123,12 @@ export class WorkflowEngine {
     const list = Buffer.from(JSON.stringify(rawSteps(run, steps, triggerMessageId)));
     m.body = list.length > this.o.maxMessageBytes ? Buffer.alloc(0) : list;
     if (!headerOf(m.headers, 'content-type')) m.headers['Content-Type'] = ['application/json'];
-    const info: WorkflowMessageInfo = {
-      runSeq: run.seq,
-      runId: run.runId,
-      createdAt: run.createdAt,
-      url: run.url,
-      initialBody: run.initialBody.toString('base64'),
-    };
-    m.extra = { ...(m.extra ?? {}), workflow: info };
+    m.extra = { ...(m.extra ?? {}), workflow: this.messageInfo(run) };
+  }
+
+  /** `extra.workflow` of a message delivered to the workflow URL for `run`. */
+  private messageInfo(run: WorkflowRun): WorkflowMessageInfo {
+    return { runSeq: run.seq, runId: run.runId, createdAt: run.createdAt, url: run.url, initialBody: run.initialBody.toString('base64') };
   }
 
   /** Applies the run's trigger settings to a step message that did not set them itself. */
@@ -155,23 +155,42 @@ export class WorkflowEngine {
       const { wfPublish: _drop, ...rest } = m.extra!;
       m.extra = Object.keys(rest).length ? rest : undefined;
       if (p.callType === 'toCallback') {
-        // context.call: a request to a third party; its callback (body wrapped by
-        // `workflowCallbackBody`) goes to the workflow URL as a delivery of the run, and the SDK
-        // publishes the call's result step from it.
-        const run = await this.o.workflows.findRun(p.runId);
-        if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
-        if (m.callback && m.callbackOptions) {
-          m.callbackOptions = {
-            ...m.callbackOptions,
-            headers: { ...withoutKeys(m.callbackOptions.headers, RUN_HEADERS), ...runHeaders(run), 'Upstash-Workflow-Sdk-Version': ['1'] },
-          };
-        }
-        m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true } };
+        await this.call(m, p);
         continue;
       }
       if (p.init) await this.trigger(m, p, now);
       else await this.step(m, p, now);
     }
+  }
+
+  /**
+   * context.call: `m` is the request to a third party (an ordinary message); its callback goes to
+   * the workflow URL as a delivery of the run (body wrapped by `workflowCallbackBody`) and the SDK
+   * publishes the call's result step from it. The callback carries what a step delivery carries:
+   * the run headers, the headers the run was triggered with, and the run's retries, retry delay
+   * and failure callback where the call did not set its callback's own; it is a message of the
+   * run (`extra.workflow` of the callback, `workflowCallbackExtra`), so when it fails for good the
+   * run ends RUN_FAILED with its DLQ entry.
+   * @throws QueueError 400 when the run is not active.
+   */
+  private async call(m: NewMessage, p: WorkflowPublishInfo): Promise<void> {
+    const run = await this.o.workflows.findRun(p.runId);
+    if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
+    const cfg = run.config;
+    const cb = m.callbackOptions;
+    if (m.callback && cb) {
+      const ownFailure = cb.failureCallback !== undefined;
+      const failureOptions = ownFailure ? cb.failureCallbackOptions : cfg.failureCallbackOptions;
+      m.callbackOptions = {
+        ...cb,
+        headers: { ...cfg.headers, ...withRunHeaders(cb.headers, run), 'Upstash-Workflow-Sdk-Version': ['1'] },
+        maxRetries: p.explicit.callbackRetries || cfg.retries === undefined ? cb.maxRetries : cfg.retries,
+        retryDelay: cb.retryDelay ?? cfg.retryDelay,
+        failureCallback: ownFailure ? cb.failureCallback : cfg.failureCallback,
+        failureCallbackOptions: failureOptions && { ...failureOptions, headers: withRunHeaders(failureOptions.headers, run) },
+      };
+    }
+    m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true, callback: this.messageInfo(run) } };
   }
 
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {

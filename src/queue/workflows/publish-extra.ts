@@ -14,7 +14,7 @@ export interface WorkflowPublishInfo {
   featureSet?: string;
   createdAt?: number;
   /** Settings present on this message itself. */
-  explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean };
+  explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean; callbackRetries?: boolean };
 }
 
 /** `{wfPublish}` for a message carrying `Upstash-Workflow-RunId`, else undefined. */
@@ -35,6 +35,7 @@ export function workflowPublishExtra(cfg: Record<string, string>): Record<string
       flowControl: cfg['flow-control-key'] !== undefined,
       failureCallback: cfg['failure-callback'] !== undefined,
       timeout: cfg['timeout'] !== undefined,
+      callbackRetries: cfg['callback-retries'] !== undefined,
     },
   };
   return { wfPublish: info };
