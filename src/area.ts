@@ -1,5 +1,5 @@
 /**
- * The contract between `main.ts` and each area (DESIGN.md "Layout"): an area module exports one
+ * The contract between `main.ts` and each area: an area module exports one
  * {@link AreaModule}; `create` builds its server, which listens on the area's port.
  */
 import type { AreaName, Config } from './config.js';

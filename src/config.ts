@@ -1,7 +1,7 @@
 /**
  * Environment -> one typed, validated {@link Config}.
  *
- * The env names are the contract of `../shared/DESIGN.md` ("Process and ports"); every variable is
+ * The env names are documented in README.md's configuration table; every variable is
  * validated at start-up and all problems are reported together by {@link ConfigError}, one line
  * per bad variable. Credentials are not part of the config: they live in the credential store
  * (`src/credentials.ts`), which takes env-given values first and generates the rest.

@@ -1,7 +1,7 @@
 /**
  * The one shared credential store: every token, password and signing key of every area.
  *
- * - Values come from env first (the names of DESIGN.md "Process and ports", see {@link ENV_NAMES}),
+ * - Values come from env first (see {@link ENV_NAMES}),
  *   otherwise from `SVC_DATA_DIR/credentials.json`, otherwise they are generated once and persisted.
  * - The file is written atomically (temp file + rename) with mode 0600.
  * - Areas read credentials through this module at request time (an in-memory map lookup), so a
@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** Env variables that pin a credential (DESIGN.md env contract). */
+/** Env variables that pin a credential. */
 export const ENV_NAMES: Record<string, string> = {
   'queue.token': 'SVC_QUEUE_TOKEN',
   'queue.currentSigningKey': 'SVC_QUEUE_CURRENT_SIGNING_KEY',

@@ -1,6 +1,6 @@
 /**
  * Starts the enabled areas (`SVC_AREAS`), each on its own port, and stops them gracefully.
- * Areas are listed in {@link AREA_MODULES}; they never import each other (DESIGN.md).
+ * Areas are listed in {@link AREA_MODULES}; they never import each other.
  */
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
 import type { AreaName, Config } from './config.js';

@@ -1,6 +1,6 @@
 /**
  * A minimal HTTP/1.1 server on `node:net` for an area's hot path, with Node's own `http` server
- * behind it for everything else (shared plumbing, DESIGN.md "src/http/"). Measured on the 2-core
+ * behind it for everything else (shared plumbing). Measured on the 2-core
  * bench machine, Node's `http` module alone (a hello-world that does nothing) answers about 20k
  * req/s while a plain socket that writes a canned response does about 40k: for small requests the
  * HTTP layer, not the area, was the ceiling (`docs/readme/kv-perf.md`). Used by kv and vector.

@@ -1,5 +1,5 @@
 /**
- * The `Svc-` / `Upstash-` compatibility rule of DESIGN.md: every `Svc-X` request header is also
+ * The `Svc-` / `Upstash-` compatibility rule: every `Svc-X` request header is also
  * accepted as `Upstash-X` (case-insensitive; `Svc-X` wins when both are present), and headers svc
  * emits are sent under both prefixes.
  */

@@ -1,6 +1,6 @@
 /**
  * The shared Fastify factory: one instance per area port, with the project's defaults. Each area
- * registers its own content-type parsers, auth hook and error handler on it (STYLE.md §10: the four
+ * registers its own content-type parsers, auth hook and error handler on it (the four
  * wire formats differ; no global error handler guesses).
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';

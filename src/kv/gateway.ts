@@ -1,5 +1,5 @@
 /**
- * The execution core of the kv gateway (issue 2 §2), independent of HTTP: runs single commands,
+ * The execution core of the kv gateway, independent of HTTP: runs single commands,
  * pipelines and transactions for an {@link Identity} on connections authenticated as the matching
  * Redis ACL user, applies the command policy, JSON.* translation, the daily limit and the
  * read-your-writes sync token.
@@ -207,29 +207,7 @@ export class KvGateway {
   }
 
   /**
-   * Runs one command. Resolves to its reply (a Redis error is a {@link RespError} reply) and the
-   * raw RESP bytes when `wantRaw`.
-   * @throws KvError (400 refused/limit, 401 ACL user auth failed, 503 database unavailable)
-   */
-  async single(id: Identity, args: Arg[], wantRaw: boolean): Promise<{ reply: Reply; raw?: Buffer }> {
-    const p = this.prepare(args);
-    if ('error' in p) throw new KvError(p.error, 400);
-    const refused = await this.count(1);
-    if (refused) throw refused;
-    if ('resttoken' in p) return { reply: await this.restToken(args) };
-    if (p.write) this.wrote();
-    const { c } = await this.conn(id);
-    try {
-      if (!wantRaw) return { reply: await c.send(p.args) };
-      const r = await c.batch([p.args], true);
-      return { reply: r.replies[0], raw: r.raws?.[0] };
-    } catch (err) {
-      throw mapError(err);
-    }
-  }
-
-  /**
-   * {@link single} without Promises or per-request closures (the hot path): `cb` runs exactly
+   * Runs one command without Promises or per-request closures (the hot path): `cb` runs exactly
    * once, with the reply (a Redis error is a {@link RespError} reply) and its raw bytes when
    * `wantRaw`, or with an error: a {@link KvError} (400 refused/limit, 401 ACL user auth failed,
    * 503 database unavailable) or a connection error that {@link mapError} maps (503 / 401). An

@@ -1,5 +1,5 @@
 /**
- * Area B: the key-value REST gateway (issue 2 §2). `kvArea` plugs into `main.ts`; `createKvServer`
+ * Area B: the key-value REST gateway. `kvArea` plugs into `main.ts`; `createKvServer`
  * builds the server: the database backend (supervised redis-server or `SVC_KV_REDIS_URL`), the
  * gateway core and its HTTP front (`front.ts`: a minimal HTTP/1.1 server for the hot path in front
  * of a raw `node:http` server for everything else; see `docs/readme/kv-perf.md`).

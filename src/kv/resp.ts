@@ -2,7 +2,7 @@
  * RESP2 (REdis Serialization Protocol v2) reply types, a resumable streaming parser and a command
  * encoder. Source of the rules: https://redis.io/docs/reference/protocol-spec/ (RESP2 part).
  *
- * Reply shapes (kept distinct, as the gateway must — kv-wire.md §A.6, DESIGN.md "Redis"):
+ * Reply shapes (kept distinct, as the gateway must):
  * - simple string `+OK`  -> {@link SimpleString}
  * - error `-ERR ...`     -> {@link RespError}
  * - integer `:1`         -> `number` (or `bigint` outside the safe-integer range)
@@ -314,9 +314,4 @@ export function encodeCommands(cmds: readonly (readonly Arg[])[]): string | Buff
 /** RESP2 bytes of an error reply (used for refused commands in resp2 output). */
 export function encodeError(message: string): Buffer {
   return Buffer.from(`-${message.replace(/[\r\n]+/g, ' ')}\r\n`);
-}
-
-/** A Buffer or string argument as a JS string (UTF-8). */
-export function argString(a: Arg): string {
-  return typeof a === 'string' ? a : a.toString('utf8');
 }

@@ -1,5 +1,5 @@
 /**
- * HTTP surface of the kv gateway (spec "Key-value REST interface", "Errors"; kv-wire.md §A) on a
+ * HTTP surface of the kv gateway (spec "Key-value REST interface", "Errors") on a
  * raw `node:http` server: one request handler that reads the body (size-limited), authenticates,
  * reads the format headers and dispatches to the path form, the JSON body form, `/pipeline`,
  * `/multi-exec` or an SSE stream (`sse.ts`). Raw Node instead of Fastify because the per-request
@@ -91,7 +91,7 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 
 /**
  * Output format from `Svc-Encoding` / `Svc-Response-Format` (and their `Upstash-` aliases; `Svc-`
- * wins; DESIGN.md "Compatibility rule"). The public docs misspell the header
+ * wins). The public docs misspell the header
  * "Upstash-Reponse-Format"; that spelling is accepted too. @throws RequestError
  */
 function formatOf(h: IncomingHttpHeaders): Format {

@@ -1,6 +1,5 @@
 /**
- * Server-sent event streams of the kv gateway (spec "Key-value REST interface", kv-wire.md §A.9,
- * §B.4): `/subscribe/<channel>`, `/psubscribe/<pattern>`, `/monitor`. Each stream has its own Redis
+ * Server-sent event streams of the kv gateway (spec "Key-value REST interface"): `/subscribe/<channel>`, `/psubscribe/<pattern>`, `/monitor`. Each stream has its own Redis
  * connection (authenticated as the token's ACL user), closed when the client disconnects; payloads
  * are sent raw (never base64). Heartbeat comments every 15 s (`startRawSse` in `src/http/raw.ts`).
  *

@@ -1,5 +1,5 @@
 /**
- * The read-your-writes token (`upstash-sync-token` / `svc-sync-token`; kv-wire.md §B.5): every
+ * The read-your-writes token (`upstash-sync-token` / `svc-sync-token`): every
  * response carries it, it changes after every request that wrote, and reads leave it unchanged.
  *
  * - {@link LocalSyncClock}: one process (`SVC_KV_WORKERS=0`): `<random prefix>-<seq>`.

@@ -1,5 +1,5 @@
 /**
- * Who a kv request runs as (spec "Authentication", kv-wire.md §B.6):
+ * Who a kv request runs as (spec "Authentication"):
  * - the standard token (`kv.token`) -> the standard ACL user (everything on the data)
  * - the read-only token (`kv.readonlyToken`) -> the read-only ACL user
  * - a token minted by `ACL RESTTOKEN <user> <password>` -> that ACL user
@@ -113,11 +113,9 @@ export class KvTokens {
   }
 }
 
-/** One-shot `crypto.hash` (Node >= 20.12, ~40% cheaper per call) with a `createHash` fallback. */
-const oneShot = (crypto as { hash?: (alg: string, data: string, enc: 'buffer') => Buffer }).hash;
-
+/** SHA-256 of `s` with the one-shot `crypto.hash` (about 40% cheaper per call than a `Hash` object). */
 function sha256(s: string): Buffer {
-  return oneShot ? oneShot('sha256', s, 'buffer') : createHash('sha256').update(s).digest();
+  return crypto.hash('sha256', s, 'buffer');
 }
 
 function key(secret: string): Buffer {

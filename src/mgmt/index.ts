@@ -1,5 +1,5 @@
 /**
- * Area D, the management API (spec "Get sender IPv4 blocks", "Authentication"; issue 7): sender
+ * Area D, the management API (spec "Get sender IPv4 blocks", "Authentication"): sender
  * IPv4 blocks, credential rotation for the other areas, and health. One Fastify instance on
  * `SVC_MGMT_PORT` (default 8077); routes in `routes.ts`, Basic auth in `auth.ts`.
  */

@@ -1,7 +1,7 @@
 /**
  * The queue area's HTTP server and engine: opens the store, starts the dispatcher, registers the
  * routes on its own Fastify instance with its own body parser, auth hook and error handler
- * (STYLE.md §10), and prunes old logs/finished messages periodically.
+ * and prunes old logs/finished messages periodically.
  */
 import path from 'node:path';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -23,7 +23,7 @@ import { WorkflowEngine } from './workflows/engine.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
-import { HttpSender } from './delivery/http.js';
+import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { errors, QueueError } from './errors.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
@@ -32,7 +32,7 @@ const PRUNE_EVERY_MS = 60_000;
 
 /**
  * The queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape workflow-js decodes
- * to build webhook URLs (reference §A.1 "Token format").
+ * to build webhook URLs.
  */
 export function newQueueToken(): string {
   return Buffer.from(JSON.stringify({ UserID: 'svc', Password: generateSecret(24) })).toString('base64');
@@ -48,6 +48,8 @@ export interface QueueServerOptions {
   store?: QueueStore;
   /** Waits between tries of a failing outcome write (ms; tests); default `RECORD_RETRY_MS`. */
   recordRetryMs?: readonly number[];
+  /** Name resolution for deliveries (`dns.lookup` shape; tests control the answers); default `dns.lookup`. */
+  lookup?: HttpSenderOptions['lookup'];
 }
 
 /** Builds the queue server (does not listen yet). */
@@ -62,6 +64,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     blockPrivate: cfg.blockPrivateDestinations,
     maxResponseBytes: cfg.maxMessageBytes,
     connectionsPerOrigin: Math.max(1, Math.ceil(cfg.maxConcurrentDeliveries / 2)),
+    lookup: opts.lookup,
   });
   const dispatcher = new Dispatcher({
     store,
@@ -81,7 +84,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     clock,
     resolveDestination: async () => undefined,
   };
-  // issue 5: workflow runs (src/queue/workflows/engine.ts)
+  // workflow runs (src/queue/workflows/engine.ts)
   const workflowEngine = store.workflows
     ? new WorkflowEngine({
         store,
@@ -133,7 +136,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     registerWorkflowRoutes(app, ctx, workflowEngine);
     registerWorkflowEventRoutes(app, ctx, workflowEngine);
   }
-  // issue 4: URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
+  // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
   const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;
 
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
@@ -161,7 +164,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       }, PRUNE_EVERY_MS);
       pruneTimer.unref();
       if (workflowEngine) {
-        // context.waitForEvent timeouts (issue 5): a 1 s sweep over the deadline index.
+        // context.waitForEvent timeouts: a 1 s sweep over the deadline index.
         waitTimer = setInterval(() => {
           sweepWaiters(workflowEngine, clock.now()).catch((err) => actx.logger.error({ err }, 'queue: workflow wait sweep failed'));
         }, 1000);
@@ -180,6 +183,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (wasListening) await frontClosed;
         await app.close().catch(() => undefined);
         await dispatcher.stop();
+        // workflow updates chained on delivery outcomes write to the store: let them finish first
+        await workflowEngine?.idle();
         await sender.close();
         await store.close();
       })());

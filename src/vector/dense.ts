@@ -1,9 +1,9 @@
 /**
- * Dense nearest-neighbour indexes behind one interface (STYLE.md §13): {@link HnswDense}
+ * Dense nearest-neighbour indexes behind one interface: {@link HnswDense}
  * (`hnswlib-node`, approximate) and {@link FlatDense} (brute force, exact; the recall oracle).
  *
  * Labels are the records' range positions (integers). Vectors are kept in "stored form": unit
- * length for COSINE (so COSINE is inner product on normalized vectors, vector-wire.md §D.3), as
+ * length for COSINE (so COSINE is inner product on normalized vectors), as
  * given otherwise. Distances: `ip` -> `1 - dot`, `l2` -> squared Euclidean; smaller is nearer.
  * Final scores are computed elsewhere from the original vectors (scores.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * One vector index (issue 6 "Engine and durability"): SQLite records + in-memory namespaces
+ * One vector index: SQLite records + in-memory namespaces
  * (HNSW graph, sparse inverted index, metadata for filters).
  *
  * Writes go through a group-commit queue: requests arriving in the same event-loop turn run in

@@ -1,5 +1,5 @@
 /**
- * The vector area's error catalogue (STYLE.md §8; vector-wire.md §A.4): every error the wire can
+ * The vector area's error catalogue: every error the wire can
  * carry, with its HTTP status. The body is always `{"error": message, "status": status}`.
  */
 
@@ -11,7 +11,7 @@ export class VectorError extends Error {
   }
 }
 
-/** Exact strings from the reference (§A.4) and the JS SDK tests. */
+/** Exact strings from the and the JS SDK tests. */
 export const MESSAGES = {
   unauthorized: 'Unauthorized: Invalid auth token',
   readonly: 'Unauthorized: This operation is not allowed with a read-only token',

@@ -1,5 +1,5 @@
 /**
- * Endpoint handlers (vector-wire.md §A.2–§A.3): one function per endpoint, from parsed JSON body
+ * Endpoint handlers: one function per endpoint, from parsed JSON body
  * to the `result` value. Read-only tokens may call only {@link READONLY_ENDPOINTS}.
  */
 import type { VectorIndex } from './engine.js';

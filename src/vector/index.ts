@@ -1,7 +1,7 @@
 /**
- * The vector area (area C, issue 6): every index of `definitions.ts` served under the vector
+ * The vector area (area C): every index of `definitions.ts` served under the vector
  * port — the default index at `/`, each other index at `/<name>` — speaking the `@upstash/vector`
- * wire protocol (vector-wire.md §A). Tokens: `vector.<index>.token` and
+ * wire protocol. Tokens: `vector.<index>.token` and
  * `vector.<index>.readonlyToken` from the credential store, read at request time.
  */
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';

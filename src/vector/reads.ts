@@ -1,7 +1,7 @@
 /**
- * Read operations of one index (vector-wire.md §A.2): query (dense, sparse, hybrid fusion),
+ * Read operations of one index: query (dense, sparse, hybrid fusion),
  * fetch, range, info, random, list-namespaces — and the output shapes (float32-shortest numbers,
- * only the fields that exist and were asked for, §C).
+ * only the fields that exist and were asked for).
  */
 import type { VectorIndex } from './engine.js';
 import { badRequest, MESSAGES, unprocessable } from './errors.js';
@@ -12,7 +12,7 @@ import { denseScore, fuseDbsf, fuseRrf, byScore, type Scored } from './scores.js
 import { blobToSparse, type RecordRow, type SparseVector } from './store.js';
 import { MAX_FETCH_PREFIX, type Include, type QueryRequest } from './validate.js';
 
-/** Per-component candidate depth of a regular hybrid query: max(topK, this) (§B.4 "inferred"). */
+/** Per-component candidate depth of a regular hybrid query: max(topK, this). */
 export const HYBRID_DEPTH = 100;
 
 export interface OutRecord {
@@ -24,7 +24,7 @@ export interface OutRecord {
   data?: string;
 }
 
-/** A record as the wire shows it (§C: absent keys when the field does not exist or was not asked). */
+/** A record as the wire shows it (absent keys when the field does not exist or was not asked). */
 export function formatRecord(index: VectorIndex, ns: NamespaceState, label: number, inc: Include, score?: number): OutRecord {
   const out: OutRecord = { id: ns.ids[label]! };
   if (score !== undefined) out.score = shortestFloat32(score);
@@ -52,7 +52,7 @@ const f = Math.fround;
 
 /**
  * COSINE hits whose graph distance is at most this (cosine >= 1 - 1e-6) get their score
- * recomputed from the original vector in SQLite, so identical vectors score exactly 1 (§B.3) even
+ * recomputed from the original vector in SQLite, so identical vectors score exactly 1 even
  * though the graph's float32 dot product of two unit vectors may round just below 1.
  */
 export const NEAR_DUPLICATE_DISTANCE = 1e-6;
@@ -172,7 +172,7 @@ export function rangeRecords(index: VectorIndex, nsName: string, cursor: number,
   return { nextCursor, vectors: rows.slice(0, limit).map((r) => formatRecord(index, ns, r.pos, inc)) };
 }
 
-/** `info` (§A.5): totals, index size, dimension, metric, type, dense/sparse parts, namespaces. */
+/** `info`: totals, index size, dimension, metric, type, dense/sparse parts, namespaces. */
 export function info(index: VectorIndex): Record<string, unknown> {
   const namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }> = {};
   let total = 0;

@@ -1,5 +1,5 @@
 /**
- * Resumable queries (vector-wire.md §B.5): `start` runs the query and returns the first `topK`
+ * Resumable queries: `start` runs the query and returns the first `topK`
  * with a uuid; `next` returns the next `additionalK` excluding ids already returned (each batch is
  * fused on its own, as the reference's DBSF literals show); `end` frees it. A session idle for
  * `maxIdle` seconds (default 3600) is reaped. At most {@link MAX_SESSIONS} are active.

@@ -1,5 +1,5 @@
 /**
- * HTTP routing of the vector port (vector-wire.md §C checklist 1): any of GET/POST/PUT/DELETE on
+ * HTTP routing of the vector port: any of GET/POST/PUT/DELETE on
  * `[/<index>]/<endpoint>[/<namespace…>]` (namespace URL-decoded, may contain `/`), `reset?all`,
  * bodies `[]`, `null`, `{}` or empty. Answers `{"result": …}` or `{"error", "status"}`.
  * Order of checks: index by first path segment (else the default index), bearer token (401),

@@ -1,5 +1,5 @@
 /**
- * Persisted HNSW graph snapshots (issue 6 "Engine and durability"; STYLE.md §6). hnswlib's own
+ * Persisted HNSW graph snapshots. hnswlib's own
  * file has no header, so each snapshot is two files in `<dataDir>/vector/<index>.snapshots/`:
  * - `ns-<nsId>-<generation>-<seq>.hnsw`: `writeIndexSync` output, written to a temp name then renamed;
  * - `ns-<nsId>-<generation>-<seq>.codes`: the 8-bit codes of the vectors (dense.ts

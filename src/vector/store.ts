@@ -1,7 +1,7 @@
 /**
  * Durable record store of one index: SQLite (better-sqlite3, WAL, `synchronous=FULL`) in
  * `<dataDir>/vector/<index>.sqlite`. Every statement of the vector area lives here (no SQL in route
- * handlers, STYLE.md §1).
+ * handlers).
  *
  * Tables:
  * - `meta(key, value)`: `dimension` (fixed by the first dense upsert), `seq` (last sequence number).

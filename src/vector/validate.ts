@@ -1,5 +1,5 @@
 /**
- * Request body parsing and validation for every endpoint (vector-wire.md §A.2, §B.4, §B.6, §B.7).
+ * Request body parsing and validation for every endpoint.
  * Every function throws {@link VectorError} 400 with a readable message on bad input; the
  * dimension check (422) is done by the index, which knows its dimension.
  */

@@ -1,5 +1,5 @@
 /**
- * Failure and deployment modes (issue 2 §2–3): the supervised redis-server killed mid-traffic
+ * Failure and deployment modes: the supervised redis-server killed mid-traffic
  * (fast 5xx JSON, then recovery after the restart, acknowledged data kept), request-size and
  * daily limits, and external mode (`SVC_KV_REDIS_URL`) against a redis-server started here.
  */

@@ -1,6 +1,6 @@
 /**
- * Engine pieces in-process on real SQLite files: float32 printing (§B.3), merge patch (RFC 7396),
- * fusion formulas (§B.4), snapshot + replay and header checks, tombstone rebuild, group commit,
+ * Engine pieces in-process on real SQLite files: float32 printing, merge patch (RFC 7396),
+ * fusion formulas, snapshot + replay and header checks, tombstone rebuild, group commit,
  * resumable-query idle expiry with an injected clock, index definition validation.
  */
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 /**
  * End-to-end: sparse and hybrid indexes through `@upstash/vector`, reproducing the reference's
- * exact float32 scores (vector-wire.md §B.4, §C): IDF 0.028608438 / 0.018800145, RRF 0.033333335 /
+ * exact float32 scores: IDF 0.028608438 / 0.018800145, RRF 0.033333335 /
  * 0.032795697, sparse-only hybrid 0.26666638, resumable DBSF 0.617851 / 0.5 / 0.5.
  */
 import assert from 'node:assert/strict';

@@ -6,7 +6,7 @@
  * - credentials (`kv.*`) are a copy kept current by `cred` messages (rotations apply at once);
  * - the daily limit is taken in leases from the primary ({@link LeasedQuota});
  * - the read-your-writes token comes from the clock file shared with the primary and the other
- *   workers (`sync.ts`), so it is one token sequence for the whole server (kv-wire.md §B.5).
+ *   workers (`sync.ts`), so it is one token sequence for the whole server.
  * It exits when the primary says `close` (after closing its connections) or when the IPC channel
  * closes (the primary died). SIGINT is ignored: the primary decides when workers stop.
  */

@@ -1,5 +1,5 @@
 /**
- * The supervised `redis-server` (issue 2 §2, DESIGN.md "Durability and failure rules"): a child
+ * The supervised `redis-server`: a child
  * process with its data in `<dataDir>/kv/` (appendonly yes), listening only on a unix socket in
  * that directory (`port 0`, `unixsocketperm 700`), or on a free loopback port when the socket path
  * would exceed the 107-byte `sun_path` limit. ACL: `default` is off; svc's users have generated
@@ -21,7 +21,7 @@ import { RedisConnection, type Endpoint, type RedisUser } from './connection.js'
 export const ADMIN_USER = 'svc-admin';
 export const STANDARD_USER = 'svc-standard';
 
-/** Commands the standard token's ACL user may not run (host/process takeover; issue 2 §2). */
+/** Commands the standard token's ACL user may not run (host/process takeover). */
 export const STANDARD_DENIED = [
   '-config|set', '-config|rewrite', '-config|resetstat', '-shutdown', '-debug', '-module', '-replicaof',
   '-slaveof', '-sync', '-psync', '-failover', '-migrate',

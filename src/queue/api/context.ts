@@ -22,12 +22,12 @@ export interface QueueApiContext {
    */
   resolveDestination(destination: string): Promise<Target[] | undefined>;
   /**
-   * Queue / flow-control admission (issue 4, `flow-control/gate.ts`): `prepare` marks the new
+   * Queue / flow-control admission (`flow-control/gate.ts`): `prepare` marks the new
    * messages that must wait for a slot as `held` (and creates missing queues, records flow-control
    * limits) before they are stored; `kick` tells the gate new held messages exist. Absent = no gating.
    */
   /**
-   * Workflow runs (issue 5, `workflows/engine.ts`): `prepare` turns messages carrying
+   * Workflow runs (`workflows/engine.ts`): `prepare` turns messages carrying
    * `Upstash-Workflow-*` headers into run steps (creates the run on a trigger, applies the run's
    * settings, sets the delivered body to the step list) before they are stored. Absent = none.
    */

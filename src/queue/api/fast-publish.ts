@@ -6,7 +6,7 @@
  * repeated header names, HTTP/1.0, malformed heads — goes to the Fastify instance behind it, which
  * serves that connection from then on with the same routes and error handler.
  *
- * Same contract as the Fastify route (`api/publish.ts` `publishRequest`, reference §A.1-§A.3):
+ * Same contract as the Fastify route (`api/publish.ts` `publishRequest`):
  * token from `Authorization: Bearer` or the `svc_token`/`qstash_token` query parameter (401
  * otherwise), `{"error": ...}` bodies with the error's status, 500 (logged) for unexpected errors,
  * `application/json; charset=utf-8` answers.

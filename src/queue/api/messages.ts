@@ -1,5 +1,5 @@
 /**
- * Messages (reference §A.2): `GET /v2/messages/{id}`, `DELETE /v2/messages/{id}` (`{cancelled}`;
+ * Messages: `GET /v2/messages/{id}`, `DELETE /v2/messages/{id}` (`{cancelled}`;
  * 404 when unknown or finished), bulk `DELETE /v2/messages` by `messageIds` / filter query
  * parameters (SDK >= 2.10) or the older JSON body `{"messageIds": [...]}` (SDK <= 2.8).
  */

@@ -1,6 +1,6 @@
 /**
  * Query string -> {@link MessageFilter} and {@link Page} for the DLQ, logs and bulk endpoints
- * (spec "List DLQ messages", "List events"; reference §A.2, §B.4, §B.5). Multi-value filters come
+ * (spec "List DLQ messages", "List events"). Multi-value filters come
  * as repeated parameters or one comma-separated value; OR within a field, AND across fields.
  *
  * @throws QueueError 400 for malformed numbers, unknown states or orders.
@@ -31,7 +31,7 @@ function int(q: Query, name: string): number | undefined {
   return Number(v[0]);
 }
 
-/** Expands `IN_PROGRESS` and accepts the SDK spelling `CANCELED` (reference §B.2). */
+/** Expands `IN_PROGRESS` and accepts the SDK spelling `CANCELED`. */
 function states(q: Query): LogState[] | undefined {
   const v = values(q, 'state');
   if (!v) return undefined;
@@ -85,9 +85,4 @@ export function parsePage(q: Query, maxCount: number, defaultCount = maxCount): 
     throw errors.badRequest(`invalid order ${JSON.stringify(order)}: expected latestFirst or earliestFirst`);
   }
   return { count: Math.min(maxCount, c ?? defaultCount), cursor: cursorRaw, order };
-}
-
-/** True when no filter field is set (bulk operations then act on everything). */
-export function isEmptyFilter(f: MessageFilter): boolean {
-  return Object.values(f).every((v) => v === undefined);
 }

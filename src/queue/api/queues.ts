@@ -1,5 +1,5 @@
 /**
- * Queues (reference §A.2 "Queues", §B.3): `POST /v2/enqueue/{queue}/{destination}` (publish into
+ * Queues: `POST /v2/enqueue/{queue}/{destination}` (publish into
  * a queue, created if missing; response as publish), `POST /v2/queues` (upsert `{queueName,
  * parallelism, paused}`), `GET /v2/queues`, `GET|DELETE /v2/queues/{name}`,
  * `POST /v2/queues/{name}/pause|resume`. Ordering and parallelism are enforced by the admission
@@ -35,7 +35,7 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
     if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
     const now = ctx.clock.now();
-    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now);
+    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
     const { targets, isUrl } = await targetsFor(ctx, dest);
     const msgs = targets.map((t) => buildMessage(opts, { ...t, queueName }, body, now, { callerIp: req.ip }));
     await gate.prepare(msgs, now);

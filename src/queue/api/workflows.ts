@@ -1,6 +1,6 @@
 /**
- * Workflow-run endpoints (spec "Restart / Resume / Delete a failed workflow run"; reference §A.9,
- * §B.7-§B.9; workflow-js `src/client/index.ts`, `src/client/dlq.ts`, `src/workflow-requests.ts`):
+ * Workflow-run endpoints (spec "Restart / Resume / Delete a failed workflow run",
+ * workflow-js `src/client/index.ts`, `src/client/dlq.ts`, `src/workflow-requests.ts`):
  *
  *   POST   /v2/dlq/restart/{dlqId}, /v2/workflows/dlq/restart/{dlqId}     -> {workflowRunId, workflowCreatedAt}
  *   GET|POST /v2/dlq/resume/{dlqId}, POST /v2/workflows/dlq/resume/{dlqId} -> same
@@ -30,7 +30,7 @@ import type { QueueApiContext } from './context.js';
 import type { Query } from './query.js';
 
 const RUN_STATES: RunState[] = ['RUN_STARTED', 'RUN_SUCCESS', 'RUN_FAILED', 'RUN_CANCELED'];
-/** At most this many runs per bulk restart/resume request (reference §B.9). */
+/** At most this many runs per bulk restart/resume request. */
 const MAX_BULK_RECOVER = 50;
 
 function values(q: Query, ...names: string[]): string[] | undefined {
@@ -259,7 +259,7 @@ export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
 }
 
 /**
- * Wait / notify routes (reference §A.9): `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
+ * Wait / notify routes: `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
  * `POST /v2/notify/{workflowRunId}/{eventId}` -> `[{waiter, messageId}]`,
  * `GET /v2/waiters/{eventId}` -> `Waiter[]`.
  */

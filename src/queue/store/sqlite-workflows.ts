@@ -1,7 +1,7 @@
 /**
  * SQLite {@link WorkflowStore} on the queue database handle (migration `0003_workflows.sql`),
  * sharing the queue store's group committer so run changes are group-committed and fsynced like
- * publishes (DESIGN.md durability rules).
+ * publishes.
  */
 import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';

@@ -8,7 +8,7 @@
  * process crash loses none of it, and a power loss can only turn it back into "pending", i.e. one
  * more delivery (at-least-once). Reads run synchronously on the same handle.
  *
- * One method per state transition, each a single transaction (STYLE.md habits 1, 4).
+ * One method per state transition, each a single transaction.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -397,13 +397,13 @@ export class SqliteQueueStore implements QueueStore {
     }, false);
   }
 
-  /** The URL-group / queue / schedule / flow-control tables on the same handle (issue 4). */
+  /** The URL-group / queue / schedule / flow-control tables on the same handle. */
   routing(): RoutingStore {
     return (this.routingStore ??= new SqliteRoutingStore(this.db, this.writes));
   }
   private routingStore: RoutingStore | undefined;
 
-  /** Workflow runs and steps on the same handle (issue 5). */
+  /** Workflow runs and steps on the same handle. */
   workflows(): WorkflowStore {
     return (this.workflowStore ??= new SqliteWorkflowStore(this.db, this.writes));
   }

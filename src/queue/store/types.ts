@@ -1,11 +1,11 @@
 /**
- * `QueueStore`: every durable operation of the queue, in queue terms (STYLE.md storage habits
+ * `QueueStore`: every durable operation of the queue, in queue terms (habits
  * 1-4). No connection or transaction type leaks out, so a PostgreSQL implementation can follow
  * without touching the API or the dispatcher; `test/queue/store.test.ts` is the conformance suite
  * every backend must pass (parameterised by a store factory).
  *
  * Every method is one atomic state transition (one transaction). Every promise resolves only
- * after the change is committed and durable ("an acknowledged write is on disk", DESIGN.md).
+ * after the change is committed and durable ("an acknowledged write is on disk").
  * Times are Unix ms.
  *
  * Leases (habit 4): `claimDue` hands messages to an `owner` until `leaseUntil`; `complete`,
@@ -129,9 +129,9 @@ export interface QueueStore {
 
   close(): Promise<void>;
 
-  /** URL groups, queues, schedules and flow-control state (issue 4; `routing-types.ts`). */
+  /** URL groups, queues, schedules and flow-control state (`routing-types.ts`). */
   routing?(): RoutingStore;
 
-  /** Workflow runs and their steps (issue 5; `workflow-types.ts`). */
+  /** Workflow runs and their steps (`workflow-types.ts`). */
   workflows?(): WorkflowStore;
 }

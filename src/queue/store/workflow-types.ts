@@ -1,6 +1,5 @@
 /**
- * `WorkflowStore`: the durable state of workflow runs (issue 5; reference `queue-wire.md` §A.8,
- * §A.9, §B.7-§B.9). Same rules as {@link QueueStore}: one method = one transaction; user-visible
+ * `WorkflowStore`: the durable state of workflow runs. Same rules as {@link QueueStore}: one method = one transaction; user-visible
  * changes resolve after commit + fsync. Times are Unix ms.
  *
  * A run is identified by `seq` (internal) or by `runId` + `createdAt` (wire): resume reuses a run
@@ -11,7 +10,7 @@ import type { FlowControl, HeaderMap, PublishOptions } from '../model.js';
 
 export type RunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
 
-/** Settings sent only on the trigger message and applied to every step (reference §A.8 WF_TriggerOnConfig). */
+/** Settings sent only on the trigger message and applied to every step (WF_TriggerOnConfig). */
 export interface RunConfig {
   /** Forwarded (user) headers of the trigger, canonical keys. */
   headers: HeaderMap;
@@ -29,7 +28,7 @@ export interface RunConfig {
   triggerMessageId?: string;
 }
 
-/** State of the failure callback / failure function of a failed run (reference §A.6 failureCallbackInfo). */
+/** State of the failure callback / failure function of a failed run (failureCallbackInfo). */
 export interface FailureInfo {
   state: 'CALLBACK_INPROGRESS' | 'CALLBACK_SUCCESS' | 'CALLBACK_FAIL' | 'CALLBACK_CANCELED';
   url: string;
@@ -93,7 +92,7 @@ export interface WorkflowStep {
 
 export type NewRun = Omit<WorkflowRun, 'seq' | 'updatedAt' | 'state'> & { state?: RunState };
 
-/** Filters of the workflow DLQ, logs and bulk endpoints (reference §A.9). */
+/** Filters of the workflow DLQ, logs and bulk endpoints. */
 export interface RunFilter {
   runIds?: string[];
   /** exact match, OR */
@@ -114,7 +113,7 @@ export interface RunFilter {
   toDate?: number;
 }
 
-/** A run waiting for an event (context.waitForEvent; reference §B.7 step 7). */
+/** A run waiting for an event (context.waitForEvent). */
 export interface Waiter {
   seq: number;
   eventId: string;

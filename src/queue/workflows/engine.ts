@@ -1,5 +1,5 @@
 /**
- * The workflow-run engine (issue 5; reference `queue-wire.md` §A.8, §B.7, §B.8):
+ * The workflow-run engine:
  *
  * - `prepare` (publish time, before messages are stored): a trigger message
  *   (`Upstash-Workflow-Init: true`) creates the run with its settings (retries, retry delay,
@@ -32,9 +32,11 @@ export interface WorkflowMessageInfo {
   initialBody: string;
   /** context.call request to a third party: not a step of the list. */
   call?: boolean;
+  /** On a context.call request: the `extra.workflow` its callback (a delivery of the run) gets. */
+  callback?: WorkflowMessageInfo;
 }
 
-/** A raw step as delivered (reference §B.7 step 2). */
+/** A raw step as delivered. */
 export interface RawStep {
   messageId: string;
   body: string;
@@ -47,6 +49,18 @@ export function rawSteps(run: WorkflowRun, steps: WorkflowStep[], triggerMessage
     { messageId: triggerMessageId, body: run.initialBody.toString('base64'), callType: 'step' },
     ...steps.map((s) => ({ messageId: s.messageId, body: s.body.toString('base64'), callType: s.callType })),
   ];
+}
+
+/**
+ * The steps of a run as of the step `messageId` (itself included): the list a delivery of that
+ * step carries. Steps appended concurrently after it (another parallel branch's result) are left
+ * out, so of the deliveries of a parallel group's results only the one recorded last sees the
+ * group complete and continues the run; the others are discarded by the SDK
+ * (`getParallelCallState`), as the lazy fetch cuts the list at `Upstash-Message-Id` too.
+ */
+export function stepsUpTo(steps: WorkflowStep[], messageId: string): WorkflowStep[] {
+  const i = steps.findIndex((s) => s.messageId === messageId);
+  return i < 0 ? steps : steps.slice(0, i + 1);
 }
 
 function headerOf(h: HeaderMap, lowerName: string): string | undefined {
@@ -62,9 +76,9 @@ function withoutKeys(h: HeaderMap, lowerNames: string[]): HeaderMap {
 
 const RUN_HEADERS = ['workflow-runid', 'workflow-createdat', 'workflow-url'].flatMap((n) => [`upstash-${n}`, `svc-${n}`]);
 
-/** The run headers of a delivery, under both prefixes (DESIGN.md `Svc-` / `Upstash-` rule). */
-function runHeaders(run: { runId: string; createdAt: number; url: string }): HeaderMap {
-  const out: HeaderMap = {};
+/** `h` with the run headers of `run` (replacing any), under both prefixes (`Svc-` / `Upstash-`). */
+function withRunHeaders(h: HeaderMap, run: { runId: string; createdAt: number; url: string }): HeaderMap {
+  const out: HeaderMap = withoutKeys(h, RUN_HEADERS);
   for (const p of ['Upstash', 'Svc']) {
     out[`${p}-Workflow-Runid`] = [run.runId];
     out[`${p}-Workflow-Createdat`] = [String(run.createdAt)];
@@ -80,7 +94,7 @@ export interface WorkflowEngineOptions {
   maxMessageBytes: number;
   /** Stores and schedules messages the server itself creates (notify / wait-timeout steps). */
   enqueue(msgs: NewMessage[], now: number): Promise<void>;
-  /** The queue / flow-control admission gate (issue 4), read when used; undefined = none. */
+  /** The queue / flow-control admission gate, read when used; undefined = none. */
   admission?: () => { prepare(msgs: NewMessage[], now: number): Promise<void>; kick(): void } | undefined;
 }
 
@@ -99,7 +113,7 @@ export class WorkflowEngine {
    * Used at publish, restart and resume.
    */
   decorate(m: NewMessage, run: WorkflowRun, steps: WorkflowStep[], triggerMessageId: string): void {
-    const wf = (h: HeaderMap): HeaderMap => ({ ...withoutKeys(h, RUN_HEADERS), ...runHeaders(run) });
+    const wf = (h: HeaderMap): HeaderMap => withRunHeaders(h, run);
     m.headers = wf(m.headers);
     if (!headerOf(m.headers, 'upstash-workflow-sdk-version')) m.headers['Upstash-Workflow-Sdk-Version'] = ['1'];
     if (run.labels?.length && !headerOf(m.headers, 'upstash-label')) m.headers['Upstash-Label'] = [run.labels.join(',')];
@@ -109,14 +123,12 @@ export class WorkflowEngine {
     const list = Buffer.from(JSON.stringify(rawSteps(run, steps, triggerMessageId)));
     m.body = list.length > this.o.maxMessageBytes ? Buffer.alloc(0) : list;
     if (!headerOf(m.headers, 'content-type')) m.headers['Content-Type'] = ['application/json'];
-    const info: WorkflowMessageInfo = {
-      runSeq: run.seq,
-      runId: run.runId,
-      createdAt: run.createdAt,
-      url: run.url,
-      initialBody: run.initialBody.toString('base64'),
-    };
-    m.extra = { ...(m.extra ?? {}), workflow: info };
+    m.extra = { ...(m.extra ?? {}), workflow: this.messageInfo(run) };
+  }
+
+  /** `extra.workflow` of a message delivered to the workflow URL for `run`. */
+  private messageInfo(run: WorkflowRun): WorkflowMessageInfo {
+    return { runSeq: run.seq, runId: run.runId, createdAt: run.createdAt, url: run.url, initialBody: run.initialBody.toString('base64') };
   }
 
   /** Applies the run's trigger settings to a step message that did not set them itself. */
@@ -143,18 +155,7 @@ export class WorkflowEngine {
       const { wfPublish: _drop, ...rest } = m.extra!;
       m.extra = Object.keys(rest).length ? rest : undefined;
       if (p.callType === 'toCallback') {
-        // context.call: a request to a third party; its callback (body wrapped by
-        // `workflowCallbackBody`) goes to the workflow URL as a delivery of the run, and the SDK
-        // publishes the call's result step from it.
-        const run = await this.o.workflows.findRun(p.runId);
-        if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
-        if (m.callback && m.callbackOptions) {
-          m.callbackOptions = {
-            ...m.callbackOptions,
-            headers: { ...withoutKeys(m.callbackOptions.headers, RUN_HEADERS), ...runHeaders(run), 'Upstash-Workflow-Sdk-Version': ['1'] },
-          };
-        }
-        m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true } };
+        await this.call(m, p);
         continue;
       }
       if (p.init) await this.trigger(m, p, now);
@@ -162,8 +163,38 @@ export class WorkflowEngine {
     }
   }
 
+  /**
+   * context.call: `m` is the request to a third party (an ordinary message); its callback goes to
+   * the workflow URL as a delivery of the run (body wrapped by `workflowCallbackBody`) and the SDK
+   * publishes the call's result step from it. The callback carries what a step delivery carries:
+   * the run headers, the headers the run was triggered with, and the run's retries, retry delay
+   * and failure callback where the call did not set its callback's own; it is a message of the
+   * run (`extra.workflow` of the callback, `workflowCallbackExtra`), so when it fails for good the
+   * run ends RUN_FAILED with its DLQ entry.
+   * @throws QueueError 400 when the run is not active.
+   */
+  private async call(m: NewMessage, p: WorkflowPublishInfo): Promise<void> {
+    const run = await this.o.workflows.findRun(p.runId);
+    if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
+    const cfg = run.config;
+    const cb = m.callbackOptions;
+    if (m.callback && cb) {
+      const ownFailure = cb.failureCallback !== undefined;
+      const failureOptions = ownFailure ? cb.failureCallbackOptions : cfg.failureCallbackOptions;
+      m.callbackOptions = {
+        ...cb,
+        headers: { ...cfg.headers, ...withRunHeaders(cb.headers, run), 'Upstash-Workflow-Sdk-Version': ['1'] },
+        maxRetries: p.explicit.callbackRetries || cfg.retries === undefined ? cb.maxRetries : cfg.retries,
+        retryDelay: cb.retryDelay ?? cfg.retryDelay,
+        failureCallback: ownFailure ? cb.failureCallback : cfg.failureCallback,
+        failureCallbackOptions: failureOptions && { ...failureOptions, headers: withRunHeaders(failureOptions.headers, run) },
+      };
+    }
+    m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true, callback: this.messageInfo(run) } };
+  }
+
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
-    // A second trigger for an active run is deduplicated (reference §B.7 step 2): the first one
+    // A second trigger for an active run is deduplicated: the first one
     // stored the dedup key of the run's (id, creation time); a trigger after the run ended gets a
     // new key and starts a new run.
     const active = await this.o.workflows.findRun(p.runId);
@@ -206,12 +237,11 @@ export class WorkflowEngine {
     }
     this.applyConfig(m, run.config, p.explicit);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
-    const steps = await this.o.workflows.steps(run.seq);
-    this.decorate(m, run, steps, triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
   }
 
   /**
-   * Appends a step the server produces (a notified or timed-out Wait step, reference §B.7 step 7)
+   * Appends a step the server produces (a notified or timed-out Wait step)
    * to `run` and enqueues its delivery to the workflow URL, with the run's settings.
    * @returns the new message id.
    */
@@ -230,7 +260,7 @@ export class WorkflowEngine {
     );
     this.applyConfig(m, cfg, { retries: false, retryDelay: false, flowControl: false, failureCallback: false, timeout: false });
     await this.o.workflows.addStep(run.seq, m.id, 'step', m.body, now);
-    this.decorate(m, run, await this.o.workflows.steps(run.seq), triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
     const kick = await this.admit([m], now);
     await this.o.enqueue([m], now);
     kick();

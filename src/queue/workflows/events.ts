@@ -1,5 +1,5 @@
 /**
- * Wait / notify of workflow runs (reference §A.9, §B.7 step 7; workflow-js `LazyWaitEventStep`,
+ * Wait / notify of workflow runs (workflow-js `LazyWaitEventStep`,
  * `makeNotifyRequest`):
  *
  * - `wait` (`POST /v2/wait/{eventId}`, body `{url, timeout, timeoutUrl, timeoutHeaders, step}`,

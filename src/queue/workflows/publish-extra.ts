@@ -1,5 +1,5 @@
 /**
- * Reads the workflow headers of one published message (reference §A.8): `Workflow-RunId`,
+ * Reads the workflow headers of one published message: `Workflow-RunId`,
  * `Workflow-Init`, `Workflow-Url`, `Workflow-CallType`, `Feature-Set`, `Workflow-CreatedAt`, and
  * which run settings the message set itself (so the run's trigger settings fill the others).
  * Input: the prefix-less, lower-case configuration header map of `svcHeadersWithPrefix`.
@@ -14,7 +14,7 @@ export interface WorkflowPublishInfo {
   featureSet?: string;
   createdAt?: number;
   /** Settings present on this message itself. */
-  explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean };
+  explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean; callbackRetries?: boolean };
 }
 
 /** `{wfPublish}` for a message carrying `Upstash-Workflow-RunId`, else undefined. */
@@ -35,6 +35,7 @@ export function workflowPublishExtra(cfg: Record<string, string>): Record<string
       flowControl: cfg['flow-control-key'] !== undefined,
       failureCallback: cfg['failure-callback'] !== undefined,
       timeout: cfg['timeout'] !== undefined,
+      callbackRetries: cfg['callback-retries'] !== undefined,
     },
   };
   return { wfPublish: info };
