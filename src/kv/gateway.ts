@@ -23,7 +23,9 @@ import {
   type RedisUser,
   type ReplyCallback,
 } from './redis/connection.js';
-import { RespError, type Arg, type Reply } from './resp.js';
+import { EMULATED, emulate } from './emulate.js';
+import { encodeReply, RespError, type Arg, type Reply } from './resp.js';
+import { type AliasFile, SCRIPT_COMMANDS, ScriptShebangs } from './scripts.js';
 import type { Identity, KvTokens } from './tokens.js';
 
 export { KvError };
@@ -40,6 +42,8 @@ export interface GatewayOptions {
   jsonMode?: () => 'native' | 'library' | 'none';
   /** The read-your-writes token's clock (default: one of this process only). */
   syncClock?: SyncClock;
+  /** The script alias file shared with the other kv processes (`scripts.ts`; workers on). */
+  scriptAliases?: AliasFile;
   /** `CLIENT SETNAME` of the pooled Redis connections (default `svc-kv-<pid>`; workers: `svc-kv-w<index>-<pid>`). */
   clientName?: string;
 }
@@ -48,7 +52,17 @@ export interface GatewayOptions {
 const SHARED_CONNECTIONS = 2;
 const MAX_ACL_POOLS = 64;
 
-type Prepared = { args: Arg[]; write: boolean } | { error: string } | { resttoken: true };
+/** A command ready to send: `fix` mends Redis's reply into the one clients expect (`emulate.ts`, `scripts.ts`). */
+type Prepared = { args: Arg[]; write: boolean; fix?: (r: Reply) => Reply } | { error: string } | { resttoken: true };
+
+/** Commands whose arguments or reply svc may change before/after Redis (`COMMAND` names). */
+const REWRITTEN: ReadonlySet<string> = new Set([...SCRIPT_COMMANDS, ...EMULATED]);
+
+/**
+ * Callback of {@link KvGateway.singleCb}: the reply (and raw bytes when asked), or the error;
+ * `token` is the read-your-writes token of this command when it wrote.
+ */
+export type GatewayCallback = (err: Error | null, reply: Reply, raw: Buffer | undefined, token?: string) => void;
 
 export class KvGateway {
   readonly policy: CommandPolicy;
@@ -56,6 +70,7 @@ export class KvGateway {
   private readonly sync: SyncClock;
   private readonly clientName: string;
   private readonly quota: Quota;
+  private readonly scripts: ScriptShebangs;
   private closed = false;
   private jsonReloadPending = false;
 
@@ -67,6 +82,7 @@ export class KvGateway {
     private readonly options: GatewayOptions = {},
   ) {
     this.sync = options.syncClock ?? new LocalSyncClock();
+    this.scripts = new ScriptShebangs(options.scriptAliases);
     this.clientName = options.clientName ?? `svc-kv-${process.pid}`;
     this.quota = options.quota ?? new DailyQuota(config.dailyRequestLimit);
     this.policy = new CommandPolicy(new Map(), backend.protectedUsers);
@@ -108,8 +124,9 @@ export class KvGateway {
     return this.sync.current();
   }
 
-  private wrote(): void {
-    this.sync.wrote();
+  /** A request that writes was accepted: the token of this write (the responses to it carry it). */
+  private wrote(): string {
+    return this.sync.wrote();
   }
 
   private userOf(id: Identity): RedisUser {
@@ -178,9 +195,14 @@ export class KvGateway {
   private prepare(args: Arg[]): Prepared {
     const v = this.policy.check(args);
     switch (v.kind) {
-      case 'forward':
-        if (v.info?.name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(v.info.name)) this.reloadJsonSoon();
-        return { args, write: v.write };
+      case 'forward': {
+        const name = v.info?.name;
+        if (name === undefined) return { args, write: v.write };
+        if (name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(name)) this.reloadJsonSoon();
+        if (!REWRITTEN.has(name)) return { args, write: v.write };
+        const r = SCRIPT_COMMANDS.has(name) ? this.scripts.prepare(name, args) : emulate(name, args);
+        return r === undefined ? { args, write: v.write } : { args: r.args, write: r.write ?? v.write, fix: r.fix };
+      }
       case 'refuse':
         return { error: v.error };
       case 'resttoken':
@@ -213,7 +235,7 @@ export class KvGateway {
    * 503 database unavailable) or a connection error that {@link mapError} maps (503 / 401). An
    * exception thrown by `cb` is logged, never propagated into the Redis connection's reader.
    */
-  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
+  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: GatewayCallback): void {
     let p: Prepared;
     let q: KvError | undefined | Promise<KvError | undefined>;
     try {
@@ -230,7 +252,7 @@ export class KvGateway {
   }
 
   /** Calls `cb` with an error; what it throws is logged. */
-  private fire(cb: ReplyCallback, err: Error | null, reply: Reply = null): void {
+  private fire(cb: GatewayCallback, err: Error | null, reply: Reply = null): void {
     try {
       cb(err, reply, undefined);
     } catch (e) {
@@ -243,23 +265,24 @@ export class KvGateway {
   };
 
   /** The part of {@link singleCb} after the policy check and the daily count. */
-  private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
+  private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: GatewayCallback): void {
     let c: RedisConnection | Promise<RedisConnection>;
     let cmd: Arg[];
+    let done: ReplyCallback = cb;
     try {
       if ('resttoken' in p) {
         this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, mapError(e)));
         return;
       }
       if ('error' in p) throw new KvError(p.error, 400);
-      if (p.write) this.wrote();
+      if (p.write || p.fix) done = withTokenAndFix(cb, p.write ? this.wrote() : undefined, p.fix, wantRaw);
       c = this.pool(id).get();
       cmd = p.args;
     } catch (err) {
       return this.fire(cb, mapError(err));
     }
-    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, cb);
-    else c.then((conn) => conn.sendCb(cmd, wantRaw, cb), (e: unknown) => this.fire(cb, mapError(e)));
+    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done);
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, done), (e: unknown) => this.fire(cb, mapError(e)));
   }
 
   /**
@@ -267,12 +290,13 @@ export class KvGateway {
    * become error items in place. Non-atomic; all commands run even if some fail.
    * @throws KvError for whole-request failures (limit, database unavailable)
    */
-  async pipeline(id: Identity, cmds: Arg[][], wantRaw: boolean): Promise<{ replies: Reply[]; raws?: Buffer[] }> {
+  async pipeline(id: Identity, cmds: Arg[][], wantRaw: boolean): Promise<{ replies: Reply[]; raws?: Buffer[]; token?: string }> {
     const refused = await this.count(cmds.length);
     if (refused) throw refused;
     const replies: Reply[] = new Array(cmds.length);
     const send: Arg[][] = [];
     const at: number[] = [];
+    let fixes: Map<number, (r: Reply) => Reply> | undefined;
     let write = false;
     for (let i = 0; i < cmds.length; i++) {
       const p = this.prepare(cmds[i]);
@@ -280,11 +304,12 @@ export class KvGateway {
       else if ('resttoken' in p) replies[i] = new RespError('ERR ACL RESTTOKEN is only supported as a single command');
       else {
         if (p.write) write = true;
+        if (p.fix) (fixes ??= new Map()).set(send.length, p.fix);
         send.push(p.args);
         at.push(i);
       }
     }
-    if (write) this.wrote();
+    const token = write ? this.wrote() : undefined;
     let raws: Buffer[] | undefined;
     if (send.length) {
       const { c } = await this.conn(id);
@@ -294,14 +319,15 @@ export class KvGateway {
       } catch (err) {
         throw mapError(err);
       }
-      if (send.length === cmds.length) return { replies: r.replies, raws: r.raws };
+      if (fixes) applyFixes(fixes, r.replies, r.raws);
+      if (send.length === cmds.length) return { replies: r.replies, raws: r.raws, token };
       for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];
       if (wantRaw) {
         raws = new Array(cmds.length);
         for (let k = 0; k < at.length; k++) raws[at[k]] = r.raws![k];
       }
     } else if (wantRaw) raws = new Array(cmds.length);
-    return { replies, raws };
+    return { replies, raws, token };
   }
 
   /**
@@ -309,20 +335,22 @@ export class KvGateway {
    * @throws KvError 400 when the transaction is discarded as a whole (refused command, queue-time
    *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable
    */
-  async multi(id: Identity, cmds: Arg[][]): Promise<Reply[]> {
+  async multi(id: Identity, cmds: Arg[][]): Promise<{ replies: Reply[]; token?: string }> {
     const prepared: Arg[][] = [['MULTI']];
+    let fixes: Map<number, (r: Reply) => Reply> | undefined;
     let write = false;
     for (const cmd of cmds) {
       const p = this.prepare(cmd);
       if ('error' in p) throw new KvError(p.error, 400);
       if ('resttoken' in p) throw new KvError('ERR ACL RESTTOKEN is only supported as a single command', 400);
       if (p.write) write = true;
+      if (p.fix) (fixes ??= new Map()).set(prepared.length - 1, p.fix);
       prepared.push(p.args);
     }
     prepared.push(['EXEC']);
     const refused = await this.count(cmds.length);
     if (refused) throw refused;
-    if (write) this.wrote();
+    const token = write ? this.wrote() : undefined;
     const pool = this.pool(id);
     let c: RedisConnection;
     try {
@@ -343,7 +371,8 @@ export class KvGateway {
       const first = replies.slice(0, -1).find((r): r is RespError => r instanceof RespError);
       throw new KvError(first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted'), 400);
     }
-    return exec;
+    if (fixes) applyFixes(fixes, exec, undefined);
+    return { replies: exec, token };
   }
 
   /** `ACL RESTTOKEN <user> <password>`: verifies the password with AUTH on a fresh connection. */
@@ -390,6 +419,27 @@ export class KvGateway {
     this.pools.clear();
     await this.backend.stop();
   }
+}
+
+/** Applies the reply fixes (by index) in place; a changed reply's raw bytes are encoded anew. */
+function applyFixes(fixes: Map<number, (r: Reply) => Reply>, replies: Reply[], raws: Buffer[] | undefined): void {
+  for (const [k, fix] of fixes) {
+    const before = replies[k];
+    replies[k] = fix(before);
+    if (raws && replies[k] !== before) raws[k] = encodeReply(replies[k]);
+  }
+}
+
+/** `cb` with the reply mended by `fix` (raw bytes encoded anew when it changed) and the write's token. */
+function withTokenAndFix(cb: GatewayCallback, token: string | undefined, fix: ((r: Reply) => Reply) | undefined, wantRaw: boolean): ReplyCallback {
+  return (err, reply, raw) => {
+    if (fix !== undefined && err === null) {
+      const fixed = fix(reply);
+      if (fixed !== reply && wantRaw) raw = encodeReply(fixed);
+      reply = fixed;
+    }
+    cb(err, reply, raw, token);
+  };
 }
 
 /** Connection-level failures -> KvError (503, or 401 for an ACL user whose AUTH fails). */

@@ -79,9 +79,12 @@ export function nodeOut(res: ServerResponse): KvOut {
   };
 }
 
-/** Writes a whole response with the current sync token. */
-function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE): void {
-  out.send(status, type, body, kvHeaders(gw.syncToken));
+/**
+ * Writes a whole response with the read-your-writes token: `token` (that of the request's own
+ * write), else the current one.
+ */
+function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE, token?: string): void {
+  out.send(status, type, body, kvHeaders(token ?? gw.syncToken));
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -195,26 +198,26 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
     send(out, gw, 500, errorJson(`ERR internal error: ${(err as Error).message}`));
   };
 
-  const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined): void => {
+  const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined, token: string | undefined): void => {
     const status = r instanceof RespError ? 400 : 200;
-    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE);
-    else send(out, gw, status, itemJson(r, fmt.b64));
+    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE, token);
+    else send(out, gw, status, itemJson(r, fmt.b64), JSON_TYPE, token);
   };
 
   const single = (out: KvOut, id: Identity, args: Arg[], fmt: Format): void => {
-    gw.singleCb(id, args, fmt.resp2, (err, reply, raw) => (err ? fail(out, err) : sendSingle(out, fmt, reply, raw)));
+    gw.singleCb(id, args, fmt.resp2, (err, reply, raw, token) => (err ? fail(out, err) : sendSingle(out, fmt, reply, raw, token)));
   };
 
   const pipeline = (out: KvOut, id: Identity, cmds: Arg[][], fmt: Format): void => {
-    gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws }) => {
-      if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64));
+    gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws, token }) => {
+      if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64), JSON_TYPE, token);
       const parts = replies.map((r, i) => raws?.[i] ?? encodeError(r instanceof RespError ? r.message : 'ERR no reply'));
-      send(out, gw, 200, Buffer.concat(parts), RAW_TYPE);
+      send(out, gw, 200, Buffer.concat(parts), RAW_TYPE, token);
     }, (err: unknown) => fail(out, err));
   };
 
   const multiExec = (out: KvOut, id: Identity, cmds: Arg[][], b64: boolean): void => {
-    gw.multi(id, cmds).then((replies) => send(out, gw, 200, itemsJson(replies, b64)), (err: unknown) => fail(out, err));
+    gw.multi(id, cmds).then(({ replies, token }) => send(out, gw, 200, itemsJson(replies, b64), JSON_TYPE, token), (err: unknown) => fail(out, err));
   };
 
   /** Opens an SSE stream (Node server only). */
