@@ -67,6 +67,10 @@ export interface Config {
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
     ipv4Cidrs?: string[];
+    /** Serve the web console under `/console/` on the management port (`SVC_CONSOLE`, default true). */
+    console: boolean;
+    /** Console without actions: every action hidden and refused (`SVC_CONSOLE_READONLY`, default false). */
+    consoleReadonly: boolean;
   };
 }
 
@@ -187,7 +191,11 @@ export function loadConfig(env: Env = process.env): Config {
       type: oneOf('SVC_VECTOR_TYPE', 'DENSE', ['DENSE', 'SPARSE', 'HYBRID'] as const, true),
       indexesFile: str('SVC_VECTOR_INDEXES'),
     },
-    mgmt: { ipv4Cidrs },
+    mgmt: {
+      ipv4Cidrs,
+      console: bool('SVC_CONSOLE', true),
+      consoleReadonly: bool('SVC_CONSOLE_READONLY', false),
+    },
   };
 
   if (problems.length) throw new ConfigError(problems);

@@ -12,6 +12,7 @@ import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from '../mode
 import { compileExpression } from '../delivery/expr.js';
 import { blockedHost } from '../delivery/address.js';
 import { parseDuration } from '../delivery/backoff.js';
+import { NOT_FORWARDED } from '../delivery/http.js';
 import { MAX_TIMEOUT_MS } from '../delivery/dispatcher.js';
 import { canonicalHeader } from '../wire.js';
 
@@ -38,6 +39,7 @@ export function parseOptions(cfg: Record<string, string>, contentType: string | 
   const headers: HeaderMap = {};
   for (const [k, v] of Object.entries(cfg)) {
     if (k.startsWith('forward-') && k.length > 8) {
+      if (NOT_FORWARDED.has(k.slice(8))) continue; // svc frames and routes the delivery itself
       const name = canonicalHeader(k.slice(8));
       headers[name] = [v];
     }

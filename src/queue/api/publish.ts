@@ -19,23 +19,26 @@ import { workflowPublishExtra } from '../workflows/publish-extra.js';
 
 const TOKEN_PARAMS = new Set(['qstash_token', 'svc_token']);
 
+/** `decodeURIComponent(s)`, or undefined when `s` has a malformed escape (`%zz`, a cut UTF-8 sequence). */
+export function tryDecode(s: string): string | undefined {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The destination of `/v2/publish/...` rebuilt from the raw request URL. */
 export function destinationFromRawUrl(rawUrl: string, prefix: string): string {
   const rest = rawUrl.slice(rawUrl.indexOf(prefix) + prefix.length);
   const q = rest.indexOf('?');
   let dest = q < 0 ? rest : rest.slice(0, q);
-  if (/^https?%3A/i.test(dest)) {
-    try {
-      dest = decodeURIComponent(dest);
-    } catch {
-      /* keep raw */
-    }
-  }
+  if (/^https?%3A/i.test(dest)) dest = tryDecode(dest) ?? dest;
   if (q >= 0) {
     const kept = rest
       .slice(q + 1)
       .split('&')
-      .filter((kv) => kv !== '' && !TOKEN_PARAMS.has(decodeURIComponent(kv.split('=')[0] ?? '')));
+      .filter((kv) => kv !== '' && !TOKEN_PARAMS.has(tryDecode(kv.split('=')[0] ?? '') ?? ''));
     if (kept.length) dest += (dest.includes('?') ? '&' : '?') + kept.join('&');
   }
   return dest;

@@ -32,6 +32,15 @@ export interface HttpSenderOptions {
   lookup?: typeof dns.lookup;
 }
 
+/**
+ * Header names (lower-case) never forwarded to a destination: hop-by-hop headers (RFC 9110
+ * 7.6.1: `Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`,
+ * `Upgrade`) and the message framing and routing that the delivery request sets itself
+ * (`Content-Length`, `Host`, `Expect`). Given as `Upstash-Forward-X`/`Svc-Forward-X` they are
+ * dropped, so the message is still delivered (as the hosted service does).
+ */
+export const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'host', 'expect']);
+
 export interface OutgoingRequest {
   url: string;
   method: string;
