@@ -153,10 +153,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     app,
     dispatcher,
     async listen() {
+      await app.ready();
+      // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
+      // state; the dispatcher then releases leases and claims messages. Publishes accepted in
+      // between are stored and picked up by start().
+      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       await dispatcher.start();
       routingFeature?.start();
-      await app.ready();
-      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       pruneTimer = setInterval(() => {
         const now = clock.now();
         store.prune(now, now - cfg.logRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
