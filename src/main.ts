@@ -46,6 +46,7 @@ export function createContext(config: Config, opts: { logger?: Logger; env?: Rec
     credentials: CredentialStore.open(config.dataDir, opts.env ?? process.env),
     logger,
     health: new Map(),
+    urls: new Map(),
   };
 }
 
@@ -99,6 +100,7 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
       ctx.health.set(name, () => server.ready?.() ?? true);
       const url = await server.listen();
       urls[name] = url;
+      ctx.urls.set(name, url);
       servers[name] = server;
       Object.assign(vars, m.env(ctx, url));
       lines.push(`${name.padEnd(6)} ${url}`, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));

@@ -8,6 +8,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
 import { generateSecret } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
+import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
 import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
@@ -17,7 +18,9 @@ import { CREDENTIALS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes, signingKeys } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
+import { registerStatsRoutes } from './api/stats.js';
 import { registerWorkflowEventRoutes, registerWorkflowRoutes, workflowDlqHooks } from './api/workflows.js';
+import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
 import { registerMessageRoutes } from './api/messages.js';
@@ -132,9 +135,11 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   registerDlqRoutes(app, ctx);
   registerLogRoutes(app, ctx);
   registerKeyRoutes(app, ctx);
+  registerStatsRoutes(app, ctx);
   if (workflowEngine) {
     registerWorkflowRoutes(app, ctx, workflowEngine);
     registerWorkflowEventRoutes(app, ctx, workflowEngine);
+    registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
   // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
   const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;
@@ -142,7 +147,12 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
   // server, which then serves it with all the routes above.
-  const front = createFastServer(fastPublishHandler(ctx, () => queueToken(actx), actx.logger), app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
+  const front = createFastServer(
+    { ...fastPublishHandler(ctx, () => queueToken(actx), actx.logger), traffic: trafficCounter('queue') },
+    app.server,
+    FAST_KEEP_ALIVE_MS,
+    bodyLimit,
+  );
   // inactivity limit for handed-over connections (Node's own checks need a listening server)
   app.server.timeout = FAST_KEEP_ALIVE_MS;
 
