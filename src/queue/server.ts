@@ -20,6 +20,7 @@ import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
 import { registerStatsRoutes } from './api/stats.js';
 import { registerWorkflowEventRoutes, registerWorkflowRoutes, workflowDlqHooks } from './api/workflows.js';
+import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
 import { registerMessageRoutes } from './api/messages.js';
@@ -138,6 +139,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   if (workflowEngine) {
     registerWorkflowRoutes(app, ctx, workflowEngine);
     registerWorkflowEventRoutes(app, ctx, workflowEngine);
+    registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
   // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
   const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;

@@ -37,6 +37,15 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
           },
           {},
         ],
+        '/steps': [
+          async (ctx) => {
+            const { n } = ctx.requestPayload as { n: number };
+            const a = await ctx.run('a', () => n + 1);
+            const b = await ctx.run('b', () => a * 2);
+            return { b, tenant: ctx.headers.get('x-tenant') };
+          },
+          {},
+        ],
         '/caller': [
           async (ctx) => {
             const r = await ctx.call('ext', { url: `${sink.url}/ext?run=${ctx.workflowRunId}`, method: 'POST', body: '{}' });
@@ -109,5 +118,76 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     assert.equal(messages[0].workflowRunId, failing);
     assert.equal(messages[0].responseStatus, 500);
     assert.equal(sink.at(`/ext?run=${failing}`).length, 1, 'the third party was called once');
+  });
+
+  test('a run started over REST (/v2/trigger): the SDK re-triggers it (Trigger-By-Sdk) and the re-trigger is accepted, not deduplicated', async () => {
+    const res = await q.api(`/v2/trigger/${app.url}/steps`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'Upstash-Workflow-RunId': 'wfr_rest-1', 'Upstash-Forward-X-Tenant': 'acme' },
+      body: JSON.stringify({ n: 4 }),
+    });
+    assert.equal(res.status, 200);
+    const started = (await res.json()) as Json;
+    assert.equal(started.workflowRunId, 'wfr_rest-1');
+    assert.equal(typeof started.workflowCreatedAt, 'number');
+    const log = await waitRun('wfr_rest-1', 'RUN_SUCCESS');
+    assert.deepEqual(JSON.parse(log.workflowRunResponse), { b: 10, tenant: 'acme' });
+    const first = app.requests.find((r) => r.headers['upstash-workflow-runid'] === 'wfr_rest-1');
+    assert.equal(first?.headers['upstash-workflow-unknown-sdk'], 'true', 'the first delivery asks the SDK to trigger the run');
+    assert.equal(app.requests.filter((r) => r.headers['upstash-workflow-runid'] === 'wfr_rest-1' && r.headers['upstash-workflow-unknown-sdk']).length, 1);
+    const last = app.requests.filter((r) => r.headers['upstash-workflow-runid'] === 'wfr_rest-1').at(-1)!;
+    assert.equal(last.headers['x-tenant'], 'acme', 'the forwarded header stays with the run');
+    assert.equal(last.headers['svc-retried'], '0');
+
+    // the same over /v2/batch/trigger, two runs at once
+    const batch = await q.api('/v2/batch/trigger', {
+      method: 'POST',
+      body: JSON.stringify([
+        { destination: `${app.url}/steps`, body: '{"n":1}', headers: { 'content-type': 'application/json' } },
+        { destination: `${app.url}/steps`, body: '{"n":2}', headers: { 'content-type': 'application/json', 'upstash-workflow-runid': 'wfr_rest-2' } },
+      ]),
+    });
+    assert.equal(batch.status, 201);
+    const runs = (await batch.json()) as Json[];
+    assert.equal(runs.length, 2);
+    assert.match(runs[0].workflowRunId, /^wfr_/);
+    assert.equal(runs[1].workflowRunId, 'wfr_rest-2');
+    assert.equal(JSON.parse((await waitRun(runs[0].workflowRunId, 'RUN_SUCCESS')).workflowRunResponse).b, 4);
+    assert.equal(JSON.parse((await waitRun('wfr_rest-2', 'RUN_SUCCESS')).workflowRunResponse).b, 6);
+
+    // raw form: a trigger, then the SDK's re-trigger of the same run id
+    const trigger = async (extra: Record<string, string>) => {
+      const r = await q.api('/v2/batch', {
+        method: 'POST',
+        body: JSON.stringify([
+          {
+            destination: `${app.url}/steps`,
+            body: '{"n":7}',
+            headers: { 'content-type': 'application/json', 'upstash-workflow-init': 'true', 'upstash-workflow-runid': 'wfr_rest-3', 'upstash-workflow-url': `${app.url}/steps`, ...extra },
+          },
+        ]),
+      });
+      return ((await r.json()) as Json[])[0];
+    };
+    assert.equal((await trigger({})).deduplicated, undefined);
+    assert.equal((await trigger({})).deduplicated, true, 'a second plain trigger of a running run is deduplicated');
+    assert.equal((await trigger({ 'upstash-workflow-trigger-by-sdk': 'true' })).deduplicated, undefined, 'the SDK re-trigger is accepted');
+    assert.equal((await trigger({ 'upstash-workflow-trigger-by-sdk': 'true' })).deduplicated, true, 'a repeated re-trigger is deduplicated');
+    await waitRun('wfr_rest-3', 'RUN_SUCCESS');
+    assert.equal((await q.api('/v2/trigger/not-a-url', { method: 'POST' })).status, 400);
+  });
+
+  test('a trigger to an endpoint that is not a workflow ends the run RUN_FAILED with a non-workflow-destination step error', async () => {
+    const { workflowRunId } = await wf.trigger({ url: `${app.url}/plain`, body: { x: 1 } });
+    const log = await waitRun(workflowRunId, 'RUN_FAILED');
+    const next = (log.steps as Json[]).find((g) => g.type === 'next')?.steps[0];
+    assert.equal(next?.state, 'STEP_FAILED');
+    assert.match(next.errors[0].error, /detected a non-workflow destination for trigger\/invoke/);
+    assert.equal(next.errors[0].status, 200);
+    assert.equal(next.errors[0].body, 'hello, I am not a workflow');
+    // the same for a run started over REST
+    const res = await q.api(`/v2/trigger/${app.url}/plain`, { method: 'POST', body: 'x' });
+    const { workflowRunId: restRun } = (await res.json()) as Json;
+    await waitRun(restRun, 'RUN_FAILED');
   });
 });

@@ -22,6 +22,10 @@ import type { QueueStore } from '../store/types.js';
 import type { RunConfig, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
 import type { WorkflowPublishInfo } from './publish-extra.js';
 
+/** The error of a run whose start reached an endpoint that is not a workflow endpoint. */
+export const NON_WORKFLOW_DESTINATION =
+  'detected a non-workflow destination for trigger/invoke. make sure you are sending the request to the correct endpoint';
+
 /** What a stored workflow message carries in `extra.workflow`. */
 export interface WorkflowMessageInfo {
   runSeq: number;
@@ -34,6 +38,11 @@ export interface WorkflowMessageInfo {
   call?: boolean;
   /** On a context.call request: the `extra.workflow` its callback (a delivery of the run) gets. */
   callback?: WorkflowMessageInfo;
+  /**
+   * The run's start, delivered to an endpoint that must answer as a workflow endpoint (with
+   * `Upstash-Workflow-Sdk-Version`); a 2xx answer without it fails the run.
+   */
+  detectTrigger?: boolean;
 }
 
 /** A raw step as delivered. */
@@ -194,28 +203,17 @@ export class WorkflowEngine {
   }
 
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
-    // A second trigger for an active run is deduplicated: the first one
-    // stored the dedup key of the run's (id, creation time); a trigger after the run ended gets a
-    // new key and starts a new run.
+    // A second trigger for an active run is deduplicated: the first one stored the dedup key of
+    // the run's (id, creation time); a trigger after the run ended gets a new key and starts a
+    // new run. The SDK's own trigger of a run svc started for it joins the run (`retrigger`).
     const active = await this.o.workflows.findRun(p.runId);
     if (active?.state === 'RUN_STARTED') {
-      m.dedupKey = `wfr:${p.runId}:${active.createdAt}`;
+      if (p.triggerBySdk) await this.retrigger(m, p, active, now);
+      else m.dedupKey = `wfr:${p.runId}:${active.createdAt}`;
       return;
     }
     m.dedupKey = `wfr:${p.runId}:${now}`;
-    const config: RunConfig = {
-      headers: withoutKeys(m.headers, ['content-type']),
-      retries: p.explicit.retries ? m.maxRetries : undefined,
-      retryDelay: m.retryDelay,
-      timeoutMs: m.timeoutMs,
-      flowControlKey: m.flowControlKey,
-      flowControl: m.flowControl,
-      failureCallback: m.failureCallback,
-      failureCallbackOptions: m.failureCallbackOptions,
-      contentType: headerOf(m.headers, 'content-type'),
-      method: m.method,
-      triggerMessageId: m.id,
-    };
+    const config = triggerConfig(m, p);
     const run = {
       runId: p.runId,
       createdAt: now,
@@ -227,7 +225,36 @@ export class WorkflowEngine {
       flowControlKey: m.flowControlKey,
     };
     const seq = await this.o.workflows.createRun(run, now);
+    // Only this first delivery asks the SDK to trigger the run itself (never the run's headers).
+    if (p.unknownSdk) m.headers = { ...m.headers, 'Upstash-Workflow-Unknown-Sdk': ['true'] };
     this.decorate(m, { ...run, seq, state: 'RUN_STARTED', updatedAt: now }, [], m.id);
+    this.markTrigger(m, p);
+  }
+
+  /**
+   * The SDK's trigger (`Upstash-Workflow-Trigger-By-Sdk: true`) of `run`, which svc started with a
+   * delivery marked `Upstash-Workflow-Unknown-Sdk`: the run takes this trigger's settings (the
+   * SDK's retries, failure function, headers) and `m` is delivered as the run's start. Repeats of
+   * it (the first delivery retried after the SDK published) are deduplicated.
+   */
+  private async retrigger(m: NewMessage, p: WorkflowPublishInfo, run: WorkflowRun, now: number): Promise<void> {
+    m.dedupKey = `wfr:${p.runId}:${run.createdAt}:sdk`;
+    // The SDK forwards every header of the delivery it answered (its "user headers"): keep the
+    // user's, not the framing and delivery headers svc sets itself on each delivery.
+    m.headers = withoutDeliveryHeaders(m.headers);
+    const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run) };
+    await this.o.workflows.updateRun(run.seq, now, { config });
+    this.decorate(m, { ...run, config }, await this.o.workflows.steps(run.seq), triggerId(run));
+    this.markTrigger(m, p);
+  }
+
+  /**
+   * Marks the start of a run whose destination must prove to be a workflow endpoint (feature
+   * `WF_DetectTrigger`, and runs started by `POST /v2/trigger/...`): see `stepOutcome`.
+   */
+  private markTrigger(m: NewMessage, p: WorkflowPublishInfo): void {
+    const detect = p.unknownSdk || (p.featureSet ?? '').split(',').some((f) => f.trim() === 'WF_DetectTrigger');
+    if (detect) (m.extra!.workflow as WorkflowMessageInfo).detectTrigger = true;
   }
 
   private async step(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
@@ -303,6 +330,10 @@ export class WorkflowEngine {
     const run = await this.o.workflows.getRun(info.runSeq);
     if (!run) return;
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    if (ok && info.detectTrigger && !headerOf(outcome.headers ?? {}, 'upstash-workflow-sdk-version')) {
+      await this.nonWorkflowDestination(m, run, outcome, now);
+      return;
+    }
     if (ok) {
       if (run.next?.messageId === m.id || run.next) await this.o.workflows.updateRun(run.seq, now, { next: null });
       return;
@@ -344,6 +375,25 @@ export class WorkflowEngine {
     }
   }
 
+  /**
+   * The start of `run` was answered 2xx without `Upstash-Workflow-Sdk-Version`: the destination
+   * is not a workflow endpoint (a wrong URL), so nothing will ever continue the run. It ends
+   * RUN_FAILED with the delivery as its failed step (no DLQ entry: the message was delivered).
+   */
+  private async nonWorkflowDestination(m: StoredMessage, run: WorkflowRun, outcome: AttemptOutcome, now: number): Promise<void> {
+    const error: StepErrorInfo = {
+      error: NON_WORKFLOW_DESTINATION,
+      status: outcome.status,
+      headers: outcome.headers,
+      body: outcome.body?.toString('utf8'),
+      time: now,
+    };
+    await this.o.workflows.updateRun(run.seq, now, {
+      next: { messageId: m.id, state: 'STEP_FAILED', retries: m.maxRetries, retryDelay: m.retryDelay, errors: [error] },
+    });
+    await this.o.workflows.finishRun(run.seq, 'RUN_FAILED', now);
+  }
+
   private async failureOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): Promise<void> {
     const runId = headerOf(m.headers, 'upstash-workflow-runid')!;
     const created = headerOf(m.headers, 'upstash-workflow-createdat');
@@ -362,6 +412,37 @@ export class WorkflowEngine {
       },
     });
   }
+}
+
+const FRAMING = new Set(['connection', 'content-length', 'expect', 'host', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'user-agent']);
+const KEPT_UPSTASH = new Set(['upstash-label', 'upstash-workflow-sdk-version']);
+
+/** `h` without framing headers and the `Svc-*` / `Upstash-*` headers svc sets on a delivery. */
+function withoutDeliveryHeaders(h: HeaderMap): HeaderMap {
+  const out: HeaderMap = {};
+  for (const [k, v] of Object.entries(h)) {
+    const l = k.toLowerCase();
+    if (FRAMING.has(l) || l.startsWith('svc-') || (l.startsWith('upstash-') && !KEPT_UPSTASH.has(l))) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/** The run settings a trigger message `m` carries (stored with the run, applied to later steps). */
+function triggerConfig(m: NewMessage, p: WorkflowPublishInfo): RunConfig {
+  return {
+    headers: withoutKeys(m.headers, ['content-type']),
+    retries: p.explicit.retries ? m.maxRetries : undefined,
+    retryDelay: m.retryDelay,
+    timeoutMs: m.timeoutMs,
+    flowControlKey: m.flowControlKey,
+    flowControl: m.flowControl,
+    failureCallback: m.failureCallback,
+    failureCallbackOptions: m.failureCallbackOptions,
+    contentType: headerOf(m.headers, 'content-type'),
+    method: m.method,
+    triggerMessageId: m.id,
+  };
 }
 
 /** The message id that started the run (first element of the step list). */
