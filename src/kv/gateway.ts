@@ -298,9 +298,9 @@ export class KvGateway {
   private watched(fn: boolean, cb: ReplyCallback): ReplyCallback {
     const watch = this.watchdog.start(fn);
     if (watch === undefined) return cb;
-    return (err, reply, raw) => {
+    return (err, reply, raw, token) => {
       const r = this.watchdog.end(watch, reply);
-      cb(err, r, r === reply ? raw : undefined);
+      cb(err, r, r === reply ? raw : undefined, token);
     };
   }
 
