@@ -5,6 +5,7 @@
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
+import { baseUrl } from './http/raw.js';
 import { createLogger, type Logger } from './logger.js';
 import { kvArea } from './kv/index.js';
 import { mgmtArea } from './mgmt/index.js';
@@ -55,8 +56,7 @@ export function configuredEnvBlock(ctx: AreaContext): string {
   for (const name of ctx.config.areas) {
     const m = AREA_MODULES[name];
     if (!m) continue;
-    const host = ['0.0.0.0', '::'].includes(ctx.config.host) ? '127.0.0.1' : ctx.config.host;
-    Object.assign(vars, m.env(ctx, `http://${host}:${ctx.config.ports[name]}`));
+    Object.assign(vars, m.env(ctx, baseUrl(ctx.config.host, ctx.config.ports[name])));
   }
   return formatEnv(vars);
 }

@@ -14,7 +14,7 @@ import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
-import { CREDENTIALS, type QueueApiContext } from './api/context.js';
+import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes, signingKeys } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
@@ -114,7 +114,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.addHook('onRequest', async (req) => {
-    const token = requestToken(req, ['svc_token', 'qstash_token']);
+    const token = requestToken(req, TOKEN_QUERY_PARAMS);
     if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
