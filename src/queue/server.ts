@@ -14,7 +14,7 @@ import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
-import { CREDENTIALS, type QueueApiContext } from './api/context.js';
+import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes, signingKeys } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
@@ -120,7 +120,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     // Webhook URLs of workflow runs are called by third parties without the token: the route
     // checks the user id, the running run and the random event id in the path instead.
     if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
-    const token = requestToken(req, ['svc_token', 'qstash_token']);
+    const token = requestToken(req, TOKEN_QUERY_PARAMS);
     if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
@@ -170,10 +170,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     app,
     dispatcher,
     async listen() {
+      await app.ready();
+      // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
+      // state; the dispatcher then releases leases and claims messages. Publishes accepted in
+      // between are stored and picked up by start().
+      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       await dispatcher.start();
       routingFeature?.start();
-      await app.ready();
-      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       pruneTimer = setInterval(() => {
         const now = clock.now();
         store.prune(now, now - cfg.logRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
