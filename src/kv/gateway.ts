@@ -62,11 +62,6 @@ type Prepared = { args: Arg[]; write: boolean; fix?: (r: Reply) => Reply; script
 /** Commands whose arguments or reply svc may change before/after Redis (`COMMAND` names). */
 const REWRITTEN: ReadonlySet<string> = new Set([...SCRIPT_COMMANDS, ...EMULATED]);
 
-/**
- * Callback of {@link KvGateway.singleCb}: the reply (and raw bytes when asked), or the error;
- * `token` is the read-your-writes token of this command when it wrote.
- */
-export type GatewayCallback = (err: Error | null, reply: Reply, raw: Buffer | undefined, token?: string) => void;
 
 export class KvGateway {
   readonly policy: CommandPolicy;
@@ -243,8 +238,10 @@ export class KvGateway {
    * `wantRaw`, or with an error: a {@link KvError} (400 refused/limit, 401 ACL user auth failed,
    * 503 database unavailable) or a connection error that {@link mapError} maps (503 / 401). An
    * exception thrown by `cb` is logged, never propagated into the Redis connection's reader.
+   * When the command writes, `cb`'s last argument is its read-your-writes token (`sync.ts`).
+   * Commands whose reply svc mends (`emulate.ts`, `scripts.ts`) take one closure.
    */
-  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: GatewayCallback): void {
+  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     let p: Prepared;
     let q: KvError | undefined | Promise<KvError | undefined>;
     try {
@@ -261,7 +258,7 @@ export class KvGateway {
   }
 
   /** Calls `cb` with an error; what it throws is logged. */
-  private fire(cb: GatewayCallback, err: Error | null, reply: Reply = null): void {
+  private fire(cb: ReplyCallback, err: Error | null, reply: Reply = null): void {
     try {
       cb(err, reply, undefined);
     } catch (e) {
@@ -274,34 +271,36 @@ export class KvGateway {
   };
 
   /** The part of {@link singleCb} after the policy check and the daily count. */
-  private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: GatewayCallback): void {
+  private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     let c: RedisConnection | Promise<RedisConnection>;
     let cmd: Arg[];
     let done: ReplyCallback = cb;
+    let token: string | undefined;
     try {
       if ('resttoken' in p) {
         this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, mapError(e)));
         return;
       }
       if ('error' in p) throw new KvError(p.error, 400);
-      if (p.write || p.fix) done = withTokenAndFix(cb, p.write ? this.wrote() : undefined, p.fix, wantRaw);
+      if (p.write) token = this.wrote(); // handed back to `cb` by the connection (no closure per write)
+      if (p.fix) done = withFix(cb, p.fix, wantRaw);
       c = this.pool(id).get();
       cmd = p.args;
       if (p.script) done = this.watched(p.script === 'function', done);
     } catch (err) {
       return this.fire(cb, mapError(err));
     }
-    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done);
-    else c.then((conn) => conn.sendCb(cmd, wantRaw, done), (e: unknown) => this.fire(cb, mapError(e)));
+    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done, token);
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, done, token), (e: unknown) => this.fire(cb, mapError(e)));
   }
 
   /** `cb` of a script command, watched by the {@link ScriptWatchdog} until its reply arrives. */
   private watched(fn: boolean, cb: ReplyCallback): ReplyCallback {
     const watch = this.watchdog.start(fn);
     if (watch === undefined) return cb;
-    return (err, reply, raw) => {
+    return (err, reply, raw, token) => {
       const r = this.watchdog.end(watch, reply);
-      cb(err, r, r === reply ? raw : undefined);
+      cb(err, r, r === reply ? raw : undefined, token);
     };
   }
 
@@ -472,10 +471,10 @@ function applyFixes(fixes: Map<number, (r: Reply) => Reply>, replies: Reply[], r
   }
 }
 
-/** `cb` with the reply mended by `fix` (raw bytes encoded anew when it changed) and the write's token. */
-function withTokenAndFix(cb: GatewayCallback, token: string | undefined, fix: ((r: Reply) => Reply) | undefined, wantRaw: boolean): ReplyCallback {
-  return (err, reply, raw) => {
-    if (fix !== undefined && err === null) {
+/** `cb` with the reply mended by `fix` (raw bytes encoded anew when it changed). */
+function withFix(cb: ReplyCallback, fix: (r: Reply) => Reply, wantRaw: boolean): ReplyCallback {
+  return (err, reply, raw, token) => {
+    if (err === null) {
       const fixed = fix(reply);
       if (fixed !== reply && wantRaw) raw = encodeReply(fixed);
       reply = fixed;
