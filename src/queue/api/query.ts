@@ -7,6 +7,7 @@
  */
 import { errors } from '../errors.js';
 import { LOG_STATES, type LogState, type MessageFilter, type Page } from '../model.js';
+import { TOKEN_QUERY_PARAMS } from './context.js';
 
 export type Query = Record<string, string | string[] | undefined>;
 
@@ -47,7 +48,7 @@ function states(q: Query): LogState[] | undefined {
 }
 
 /** Query parameters that carry the token (accepted on every endpoint). */
-const TOKEN_FIELDS = ['svc_token', 'qstash_token'];
+const TOKEN_FIELDS: readonly string[] = TOKEN_QUERY_PARAMS;
 /** Paging of the list and bulk endpoints. */
 const PAGE_FIELDS = ['count', 'cursor', 'order'];
 /** The message filter fields (with their aliases) of {@link parseFilter}. */

@@ -143,6 +143,12 @@ export interface QueueStore {
    */
   counts?(now: number): Promise<MessageCounts>;
 
+  /**
+   * Log entries per state in `buckets` equal time slices of `[from, to)` (ms): for each state,
+   * an array of `buckets` counts. Optional, like {@link counts}.
+   */
+  eventHistogram?(from: number, to: number, buckets: number): Promise<Record<string, number[]>>;
+
   /** Drops finished messages, log entries and DLQ entries older than `before`, and expired dedup keys. */
   prune(now: number, logsBefore: number): Promise<void>;
 
