@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { clusterCpuMs, resetStatements, startBenchPostgres, topStatements, treeCpuMs, withPg, type BenchPostgres, type StatementTime } from './lib/postgres.js';
+import { clusterCpuMs, resetStatements, startBenchPostgres, topStatements, treeCpuMs, walStats, withPg, type BenchPostgres, type StatementTime, type WalStats } from './lib/postgres.js';
 import { installCleanupHandlers, startProcess, type ManagedProcess } from './lib/proc.js';
 import { now, type Sink } from './lib/queue-sink.js';
 import { percentile } from './lib/stats.js';
@@ -71,6 +71,8 @@ export interface PgRow {
   cpuPg?: number;
   cpuLoad?: number;
   top?: StatementTime[];
+  /** WAL of the throughput run, per delivered message (bytes, records, flushes). */
+  wal?: WalStats;
 }
 
 export interface PgResult {
@@ -126,6 +128,8 @@ async function measure(sys: System, pg: BenchPostgres, dbName: string, opts: PgO
   const per = (ms: number) => (ms * 1000) / Math.max(1, got);
   const cpu = { cpuSys: per(treeCpuMs(sys.pids) - cpu0.sys), cpuPg: per(clusterCpuMs(pg.pid) - cpu0.pg), cpuLoad: per(treeCpuMs([process.pid]) - cpu0.load) };
   const top = await topStatements(pg.adminUrl, dbName, 5);
+  const w = await walStats(pg.adminUrl);
+  const wal = { bytes: w.bytes / Math.max(1, got), records: w.records / Math.max(1, got), syncs: w.syncs / Math.max(1, got) };
   if (errors.length) throw new Error(`publish failed: ${errors.join('; ')}`);
   if (!d.complete) throw new Error(`only ${got} of ${opts.n} messages delivered within 300 s`);
 
@@ -155,6 +159,7 @@ async function measure(sys: System, pg: BenchPostgres, dbName: string, opts: PgO
     rateMissing: total - s.lat.length,
     ...cpu,
     top,
+    wal,
   };
 }
 
@@ -323,6 +328,11 @@ export function formatPg(res: PgResult, opts: PgOptions, bullmq64?: number): str
     const parts = peers.filter((p) => p).map((p) => `${ratio(s.delivered, p!.delivered)} of ${p!.system.split(' ')[0]}`);
     if (bullmq64) parts.push(`${ratio(s.delivered, bullmq64)} of BullMQ on redis (table above)`);
     if (parts.length) lines.push(`- ${s.system}: delivered msg/s at 64 publishers = ${parts.join(', ')}.`);
+  }
+  const withWal = res.rows.filter((r) => r.wal);
+  if (withWal.length) {
+    lines.push(``, `WAL per delivered message in the throughput run (pg_stat_wal; a flush is one fdatasync of the WAL, shared by the commits waiting at that moment):`, ``);
+    for (const r of withWal) lines.push(`- ${r.system}: ${f0(r.wal!.bytes)} bytes, ${r.wal!.records.toFixed(1)} records, ${r.wal!.syncs.toFixed(2)} flushes (${(1 / Math.max(1e-9, r.wal!.syncs)).toFixed(1)} messages per flush).`);
   }
   const withTop = res.rows.filter((r) => r.top?.length);
   if (withTop.length) {

@@ -177,9 +177,27 @@ export interface StatementTime {
   share: number;
 }
 
-/** Empties `pg_stat_statements` (all databases). */
+/** Empties `pg_stat_statements` (all databases) and the cluster's WAL counters (`pg_stat_wal`). */
 export async function resetStatements(adminUrl: string): Promise<void> {
-  await withPg(adminUrl, (c) => c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()'));
+  await withPg(adminUrl, (c) => c.query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset(); SELECT pg_stat_reset_shared('wal')`));
+}
+
+/** WAL written since the last {@link resetStatements} (`pg_stat_wal`, whole cluster). */
+export interface WalStats {
+  /** Bytes of WAL generated. */
+  bytes: number;
+  /** WAL records generated. */
+  records: number;
+  /** WAL flushes to disk (`wal_sync`: one fsync/fdatasync each; concurrent commits share one). */
+  syncs: number;
+}
+
+/** Reads {@link WalStats}. */
+export async function walStats(adminUrl: string): Promise<WalStats> {
+  return withPg(adminUrl, async (c) => {
+    const r = (await c.query<{ b: string; r: string; s: string }>('SELECT wal_bytes AS b, wal_records AS r, wal_sync AS s FROM pg_stat_wal')).rows[0];
+    return { bytes: Number(r.b), records: Number(r.r), syncs: Number(r.s) };
+  });
 }
 
 /**
