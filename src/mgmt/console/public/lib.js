@@ -120,7 +120,10 @@ export function fromBase64(b64) {
 /** Pretty JSON when `text` is JSON, else the text as is. */
 export function prettyText(text) {
   if (typeof text !== 'string') return JSON.stringify(text, null, 2);
-  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+  try {
+    const v = JSON.parse(text);
+    return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+  } catch { return text; }
 }
 
 const STATE_TONE = {
