@@ -2,6 +2,8 @@
 import { OverviewPage } from './overview.js';
 import { MessagePage, QueuePage } from './queue.js';
 import { RunPage, WorkflowsPage } from './workflows.js';
+import { KeyPage, KvPage } from './kv.js';
+import { VectorPage } from './vector.js';
 
 /** `match(parts)` decides whether a page shows the route; the first page is the fallback. */
 export const PAGES = [
@@ -10,6 +12,9 @@ export const PAGES = [
   { title: 'Queue', match: (p) => p[0] === 'queue', component: QueuePage },
   { title: 'Workflow run', nav: 'workflows/runs', crumb: 'Workflows', match: (p) => p[0] === 'workflows' && p[1] === 'run', component: RunPage },
   { title: 'Workflows', match: (p) => p[0] === 'workflows', component: WorkflowsPage },
+  { title: 'Key', nav: 'kv/keys', crumb: 'KV', match: (p) => p[0] === 'kv' && p[1] === 'key', component: KeyPage },
+  { title: 'KV', match: (p) => p[0] === 'kv', component: KvPage },
+  { title: 'Vector', nav: 'vector', match: (p) => p[0] === 'vector', component: VectorPage },
 ];
 
 /** Sidebar entries; `area` hides an entry when that area does not run. */
@@ -24,4 +29,7 @@ export const NAV = [
   { key: 'queue/keys', href: '#/queue/keys', label: 'Signing keys', area: 'queue' },
   { key: 'workflows/runs', href: '#/workflows/runs', label: 'Runs', group: 'Workflows', area: 'queue' },
   { key: 'workflows/failed', href: '#/workflows/failed', label: 'Failed runs', area: 'queue' },
+  { key: 'kv/keys', href: '#/kv/keys', label: 'Keys', group: 'KV', area: 'kv' },
+  { key: 'kv/command', href: '#/kv/command', label: 'Command', area: 'kv' },
+  { key: 'vector', href: '#/vector', label: 'Indexes', group: 'Vector', area: 'vector' },
 ];
