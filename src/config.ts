@@ -35,6 +35,21 @@ export interface Config {
     workers: number;
     /** Interval of the SSE heartbeat comments in ms (`SVC_KV_SSE_HEARTBEAT_MS`, default 15 000). */
     sseHeartbeatMs: number;
+    /**
+     * Scripts and functions (EVAL*, FCALL*) running longer than this many ms are killed with
+     * `SCRIPT KILL` / `FUNCTION KILL` (`SVC_KV_SCRIPT_TIMEOUT_MS`, default 5000; 0 = never).
+     */
+    scriptTimeoutMs: number;
+    /**
+     * Output limit of one SSE stream, as Redis's `client-output-buffer-limit pubsub`: the stream is
+     * closed when its unsent output exceeds `sseHardLimitBytes` (`SVC_KV_SSE_HARD_LIMIT_BYTES`,
+     * default 32 MiB), or stays above `sseSoftLimitBytes` (`SVC_KV_SSE_SOFT_LIMIT_BYTES`, default
+     * 8 MiB; 0 = no soft limit) for longer than `sseSoftLimitMs` (`SVC_KV_SSE_SOFT_LIMIT_MS`,
+     * default 60 000).
+     */
+    sseHardLimitBytes: number;
+    sseSoftLimitBytes: number;
+    sseSoftLimitMs: number;
   };
   queue: {
     region: 'eu-central-1' | 'us-east-1';
@@ -79,6 +94,10 @@ export interface Config {
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
     ipv4Cidrs?: string[];
+    /** Serve the web console under `/console/` on the management port (`SVC_CONSOLE`, default true). */
+    console: boolean;
+    /** Console without actions: every action hidden and refused (`SVC_CONSOLE_READONLY`, default false). */
+    consoleReadonly: boolean;
   };
 }
 
@@ -193,6 +212,10 @@ export function loadConfig(env: Env = process.env): Config {
       dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
       workers: int('SVC_KV_WORKERS', defaultKvWorkers(), 0, 63),
       sseHeartbeatMs: int('SVC_KV_SSE_HEARTBEAT_MS', 15_000, 10, 3_600_000),
+      scriptTimeoutMs: int('SVC_KV_SCRIPT_TIMEOUT_MS', 5000, 0, 3_600_000),
+      sseHardLimitBytes: int('SVC_KV_SSE_HARD_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      sseSoftLimitBytes: int('SVC_KV_SSE_SOFT_LIMIT_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
+      sseSoftLimitMs: int('SVC_KV_SSE_SOFT_LIMIT_MS', 60_000, 0, 3_600_000),
     },
     queue: {
       region: oneOf('SVC_QUEUE_REGION', 'eu-central-1', ['eu-central-1', 'us-east-1'] as const),
@@ -214,7 +237,11 @@ export function loadConfig(env: Env = process.env): Config {
       type: oneOf('SVC_VECTOR_TYPE', 'DENSE', ['DENSE', 'SPARSE', 'HYBRID'] as const, true),
       indexesFile: str('SVC_VECTOR_INDEXES'),
     },
-    mgmt: { ipv4Cidrs },
+    mgmt: {
+      ipv4Cidrs,
+      console: bool('SVC_CONSOLE', true),
+      consoleReadonly: bool('SVC_CONSOLE_READONLY', false),
+    },
   };
 
   if (problems.length) throw new ConfigError(problems);

@@ -5,6 +5,7 @@
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
+import { baseUrl } from './http/raw.js';
 import { createLogger, type Logger } from './logger.js';
 import { kvArea } from './kv/index.js';
 import { mgmtArea } from './mgmt/index.js';
@@ -40,6 +41,7 @@ export function createContext(config: Config, opts: { logger?: Logger; env?: Rec
     credentials: CredentialStore.open(config.dataDir, opts.env ?? process.env),
     logger: opts.logger ?? createLogger(config.logLevel),
     health: new Map(),
+    urls: new Map(),
   };
 }
 
@@ -54,8 +56,7 @@ export function configuredEnvBlock(ctx: AreaContext): string {
   for (const name of ctx.config.areas) {
     const m = AREA_MODULES[name];
     if (!m) continue;
-    const host = ['0.0.0.0', '::'].includes(ctx.config.host) ? '127.0.0.1' : ctx.config.host;
-    Object.assign(vars, m.env(ctx, `http://${host}:${ctx.config.ports[name]}`));
+    Object.assign(vars, m.env(ctx, baseUrl(ctx.config.host, ctx.config.ports[name])));
   }
   return formatEnv(vars);
 }
@@ -93,6 +94,7 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
       ctx.health.set(name, () => server.ready?.() ?? true);
       const url = await server.listen();
       urls[name] = url;
+      ctx.urls.set(name, url);
       servers[name] = server;
       Object.assign(vars, m.env(ctx, url));
       lines.push(`${name.padEnd(6)} ${url}`, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));

@@ -169,6 +169,15 @@ export function startRawSse(
 }
 
 /**
+ * The base URL clients use for a server bound to `host:port`: a wildcard bind address (`0.0.0.0`,
+ * `::`) is shown as `127.0.0.1`, an IPv6 address in brackets. E.g. `http://127.0.0.1:8079`.
+ */
+export function baseUrl(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
+}
+
+/**
  * Listens on `host:port` (0 = a free port) and returns the base URL, e.g. `http://127.0.0.1:8079`
  * (same rules as `listenOn` in `server.ts`). @throws Error when the port cannot be bound.
  */
@@ -180,8 +189,7 @@ export function listenRaw(server: Server, host: string, port: number): Promise<s
       server.off('error', onError);
       const addr = server.address();
       const actual = typeof addr === 'object' && addr ? addr.port : port;
-      const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-      resolve(`http://${shownHost}:${actual}`);
+      resolve(baseUrl(host, actual));
     });
   });
 }

@@ -11,6 +11,7 @@ import type net from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
+import { trafficCounter } from '../http/traffic.js';
 import type { KvGateway } from './gateway.js';
 import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
 import { setHeartbeatMs } from './sse.js';
@@ -38,6 +39,7 @@ export function createKvFront(gateway: KvGateway, config: Config, logger: Logger
   const fast: FastHandler = {
     accepts: (_method, path) => !isStreamPath(path),
     handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
+    traffic: trafficCounter('kv'),
   };
   const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
   nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {

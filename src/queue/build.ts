@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { randomChunk } from './random.js';
-import { workflowCallbackBody, workflowCallbackFields } from './workflows/callback-fields.js';
+import { workflowCallbackBody, workflowCallbackExtra, workflowCallbackFields } from './workflows/callback-fields.js';
 import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage } from './model.js';
 
 /**
@@ -132,6 +132,6 @@ export function buildCallback(
     { url, topicName: undefined, queueName: m.queueName, scheduleId: m.scheduleId },
     body,
     now,
-    { kind, callerIp: m.callerIp },
+    { kind, callerIp: m.callerIp, extra: workflowCallbackExtra(m, kind) },
   );
 }

@@ -23,8 +23,9 @@ export const errors = {
     new QueueError(400, `invalid Upstash-${name} header ${JSON.stringify(value)}: ${expected}`),
   invalidDestination: (dest: string, why: string) =>
     new QueueError(400, `invalid destination url ${JSON.stringify(dest)}: ${why}`),
-  privateDestination: (dest: string) =>
-    new QueueError(400, `destination ${JSON.stringify(dest)} resolves to a loopback or private address, which this server refuses`),
+  /** `what` names the URL (`destination`, `Upstash-Callback url`), `why` the address rule it broke. */
+  privateDestination: (what: string, url: string, why: string) =>
+    new QueueError(400, `${what} ${JSON.stringify(url)} refused: ${why}; this server refuses loopback and private addresses (SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS)`),
   tooLarge: (size: number, max: number) =>
     new QueueError(413, `message size ${size} bytes exceeds the limit of ${max} bytes`),
   invalidJson: (why: string) => new QueueError(400, `invalid JSON body: ${why}`),

@@ -8,22 +8,25 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
 import { generateSecret } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
+import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
 import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
-import { CREDENTIALS, type QueueApiContext } from './api/context.js';
+import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes, signingKeys } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
+import { registerStatsRoutes } from './api/stats.js';
 import { registerWorkflowEventRoutes, registerWorkflowRoutes, workflowDlqHooks } from './api/workflows.js';
+import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
-import { HttpSender } from './delivery/http.js';
+import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { errors, QueueError } from './errors.js';
 import { openPgQueueStore } from './store/pg.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
@@ -49,6 +52,8 @@ export interface QueueServerOptions {
   store?: QueueStore;
   /** Waits between tries of a failing outcome write (ms; tests); default `RECORD_RETRY_MS`. */
   recordRetryMs?: readonly number[];
+  /** Name resolution for deliveries (`dns.lookup` shape; tests control the answers); default `dns.lookup`. */
+  lookup?: HttpSenderOptions['lookup'];
 }
 
 /** Builds the queue server (does not listen yet). */
@@ -69,6 +74,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     blockPrivate: cfg.blockPrivateDestinations,
     maxResponseBytes: cfg.maxMessageBytes,
     connectionsPerOrigin: Math.max(1, Math.ceil(cfg.maxConcurrentDeliveries / 2)),
+    lookup: opts.lookup,
   });
   const dispatcher = new Dispatcher({
     store,
@@ -117,7 +123,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.addHook('onRequest', async (req) => {
-    const token = requestToken(req, ['svc_token', 'qstash_token']);
+    const token = requestToken(req, TOKEN_QUERY_PARAMS);
     if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
@@ -138,9 +144,11 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   registerDlqRoutes(app, ctx);
   registerLogRoutes(app, ctx);
   registerKeyRoutes(app, ctx);
+  registerStatsRoutes(app, ctx);
   if (workflowEngine) {
     registerWorkflowRoutes(app, ctx, workflowEngine);
     registerWorkflowEventRoutes(app, ctx, workflowEngine);
+    registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
   // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
   const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;
@@ -148,7 +156,12 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
   // server, which then serves it with all the routes above.
-  const front = createFastServer(fastPublishHandler(ctx, () => queueToken(actx), actx.logger), app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
+  const front = createFastServer(
+    { ...fastPublishHandler(ctx, () => queueToken(actx), actx.logger), traffic: trafficCounter('queue') },
+    app.server,
+    FAST_KEEP_ALIVE_MS,
+    bodyLimit,
+  );
   // inactivity limit for handed-over connections (Node's own checks need a listening server)
   app.server.timeout = FAST_KEEP_ALIVE_MS;
 
@@ -189,6 +202,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (wasListening) await frontClosed;
         await app.close().catch(() => undefined);
         await dispatcher.stop();
+        // workflow updates chained on delivery outcomes write to the store: let them finish first
+        await workflowEngine?.idle();
         await sender.close();
         await store.close();
       })());

@@ -11,7 +11,7 @@ export class VectorError extends Error {
   }
 }
 
-/** Exact strings from the and the JS SDK tests. */
+/** Exact strings the hosted service answers and the JS SDK tests expect. */
 export const MESSAGES = {
   unauthorized: 'Unauthorized: Invalid auth token',
   readonly: 'Unauthorized: This operation is not allowed with a read-only token',

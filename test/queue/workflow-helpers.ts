@@ -25,8 +25,21 @@ export interface WorkflowApp {
   close(): Promise<void>;
 }
 
-/** Starts the endpoint; `routes` maps a path (`/three`) to a `serve(...)` factory. */
-export async function startWorkflowApp(env: WorkflowEnv, routes: Record<string, Parameters<typeof serve>>): Promise<WorkflowApp> {
+/**
+ * Answers a request before the SDK sees it (a failing or non-workflow endpoint); undefined = let
+ * the SDK handle it.
+ */
+export type Intercept = (path: string, headers: http.IncomingHttpHeaders, body: string) => { status: number; body?: string } | undefined;
+
+/**
+ * Starts the endpoint; `routes` maps a path (`/three`) to a `serve(...)` factory; `intercept`
+ * answers chosen requests itself (they are recorded too).
+ */
+export async function startWorkflowApp(
+  env: WorkflowEnv,
+  routes: Record<string, Parameters<typeof serve>>,
+  intercept?: Intercept,
+): Promise<WorkflowApp> {
   const requests: AppRequest[] = [];
   const app: WorkflowApp = { url: '', env, requests, close: async () => undefined };
   const server = http.createServer(async (req, res) => {
@@ -35,6 +48,12 @@ export async function startWorkflowApp(env: WorkflowEnv, routes: Record<string, 
       for await (const c of req) chunks.push(c as Buffer);
       const body = Buffer.concat(chunks);
       const path = (req.url ?? '/').split('?')[0];
+      const own = intercept?.(path, req.headers, body.toString('utf8'));
+      if (own) {
+        requests.push({ path, headers: req.headers, body: body.toString('utf8'), status: own.status });
+        res.writeHead(own.status).end(own.body ?? '');
+        return;
+      }
       const route = routes[path];
       if (!route) {
         res.writeHead(404).end('no such workflow');

@@ -15,6 +15,7 @@ import { createLogger } from '../../logger.js';
 import { createKvFront, type KvFront } from '../front.js';
 import { KvGateway } from '../gateway.js';
 import { LeasedQuota } from '../quota.js';
+import { AliasFile } from '../scripts.js';
 import { SharedSyncClock } from '../sync.js';
 import { KvTokens } from '../tokens.js';
 import type { FromWorker, ToWorker } from './ipc.js';
@@ -65,6 +66,7 @@ async function init(m: Extract<ToWorker, { t: 'init' }>): Promise<void> {
     quota,
     jsonMode: () => be.jsonMode,
     syncClock: SharedSyncClock.open(m.syncClockFile, m.index, m.syncClockSlots),
+    scriptAliases: new AliasFile(m.scriptAliasFile),
     clientName: `svc-kv-w${m.index}-${process.pid}`,
   });
   await gateway.start();

@@ -11,50 +11,22 @@
  * otherwise), `{"error": ...}` bodies with the error's status, 500 (logged) for unexpected errors,
  * `application/json; charset=utf-8` answers.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { SecretMatcher, secretDigest } from '../../http/auth.js';
 import type { FastHandler, FastResponse } from '../../http/fast.js';
+import { rawRequestToken } from '../../http/raw.js';
 import type { Logger } from '../../logger.js';
 import { errors } from '../errors.js';
-import type { QueueApiContext } from './context.js';
+import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { publishRequest } from './publish.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PREFIX = '/v2/publish/';
-const QUERY_TOKENS = ['svc_token', 'qstash_token'];
 
-/** The request token: bearer header first, then the first query token parameter (as `requestToken`). */
-function tokenOf(authorization: string | string[] | undefined, url: string): string | undefined {
-  if (typeof authorization === 'string') {
-    const m = /^Bearer\s+(.+)$/i.exec(authorization.trim());
-    if (m) return m[1].trim();
-  }
-  const q = url.indexOf('?');
-  if (q < 0) return undefined;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const n of QUERY_TOKENS) {
-    const v = params.get(n);
-    if (v) return v;
-  }
-  return undefined;
-}
 
-/**
- * Constant-time token check with the same rule as `src/http/auth.ts` `constantTimeEqual` (both
- * sides hashed to 32 bytes, then compared, then lengths): the valid token's digest is computed
- * once per token value instead of once per request.
- */
+/** Constant-time check of a presented token against the current queue token. */
 function tokenChecker(token: () => string): (candidate: string) => boolean {
-  let known: string | undefined;
-  let knownDigest: Buffer | undefined;
-  return (candidate) => {
-    const valid = token();
-    if (valid !== known || !knownDigest) {
-      known = valid;
-      knownDigest = createHash('sha256').update(valid).digest();
-    }
-    const digest = createHash('sha256').update(candidate).digest();
-    return timingSafeEqual(digest, knownDigest) && candidate.length === valid.length;
-  };
+  const matcher = new SecretMatcher();
+  return (candidate) => matcher.same(candidate, secretDigest(candidate), token());
 }
 
 /**
@@ -67,7 +39,8 @@ export function fastPublishHandler(ctx: QueueApiContext, token: () => string, lo
   return {
     accepts: (method, path) => method === 'POST' && path.startsWith(PREFIX),
     handle(head, body, out) {
-      const t = tokenOf(head.headers.authorization, head.url);
+      const q = head.url.indexOf('?');
+      const t = rawRequestToken(head.headers, q < 0 ? undefined : head.url.slice(q + 1), TOKEN_QUERY_PARAMS);
       if (!t || !valid(t)) {
         const e = errors.unauthorized();
         return fail(out, e.statusCode, e.message);

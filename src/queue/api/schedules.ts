@@ -63,7 +63,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
     if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
     const now = ctx.clock.now();
-    const opts = parseOptions(cfg, req.headers['content-type'], now);
+    const opts = parseOptions(cfg, req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
     delete opts.deduplicationId;
     delete opts.contentBasedDeduplication;
     delete opts.notBefore;

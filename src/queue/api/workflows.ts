@@ -27,7 +27,7 @@ import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, t
 import { runLogJson, workflowDlqFields } from '../workflows/wire.js';
 import { notify, wait, waiterJson } from '../workflows/events.js';
 import type { QueueApiContext } from './context.js';
-import type { Query } from './query.js';
+import { checkQueryFields, QUERY_FIELDS, UNSUPPORTED_FIELDS, type Query } from './query.js';
 
 const RUN_STATES: RunState[] = ['RUN_STARTED', 'RUN_SUCCESS', 'RUN_FAILED', 'RUN_CANCELED'];
 /** At most this many runs per bulk restart/resume request. */
@@ -55,6 +55,7 @@ function int(q: Query, name: string): number | undefined {
 
 /** Query -> {@link RunFilter} for the workflow DLQ, logs and bulk endpoints. */
 export function parseRunFilter(q: Query, kind: 'dlq' | 'logs' | 'cancel'): RunFilter {
+  checkQueryFields(q, QUERY_FIELDS.runs[kind], UNSUPPORTED_FIELDS.runs);
   const f: RunFilter = {
     runIds: values(q, 'workflowRunId', 'workflowRunIds'),
     label: values(q, 'label'),

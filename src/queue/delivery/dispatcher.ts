@@ -22,7 +22,7 @@ import { buildCallback } from '../build.js';
 import type { AttemptOutcome, NewMessage, StoredMessage } from '../model.js';
 import type { EnqueueClaim, QueueStore } from '../store/types.js';
 import { retryAfterMs, retryDelayMs } from './backoff.js';
-import type { HttpSender } from './http.js';
+import { NOT_FORWARDED, type HttpSender } from './http.js';
 import { signDelivery } from './signing.js';
 import { originOf } from './url-cache.js';
 
@@ -470,7 +470,10 @@ function lowerHeaders(h: Record<string, string[]> | undefined): Record<string, s
  */
 export function deliveryHeaders(m: StoredMessage, signature: string, region: string): Record<string, string | string[]> {
   const h: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(m.headers)) h[k] = v.length === 1 ? v[0] : v;
+  for (const [k, v] of Object.entries(m.headers)) {
+    if (NOT_FORWARDED.has(k.toLowerCase())) continue; // stored before such headers were dropped at publish
+    h[k] = v.length === 1 ? v[0] : v;
+  }
   const both = (name: string, value: string | undefined) => {
     if (value === undefined) return;
     h[`Upstash-${name}`] = value;

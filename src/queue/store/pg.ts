@@ -43,7 +43,7 @@ import {
   type LogRow,
   type MessageRow,
 } from './sqlite-rows.js';
-import type { ClaimOptions, EnqueueClaim, QueueStore } from './types.js';
+import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
 import type { WorkflowStore } from './workflow-types.js';
 
 /** The notification channel of due messages (payload: earliest due time, ms); `_<schema>` appended outside `public`. */
@@ -542,6 +542,19 @@ export class PgQueueStore implements QueueStore {
          LIMIT $${n} FOR UPDATE SKIP LOCKED)`,
       [logsBefore],
     );
+  }
+
+  async counts(now: number): Promise<MessageCounts> {
+    const r = await this.pool.query<MessageCounts>(
+      `SELECT COUNT(*) FILTER (WHERE claimed_by IS NULL AND due_at <= $1)::int AS "ready",
+              COUNT(*) FILTER (WHERE claimed_by IS NULL AND due_at > $1)::int AS "delayed",
+              COUNT(*) FILTER (WHERE claimed_by IS NOT NULL AND claimed_by <> 'held' AND lease_until IS NOT NULL)::int AS "inFlight",
+              COUNT(*) FILTER (WHERE claimed_by = 'held')::int AS "held",
+              (SELECT COUNT(*) FROM dlq)::int AS "dlq"
+       FROM messages WHERE status = 'pending'`,
+      [now],
+    );
+    return r.rows[0];
   }
 
   routing(): RoutingStore {

@@ -6,7 +6,7 @@
 import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';
 import { whereBuilder } from './sqlite-rows.js';
-import type { NewRun, RunFilter, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
+import type { NewRun, RunConfig, RunFilter, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
 
 /** A `workflow_runs` row (both stores). */
 export interface RunRow {
@@ -169,7 +169,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
     });
   }
 
-  updateRun(seq: number, now: number, fields: { failure?: unknown; next?: unknown; dlqId?: string | null }): Promise<void> {
+  updateRun(seq: number, now: number, fields: { failure?: unknown; next?: unknown; dlqId?: string | null; config?: RunConfig }): Promise<void> {
     return this.writes.run(() => {
       const sets: string[] = ['updated_at = ?'];
       const params: unknown[] = [now];
@@ -180,6 +180,10 @@ export class SqliteWorkflowStore implements WorkflowStore {
       if (fields.next !== undefined) {
         sets.push('next = ?');
         params.push(fields.next === null ? null : JSON.stringify(fields.next));
+      }
+      if (fields.config !== undefined) {
+        sets.push('config = ?');
+        params.push(JSON.stringify(fields.config));
       }
       if (fields.dlqId !== undefined) {
         sets.push('dlq_id = ?');

@@ -38,7 +38,7 @@ import {
   type LogRow,
   type MessageRow,
 } from './sqlite-rows.js';
-import type { ClaimOptions, EnqueueClaim, QueueStore } from './types.js';
+import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
 import { SqliteRoutingStore } from './sqlite-routing.js';
 import type { RoutingStore } from './routing-types.js';
 import { SqliteWorkflowStore } from './sqlite-workflows.js';
@@ -377,6 +377,21 @@ export class SqliteQueueStore implements QueueStore {
     return (this.workflowStore ??= new SqliteWorkflowStore(this.db, this.writes));
   }
   private workflowStore: WorkflowStore | undefined;
+
+  /**
+   * {@link QueueStore.counts}: five COUNT queries, each on a partial index (`messages_due`,
+   * `messages_held_due`, `messages_lease`; `dlq` by its primary key).
+   */
+  async counts(now: number): Promise<MessageCounts> {
+    const n = (sql: string, ...args: number[]) => (this.db.prepare(sql).get(...args) as { n: number }).n;
+    return {
+      ready: n(`SELECT COUNT(*) AS n FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= ?`, now),
+      delayed: n(`SELECT COUNT(*) AS n FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at > ?`, now),
+      inFlight: n(`SELECT COUNT(*) AS n FROM messages WHERE claimed_by IS NOT NULL AND claimed_by <> 'held' AND lease_until IS NOT NULL`),
+      held: n(`SELECT COUNT(*) AS n FROM messages WHERE claimed_by = 'held'`),
+      dlq: n(`SELECT COUNT(*) AS n FROM dlq`),
+    };
+  }
 
   async close(): Promise<void> {
     await this.writes.close();

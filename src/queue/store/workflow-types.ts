@@ -150,8 +150,16 @@ export interface WorkflowStore {
   steps(runSeq: number): Promise<WorkflowStep[]>;
   /** Ends a run: state, completion time, response. Returns false when it was not RUN_STARTED. */
   finishRun(seq: number, state: RunState, now: number, fields?: { response?: string; dlqId?: string }): Promise<boolean>;
-  /** Updates bookkeeping fields (failure callback info, next step info). */
-  updateRun(seq: number, now: number, fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null }): Promise<void>;
+  /**
+   * Updates bookkeeping fields (failure callback info, next step info, DLQ id); an undefined
+   * field is left as is, null clears it. `config` replaces the run's settings (the SDK's own
+   * trigger of a run svc started, `Upstash-Workflow-Trigger-By-Sdk`).
+   */
+  updateRun(
+    seq: number,
+    now: number,
+    fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null; config?: RunConfig },
+  ): Promise<void>;
   /** Runs matching `filter`, newest first, after `cursor` (a seq), at most `limit`. */
   listRuns(filter: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]>;
 }

@@ -23,3 +23,13 @@ export function workflowCallbackBody(m: StoredMessage, kind: string, payload: Bu
   if (kind !== 'callback' || !wf?.call) return payload;
   return Buffer.from(JSON.stringify([{ messageId: m.id, body: payload.toString('base64'), callType: 'fromCallback' }]));
 }
+
+/**
+ * `extra` of the callback of a `context.call` request: the run's `extra.workflow`, which makes the
+ * callback a delivery of the run (its failure fails the run; its DLQ entry names the run).
+ * Undefined for other messages.
+ */
+export function workflowCallbackExtra(m: StoredMessage, kind: string): Record<string, unknown> | undefined {
+  const wf = m.extra?.workflow as { call?: boolean; callback?: unknown } | undefined;
+  return kind === 'callback' && wf?.call && wf.callback ? { workflow: wf.callback } : undefined;
+}

@@ -17,6 +17,23 @@ import type { WorkflowEngine } from './engine.js';
 
 /** Default wait timeout of the SDK (`7d`). */
 const DEFAULT_TIMEOUT_MS = 7 * 86_400_000;
+/**
+ * Deepest nesting of a wait body (objects/arrays) that is accepted: the body is stored with
+ * `JSON.stringify`, which overflows the stack near a few thousand levels (the SDK sends 2-3).
+ */
+export const MAX_WAIT_BODY_DEPTH = 64;
+
+/** True when `v` nests objects/arrays deeper than `max` levels (iterative: no recursion on request data). */
+export function nestedDeeperThan(v: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[v, 1]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    if (d > max) return true;
+    for (const c of Object.values(x)) if (c !== null && typeof c === 'object') stack.push([c, d + 1]);
+  }
+  return false;
+}
 
 /** Wire `Waiter` (`GET /v2/waiters/{eventId}`): deadline in seconds. */
 export function waiterJson(w: Waiter): Record<string, unknown> {
@@ -41,6 +58,7 @@ export async function wait(engine: WorkflowEngine, eventId: string, runId: strin
     throw errors.invalidJson((err as Error).message);
   }
   if (!body || typeof body !== 'object' || !body.step || typeof body.step !== 'object') throw errors.badRequest('wait body must be {url, timeout, step, ...}');
+  if (nestedDeeperThan(body, MAX_WAIT_BODY_DEPTH)) throw errors.badRequest(`wait body nests deeper than ${MAX_WAIT_BODY_DEPTH} levels`);
   if (!runId) throw errors.badRequest('missing Upstash-Workflow-RunId header');
   const run = await engine.runs.findRun(runId);
   if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${runId} is not active`);

@@ -13,8 +13,16 @@ export interface WorkflowPublishInfo {
   callType?: string;
   featureSet?: string;
   createdAt?: number;
+  /**
+   * `Upstash-Workflow-Trigger-By-Sdk: true`: the SDK's own trigger of a run that svc started for
+   * an endpoint whose SDK was not known (`POST /v2/trigger/...`, delivered with
+   * `Upstash-Workflow-Unknown-Sdk: true`); it joins the active run instead of being deduplicated.
+   */
+  triggerBySdk: boolean;
+  /** Set by `POST /v2/trigger/...`: the first delivery asks the SDK to trigger the run itself. */
+  unknownSdk?: boolean;
   /** Settings present on this message itself. */
-  explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean };
+  explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean; callbackRetries?: boolean };
 }
 
 /** `{wfPublish}` for a message carrying `Upstash-Workflow-RunId`, else undefined. */
@@ -29,12 +37,14 @@ export function workflowPublishExtra(cfg: Record<string, string>): Record<string
     callType: cfg['workflow-calltype'],
     featureSet: cfg['feature-set'],
     createdAt: created && /^\d+$/.test(created) ? Number(created) : undefined,
+    triggerBySdk: (cfg['workflow-trigger-by-sdk'] ?? '').toLowerCase() === 'true',
     explicit: {
       retries: cfg['retries'] !== undefined,
       retryDelay: cfg['retry-delay'] !== undefined,
       flowControl: cfg['flow-control-key'] !== undefined,
       failureCallback: cfg['failure-callback'] !== undefined,
       timeout: cfg['timeout'] !== undefined,
+      callbackRetries: cfg['callback-retries'] !== undefined,
     },
   };
   return { wfPublish: info };

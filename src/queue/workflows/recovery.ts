@@ -12,7 +12,7 @@ import { parseFlowControl } from '../api/options.js';
 import type { DlqEntry, NewMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { RunConfig, WorkflowRun } from '../store/workflow-types.js';
-import { triggerId, type RawStep, type WorkflowEngine } from './engine.js';
+import { stepsUpTo, triggerId, type RawStep, type WorkflowEngine } from './engine.js';
 
 /** DLQ ids are `<unix ms>-<seq>` (dispatcher). */
 export const DLQ_ID = /^\d{1,16}-\d{1,16}$/;
@@ -107,7 +107,7 @@ export async function recoverRun(
     }
     steps = list
       ? list.slice(1).map((s) => ({ messageId: s.messageId, callType: s.callType, body: Buffer.from(s.body, 'base64') }))
-      : (await engine.runs.steps(run.seq)).map((s) => ({ messageId: s.messageId, callType: s.callType, body: s.body }));
+      : stepsUpTo(await engine.runs.steps(run.seq), entry.message.id).map((s) => ({ messageId: s.messageId, callType: s.callType, body: s.body }));
     await engine.runs.copySteps(seq, steps, now);
   }
   const old = entry.message;

@@ -1,0 +1,36 @@
+/**
+ * `GET /v2/stats` (a svc extension, used by the web console's overview): how many messages wait
+ * by state, the DLQ size, and delivery attempts since start-up.
+ *
+ *   {messages: {ready, delayed, inFlight, held}, dlq, deliveries: {delivered, failed}}
+ *
+ * (`messages` and `dlq` are left out for a store without `QueueStore.counts`.)
+ *
+ * `deliveries` are counters since the process started (in memory): `delivered` = attempts whose
+ * outcome was recorded as a 2xx answer, `failed` = attempts that ended in an error (non-2xx answer,
+ * timeout, connection error). Rates come from two readings. The counts are COUNT queries on
+ * partial indexes (see `QueueStore.counts`); they are read at most once a second (cached).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { MessageCounts } from '../store/types.js';
+import type { QueueApiContext } from './context.js';
+
+/** How long a COUNT reading is reused, in ms. */
+const COUNTS_TTL_MS = 1_000;
+
+export function registerStatsRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
+  const deliveries = { delivered: 0, failed: 0 };
+  ctx.dispatcher.addOutcomeListener((_m, outcome) => {
+    if (!outcome.error && outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300) deliveries.delivered++;
+    else deliveries.failed++;
+  });
+  let cached: { at: number; counts: Promise<MessageCounts> } | undefined;
+  app.get('/v2/stats', async () => {
+    const store = ctx.store;
+    if (!store.counts) return { deliveries: { ...deliveries } };
+    const now = ctx.clock.now();
+    if (!cached || now - cached.at >= COUNTS_TTL_MS) cached = { at: now, counts: store.counts(now) };
+    const { dlq, ...messages } = await cached.counts;
+    return { messages, dlq, deliveries: { ...deliveries } };
+  });
+}
