@@ -63,6 +63,10 @@ export interface Config {
     dedupWindowMs: number;
     /** How long logs (events) are kept, in ms. */
     logRetentionMs: number;
+    /** How long ended workflow runs (with their steps and waiters) are kept, in ms. */
+    workflowRetentionMs: number;
+    /** How long a workflow notify that reached no waiter is kept for a later wait, in ms (0 = not kept). */
+    workflowNotifyLookbackMs: number;
     /** Concurrent outgoing delivery requests. */
     maxConcurrentDeliveries: number;
     /**
@@ -224,6 +228,8 @@ export function loadConfig(env: Env = process.env): Config {
       egressAddress: egress,
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),
       logRetentionMs: int('SVC_QUEUE_LOG_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
+      workflowRetentionMs: int('SVC_QUEUE_WORKFLOW_RETENTION_MS', 7 * 86_400_000, 1000, 3650 * 86_400_000),
+      workflowNotifyLookbackMs: int('SVC_QUEUE_WORKFLOW_NOTIFY_LOOKBACK_MS', 5 * 60_000, 0, 7 * 86_400_000),
       maxConcurrentDeliveries: int('SVC_QUEUE_MAX_CONCURRENT_DELIVERIES', 256, 1, 100_000),
       fsync: oneOf('SVC_QUEUE_FSYNC', 'always', FSYNC_POLICIES),
       databaseUrl,

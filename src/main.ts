@@ -5,6 +5,7 @@
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
+import { prepareDataDir } from './data-dir.js';
 import { baseUrl } from './http/raw.js';
 import { createLogger, type Logger } from './logger.js';
 import { kvArea } from './kv/index.js';
@@ -34,12 +35,17 @@ export interface RunningSvc {
   close(): Promise<void>;
 }
 
-/** Builds the shared context: opens the credential store in `config.dataDir`. */
+/**
+ * Builds the shared context: makes `config.dataDir` private (0700/0600, umask 0o077;
+ * `data-dir.ts`), then opens the credential store in it.
+ */
 export function createContext(config: Config, opts: { logger?: Logger; env?: Record<string, string | undefined> } = {}): AreaContext {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  for (const f of prepareDataDir(config.dataDir)) logger.warn({ path: f.path, err: f.error }, 'data directory: cannot restrict the mode of an entry to svc\'s user');
   return {
     config,
     credentials: CredentialStore.open(config.dataDir, opts.env ?? process.env),
-    logger: opts.logger ?? createLogger(config.logLevel),
+    logger,
     health: new Map(),
     urls: new Map(),
   };

@@ -19,7 +19,7 @@ import { registerKeyRoutes, signingKeys } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
 import { registerStatsRoutes } from './api/stats.js';
-import { registerWorkflowEventRoutes, registerWorkflowRoutes, workflowDlqHooks } from './api/workflows.js';
+import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, workflowDlqHooks } from './api/workflows.js';
 import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
@@ -33,6 +33,8 @@ import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
 
 const PRUNE_EVERY_MS = 60_000;
+/** Ended workflow runs deleted per prune round (the next round takes the rest). */
+const RUN_PRUNE_BATCH = 1000;
 
 /**
  * The queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape workflow-js decodes
@@ -101,6 +103,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     ? new WorkflowEngine({
         store,
         workflows: store.workflows(),
+        notifyLookbackMs: cfg.workflowNotifyLookbackMs,
         logger: actx.logger,
         maxMessageBytes: cfg.maxMessageBytes,
         admission: () => ctx.admission,
@@ -123,6 +126,9 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.addHook('onRequest', async (req) => {
+    // Webhook URLs of workflow runs are called by third parties without the token: the route
+    // checks the user id, the running run and the random event id in the path instead.
+    if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
     const token = requestToken(req, TOKEN_QUERY_PARAMS);
     if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
   });
@@ -167,15 +173,19 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
 
   let pruneTimer: NodeJS.Timeout | undefined;
   let waitTimer: NodeJS.Timeout | undefined;
+  let runPruneTimer: NodeJS.Timeout | undefined;
   let closed: Promise<void> | undefined;
   return {
     app,
     dispatcher,
     async listen() {
+      await app.ready();
+      // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
+      // state; the dispatcher then releases leases and claims messages. Publishes accepted in
+      // between are stored and picked up by start().
+      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       await dispatcher.start();
       routingFeature?.start();
-      await app.ready();
-      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       pruneTimer = setInterval(() => {
         const now = clock.now();
         store.prune(now, now - cfg.logRetentionMs, now - cfg.dlqRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
@@ -188,6 +198,15 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
           sweepWaiters(workflowEngine, clock.now()).catch((err) => actx.logger.error({ err }, 'queue: workflow wait sweep failed'));
         }, 1000);
         waitTimer.unref();
+        // Run-level retention: ended runs (steps, waiters) and expired kept notifies.
+        const retention = cfg.workflowRetentionMs;
+        runPruneTimer = setInterval(() => {
+          const now = clock.now();
+          workflowEngine.runs
+            .pruneRuns(now - retention, now - cfg.workflowNotifyLookbackMs, RUN_PRUNE_BATCH)
+            .catch((err) => actx.logger.error({ err }, 'queue: workflow run prune failed'));
+        }, Math.min(PRUNE_EVERY_MS, Math.max(1000, Math.floor(retention / 4))));
+        runPruneTimer.unref();
       }
       return url;
     },
@@ -195,6 +214,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       return (closed ??= (async () => {
         if (pruneTimer) clearInterval(pruneTimer);
         if (waitTimer) clearInterval(waitTimer);
+        if (runPruneTimer) clearInterval(runPruneTimer);
         routingFeature?.stop();
         const wasListening = front.listening;
         const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));

@@ -473,6 +473,28 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       await store.close();
     });
 
+    test('workflow notifies kept for a later wait (taken once, run-specific or any run); run retention', async () => {
+      const { store } = await open();
+      const w = store.workflows!();
+      await w.addNotify({ eventId: 'e', runId: 'wfr_x', data: Buffer.from('for x'), createdAt: T0 });
+      await w.addNotify({ eventId: 'e', data: Buffer.from('any'), createdAt: T0 + 1 });
+      assert.equal((await w.takeNotify('e', 'wfr_y', T0))?.data.toString(), 'any', 'a notify to another run is skipped');
+      const both = await Promise.all([w.takeNotify('e', 'wfr_x', T0), w.takeNotify('e', 'wfr_x', T0)]);
+      assert.deepEqual(both.map((n) => n?.data.toString()).sort(), ['for x', undefined].sort());
+      await w.addNotify({ eventId: 'old', data: Buffer.alloc(0), createdAt: T0 });
+      assert.equal(await w.takeNotify('old', 'wfr_x', T0 + 1), undefined, 'older than the look-back');
+      const ended = await w.createRun({ runId: 'wfr_e', createdAt: T0, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {} } }, T0);
+      await w.addStep(ended, 'msg_e', 'step', Buffer.from('{}'), T0);
+      await w.finishRun(ended, 'RUN_SUCCESS', T0 + 10);
+      const live = await w.createRun({ runId: 'wfr_l', createdAt: T0, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {} } }, T0);
+      assert.equal(await w.pruneRuns(T0 + 5, T0, 10), 0, 'ended after the cut-off');
+      assert.equal(await w.pruneRuns(T0 + 100, T0 + 100, 10), 1);
+      assert.equal(await w.getRun(ended), undefined);
+      assert.equal((await w.steps(ended)).length, 0);
+      assert.ok(await w.getRun(live), 'running runs are kept');
+      await store.close();
+    });
+
     test('workflow waiters: add, by event oldest first, expired by deadline, taken once', async () => {
       const { store } = await open();
       const w = store.workflows!();

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Client as WorkflowClient } from '@upstash/workflow';
+import { Client as WorkflowClient, WorkflowNonRetryableError } from '@upstash/workflow';
+import { createWorkflow, serveMany } from '@upstash/workflow/cloudflare';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
 import { startWorkflowApp, type WorkflowApp } from './workflow-helpers.js';
 
@@ -20,6 +21,26 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
   /** run ids whose context.call callback delivery the endpoint refuses */
   const refuseCallback = new Set<string>();
   const seen: Json[] = [];
+  /** webhook URL per run (context.createWebhook) */
+  const hooks = new Map<string, string>();
+
+  const child = createWorkflow(async (ctx) => {
+    const { n } = ctx.requestPayload as { n: number };
+    const doubled = await ctx.run('double', () => n * 2);
+    return { doubled };
+  });
+  const badChild = createWorkflow(async (ctx) => {
+    await ctx.run('boom', () => {
+      throw new WorkflowNonRetryableError('child broke');
+    });
+  });
+  const parent = createWorkflow(async (ctx) => {
+    const { n } = ctx.requestPayload as { n: number };
+    const ok = await ctx.invoke('call-child', { workflow: child, body: { n } });
+    const bad = await ctx.invoke('call-bad', { workflow: badChild, body: {} });
+    return { ok, bad: { isFailed: bad.isFailed, isCanceled: bad.isCanceled } };
+  });
+  const many = serveMany({ parent, child, 'bad-child': badChild });
 
   before(async () => {
     q = await startQueue();
@@ -43,6 +64,30 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
             const a = await ctx.run('a', () => n + 1);
             const b = await ctx.run('b', () => a * 2);
             return { b, tenant: ctx.headers.get('x-tenant') };
+          },
+          {},
+        ],
+        '/many/parent': many,
+        '/many/child': many,
+        '/many/bad-child': many,
+        '/waiter': [
+          async (ctx) => {
+            const { eventId } = ctx.requestPayload as { eventId: string };
+            const r = await ctx.waitForEvent('wait', eventId, { timeout: '5s' });
+            return { eventData: r.eventData, timeout: r.timeout };
+          },
+          {},
+        ],
+        '/hook': [
+          async (ctx) => {
+            const webhook = await ctx.createWebhook('make-hook');
+            await ctx.run('publish-url', () => {
+              hooks.set(ctx.workflowRunId, webhook.webhookUrl);
+            });
+            const r = await ctx.waitForWebhook('wait-hook', webhook, '20s');
+            return await ctx.run('read', async () =>
+              r.request ? { method: r.request.method, body: await r.request.text(), sig: r.request.headers.get('x-sig') } : { timeout: r.timeout },
+            );
           },
           {},
         ],
@@ -189,5 +234,71 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     const res = await q.api(`/v2/trigger/${app.url}/plain`, { method: 'POST', body: 'x' });
     const { workflowRunId: restRun } = (await res.json()) as Json;
     await waitRun(restRun, 'RUN_FAILED');
+  });
+
+  test('context.invoke: the child\'s result returns to the parent; a failing child comes back as isFailed', async () => {
+    const { workflowRunId } = await wf.trigger({ url: `${app.url}/many/parent`, body: { n: 21 } });
+    const log = await waitRun(workflowRunId, 'RUN_SUCCESS');
+    const result = JSON.parse(log.workflowRunResponse);
+    assert.deepEqual(result.ok.body, { doubled: 42 });
+    assert.ok(!result.ok.isFailed && !result.ok.isCanceled);
+    assert.deepEqual(result.bad, { isFailed: true });
+    const invoke = (log.steps as Json[]).flatMap((g) => g.steps as Json[]).find((st) => st.stepName === 'call-child');
+    assert.equal(invoke?.stepType, 'Invoke');
+  });
+
+  test('notify before wait: a notify within the look-back window reaches the wait registered after it', async () => {
+    assert.deepEqual(await wf.notify({ eventId: 'early-1', eventData: { paid: 7 }, workflowRunId: 'wfr_early-1' }), []);
+    assert.deepEqual(await wf.notify({ eventId: 'early-2', eventData: 'any run' }), []);
+    const one = await wf.trigger({ url: `${app.url}/waiter`, body: { eventId: 'early-1' }, workflowRunId: 'early-1' });
+    const two = await wf.trigger({ url: `${app.url}/waiter`, body: { eventId: 'early-2' } });
+    assert.deepEqual(JSON.parse((await waitRun(one.workflowRunId, 'RUN_SUCCESS')).workflowRunResponse), { eventData: { paid: 7 }, timeout: false });
+    assert.deepEqual(JSON.parse((await waitRun(two.workflowRunId, 'RUN_SUCCESS')).workflowRunResponse), { eventData: 'any run', timeout: false });
+    // a kept notify is used once: the next wait on the event times out
+    const three = await wf.trigger({ url: `${app.url}/waiter`, body: { eventId: 'early-2' } });
+    assert.deepEqual(JSON.parse((await waitRun(three.workflowRunId, 'RUN_SUCCESS')).workflowRunResponse), { timeout: true });
+  });
+
+  test('webhooks: createWebhook gives a URL on svc; a call to it (before or after the wait) resumes waitForWebhook with the request', async () => {
+    const { workflowRunId } = await wf.trigger({ url: `${app.url}/hook`, body: {} });
+    const url = await waitFor('webhook URL', () => hooks.get(workflowRunId));
+    assert.ok(url.startsWith(`${q.url}/v2/workflows/hooks/`), url);
+    assert.ok(url.includes(`/${workflowRunId}/`));
+    // third parties call it without the token; a wrong user id or run is 404
+    assert.equal((await fetch(url.replace('/hooks/', '/hooks/x').replace(/\/[^/]+$/, '/evt_x'), { method: 'POST' })).status, 404);
+    const res = await fetch(`${url}?src=test`, { method: 'POST', headers: { 'x-sig': 'abc', 'content-type': 'text/plain' }, body: 'payload!' });
+    assert.equal(res.status, 200);
+    const log = await waitRun(workflowRunId, 'RUN_SUCCESS');
+    assert.deepEqual(JSON.parse(log.workflowRunResponse), { method: 'POST', body: 'payload!', sig: 'abc' });
+  });
+
+  test('run-level retention: ended runs, their steps and waiters are pruned after SVC_QUEUE_WORKFLOW_RETENTION_MS; running runs stay', async () => {
+    const q2 = await startQueue({ SVC_QUEUE_WORKFLOW_RETENTION_MS: '1500' });
+    const keys = q2.keys();
+    const app2 = await startWorkflowApp(
+      { QSTASH_URL: q2.url, QSTASH_TOKEN: q2.token, QSTASH_CURRENT_SIGNING_KEY: keys.currentSigningKey, QSTASH_NEXT_SIGNING_KEY: keys.nextSigningKey },
+      {
+        '/short': [async (ctx) => ctx.run('only', () => 'done'), {}],
+        '/long': [async (ctx) => (await ctx.waitForEvent('wait', 'never-sent', { timeout: '60s' })).timeout, {}],
+      },
+    );
+    try {
+      const wf2 = new WorkflowClient({ baseUrl: q2.url, token: q2.token });
+      const logOf = async (id: string) => ((await wf2.logs({ filter: { workflowRunId: id } } as never)) as unknown as { runs: Json[] }).runs[0];
+      const short = await wf2.trigger({ url: `${app2.url}/short`, body: {} });
+      const long = await wf2.trigger({ url: `${app2.url}/long`, body: {} });
+      await waitFor('short run done', async () => (await logOf(short.workflowRunId))?.workflowState === 'RUN_SUCCESS', 30_000);
+      await waitFor('waiter registered', async () => ((await wf2.getWaiters({ eventId: 'never-sent' })) as unknown[]).length === 1, 30_000);
+      await waitFor('ended run pruned', async () => (await logOf(short.workflowRunId)) === undefined, 30_000);
+      assert.equal((await logOf(long.workflowRunId))?.workflowState, 'RUN_STARTED', 'a running run is kept');
+      assert.equal(((await wf2.getWaiters({ eventId: 'never-sent' })) as unknown[]).length, 1, 'its waiter too');
+      // the ended run's steps went with it: the lazy-fetch endpoint knows nothing of it
+      assert.equal((await q2.api(`/v2/workflows/runs/${short.workflowRunId}`)).status, 404);
+      assert.equal(((await wf2.cancel({ ids: long.workflowRunId } as never)) as unknown as Json).cancelled, 1);
+      await waitFor('cancelled run pruned with its waiter', async () => ((await wf2.getWaiters({ eventId: 'never-sent' })) as unknown[]).length === 0, 30_000);
+    } finally {
+      await app2.close();
+      await q2.close();
+    }
   });
 });

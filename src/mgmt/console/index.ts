@@ -176,8 +176,7 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
         const rest = raw.slice(raw.indexOf(`/console/api/${area}/`) + `/console/api/${area}/`.length);
         try {
           const target = proxyTarget(ctx, area as ProxiedArea, rest, req.method);
-          const ct = req.headers['content-type'];
-          const r = await forward(target, req.method, typeof ct === 'string' ? ct : undefined, req.body as Buffer | undefined);
+          const r = await forward(target, req.method, req.headers, req.body as Buffer | undefined);
           return securityHeaders(reply).code(r.status).header('Cache-Control', 'no-store').type(r.contentType).send(r.body);
         } catch (err) {
           if (err instanceof ProxyError) return jsonError(reply, err.status, err.message);

@@ -76,14 +76,26 @@ export interface Forwarded {
   body: Buffer;
 }
 
+/** Browser headers passed on: the areas' option headers (`Upstash-Cron`, `Upstash-Retries`, `Svc-Workflow-RunId`, ...). */
+const PASSED_HEADER = /^(upstash|svc)-/i;
+
 /**
- * Sends one call to `target` with the area token; only `content-type` and the body pass from the
- * browser (no cookies, no other headers). Resolves to the area's status, content type and body.
+ * Sends one call to `target` with the area token. From the browser only `content-type`, the
+ * `Upstash-*` / `Svc-*` option headers and the body pass (no cookies, no other headers).
+ * Resolves to the area's status, content type and body.
  * @throws ProxyError 502 when the area cannot be reached, 504 past {@link PROXY_TIMEOUT_MS}.
  */
-export async function forward(target: ProxyTarget, method: string, contentType: string | undefined, body: Buffer | undefined): Promise<Forwarded> {
-  const headers: Record<string, string> = { authorization: `Bearer ${target.token}` };
-  if (contentType) headers['content-type'] = contentType;
+export async function forward(
+  target: ProxyTarget,
+  method: string,
+  incoming: Record<string, string | string[] | undefined>,
+  body: Buffer | undefined,
+): Promise<Forwarded> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(incoming)) {
+    if (typeof value === 'string' && (PASSED_HEADER.test(name) || name.toLowerCase() === 'content-type')) headers[name.toLowerCase()] = value;
+  }
+  headers.authorization = `Bearer ${target.token}`;
   try {
     const res = await request(target.url, {
       method: method as 'GET',

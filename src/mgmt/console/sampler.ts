@@ -68,7 +68,7 @@ export class OverviewSampler {
   async queueStats(): Promise<QueueStats | undefined> {
     if (!this.ctx.urls.has('queue')) return undefined;
     try {
-      const r = await forward(proxyTarget(this.ctx, 'queue', 'v2/stats', 'GET'), 'GET', undefined, undefined);
+      const r = await forward(proxyTarget(this.ctx, 'queue', 'v2/stats', 'GET'), 'GET', {}, undefined);
       if (r.status !== 200) return undefined;
       return JSON.parse(r.body.toString('utf8')) as QueueStats;
     } catch {

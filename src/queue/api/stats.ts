@@ -6,12 +6,18 @@
  *
  * (`messages` and `dlq` are left out for a store without `QueueStore.counts`.)
  *
+ * `GET /v2/stats/events?fromDate=&toDate=&buckets=` (ms; default the last hour, 60 buckets, at
+ * most 500): events (log entries) per state over time, for the logs page's histogram:
+ *
+ *   {fromDate, toDate, bucketMs, states: {DELIVERED: [n, ...], ERROR: [...], ...}}
+ *
  * `deliveries` are counters since the process started (in memory): `delivered` = attempts whose
  * outcome was recorded as a 2xx answer, `failed` = attempts that ended in an error (non-2xx answer,
  * timeout, connection error). Rates come from two readings. The counts are COUNT queries on
  * partial indexes (see `QueueStore.counts`); they are read at most once a second (cached).
  */
 import type { FastifyInstance } from 'fastify';
+import { errors } from '../errors.js';
 import type { MessageCounts } from '../store/types.js';
 import type { QueueApiContext } from './context.js';
 
@@ -32,5 +38,21 @@ export function registerStatsRoutes(app: FastifyInstance, ctx: QueueApiContext):
     if (!cached || now - cached.at >= COUNTS_TTL_MS) cached = { at: now, counts: store.counts(now) };
     const { dlq, ...messages } = await cached.counts;
     return { messages, dlq, deliveries: { ...deliveries } };
+  });
+
+  app.get('/v2/stats/events', async (req) => {
+    const q = req.query as Record<string, string | undefined>;
+    const int = (name: string, def: number, min: number, max: number): number => {
+      const v = q[name];
+      if (v === undefined || v === '') return def;
+      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw errors.badRequest(`${name} must be an integer from ${min} to ${max}`);
+      return Number(v);
+    };
+    const now = ctx.clock.now();
+    const toDate = int('toDate', now, 0, Number.MAX_SAFE_INTEGER);
+    const fromDate = int('fromDate', toDate - 3_600_000, 0, toDate);
+    const buckets = int('buckets', 60, 1, 500);
+    const states = ctx.store.eventHistogram ? await ctx.store.eventHistogram(fromDate, toDate, buckets) : {};
+    return { fromDate, toDate, bucketMs: Math.max(1, Math.ceil((toDate - fromDate) / buckets)), states };
   });
 }

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { toPgParams } from './pg-connect.js';
 import { inTransaction } from './pg.js';
 import { runFilterSql, toRun, toWaiter, type RunRow, type WaiterRow } from './sqlite-workflows.js';
-import type { FailureInfo, NewRun, NextStepInfo, RunFilter, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
+import type { FailureInfo, NewRun, NextStepInfo, RunFilter, RunState, StoredNotify, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
 
 export class PgWorkflowStore implements WorkflowStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -117,6 +117,41 @@ export class PgWorkflowStore implements WorkflowStore {
 
   async takeWaiter(seq: number): Promise<boolean> {
     return ((await this.pool.query('DELETE FROM workflow_waiters WHERE seq = $1', [seq])).rowCount ?? 0) > 0;
+  }
+
+  async addNotify(n: Omit<StoredNotify, 'seq'>): Promise<void> {
+    await this.pool.query('INSERT INTO workflow_notifies (event_id, run_id, data, created_at) VALUES ($1, $2, $3, $4)', [n.eventId, n.runId ?? null, n.data, n.createdAt]);
+  }
+
+  async takeNotify(eventId: string, runId: string, since: number): Promise<StoredNotify | undefined> {
+    // one statement: the oldest matching row is locked (others skipped) and deleted, so two nodes never take the same notify
+    const r = await this.pool.query<{ seq: number; event_id: string; run_id: string | null; data: Buffer; created_at: number }>(
+      `DELETE FROM workflow_notifies WHERE seq = (
+         SELECT seq FROM workflow_notifies WHERE event_id = $1 AND (run_id IS NULL OR run_id = $2) AND created_at >= $3
+         ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *`,
+      [eventId, runId, since],
+    );
+    const row = r.rows[0];
+    return row ? { seq: row.seq, eventId: row.event_id, runId: row.run_id ?? undefined, data: row.data, createdAt: row.created_at } : undefined;
+  }
+
+  pruneRuns(endedBefore: number, notifiesBefore: number, limit: number): Promise<number> {
+    return inTransaction(this.pool, async (c) => {
+      await c.query('DELETE FROM workflow_notifies WHERE created_at < $1', [notifiesBefore]);
+      const seqs = (
+        await c.query<{ seq: number }>(
+          `SELECT seq FROM workflow_runs r WHERE state <> 'RUN_STARTED' AND completed_at < $1
+             AND (dlq_id IS NULL OR NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.dlq_id = r.dlq_id))
+           ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+          [endedBefore, limit],
+        )
+      ).rows.map((x) => x.seq);
+      if (!seqs.length) return 0;
+      await c.query('DELETE FROM workflow_steps WHERE run_seq = ANY($1::bigint[])', [seqs]);
+      await c.query('DELETE FROM workflow_waiters WHERE run_seq = ANY($1::bigint[])', [seqs]);
+      await c.query('DELETE FROM workflow_runs WHERE seq = ANY($1::bigint[])', [seqs]);
+      return seqs.length;
+    });
   }
 
   async listRuns(f: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]> {

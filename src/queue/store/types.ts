@@ -145,6 +145,12 @@ export interface QueueStore {
   counts?(now: number): Promise<MessageCounts>;
 
   /**
+   * Log entries per state in `buckets` equal time slices of `[from, to)` (ms): for each state,
+   * an array of `buckets` counts. Optional, like {@link counts}.
+   */
+  eventHistogram?(from: number, to: number, buckets: number): Promise<Record<string, number[]>>;
+
+  /**
    * Drops log entries older than `logsBefore`, DLQ entries created before `dlqBefore` (when
    * given), finished messages no log or DLQ entry refers to any more, and expired dedup keys.
    * Deletes in short batches so it never holds up publishes and deliveries.

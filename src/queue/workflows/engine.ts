@@ -19,7 +19,7 @@ import { buildMessage } from '../build.js';
 import { errors } from '../errors.js';
 import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
-import type { RunConfig, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
+import type { InvokerInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
 import type { WorkflowPublishInfo } from './publish-extra.js';
 
 /** The error of a run whose start reached an endpoint that is not a workflow endpoint. */
@@ -103,6 +103,8 @@ export interface WorkflowEngineOptions {
   maxMessageBytes: number;
   /** Stores and schedules messages the server itself creates (notify / wait-timeout steps). */
   enqueue(msgs: NewMessage[], now: number): Promise<void>;
+  /** How long (ms) a notify that reached no waiter is kept for a wait that comes after it. */
+  notifyLookbackMs?: number;
   /** The queue / flow-control admission gate, read when used; undefined = none. */
   admission?: () => { prepare(msgs: NewMessage[], now: number): Promise<void>; kick(): void } | undefined;
 }
@@ -110,11 +112,51 @@ export interface WorkflowEngineOptions {
 export class WorkflowEngine {
   /** Serialises the outcome handling per run (failure before its failure callback). */
   private readonly chains = new Map<string, Promise<void>>();
+  /** Serialises wait and notify per event id (a notify racing a wait is never lost). */
+  private readonly eventChains = new Map<string, Promise<unknown>>();
 
   constructor(private readonly o: WorkflowEngineOptions) {}
 
   get runs(): WorkflowStore {
     return this.o.workflows;
+  }
+
+  /** Look-back window of notifies (ms). */
+  get notifyLookbackMs(): number {
+    return this.o.notifyLookbackMs ?? 0;
+  }
+
+  /** Runs `fn` after every earlier `serialEvent` call for `eventId` has settled. */
+  serialEvent<T>(eventId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.eventChains.get(eventId) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.eventChains.set(eventId, tail);
+    void tail.then(() => {
+      if (this.eventChains.get(eventId) === tail) this.eventChains.delete(eventId);
+    });
+    return next;
+  }
+
+  /**
+   * Ends `run` in `state` (`finishRun`); a run started by `context.invoke` then hands its result
+   * to its parent as the parent's Invoke step: `out` = JSON `{body: <the run's result>,
+   * isFailed?, isCanceled?}` (the SDK's `InvokeStepResponse`), if the parent still runs.
+   * Returns false when the run had already ended.
+   */
+  async finish(run: WorkflowRun, state: RunState, now: number, fields: { response?: string; dlqId?: string } = {}): Promise<boolean> {
+    if (!(await this.o.workflows.finishRun(run.seq, state, now, fields))) return false;
+    const inv = run.config.invoker;
+    if (!inv) return true;
+    const parent = await this.o.workflows.findRun(inv.runId, inv.createdAt);
+    if (parent?.state !== 'RUN_STARTED') return true;
+    const result = {
+      body: fields.response ?? (state === 'RUN_FAILED' ? run.next?.errors.at(-1)?.body : undefined),
+      ...(state === 'RUN_FAILED' ? { isFailed: true } : {}),
+      ...(state === 'RUN_CANCELED' ? { isCanceled: true } : {}),
+    };
+    await this.appendServerStep(parent, { ...inv.step, out: JSON.stringify(result) }, now);
+    return true;
   }
 
   /**
@@ -213,7 +255,8 @@ export class WorkflowEngine {
       return;
     }
     m.dedupKey = `wfr:${p.runId}:${now}`;
-    const config = triggerConfig(m, p);
+    const invoker = p.invoke ? invokeRequest(m) : undefined;
+    const config = { ...triggerConfig(m, p), ...(invoker ? { invoker } : {}) };
     const run = {
       runId: p.runId,
       createdAt: now,
@@ -361,7 +404,7 @@ export class WorkflowEngine {
     if (!final || run.state !== 'RUN_STARTED') return;
     const dlq = await this.o.store.listDlq({ messageIds: [m.id] }, { count: 1, order: 'latestFirst' });
     const dlqId = dlq.items[0]?.dlqId;
-    await this.o.workflows.finishRun(run.seq, 'RUN_FAILED', now, { dlqId });
+    await this.finish(run, 'RUN_FAILED', now, { dlqId });
     if (run.config.failureCallback && !run.failure) {
       await this.o.workflows.updateRun(run.seq, now, {
         failure: {
@@ -388,10 +431,9 @@ export class WorkflowEngine {
       body: outcome.body?.toString('utf8'),
       time: now,
     };
-    await this.o.workflows.updateRun(run.seq, now, {
-      next: { messageId: m.id, state: 'STEP_FAILED', retries: m.maxRetries, retryDelay: m.retryDelay, errors: [error] },
-    });
-    await this.o.workflows.finishRun(run.seq, 'RUN_FAILED', now);
+    const next = { messageId: m.id, state: 'STEP_FAILED' as const, retries: m.maxRetries, retryDelay: m.retryDelay, errors: [error] };
+    await this.o.workflows.updateRun(run.seq, now, { next });
+    await this.finish({ ...run, next }, 'RUN_FAILED', now);
   }
 
   private async failureOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): Promise<void> {
@@ -426,6 +468,31 @@ function withoutDeliveryHeaders(h: HeaderMap): HeaderMap {
     out[k] = v;
   }
   return out;
+}
+
+/**
+ * A `context.invoke` trigger: its body is the SDK's `InvokeWorkflowRequest` `{body, headers,
+ * workflowRunId, workflowRunCreatedAt, workflowUrl, step}` of the parent. `m` is turned into the
+ * child's trigger (body = the invoke payload); returns where the child's result goes.
+ * @throws QueueError 400 when the body is not such a request.
+ */
+function invokeRequest(m: NewMessage): InvokerInfo {
+  let req: Record<string, unknown>;
+  try {
+    req = JSON.parse(m.body.toString('utf8'));
+  } catch (err) {
+    throw errors.badRequest(`workflow invoke body must be JSON: ${(err as Error).message}`);
+  }
+  const ok = req && typeof req === 'object' && typeof req.workflowRunId === 'string' && typeof req.workflowUrl === 'string' && req.step && typeof req.step === 'object';
+  if (!ok) throw errors.badRequest('workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
+  const invoker: InvokerInfo = {
+    runId: req.workflowRunId as string,
+    createdAt: Number(req.workflowRunCreatedAt),
+    url: req.workflowUrl as string,
+    step: req.step as Record<string, unknown>,
+  };
+  m.body = Buffer.from(typeof req.body === 'string' ? req.body : '', 'utf8');
+  return invoker;
 }
 
 /** The run settings a trigger message `m` carries (stored with the run, applied to later steps). */

@@ -21,6 +21,8 @@ export interface WorkflowPublishInfo {
   triggerBySdk: boolean;
   /** Set by `POST /v2/trigger/...`: the first delivery asks the SDK to trigger the run itself. */
   unknownSdk?: boolean;
+  /** `Upstash-Workflow-Invoke: true`: a run started by `context.invoke` (body = `InvokeWorkflowRequest`). */
+  invoke: boolean;
   /** Settings present on this message itself. */
   explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean; callbackRetries?: boolean };
 }
@@ -38,6 +40,7 @@ export function workflowPublishExtra(cfg: Record<string, string>): Record<string
     featureSet: cfg['feature-set'],
     createdAt: created && /^\d+$/.test(created) ? Number(created) : undefined,
     triggerBySdk: (cfg['workflow-trigger-by-sdk'] ?? '').toLowerCase() === 'true',
+    invoke: (cfg['workflow-invoke'] ?? '').toLowerCase() === 'true',
     explicit: {
       retries: cfg['retries'] !== undefined,
       retryDelay: cfg['retry-delay'] !== undefined,
