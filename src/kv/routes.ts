@@ -246,7 +246,7 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
   /** Opens an SSE stream (Node server only). */
   const stream = (ctx: StreamContext | undefined, out: KvOut, id: Identity, kind: 'monitor' | 'subscribe' | 'psubscribe', target: string | undefined): void => {
     if (!ctx) return send(out, gw, 400, errorJson('ERR streams are not served on this connection'));
-    openStream(ctx.req, ctx.res, gw, id, kind, target, ctx.streams).catch((err: unknown) => fail(out, err));
+    openStream(ctx.req, ctx.res, gw, id, kind, target, ctx.streams, logger).catch((err: unknown) => fail(out, err));
   };
 
   /** Routes one authenticated request; `body` is undefined when the request has none. */

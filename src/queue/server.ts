@@ -27,7 +27,7 @@ import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
-import { errors, QueueError } from './errors.js';
+import { errorAnswer, errors, QueueError } from './errors.js';
 import { openPgQueueStore } from './store/pg.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
@@ -133,13 +133,11 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
-    const status = err.statusCode ?? 500;
-    if (status >= 500) {
-      actx.logger.error({ err, url: req.url }, 'queue: request failed');
-      return reply.code(500).send({ error: 'internal error' });
-    }
-    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${bodyLimit} bytes` : err.message;
-    return reply.code(status).send({ error: message });
+    const a = errorAnswer(err);
+    if (a.log) actx.logger.error({ err, url: req.url }, 'queue: request failed');
+    if (a.retryAfterS !== undefined) reply.header('Retry-After', String(a.retryAfterS));
+    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${bodyLimit} bytes` : a.message;
+    return reply.code(a.status).send({ error: message });
   });
   app.setNotFoundHandler((req, reply) => {
     const e = errors.routeNotFound(req.method, req.url.split('?')[0]);

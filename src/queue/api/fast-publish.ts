@@ -8,14 +8,14 @@
  *
  * Same contract as the Fastify route (`api/publish.ts` `publishRequest`):
  * token from `Authorization: Bearer` or the `svc_token`/`qstash_token` query parameter (401
- * otherwise), `{"error": ...}` bodies with the error's status, 500 (logged) for unexpected errors,
+ * otherwise), `{"error": ...}` bodies with the error's status, 507 + `Retry-After` for a full disk, 500 (logged) for unexpected errors,
  * `application/json; charset=utf-8` answers.
  */
 import { SecretMatcher, secretDigest } from '../../http/auth.js';
 import type { FastHandler, FastResponse } from '../../http/fast.js';
 import { rawRequestToken } from '../../http/raw.js';
 import type { Logger } from '../../logger.js';
-import { errors } from '../errors.js';
+import { errorAnswer, errors } from '../errors.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { publishRequest } from './publish.js';
 
@@ -48,12 +48,9 @@ export function fastPublishHandler(ctx: QueueApiContext, token: () => string, lo
       publishRequest(ctx, head.url, head.headers, body ?? Buffer.alloc(0), out.remoteAddress).then(
         ({ status, payload }) => out.send(status, JSON_TYPE, JSON.stringify(payload), ''),
         (err: Error & { statusCode?: number }) => {
-          const status = err.statusCode ?? 500;
-          if (status >= 500) {
-            logger.error({ err, url: head.url }, 'queue: request failed');
-            return fail(out, 500, 'internal error');
-          }
-          fail(out, status, err.message);
+          const a = errorAnswer(err);
+          if (a.log) logger.error({ err, url: head.url }, 'queue: request failed');
+          out.send(a.status, JSON_TYPE, JSON.stringify({ error: a.message }), a.retryAfterS === undefined ? '' : `Retry-After: ${a.retryAfterS}\r\n`);
         },
       );
     },
