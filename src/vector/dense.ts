@@ -207,8 +207,17 @@ export class HnswDense implements DenseIndex {
   private readonly space: 'ip' | 'l2';
   private dead = 0;
   private staleCount = 0;
-  /** Pending points: stored-form vector and the write's sequence number, by label. */
-  private readonly pendingVecs = new Map<number, { v: Float32Array; seq: number }>();
+  /**
+   * Pending points: slot of the stored-form vector in {@link slab} and the write's sequence number,
+   * by label. One slab with a free list instead of an ArrayBuffer per point: per-record native
+   * buffers fragment the malloc heap during bulk upserts.
+   */
+  private readonly pendingVecs = new Map<number, { slot: number; seq: number }>();
+  private slab: Float32Array;
+  private freeSlots: number[] = [];
+  private slots = 0;
+  /** Conversion buffer of one vector (stored form). */
+  private readonly scratch: Float32Array;
   /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
   private queue: { label: number; seq: number }[] = [];
   private head = 0;
@@ -219,6 +228,37 @@ export class HnswDense implements DenseIndex {
     this.index.initIndex({ maxElements: Math.max(16, initial), m: params.m, efConstruction: params.efConstruction, randomSeed: 100 });
     this.index.setEf(params.efSearch);
     this.codes = new QuantizedVectors(dimension, Math.max(16, initial));
+    this.slab = new Float32Array(64 * dimension);
+    this.scratch = new Float32Array(dimension);
+  }
+
+  /** The stored-form vector of a pending slot (a view into the slab). */
+  private slotView(slot: number): Float32Array {
+    return this.slab.subarray(slot * this.dimension, (slot + 1) * this.dimension);
+  }
+
+  private takeSlot(): number {
+    const free = this.freeSlots.pop();
+    if (free !== undefined) return free;
+    if ((this.slots + 1) * this.dimension > this.slab.length) {
+      const grown = new Float32Array(this.slab.length * 2);
+      grown.set(this.slab);
+      this.slab = grown;
+    }
+    return this.slots++;
+  }
+
+  private releaseSlot(label: number): void {
+    const p = this.pendingVecs.get(label);
+    if (!p) return;
+    this.freeSlots.push(p.slot);
+    this.pendingVecs.delete(label);
+    if (this.pendingVecs.size === 0 && this.slots > 64) {
+      // Queue drained after a burst: give the slab back.
+      this.slab = new Float32Array(64 * this.dimension);
+      this.freeSlots = [];
+      this.slots = 0;
+    }
   }
 
   /**
@@ -285,9 +325,10 @@ export class HnswDense implements DenseIndex {
     for (let i = 0; i < b.length; i++) if (b[i]) yield i;
   }
 
-  /** Marks `label` live with stored-form vector `v` (codes updated); returns `v` as float32. */
+  /** Marks `label` live with stored-form vector `v` (codes updated); returns `v` in stored form (scratch buffer). */
   private store(label: number, v: ArrayLike<number>): Float32Array {
-    const stored = Float32Array.from(storedForm(this.metric, v));
+    const stored = this.scratch;
+    stored.set(storedForm(this.metric, v));
     this.mark(label);
     this.codes.set(label, stored);
     if (this.state[label] === CURRENT) {
@@ -307,7 +348,7 @@ export class HnswDense implements DenseIndex {
     if (st === STALE) this.staleCount--;
     if (st === DELETED) this.dead--;
     this.state[label] = CURRENT;
-    this.pendingVecs.delete(label);
+    this.releaseSlot(label);
   }
 
   /** Adds or replaces `label` and inserts it into the graph now. */
@@ -318,7 +359,10 @@ export class HnswDense implements DenseIndex {
   /** Adds or replaces `label`, searchable at once; graph insertion waits for {@link indexPending}. */
   enqueue(label: number, v: ArrayLike<number>, seq: number): void {
     const stored = this.store(label, v);
-    this.pendingVecs.set(label, { v: stored, seq });
+    const p = this.pendingVecs.get(label);
+    const slot = p ? p.slot : this.takeSlot();
+    this.slotView(slot).set(stored);
+    this.pendingVecs.set(label, { slot, seq });
     this.queue.push({ label, seq });
   }
 
@@ -332,7 +376,7 @@ export class HnswDense implements DenseIndex {
       const e = this.queue[this.head++];
       const p = this.pendingVecs.get(e.label);
       if (!p || p.seq !== e.seq) continue;
-      this.insert(e.label, p.v);
+      this.insert(e.label, this.slotView(p.slot));
       n++;
       if (performance.now() >= deadline) break;
     }
@@ -350,7 +394,7 @@ export class HnswDense implements DenseIndex {
     if (!this.has(label)) return;
     this.bits[label] = 0;
     this.liveCount--;
-    this.pendingVecs.delete(label);
+    this.releaseSlot(label);
     const st = this.state[label];
     if (st === CURRENT || st === STALE) {
       try {
@@ -397,7 +441,7 @@ export class HnswDense implements DenseIndex {
     }
     if (this.pendingVecs.size > 0) {
       const tail: Neighbor[] = [];
-      for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) tail.push({ label, distance: distance(this.space, sq, p.v) });
+      for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) tail.push({ label, distance: distance(this.space, sq, this.slotView(p.slot)) });
       out = topK([...out, ...tail], k);
     }
     return out.length > k ? out.slice(0, k) : out;
@@ -425,7 +469,7 @@ export class HnswDense implements DenseIndex {
       seen++;
       let dist: number;
       const p = pend.size ? pend.get(label) : undefined;
-      if (p) dist = distance(this.space, sq, p.v);
+      if (p) dist = distance(this.space, sq, this.slotView(p.slot));
       else {
         const dot = codes.dot(sq, label);
         dist = ip ? 1 - dot : qn - 2 * dot + codes.norm2[label];
@@ -452,7 +496,7 @@ export class HnswDense implements DenseIndex {
     return topK(
       cands.map(({ label }) => {
         const p = this.pendingVecs.get(label);
-        return { label, distance: distance(this.space, sq, p ? p.v : this.index.getPoint(label)) };
+        return { label, distance: distance(this.space, sq, p ? this.slotView(p.slot) : this.index.getPoint(label)) };
       }).sort((a, b) => a.distance - b.distance),
       k,
     );

@@ -26,7 +26,7 @@ export const MAX_EF = 4096;
  * A broad filter first searches the graph without the filter for `POST_FILTER_FACTOR × k /
  * selectivity` neighbours and keeps the matching ones (expected: this factor × k matches).
  */
-export const POST_FILTER_FACTOR = 2;
+export const POST_FILTER_FACTOR = 1.5;
 
 export interface FilterMatch {
   bits: Uint8Array;
@@ -120,8 +120,9 @@ export class NamespaceState {
    * - exact: scan the matches' 8-bit codes, re-rank the best on the original vectors (`exact`);
    *   cost ∝ matches × dimension;
    * - post-filter: an unfiltered HNSW search for `POST_FILTER_FACTOR × k / selectivity` neighbours,
-   *   keeping the accepted ones; cost ∝ that breadth × dimension. When it yields fewer than k
-   *   (matches clustered away from the query), HNSW with the filter as callback, then exact.
+   *   keeping the accepted ones; cost ∝ that breadth × dimension. When it yields fewer than k,
+   *   once more at twice the breadth, then (matches clustered away from the query) HNSW with the
+   *   filter as callback, then exact.
    * Never fewer than k results when at least k records qualify.
    */
   denseCandidates(q: ArrayLike<number>, k: number, efSearch: number, match: FilterMatch | undefined, exclude: Set<string> | undefined, exact: ExactSearch, score: DistanceScorer): Scored[] {
@@ -145,9 +146,14 @@ export class NamespaceState {
     const postCost = breadth <= MAX_EF ? g.costs.hnswNs * Math.max(ef, breadth) : Infinity;
     const exactCost = g.costs.scanNs * (match ? match.count : g.size);
     if (exactCost <= postCost) return exact(pool(), want);
-    const wide = g.search(q, breadth, undefined, Math.max(ef, breadth));
-    const kept = wide.filter((h) => accept(h.label));
-    if (kept.length >= want) return score(kept.slice(0, want));
+    // Post-filter; one retry at twice the breadth (cheaper than the callback traversal) when the
+    // first keeps too few.
+    for (let b = breadth; b <= MAX_EF && b <= 2 * breadth; b *= 2) {
+      const wide = g.search(q, b, undefined, Math.max(ef, b));
+      const kept = wide.filter((h) => accept(h.label));
+      if (kept.length >= want) return score(kept.slice(0, want));
+      if (wide.length < b) break; // the whole graph was returned
+    }
     const found = g.search(q, want, accept, Math.min(Math.max(ef, want + excluded), MAX_EF));
     if (found.length >= want) return score(found);
     return exact(pool(), want);
