@@ -213,6 +213,15 @@ async function stopSvc(svc: { child: ChildProcess }, signal: NodeJS.Signals): Pr
   await gone;
 }
 
+/** Waits until svc reports no vector queued for graph insertion and no rebuild (`info`). */
+async function waitIndexed(svc: { url: string; token: string }): Promise<void> {
+  for (;;) {
+    const info = await post(`${svc.url}/info`, svc.token, {});
+    if (!info.indexingVectorCount && !info.rebuilding) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Sequential queries: latency of each (ms). */
 async function latencies(url: string, token: string, bodies: unknown[], until?: () => boolean): Promise<number[]> {
   const lat: number[] = [];
@@ -298,6 +307,9 @@ async function runSet(n: number, d: number): Promise<void> {
     }
     const build = (performance.now() - t) / 1000;
     add(set, 'svc HTTP', 'build (upsert batches of 1,000, durable, acknowledged)', `${fmt(build, 1)} s (${fmt(n / build)} vec/s)`);
+    await waitIndexed(svc);
+    const indexed = (performance.now() - t) / 1000;
+    add(set, 'svc HTTP', 'build until every vector is in the graph', `${fmt(indexed, 1)} s (${fmt(n / indexed)} vec/s)`);
     const raw = n * d * 4 + n * (2 * M * 4 + 4) + n * 8;
     const peak = rssBytes(svc.child.pid!) - base.rss;
     const end = await memoryAfterGc(svc.inspector);
@@ -375,12 +387,14 @@ async function runSet(n: number, d: number): Promise<void> {
     writing = false;
     await writer;
     const secs = (performance.now() - ts) / 1000;
+    await waitIndexed(svc);
     add(set, 'svc HTTP', `query latency while upserting batches of 100 (${STREAM_SECONDS} s)`, `p50 ${percentile(during, 50).toFixed(2)} ms, p99 ${percentile(during, 99).toFixed(2)} ms = ${(percentile(during, 99) / percentile(idle, 99)).toFixed(1)}× idle p99; ${fmt(written / secs)} vectors/s written, ${fmt(during.length / secs)} queries/s`);
 
     // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
     await stopSvc(svc, 'SIGKILL');
     svc = await startSvc(dir, d, efStar);
     add(set, 'svc HTTP', 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to listening`);
+    await waitIndexed(svc);
     await stopSvc(svc, 'SIGTERM');
     svc = await startSvc(dir, d, efStar);
     add(set, 'svc HTTP', 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to listening`);
@@ -388,6 +402,7 @@ async function runSet(n: number, d: number): Promise<void> {
       for (const ef of [32, 64, 128]) {
         await stopSvc(svc, 'SIGTERM');
         svc = await startSvc(dir, d, ef);
+        await waitIndexed(svc);
         const r = await httpRecall({}, truth);
         add(set, 'svc HTTP', `ef ${ef}, 1 client (wrk)`, `${fmt(await wrk(bodies, 1))} QPS @ recall ${r.toFixed(3)} (start ${fmt(svc.startMs / 1000, 2)} s)`);
       }

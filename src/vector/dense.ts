@@ -63,6 +63,22 @@ export function distance(space: 'ip' | 'l2', a: ArrayLike<number>, b: ArrayLike<
   return s;
 }
 
+/**
+ * Adds `{label, distance}` to `best` (sorted ascending, at most `n` long) when it is among the `n`
+ * nearest so far (insertion into a sorted array: n is small). Allocates only for entries kept.
+ */
+function pushBounded(best: Neighbor[], n: number, label: number, dist: number): void {
+  if (n <= 0 || (best.length === n && dist >= best[n - 1].distance)) return;
+  let j = best.length - 1;
+  if (best.length < n) best.push({ label, distance: dist });
+  else j = n - 2;
+  while (j >= 0 && best[j].distance > dist) {
+    best[j + 1] = best[j];
+    j--;
+  }
+  best[j + 1] = { label, distance: dist };
+}
+
 /** Keeps the k smallest by distance (k small: insertion into a sorted array). */
 function topK(items: Iterable<Neighbor>, k: number): Neighbor[] {
   const out: Neighbor[] = [];
@@ -439,12 +455,27 @@ export class HnswDense implements DenseIndex {
         if (state[label] === CURRENT) out.push({ label, distance: r.distances[i] });
       }
     }
+    out.sort((a, b) => a.distance - b.distance);
+    if (out.length > k) out = out.slice(0, k);
     if (this.pendingVecs.size > 0) {
-      const tail: Neighbor[] = [];
-      for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) tail.push({ label, distance: distance(this.space, sq, this.slotView(p.slot)) });
-      out = topK([...out, ...tail], k);
+      const d = this.dimension;
+      const slab = this.slab;
+      const ip = this.space === 'ip';
+      for (const [label, p] of this.pendingVecs) {
+        if (filter && !filter(label)) continue;
+        let dist = 0;
+        for (let j = 0, o = p.slot * d; j < d; j++, o++) {
+          if (ip) dist += sq[j] * slab[o];
+          else {
+            const x = sq[j] - slab[o];
+            dist += x * x;
+          }
+        }
+        if (ip) dist = 1 - dist;
+        pushBounded(out, k, label, dist);
+      }
     }
-    return out.length > k ? out.slice(0, k) : out;
+    return out;
   }
 
   /**
@@ -459,9 +490,7 @@ export class HnswDense implements DenseIndex {
     const ip = this.space === 'ip';
     const pend = this.pendingVecs;
     const t0 = performance.now();
-    // Bounded top-n by distance (insertion into a sorted array; n is small).
     const best: Neighbor[] = [];
-    let worst = Infinity;
     let seen = 0;
     for (let i = 0; i < labels.length; i++) {
       const label = labels[i];
@@ -474,16 +503,7 @@ export class HnswDense implements DenseIndex {
         const dot = codes.dot(sq, label);
         dist = ip ? 1 - dot : qn - 2 * dot + codes.norm2[label];
       }
-      if (best.length === n && dist >= worst) continue;
-      let j = best.length - 1;
-      if (best.length < n) best.push({ label, distance: dist });
-      else j = n - 2;
-      while (j >= 0 && best[j].distance > dist) {
-        best[j + 1] = best[j];
-        j--;
-      }
-      best[j + 1] = { label, distance: dist };
-      if (best.length === n) worst = best[n - 1].distance;
+      pushBounded(best, n, label, dist);
     }
     if (seen >= 256) this.costs.scanNs += 0.05 * (((performance.now() - t0) * 1e6) / (seen * this.dimension) - this.costs.scanNs);
     return best;

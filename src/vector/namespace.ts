@@ -39,6 +39,8 @@ export class NamespaceState {
   metas: (Record<string, unknown> | undefined)[] = [];
   readonly byId = new Map<string, number>();
   dense?: HnswDense;
+  /** A graph rebuild in progress (engine.ts): the fresh graph and the labels still to add. */
+  rebuilding?: { graph: HnswDense; todo: number[]; at: number };
   sparse?: SparseIndex;
   /** Bumped on every change (filter cache key). */
   version = 0;
@@ -71,6 +73,7 @@ export class NamespaceState {
     this.ids[pos] = undefined;
     this.metas[pos] = undefined;
     this.dense?.remove(pos);
+    this.rebuilding?.graph.remove(pos);
     this.sparse?.remove(pos);
     this.version++;
     return pos;
@@ -184,6 +187,7 @@ export class NamespaceState {
     this.metas = [];
     this.byId.clear();
     this.dense = undefined;
+    this.rebuilding = undefined;
     this.sparse = undefined;
     this.version++;
     this.filterCache.clear();
