@@ -98,6 +98,11 @@ export class CredentialStore {
     return this.values.get(name);
   }
 
+  /** Every credential name present (stored, env-given or generated), sorted. */
+  names(): string[] {
+    return [...this.values.keys()].sort();
+  }
+
   /** True when `name` was given by env (it reverts to the env value on restart). */
   isFromEnv(name: string): boolean {
     return this.fromEnv.has(name);

@@ -7,7 +7,7 @@
  * Whole-request failures are thrown as {@link KvError} (status + `{error}` text); a per-command
  * failure is a {@link RespError} in the reply list.
  */
-import { KvError } from './errors.js';
+import { isTemporaryRedisError, KvError } from './errors.js';
 import { DailyQuota, type Quota } from './quota.js';
 import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
@@ -26,6 +26,7 @@ import {
 import { EMULATED, emulate } from './emulate.js';
 import { encodeReply, RespError, type Arg, type Reply } from './resp.js';
 import { type AliasFile, SCRIPT_COMMANDS, ScriptShebangs } from './scripts.js';
+import { SCRIPT_RUNNERS, ScriptWatchdog } from './watchdog.js';
 import type { Identity, KvTokens } from './tokens.js';
 
 export { KvError };
@@ -52,17 +53,15 @@ export interface GatewayOptions {
 const SHARED_CONNECTIONS = 2;
 const MAX_ACL_POOLS = 64;
 
-/** A command ready to send: `fix` mends Redis's reply into the one clients expect (`emulate.ts`, `scripts.ts`). */
-type Prepared = { args: Arg[]; write: boolean; fix?: (r: Reply) => Reply } | { error: string } | { resttoken: true };
+/**
+ * A command ready to send: `fix` mends Redis's reply into the one clients expect (`emulate.ts`,
+ * `scripts.ts`); `script` says it runs a Lua script or function (watched by the {@link ScriptWatchdog}).
+ */
+type Prepared = { args: Arg[]; write: boolean; fix?: (r: Reply) => Reply; script?: 'eval' | 'function' } | { error: string } | { resttoken: true };
 
 /** Commands whose arguments or reply svc may change before/after Redis (`COMMAND` names). */
 const REWRITTEN: ReadonlySet<string> = new Set([...SCRIPT_COMMANDS, ...EMULATED]);
 
-/**
- * Callback of {@link KvGateway.singleCb}: the reply (and raw bytes when asked), or the error;
- * `token` is the read-your-writes token of this command when it wrote.
- */
-export type GatewayCallback = (err: Error | null, reply: Reply, raw: Buffer | undefined, token?: string) => void;
 
 export class KvGateway {
   readonly policy: CommandPolicy;
@@ -73,6 +72,7 @@ export class KvGateway {
   private readonly scripts: ScriptShebangs;
   private closed = false;
   private jsonReloadPending = false;
+  private readonly watchdog: ScriptWatchdog;
 
   constructor(
     readonly backend: Backend,
@@ -86,6 +86,9 @@ export class KvGateway {
     this.clientName = options.clientName ?? `svc-kv-${process.pid}`;
     this.quota = options.quota ?? new DailyQuota(config.dailyRequestLimit);
     this.policy = new CommandPolicy(new Map(), backend.protectedUsers);
+    this.watchdog = new ScriptWatchdog(config.scriptTimeoutMs, (cmd) => this.adminCommand(cmd), (err) =>
+      this.logger.warn({ err: (err as Error).message }, 'kv: killing a long-running script failed'),
+    );
     backend.onUp(() => this.refresh());
   }
 
@@ -199,9 +202,10 @@ export class KvGateway {
         const name = v.info?.name;
         if (name === undefined) return { args, write: v.write };
         if (name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(name)) this.reloadJsonSoon();
-        if (!REWRITTEN.has(name)) return { args, write: v.write };
+        const script = SCRIPT_RUNNERS.has(name) ? (name.startsWith('fcall') ? 'function' : 'eval') : undefined;
+        if (!REWRITTEN.has(name)) return { args, write: v.write, script };
         const r = SCRIPT_COMMANDS.has(name) ? this.scripts.prepare(name, args) : emulate(name, args);
-        return r === undefined ? { args, write: v.write } : { args: r.args, write: r.write ?? v.write, fix: r.fix };
+        return r === undefined ? { args, write: v.write, script } : { args: r.args, write: r.write ?? v.write, fix: r.fix, script };
       }
       case 'refuse':
         return { error: v.error };
@@ -234,8 +238,10 @@ export class KvGateway {
    * `wantRaw`, or with an error: a {@link KvError} (400 refused/limit, 401 ACL user auth failed,
    * 503 database unavailable) or a connection error that {@link mapError} maps (503 / 401). An
    * exception thrown by `cb` is logged, never propagated into the Redis connection's reader.
+   * When the command writes, `cb`'s last argument is its read-your-writes token (`sync.ts`).
+   * Commands whose reply svc mends (`emulate.ts`, `scripts.ts`) take one closure.
    */
-  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: GatewayCallback): void {
+  singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     let p: Prepared;
     let q: KvError | undefined | Promise<KvError | undefined>;
     try {
@@ -252,7 +258,7 @@ export class KvGateway {
   }
 
   /** Calls `cb` with an error; what it throws is logged. */
-  private fire(cb: GatewayCallback, err: Error | null, reply: Reply = null): void {
+  private fire(cb: ReplyCallback, err: Error | null, reply: Reply = null): void {
     try {
       cb(err, reply, undefined);
     } catch (e) {
@@ -265,24 +271,47 @@ export class KvGateway {
   };
 
   /** The part of {@link singleCb} after the policy check and the daily count. */
-  private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: GatewayCallback): void {
+  private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     let c: RedisConnection | Promise<RedisConnection>;
     let cmd: Arg[];
     let done: ReplyCallback = cb;
+    let token: string | undefined;
     try {
       if ('resttoken' in p) {
         this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, mapError(e)));
         return;
       }
       if ('error' in p) throw new KvError(p.error, 400);
-      if (p.write || p.fix) done = withTokenAndFix(cb, p.write ? this.wrote() : undefined, p.fix, wantRaw);
+      if (p.write) token = this.wrote(); // handed back to `cb` by the connection (no closure per write)
+      if (p.fix) done = withFix(cb, p.fix, wantRaw);
       c = this.pool(id).get();
       cmd = p.args;
+      if (p.script) done = this.watched(p.script === 'function', done);
     } catch (err) {
       return this.fire(cb, mapError(err));
     }
-    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done);
-    else c.then((conn) => conn.sendCb(cmd, wantRaw, done), (e: unknown) => this.fire(cb, mapError(e)));
+    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done, token);
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, done, token), (e: unknown) => this.fire(cb, mapError(e)));
+  }
+
+  /** `cb` of a script command, watched by the {@link ScriptWatchdog} until its reply arrives. */
+  private watched(fn: boolean, cb: ReplyCallback): ReplyCallback {
+    const watch = this.watchdog.start(fn);
+    if (watch === undefined) return cb;
+    return (err, reply, raw, token) => {
+      const r = this.watchdog.end(watch, reply);
+      cb(err, r, r === reply ? raw : undefined, token);
+    };
+  }
+
+  /** Sends one command on a new connection of the admin user (the watchdog's kills); closes it. */
+  private async adminCommand(cmd: Arg[]): Promise<Reply> {
+    const c = await RedisConnection.connect(this.backend.endpoint, this.backend.admin);
+    try {
+      return await c.send(cmd);
+    } finally {
+      c.close();
+    }
   }
 
   /**
@@ -298,12 +327,14 @@ export class KvGateway {
     const at: number[] = [];
     let fixes: Map<number, (r: Reply) => Reply> | undefined;
     let write = false;
+    let script: 'eval' | 'function' | undefined;
     for (let i = 0; i < cmds.length; i++) {
       const p = this.prepare(cmds[i]);
       if ('error' in p) replies[i] = new RespError(p.error);
       else if ('resttoken' in p) replies[i] = new RespError('ERR ACL RESTTOKEN is only supported as a single command');
       else {
         if (p.write) write = true;
+        if (p.script) script = p.script;
         if (p.fix) (fixes ??= new Map()).set(send.length, p.fix);
         send.push(p.args);
         at.push(i);
@@ -313,12 +344,16 @@ export class KvGateway {
     let raws: Buffer[] | undefined;
     if (send.length) {
       const { c } = await this.conn(id);
+      const watch = script && this.watchdog.start(script === 'function');
       let r;
       try {
         r = await c.batch(send, wantRaw);
       } catch (err) {
         throw mapError(err);
+      } finally {
+        this.watchdog.end(watch, null);
       }
+      if (watch?.killed) r = { replies: this.watchdog.endAll(watch, r.replies), raws: undefined };
       if (fixes) applyFixes(fixes, r.replies, r.raws);
       if (send.length === cmds.length) return { replies: r.replies, raws: r.raws, token };
       for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];
@@ -333,17 +368,20 @@ export class KvGateway {
   /**
    * Runs a transaction (MULTI, commands, EXEC written at once on a dedicated connection).
    * @throws KvError 400 when the transaction is discarded as a whole (refused command, queue-time
-   *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable
+   *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable or
+   *   the transaction failed on a temporary condition (`BUSY`, `LOADING`, ...: {@link isTemporaryRedisError})
    */
   async multi(id: Identity, cmds: Arg[][]): Promise<{ replies: Reply[]; token?: string }> {
     const prepared: Arg[][] = [['MULTI']];
     let fixes: Map<number, (r: Reply) => Reply> | undefined;
     let write = false;
+    let script: 'eval' | 'function' | undefined;
     for (const cmd of cmds) {
       const p = this.prepare(cmd);
       if ('error' in p) throw new KvError(p.error, 400);
       if ('resttoken' in p) throw new KvError('ERR ACL RESTTOKEN is only supported as a single command', 400);
       if (p.write) write = true;
+      if (p.script) script = p.script;
       if (p.fix) (fixes ??= new Map()).set(prepared.length - 1, p.fix);
       prepared.push(p.args);
     }
@@ -359,9 +397,11 @@ export class KvGateway {
       throw mapError(err);
     }
     let replies: Reply[];
+    const watch = script && this.watchdog.start(script === 'function');
     try {
-      replies = (await c.batch(prepared, false)).replies;
+      replies = this.watchdog.endAll(watch, (await c.batch(prepared, false)).replies);
     } catch (err) {
+      this.watchdog.end(watch, null);
       throw mapError(err);
     } finally {
       pool.release(c);
@@ -369,7 +409,8 @@ export class KvGateway {
     const exec = replies[replies.length - 1];
     if (exec instanceof RespError || exec === null || !Array.isArray(exec)) {
       const first = replies.slice(0, -1).find((r): r is RespError => r instanceof RespError);
-      throw new KvError(first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted'), 400);
+      const message = first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted');
+      throw new KvError(message, isTemporaryRedisError(message) ? 503 : 400);
     }
     if (fixes) applyFixes(fixes, exec, undefined);
     return { replies: exec, token };
@@ -430,10 +471,10 @@ function applyFixes(fixes: Map<number, (r: Reply) => Reply>, replies: Reply[], r
   }
 }
 
-/** `cb` with the reply mended by `fix` (raw bytes encoded anew when it changed) and the write's token. */
-function withTokenAndFix(cb: GatewayCallback, token: string | undefined, fix: ((r: Reply) => Reply) | undefined, wantRaw: boolean): ReplyCallback {
-  return (err, reply, raw) => {
-    if (fix !== undefined && err === null) {
+/** `cb` with the reply mended by `fix` (raw bytes encoded anew when it changed). */
+function withFix(cb: ReplyCallback, fix: (r: Reply) => Reply, wantRaw: boolean): ReplyCallback {
+  return (err, reply, raw, token) => {
+    if (err === null) {
       const fixed = fix(reply);
       if (fixed !== reply && wantRaw) raw = encodeReply(fixed);
       reply = fixed;

@@ -42,7 +42,7 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   const { config, credentials, logger } = ctx;
   const backend: Backend = config.kv.redisUrl
     ? new ExternalBackend(config.kv.redisUrl, credentials, logger, config.kv.redisTlsCaFile)
-    : new SupervisedBackend(config.dataDir, config.kv.redisServerBin, credentials, logger);
+    : new SupervisedBackend(config.dataDir, config.kv.redisServerBin, credentials, logger, config.kv.scriptTimeoutMs);
   const tokens = new KvTokens(credentials);
   const quota = new DailyQuota(config.kv.dailyRequestLimit);
   const workerCount = Math.min(config.kv.workers, MAX_CLOCK_SLOTS - 1);

@@ -148,7 +148,7 @@ export const HANDLERS: Record<string, Handler> = {
   'resumable-query-data': (c) => resumableStart(c, true),
   'resumable-query-next': (c) => {
     const b = obj(c.body, 'resumable-query-next');
-    return c.resumable.next(b.uuid, b.additionalK);
+    return c.resumable.next(c.index, b.uuid, b.additionalK);
   },
-  'resumable-query-end': (c) => c.resumable.end(obj(c.body, 'resumable-query-end').uuid),
+  'resumable-query-end': (c) => c.resumable.end(c.index, obj(c.body, 'resumable-query-end').uuid),
 };

@@ -11,10 +11,10 @@
  * bodies, HTTP/1.0, malformed heads) — see `index.ts` and docs/readme/vector-bench.md.
  * No per-request logging; unexpected errors are logged and answered 500.
  */
-import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { CredentialStore } from '../credentials.js';
 import { StringDecoder } from 'node:string_decoder';
+import { SecretMatcher, secretDigest } from '../http/auth.js';
 import { rawRequestToken } from '../http/raw.js';
 import type { Logger } from '../logger.js';
 import type { VectorIndex } from './engine.js';
@@ -31,23 +31,8 @@ export interface RouteDeps {
   bodyLimit: number;
 }
 
-/** SHA-256 of the valid tokens, by token value (they change only on rotation; a few entries). */
-const validDigests = new Map<string, Buffer>();
-const sha256 = (s: string): Buffer => hash('sha256', s, 'buffer');
-
-/**
- * Constant-time token check, as `constantTimeEqual` in `src/http/auth.ts` (both sides hashed to
- * 32 bytes, then `timingSafeEqual`), hashing the presented token once per request and each valid
- * token once per value instead of both on every comparison.
- */
-function sameSecret(presentedDigest: Buffer, presented: string, valid: string): boolean {
-  let d = validDigests.get(valid);
-  if (!d) {
-    if (validDigests.size >= 64) validDigests.clear();
-    validDigests.set(valid, (d = sha256(valid)));
-  }
-  return timingSafeEqual(presentedDigest, d) && presented.length === valid.length;
-}
+/** Constant-time comparisons of presented tokens with the indexes' tokens. */
+const secrets = new SecretMatcher();
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE']);
 
@@ -87,9 +72,9 @@ export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, he
   const index = deps.indexes.get(indexName)!;
 
   const token = rawRequestToken(headers, undefined);
-  const presented = token !== undefined ? sha256(token) : undefined;
-  const isFull = presented !== undefined && sameSecret(presented, token!, deps.credentials.get(`vector.${indexName}.token`));
-  const isRo = !isFull && presented !== undefined && sameSecret(presented, token!, deps.credentials.get(`vector.${indexName}.readonlyToken`));
+  const presented = token !== undefined ? secretDigest(token) : undefined;
+  const isFull = presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.token`));
+  const isRo = !isFull && presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.readonlyToken`));
   if (!isFull && !isRo) return errorAnswer(401, MESSAGES.unauthorized);
 
   const endpoint = segments[0] ?? '';

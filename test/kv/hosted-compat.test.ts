@@ -24,8 +24,13 @@ const seq = (t: string): number => parseInt(t.slice(t.lastIndexOf('-') + 1), 36)
 describe('read-your-writes token', () => {
   test('concurrent writes each carry the token of their own write; a later read carries the newest', async () => {
     const before = (await post('/', ['GET', 'rw:none'])).headers.get('upstash-sync-token')!;
-    for (const path of ['/', '/pipeline', '/multi-exec']) {
-      const body = path === '/' ? ['INCR', 'rw:n'] : [['INCR', 'rw:n']];
+    const script = ['EVAL', "return redis.call('INCR', KEYS[1])", '1', 'rw:n'];
+    for (const [path, body] of [
+      ['/', ['INCR', 'rw:n']],
+      ['/pipeline', [['INCR', 'rw:n']]],
+      ['/multi-exec', [['INCR', 'rw:n']]],
+      ['/', script], // a script, watched by the long-script watchdog
+    ] as const) {
       const rs = await Promise.all([post(path, body), post(path, body), post(path, body)]);
       const tokens = rs.map((r) => r.headers.get('upstash-sync-token')!);
       assert.equal(new Set(tokens).size, 3, `${path}: ${tokens.join(' ')}`);

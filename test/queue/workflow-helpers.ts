@@ -9,7 +9,10 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@upstash/workflow';
 
 export type WorkflowEnv = Record<string, string>;
-export type Route = (env: WorkflowEnv, url: string) => { handler: (req: Request) => Promise<Response> };
+/** A fetch-style handler given the request and the QStash env (e.g. the cloudflare `serveMany`). */
+export interface RawRoute {
+  fetch(req: Request, env: WorkflowEnv): Promise<Response>;
+}
 
 export interface AppRequest {
   path: string;
@@ -37,7 +40,7 @@ export type Intercept = (path: string, headers: http.IncomingHttpHeaders, body: 
  */
 export async function startWorkflowApp(
   env: WorkflowEnv,
-  routes: Record<string, Parameters<typeof serve>>,
+  routes: Record<string, Parameters<typeof serve> | RawRoute>,
   intercept?: Intercept,
 ): Promise<WorkflowApp> {
   const requests: AppRequest[] = [];
@@ -66,10 +69,14 @@ export async function startWorkflowApp(
         headers,
         body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body,
       });
-      const [fn, opts] = route;
-      // Built per request so the QStash URL/keys of a restarted svc apply at once.
-      const { handler } = serve(fn, { ...opts, url: app.url + path, env: { ...app.env } });
-      const response = await handler(request);
+      let response: Response;
+      if ('fetch' in route) response = await route.fetch(request, { ...app.env });
+      else {
+        const [fn, opts] = route;
+        // Built per request so the QStash URL/keys of a restarted svc apply at once.
+        const { handler } = serve(fn, { ...opts, url: app.url + path, env: { ...app.env } });
+        response = await handler(request);
+      }
       const out = Buffer.from(await response.arrayBuffer());
       requests.push({ path, headers: req.headers, body: body.toString('utf8'), status: response.status });
       res.writeHead(response.status, Object.fromEntries(response.headers));

@@ -1,7 +1,7 @@
 /**
  * What every queue route needs: the store, the dispatcher (to wake it on new messages), config,
- * credentials and the clock. Later issues (URL groups, queues, schedules, workflows) extend the
- * destination resolution through {@link QueueApiContext.resolveDestination}.
+ * credentials and the clock. URL groups extend the destination resolution through
+ * {@link QueueApiContext.resolveDestination}.
  */
 import type { Config } from '../../config.js';
 import type { CredentialStore } from '../../credentials.js';
@@ -9,6 +9,9 @@ import type { Target } from '../build.js';
 import type { DlqEntry, NewMessage } from '../model.js';
 import type { Clock, Dispatcher } from '../delivery/dispatcher.js';
 import type { QueueStore } from '../store/types.js';
+
+/** Query parameters that may carry the queue token instead of `Authorization: Bearer` (every route). */
+export const TOKEN_QUERY_PARAMS = ['svc_token', 'qstash_token'] as const;
 
 export interface QueueApiContext {
   store: QueueStore;

@@ -13,11 +13,11 @@ import { buildMessage, type Target } from '../build.js';
 import { blockedHost } from '../delivery/address.js';
 import { errors } from '../errors.js';
 import type { EnqueueResult, NewMessage, StoredMessage } from '../model.js';
-import type { QueueApiContext } from './context.js';
+import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { parseOptions } from './options.js';
 import { workflowPublishExtra } from '../workflows/publish-extra.js';
 
-const TOKEN_PARAMS = new Set(['qstash_token', 'svc_token']);
+const TOKEN_PARAMS = new Set<string>(TOKEN_QUERY_PARAMS);
 
 /** `decodeURIComponent(s)`, or undefined when `s` has a malformed escape (`%zz`, a cut UTF-8 sequence). */
 export function tryDecode(s: string): string | undefined {

@@ -48,6 +48,19 @@ export interface EnqueueClaim {
   ids: ReadonlySet<string>;
 }
 
+/**
+ * How many messages wait, by state: `ready` (due, not claimed), `delayed` (due later: delay or
+ * retry backoff), `inFlight` (claimed by a delivery attempt), `held` (waiting for queue or
+ * flow-control capacity); `dlq` = entries in the dead-letter queue.
+ */
+export interface MessageCounts {
+  ready: number;
+  delayed: number;
+  inFlight: number;
+  held: number;
+  dlq: number;
+}
+
 export interface QueueStore {
   /**
    * Stores new messages and their CREATED log entries. Messages with a `dedupKey` seen within
@@ -123,6 +136,18 @@ export interface QueueStore {
 
   /** Log entries matching `filter` (state included), paged. */
   listLogs(filter: MessageFilter, page: Page): Promise<PageResult<LogEntry>>;
+
+  /**
+   * Messages waiting, by state, and the DLQ size at `now` (ms); see {@link MessageCounts}.
+   * Optional: a store without it makes `GET /v2/stats` answer only the delivery counters.
+   */
+  counts?(now: number): Promise<MessageCounts>;
+
+  /**
+   * Log entries per state in `buckets` equal time slices of `[from, to)` (ms): for each state,
+   * an array of `buckets` counts. Optional, like {@link counts}.
+   */
+  eventHistogram?(from: number, to: number, buckets: number): Promise<Record<string, number[]>>;
 
   /** Drops finished messages, log entries and DLQ entries older than `before`, and expired dedup keys. */
   prune(now: number, logsBefore: number): Promise<void>;

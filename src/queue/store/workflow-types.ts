@@ -26,6 +26,21 @@ export interface RunConfig {
   method?: string;
   /** Id of the message that started the run (first element of the step list). */
   triggerMessageId?: string;
+  /** Set when the run was started by `context.invoke` of another run: where its result goes. */
+  invoker?: InvokerInfo;
+}
+
+/**
+ * The parent of a run started by `context.invoke` (the SDK's `InvokeWorkflowRequest`): when the
+ * run ends, its result is appended to the parent as the `Invoke` step `step`.
+ */
+export interface InvokerInfo {
+  runId: string;
+  /** ms */
+  createdAt: number;
+  url: string;
+  /** The parent's Invoke step (`stepId`, `stepName`, `stepType`, `concurrent`, `targetStep`). */
+  step: Record<string, unknown>;
 }
 
 /** State of the failure callback / failure function of a failed run (failureCallbackInfo). */
@@ -127,6 +142,17 @@ export interface Waiter {
   createdAt: number;
 }
 
+/** A notify that reached no waiter, kept for the look-back window (`WorkflowStore.addNotify`). */
+export interface StoredNotify {
+  seq: number;
+  eventId: string;
+  /** The run it was sent to (`POST /v2/notify/{runId}/{eventId}`); undefined = any run. */
+  runId?: string;
+  data: Buffer;
+  /** ms */
+  createdAt: number;
+}
+
 export interface WorkflowStore {
   /** Registers a waiter (durable). */
   addWaiter(w: Omit<Waiter, 'seq'>): Promise<number>;
@@ -136,6 +162,20 @@ export interface WorkflowStore {
   expiredWaiters(now: number, limit: number): Promise<Waiter[]>;
   /** Removes a waiter; false when it was already gone (notified or timed out). */
   takeWaiter(seq: number): Promise<boolean>;
+  /** Keeps a notify that reached no waiter (durable), for a wait that comes shortly after. */
+  addNotify(n: Omit<StoredNotify, 'seq'>): Promise<void>;
+  /**
+   * Removes and returns the oldest kept notify of `eventId` sent to run `runId` or to any run,
+   * created at or after `since` (ms); undefined when there is none.
+   */
+  takeNotify(eventId: string, runId: string, since: number): Promise<StoredNotify | undefined>;
+  /**
+   * Run-level retention: deletes up to `limit` runs that ended (state other than RUN_STARTED)
+   * before `endedBefore` (ms, on `completedAt`), with their steps and waiters, except runs whose
+   * failed step is still in the DLQ (kept until that entry is deleted or retried), and the kept
+   * notifies created before `notifiesBefore`. Returns the number of runs deleted.
+   */
+  pruneRuns(endedBefore: number, notifiesBefore: number, limit: number): Promise<number>;
   /** Creates a run (RUN_STARTED unless given). Returns its seq. */
   createRun(run: NewRun, now: number): Promise<number>;
   /** The active (RUN_STARTED) run with this id, else the newest one; undefined when none. */
@@ -150,8 +190,16 @@ export interface WorkflowStore {
   steps(runSeq: number): Promise<WorkflowStep[]>;
   /** Ends a run: state, completion time, response. Returns false when it was not RUN_STARTED. */
   finishRun(seq: number, state: RunState, now: number, fields?: { response?: string; dlqId?: string }): Promise<boolean>;
-  /** Updates bookkeeping fields (failure callback info, next step info). */
-  updateRun(seq: number, now: number, fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null }): Promise<void>;
+  /**
+   * Updates bookkeeping fields (failure callback info, next step info, DLQ id); an undefined
+   * field is left as is, null clears it. `config` replaces the run's settings (the SDK's own
+   * trigger of a run svc started, `Upstash-Workflow-Trigger-By-Sdk`).
+   */
+  updateRun(
+    seq: number,
+    now: number,
+    fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null; config?: RunConfig },
+  ): Promise<void>;
   /** Runs matching `filter`, newest first, after `cursor` (a seq), at most `limit`. */
   listRuns(filter: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]>;
 }

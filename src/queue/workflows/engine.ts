@@ -19,8 +19,12 @@ import { buildMessage } from '../build.js';
 import { errors } from '../errors.js';
 import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
-import type { RunConfig, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
+import type { InvokerInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
 import type { WorkflowPublishInfo } from './publish-extra.js';
+
+/** The error of a run whose start reached an endpoint that is not a workflow endpoint. */
+export const NON_WORKFLOW_DESTINATION =
+  'detected a non-workflow destination for trigger/invoke. make sure you are sending the request to the correct endpoint';
 
 /** What a stored workflow message carries in `extra.workflow`. */
 export interface WorkflowMessageInfo {
@@ -34,6 +38,11 @@ export interface WorkflowMessageInfo {
   call?: boolean;
   /** On a context.call request: the `extra.workflow` its callback (a delivery of the run) gets. */
   callback?: WorkflowMessageInfo;
+  /**
+   * The run's start, delivered to an endpoint that must answer as a workflow endpoint (with
+   * `Upstash-Workflow-Sdk-Version`); a 2xx answer without it fails the run.
+   */
+  detectTrigger?: boolean;
 }
 
 /** A raw step as delivered. */
@@ -94,6 +103,8 @@ export interface WorkflowEngineOptions {
   maxMessageBytes: number;
   /** Stores and schedules messages the server itself creates (notify / wait-timeout steps). */
   enqueue(msgs: NewMessage[], now: number): Promise<void>;
+  /** How long (ms) a notify that reached no waiter is kept for a wait that comes after it. */
+  notifyLookbackMs?: number;
   /** The queue / flow-control admission gate, read when used; undefined = none. */
   admission?: () => { prepare(msgs: NewMessage[], now: number): Promise<void>; kick(): void } | undefined;
 }
@@ -101,11 +112,51 @@ export interface WorkflowEngineOptions {
 export class WorkflowEngine {
   /** Serialises the outcome handling per run (failure before its failure callback). */
   private readonly chains = new Map<string, Promise<void>>();
+  /** Serialises wait and notify per event id (a notify racing a wait is never lost). */
+  private readonly eventChains = new Map<string, Promise<unknown>>();
 
   constructor(private readonly o: WorkflowEngineOptions) {}
 
   get runs(): WorkflowStore {
     return this.o.workflows;
+  }
+
+  /** Look-back window of notifies (ms). */
+  get notifyLookbackMs(): number {
+    return this.o.notifyLookbackMs ?? 0;
+  }
+
+  /** Runs `fn` after every earlier `serialEvent` call for `eventId` has settled. */
+  serialEvent<T>(eventId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.eventChains.get(eventId) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.eventChains.set(eventId, tail);
+    void tail.then(() => {
+      if (this.eventChains.get(eventId) === tail) this.eventChains.delete(eventId);
+    });
+    return next;
+  }
+
+  /**
+   * Ends `run` in `state` (`finishRun`); a run started by `context.invoke` then hands its result
+   * to its parent as the parent's Invoke step: `out` = JSON `{body: <the run's result>,
+   * isFailed?, isCanceled?}` (the SDK's `InvokeStepResponse`), if the parent still runs.
+   * Returns false when the run had already ended.
+   */
+  async finish(run: WorkflowRun, state: RunState, now: number, fields: { response?: string; dlqId?: string } = {}): Promise<boolean> {
+    if (!(await this.o.workflows.finishRun(run.seq, state, now, fields))) return false;
+    const inv = run.config.invoker;
+    if (!inv) return true;
+    const parent = await this.o.workflows.findRun(inv.runId, inv.createdAt);
+    if (parent?.state !== 'RUN_STARTED') return true;
+    const result = {
+      body: fields.response ?? (state === 'RUN_FAILED' ? run.next?.errors.at(-1)?.body : undefined),
+      ...(state === 'RUN_FAILED' ? { isFailed: true } : {}),
+      ...(state === 'RUN_CANCELED' ? { isCanceled: true } : {}),
+    };
+    await this.appendServerStep(parent, { ...inv.step, out: JSON.stringify(result) }, now);
+    return true;
   }
 
   /**
@@ -194,28 +245,18 @@ export class WorkflowEngine {
   }
 
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
-    // A second trigger for an active run is deduplicated: the first one
-    // stored the dedup key of the run's (id, creation time); a trigger after the run ended gets a
-    // new key and starts a new run.
+    // A second trigger for an active run is deduplicated: the first one stored the dedup key of
+    // the run's (id, creation time); a trigger after the run ended gets a new key and starts a
+    // new run. The SDK's own trigger of a run svc started for it joins the run (`retrigger`).
     const active = await this.o.workflows.findRun(p.runId);
     if (active?.state === 'RUN_STARTED') {
-      m.dedupKey = `wfr:${p.runId}:${active.createdAt}`;
+      if (p.triggerBySdk) await this.retrigger(m, p, active, now);
+      else m.dedupKey = `wfr:${p.runId}:${active.createdAt}`;
       return;
     }
     m.dedupKey = `wfr:${p.runId}:${now}`;
-    const config: RunConfig = {
-      headers: withoutKeys(m.headers, ['content-type']),
-      retries: p.explicit.retries ? m.maxRetries : undefined,
-      retryDelay: m.retryDelay,
-      timeoutMs: m.timeoutMs,
-      flowControlKey: m.flowControlKey,
-      flowControl: m.flowControl,
-      failureCallback: m.failureCallback,
-      failureCallbackOptions: m.failureCallbackOptions,
-      contentType: headerOf(m.headers, 'content-type'),
-      method: m.method,
-      triggerMessageId: m.id,
-    };
+    const invoker = p.invoke ? invokeRequest(m) : undefined;
+    const config = { ...triggerConfig(m, p), ...(invoker ? { invoker } : {}) };
     const run = {
       runId: p.runId,
       createdAt: now,
@@ -227,7 +268,36 @@ export class WorkflowEngine {
       flowControlKey: m.flowControlKey,
     };
     const seq = await this.o.workflows.createRun(run, now);
+    // Only this first delivery asks the SDK to trigger the run itself (never the run's headers).
+    if (p.unknownSdk) m.headers = { ...m.headers, 'Upstash-Workflow-Unknown-Sdk': ['true'] };
     this.decorate(m, { ...run, seq, state: 'RUN_STARTED', updatedAt: now }, [], m.id);
+    this.markTrigger(m, p);
+  }
+
+  /**
+   * The SDK's trigger (`Upstash-Workflow-Trigger-By-Sdk: true`) of `run`, which svc started with a
+   * delivery marked `Upstash-Workflow-Unknown-Sdk`: the run takes this trigger's settings (the
+   * SDK's retries, failure function, headers) and `m` is delivered as the run's start. Repeats of
+   * it (the first delivery retried after the SDK published) are deduplicated.
+   */
+  private async retrigger(m: NewMessage, p: WorkflowPublishInfo, run: WorkflowRun, now: number): Promise<void> {
+    m.dedupKey = `wfr:${p.runId}:${run.createdAt}:sdk`;
+    // The SDK forwards every header of the delivery it answered (its "user headers"): keep the
+    // user's, not the framing and delivery headers svc sets itself on each delivery.
+    m.headers = withoutDeliveryHeaders(m.headers);
+    const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run) };
+    await this.o.workflows.updateRun(run.seq, now, { config });
+    this.decorate(m, { ...run, config }, await this.o.workflows.steps(run.seq), triggerId(run));
+    this.markTrigger(m, p);
+  }
+
+  /**
+   * Marks the start of a run whose destination must prove to be a workflow endpoint (feature
+   * `WF_DetectTrigger`, and runs started by `POST /v2/trigger/...`): see `stepOutcome`.
+   */
+  private markTrigger(m: NewMessage, p: WorkflowPublishInfo): void {
+    const detect = p.unknownSdk || (p.featureSet ?? '').split(',').some((f) => f.trim() === 'WF_DetectTrigger');
+    if (detect) (m.extra!.workflow as WorkflowMessageInfo).detectTrigger = true;
   }
 
   private async step(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
@@ -303,6 +373,10 @@ export class WorkflowEngine {
     const run = await this.o.workflows.getRun(info.runSeq);
     if (!run) return;
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    if (ok && info.detectTrigger && !headerOf(outcome.headers ?? {}, 'upstash-workflow-sdk-version')) {
+      await this.nonWorkflowDestination(m, run, outcome, now);
+      return;
+    }
     if (ok) {
       if (run.next?.messageId === m.id || run.next) await this.o.workflows.updateRun(run.seq, now, { next: null });
       return;
@@ -330,7 +404,7 @@ export class WorkflowEngine {
     if (!final || run.state !== 'RUN_STARTED') return;
     const dlq = await this.o.store.listDlq({ messageIds: [m.id] }, { count: 1, order: 'latestFirst' });
     const dlqId = dlq.items[0]?.dlqId;
-    await this.o.workflows.finishRun(run.seq, 'RUN_FAILED', now, { dlqId });
+    await this.finish(run, 'RUN_FAILED', now, { dlqId });
     if (run.config.failureCallback && !run.failure) {
       await this.o.workflows.updateRun(run.seq, now, {
         failure: {
@@ -342,6 +416,24 @@ export class WorkflowEngine {
         },
       });
     }
+  }
+
+  /**
+   * The start of `run` was answered 2xx without `Upstash-Workflow-Sdk-Version`: the destination
+   * is not a workflow endpoint (a wrong URL), so nothing will ever continue the run. It ends
+   * RUN_FAILED with the delivery as its failed step (no DLQ entry: the message was delivered).
+   */
+  private async nonWorkflowDestination(m: StoredMessage, run: WorkflowRun, outcome: AttemptOutcome, now: number): Promise<void> {
+    const error: StepErrorInfo = {
+      error: NON_WORKFLOW_DESTINATION,
+      status: outcome.status,
+      headers: outcome.headers,
+      body: outcome.body?.toString('utf8'),
+      time: now,
+    };
+    const next = { messageId: m.id, state: 'STEP_FAILED' as const, retries: m.maxRetries, retryDelay: m.retryDelay, errors: [error] };
+    await this.o.workflows.updateRun(run.seq, now, { next });
+    await this.finish({ ...run, next }, 'RUN_FAILED', now);
   }
 
   private async failureOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): Promise<void> {
@@ -362,6 +454,62 @@ export class WorkflowEngine {
       },
     });
   }
+}
+
+const FRAMING = new Set(['connection', 'content-length', 'expect', 'host', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'user-agent']);
+const KEPT_UPSTASH = new Set(['upstash-label', 'upstash-workflow-sdk-version']);
+
+/** `h` without framing headers and the `Svc-*` / `Upstash-*` headers svc sets on a delivery. */
+function withoutDeliveryHeaders(h: HeaderMap): HeaderMap {
+  const out: HeaderMap = {};
+  for (const [k, v] of Object.entries(h)) {
+    const l = k.toLowerCase();
+    if (FRAMING.has(l) || l.startsWith('svc-') || (l.startsWith('upstash-') && !KEPT_UPSTASH.has(l))) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * A `context.invoke` trigger: its body is the SDK's `InvokeWorkflowRequest` `{body, headers,
+ * workflowRunId, workflowRunCreatedAt, workflowUrl, step}` of the parent. `m` is turned into the
+ * child's trigger (body = the invoke payload); returns where the child's result goes.
+ * @throws QueueError 400 when the body is not such a request.
+ */
+function invokeRequest(m: NewMessage): InvokerInfo {
+  let req: Record<string, unknown>;
+  try {
+    req = JSON.parse(m.body.toString('utf8'));
+  } catch (err) {
+    throw errors.badRequest(`workflow invoke body must be JSON: ${(err as Error).message}`);
+  }
+  const ok = req && typeof req === 'object' && typeof req.workflowRunId === 'string' && typeof req.workflowUrl === 'string' && req.step && typeof req.step === 'object';
+  if (!ok) throw errors.badRequest('workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
+  const invoker: InvokerInfo = {
+    runId: req.workflowRunId as string,
+    createdAt: Number(req.workflowRunCreatedAt),
+    url: req.workflowUrl as string,
+    step: req.step as Record<string, unknown>,
+  };
+  m.body = Buffer.from(typeof req.body === 'string' ? req.body : '', 'utf8');
+  return invoker;
+}
+
+/** The run settings a trigger message `m` carries (stored with the run, applied to later steps). */
+function triggerConfig(m: NewMessage, p: WorkflowPublishInfo): RunConfig {
+  return {
+    headers: withoutKeys(m.headers, ['content-type']),
+    retries: p.explicit.retries ? m.maxRetries : undefined,
+    retryDelay: m.retryDelay,
+    timeoutMs: m.timeoutMs,
+    flowControlKey: m.flowControlKey,
+    flowControl: m.flowControl,
+    failureCallback: m.failureCallback,
+    failureCallbackOptions: m.failureCallbackOptions,
+    contentType: headerOf(m.headers, 'content-type'),
+    method: m.method,
+    triggerMessageId: m.id,
+  };
 }
 
 /** The message id that started the run (first element of the step list). */

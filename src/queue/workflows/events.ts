@@ -64,7 +64,7 @@ export async function wait(engine: WorkflowEngine, eventId: string, runId: strin
   if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${runId} is not active`);
   const t = body.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(String(body.timeout));
   if (t === undefined) throw errors.badRequest(`invalid wait timeout ${JSON.stringify(body.timeout)}`);
-  await engine.runs.addWaiter({
+  const waiter: Omit<Waiter, 'seq'> = {
     eventId,
     runSeq: run.seq,
     url: typeof body.url === 'string' ? body.url : run.url,
@@ -73,6 +73,12 @@ export async function wait(engine: WorkflowEngine, eventId: string, runId: strin
     timeoutUrl: typeof body.timeoutUrl === 'string' ? body.timeoutUrl : undefined,
     timeoutHeaders: body.timeoutHeaders as Waiter['timeoutHeaders'],
     createdAt: now,
+  };
+  await engine.serialEvent(eventId, async () => {
+    const seq = await engine.runs.addWaiter(waiter);
+    // A notify kept from the look-back window resumes the wait at once.
+    const kept = engine.notifyLookbackMs > 0 ? await engine.runs.takeNotify(eventId, run.runId, now - engine.notifyLookbackMs) : undefined;
+    if (kept) await release(engine, { ...waiter, seq }, kept.data, now);
   });
 }
 
@@ -85,18 +91,39 @@ async function release(engine: WorkflowEngine, w: Waiter, data: Buffer | undefin
   return engine.appendServerStep(run, step, now);
 }
 
-/** Notifies every waiter of `eventId` (of run `runId` only, when given). */
+/**
+ * Notifies every waiter of `eventId` (of run `runId` only, when given). When it reaches none, the
+ * notify is kept for the look-back window (`engine.notifyLookbackMs`): the first matching wait
+ * registered within it is resumed with this data at once.
+ */
 export async function notify(engine: WorkflowEngine, eventId: string, runId: string | undefined, data: Buffer, now: number) {
-  const out: Record<string, unknown>[] = [];
-  for (const w of await engine.runs.waiters(eventId)) {
-    if (runId) {
-      const run = await engine.runs.getRun(w.runSeq);
-      if (run?.runId !== runId) continue;
+  return engine.serialEvent(eventId, async () => {
+    const out: Record<string, unknown>[] = [];
+    for (const w of await engine.runs.waiters(eventId)) {
+      if (runId) {
+        const run = await engine.runs.getRun(w.runSeq);
+        if (run?.runId !== runId) continue;
+      }
+      const messageId = await release(engine, w, data, now);
+      if (messageId) out.push({ waiter: waiterJson(w), messageId });
     }
-    const messageId = await release(engine, w, data, now);
-    if (messageId) out.push({ waiter: waiterJson(w), messageId });
+    if (out.length === 0 && engine.notifyLookbackMs > 0) await engine.runs.addNotify({ eventId, runId, data, createdAt: now });
+    return out;
+  });
+}
+
+/**
+ * The event data of a webhook call (`context.createWebhook` URL,
+ * `/v2/workflows/hooks/{userId}/{runId}/{eventId}`) as `waitForWebhook` decodes it: JSON
+ * `{proto, host, url (path and query), method, header (Record<string, string[]>), body (base64)}`.
+ */
+export function webhookEventData(req: { proto: string; host: string; url: string; method: string; headers: Record<string, string | string[] | undefined>; body: Buffer }): Buffer {
+  const header: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || k === 'authorization') continue;
+    header[k] = Array.isArray(v) ? v : [v];
   }
-  return out;
+  return Buffer.from(JSON.stringify({ proto: req.proto, host: req.host, url: req.url, method: req.method, header, body: req.body.toString('base64') }));
 }
 
 /** Times out expired waiters; returns how many. */
