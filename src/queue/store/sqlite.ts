@@ -30,6 +30,39 @@ import { migrate } from './migrate.js';
 import { filterSql, INSERT_MESSAGE_VALUES_SQL, messageValues, rowToMessage, type MessageRow } from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
 import { SqliteRoutingStore } from './sqlite-routing.js';
+
+/**
+ * The entries of one page from `rows` (fetched with LIMIT count + 1): at most `page.count`, and
+ * with `page.maxBytes` set, stopping before the entry whose `bytes` would pass the bound (the
+ * first entry is always taken). Rows past the stop are never turned into entries. `more` tells
+ * whether anything follows (the cursor is the last taken row's seq).
+ */
+function takePage<R extends { seq: number }, T>(
+  rows: IterableIterator<R>,
+  page: Page,
+  toItem: (row: R) => T,
+  bytes: (item: T) => number,
+): { items: { row: R; item: T }[]; more: boolean } {
+  const items: { row: R; item: T }[] = [];
+  let total = 0;
+  let more = false;
+  for (const row of rows) {
+    if (items.length >= page.count) {
+      more = true;
+      break;
+    }
+    const item = toItem(row);
+    const size = bytes(item);
+    if (page.maxBytes !== undefined && items.length > 0 && total + size > page.maxBytes) {
+      more = true;
+      break;
+    }
+    total += size;
+    items.push({ row, item });
+  }
+  rows.return?.();
+  return { items, more };
+}
 import type { RoutingStore } from './routing-types.js';
 import { SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
@@ -268,6 +301,12 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   private dlqRows(filter: MessageFilter, page: Page | undefined, limit: number): DlqRow[] {
+    const { stmt, params } = this.dlqQuery(filter, page);
+    return stmt.all(...params, limit) as DlqRow[];
+  }
+
+  /** The DLQ listing statement for `filter`/`page` and its parameters (the LIMIT goes last). */
+  private dlqQuery(filter: MessageFilter, page: Page | undefined): { stmt: Database.Statement; params: unknown[] } {
     const { sql, params } = filterSql(filter, 'd.created_at');
     const desc = page?.order !== 'earliestFirst';
     let cur = '';
@@ -275,12 +314,11 @@ export class SqliteQueueStore implements QueueStore {
       cur = desc ? 'AND d.seq < ?' : 'AND d.seq > ?';
       params.push(Number(page.cursor));
     }
-    return this.db
-      .prepare(
-        `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
-         ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
-      )
-      .all(...params, limit) as DlqRow[];
+    const stmt = this.db.prepare(
+      `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
+       ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+    );
+    return { stmt, params };
   }
 
   private dlqEntry(r: DlqRow): DlqEntry {
@@ -298,10 +336,10 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   async listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>> {
-    const rows = this.dlqRows(filter, page, page.count + 1);
-    const more = rows.length > page.count;
-    const items = rows.slice(0, page.count);
-    return { items: items.map((r) => this.dlqEntry(r)), cursor: more ? String(items[items.length - 1].seq) : undefined };
+    const { stmt, params } = this.dlqQuery(filter, page);
+    const rows = stmt.iterate(...params, page.count + 1) as IterableIterator<DlqRow>;
+    const { items, more } = takePage(rows, page, (r) => this.dlqEntry(r), (e) => e.message.body.length + (e.outcome.body?.length ?? 0));
+    return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
   async getDlq(dlqId: string): Promise<DlqEntry | undefined> {
@@ -353,34 +391,31 @@ export class SqliteQueueStore implements QueueStore {
         `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
          ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
       )
-      .all(...params, page.count + 1) as LogRow[];
-    const more = rows.length > page.count;
-    const items = rows.slice(0, page.count);
+      .iterate(...params, page.count + 1) as IterableIterator<LogRow>;
     const cache = new Map<number, StoredMessage>();
     const msg = (seq: number) => {
       let m = cache.get(seq);
       if (!m) cache.set(seq, (m = rowToMessage(this.st.bySeq.get(seq) as MessageRow)));
       return m;
     };
-    return {
-      items: items.map((r) => ({
-        seq: r.seq,
-        time: r.time,
-        state: r.state as LogState,
-        message: msg(r.message_seq),
-        error: r.error ?? undefined,
-        nextDeliveryTime: r.next_delivery_time ?? undefined,
-        outcome:
-          r.response_status !== null || r.response_headers !== null || r.response_body !== null
-            ? {
-                status: r.response_status ?? undefined,
-                headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
-                body: r.response_body ?? undefined,
-              }
-            : undefined,
-      })),
-      cursor: more ? String(items[items.length - 1].seq) : undefined,
-    };
+    const entry = (r: LogRow): LogEntry => ({
+      seq: r.seq,
+      time: r.time,
+      state: r.state as LogState,
+      message: msg(r.message_seq),
+      error: r.error ?? undefined,
+      nextDeliveryTime: r.next_delivery_time ?? undefined,
+      outcome:
+        r.response_status !== null || r.response_headers !== null || r.response_body !== null
+          ? {
+              status: r.response_status ?? undefined,
+              headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
+              body: r.response_body ?? undefined,
+            }
+          : undefined,
+    });
+    const { items, more } = takePage(rows, page, entry, (e) => e.message.body.length + (e.outcome?.body?.length ?? 0));
+    return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
   prune(now: number, logsBefore: number): Promise<void> {
