@@ -5,7 +5,8 @@
  * - `SCAN cursor [MATCH p] [COUNT n] [TYPE t] WITHTYPE`: the keys come with their types,
  *   `[cursor, [key1, type1, key2, type2, …]]` (the shape `@upstash/redis`'s `scan(…, {withType:
  *   true})` reads). Run as one read-only script (`EVAL_RO`: the SCAN and the TYPE of each key it
- *   returned), so it is one round trip and the read-only token's ACL applies as to SCAN itself.
+ *   returned), so it is one round trip and the read-only token's ACL applies as to SCAN itself
+ *   (its refusal is answered as `NOPERM …`).
  * - `COPY k k` (same source and destination, same database): `0` instead of Redis's
  *   `ERR source and destination objects are the same`.
  */
@@ -48,6 +49,11 @@ function asBuffer(a: Arg): Buffer {
   return typeof a === 'string' ? Buffer.from(a) : a;
 }
 
+/** Redis's ACL refusal of the SCAN inside the script, worded as for SCAN itself (no script sha). */
+function scanDenied(r: Reply): Reply {
+  return r instanceof RespError && r.message.includes("can't run this command") ? new RespError("NOPERM this user has no permissions to run the 'scan' command") : r;
+}
+
 /** `SCAN … WITHTYPE` -> `EVAL_RO <script> 0 <the SCAN arguments without WITHTYPE>`. */
 function scanWithType(args: Arg[]): Rewrite | undefined {
   let at = -1;
@@ -61,5 +67,5 @@ function scanWithType(args: Arg[]): Rewrite | undefined {
   }
   if (at < 0) return undefined;
   const scan = args.slice(1).filter((_, i) => i + 1 !== at);
-  return { args: ['EVAL_RO', SCAN_WITH_TYPES, '0', ...scan], write: false };
+  return { args: ['EVAL_RO', SCAN_WITH_TYPES, '0', ...scan], write: false, fix: scanDenied };
 }

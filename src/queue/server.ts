@@ -28,6 +28,7 @@ import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { errorAnswer, errors, QueueError } from './errors.js';
+import { openPgQueueStore } from './store/pg.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
 
@@ -63,7 +64,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   const clock = opts.clock ?? systemClock;
   queueToken(actx);
   signingKeys(actx.credentials);
-  const store = opts.store ?? openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync);
+  // SVC_QUEUE_DATABASE_URL selects the PostgreSQL store (shared by every node), else SQLite in the data dir.
+  const store: QueueStore =
+    opts.store ??
+    (cfg.databaseUrl !== undefined
+      ? await openPgQueueStore(cfg.databaseUrl, { schema: cfg.databaseSchema })
+      : openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync));
+  const shared = store.renewLeases !== undefined;
   const sender = new HttpSender({
     egressAddress: cfg.egressAddress,
     blockPrivate: cfg.blockPrivateDestinations,
@@ -80,7 +87,9 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     signingKey: () => signingKeys(actx.credentials).current,
     region: cfg.region.toUpperCase(),
     recordRetryMs: opts.recordRetryMs,
+    leaseMs: shared ? cfg.leaseMs : undefined,
   });
+  store.onWake?.((dueAt) => dispatcher.notify(dueAt));
   const ctx: QueueApiContext = {
     store,
     dispatcher,
@@ -177,7 +186,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       routingFeature?.start();
       pruneTimer = setInterval(() => {
         const now = clock.now();
-        store.prune(now, now - cfg.logRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
+        store.prune(now, now - cfg.logRetentionMs, now - cfg.dlqRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
         store.releaseLeases(now).catch(() => undefined);
       }, PRUNE_EVERY_MS);
       pruneTimer.unref();

@@ -16,6 +16,7 @@ import type { CredentialStore } from '../credentials.js';
 import { StringDecoder } from 'node:string_decoder';
 import { SecretMatcher, secretDigest } from '../http/auth.js';
 import { rawRequestToken } from '../http/raw.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../http/json-depth.js';
 import type { Logger } from '../logger.js';
 import type { VectorIndex } from './engine.js';
 import { MESSAGES, VectorError } from './errors.js';
@@ -119,6 +120,7 @@ export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promi
     } catch (err) {
       return errorAnswer(400, `Invalid JSON body: ${(err as Error).message}`);
     }
+    if (jsonTooDeep(body)) return errorAnswer(400, `Invalid JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
   const fail = (err: unknown): Answer => {
     if (err instanceof VectorError) return errorAnswer(err.status, err.message);

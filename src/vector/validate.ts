@@ -198,8 +198,9 @@ export function parseQuery(x: unknown, dataEndpoint: boolean): QueryRequest {
 /** A range cursor: `0`, `"0"`, `""` -> 0; a decimal position otherwise. */
 export function parseCursor(x: unknown): number {
   if (x === undefined || x === null || x === '' || x === 0) return 0;
+  if (typeof x !== 'string' && typeof x !== 'number') throw badRequest('invalid cursor: expected a string or a number');
   const s = String(x);
-  if (!/^\d{1,15}$/.test(s)) throw badRequest(`invalid cursor: ${JSON.stringify(x)}`);
+  if (!/^\d{1,15}$/.test(s)) throw badRequest(`invalid cursor: ${JSON.stringify(s.slice(0, 100))}`);
   return Number(s);
 }
 

@@ -38,7 +38,7 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     const { n } = ctx.requestPayload as { n: number };
     const ok = await ctx.invoke('call-child', { workflow: child, body: { n } });
     const bad = await ctx.invoke('call-bad', { workflow: badChild, body: {} });
-    return { ok, bad: { isFailed: bad.isFailed, isCanceled: bad.isCanceled } };
+    return { ok, bad: { isFailed: bad.isFailed, isCanceled: bad.isCanceled, message: (bad.body as { message?: string } | undefined)?.message } };
   });
   const many = serveMany({ parent, child, 'bad-child': badChild });
 
@@ -242,7 +242,7 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     const result = JSON.parse(log.workflowRunResponse);
     assert.deepEqual(result.ok.body, { doubled: 42 });
     assert.ok(!result.ok.isFailed && !result.ok.isCanceled);
-    assert.deepEqual(result.bad, { isFailed: true });
+    assert.deepEqual(result.bad, { isFailed: true, message: 'child broke' }, 'the failed child\'s error comes back as the body');
     const invoke = (log.steps as Json[]).flatMap((g) => g.steps as Json[]).find((st) => st.stepName === 'call-child');
     assert.equal(invoke?.stepType, 'Invoke');
   });
@@ -280,6 +280,14 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
       {
         '/short': [async (ctx) => ctx.run('only', () => 'done'), {}],
         '/long': [async (ctx) => (await ctx.waitForEvent('wait', 'never-sent', { timeout: '60s' })).timeout, {}],
+        '/broken': [
+          async (ctx) => {
+            await ctx.run('boom', () => {
+              throw new WorkflowNonRetryableError('broken for good');
+            });
+          },
+          {},
+        ],
       },
     );
     try {
@@ -287,10 +295,15 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
       const logOf = async (id: string) => ((await wf2.logs({ filter: { workflowRunId: id } } as never)) as unknown as { runs: Json[] }).runs[0];
       const short = await wf2.trigger({ url: `${app2.url}/short`, body: {} });
       const long = await wf2.trigger({ url: `${app2.url}/long`, body: {} });
+      const broken = await wf2.trigger({ url: `${app2.url}/broken`, body: {} });
+      const entry = await waitFor('failed run in the DLQ', async () => ((await wf2.dlq.list({ filter: { workflowRunId: broken.workflowRunId } })) as unknown as { messages: Json[] }).messages[0], 30_000);
       await waitFor('short run done', async () => (await logOf(short.workflowRunId))?.workflowState === 'RUN_SUCCESS', 30_000);
       await waitFor('waiter registered', async () => ((await wf2.getWaiters({ eventId: 'never-sent' })) as unknown[]).length === 1, 30_000);
       await waitFor('ended run pruned', async () => (await logOf(short.workflowRunId)) === undefined, 30_000);
       assert.equal((await logOf(long.workflowRunId))?.workflowState, 'RUN_STARTED', 'a running run is kept');
+      assert.equal((await logOf(broken.workflowRunId))?.workflowState, 'RUN_FAILED', 'a failed run is kept while its DLQ entry exists');
+      await wf2.dlq.delete(entry.dlqId);
+      await waitFor('failed run pruned once its DLQ entry is gone', async () => (await logOf(broken.workflowRunId)) === undefined, 30_000);
       assert.equal(((await wf2.getWaiters({ eventId: 'never-sent' })) as unknown[]).length, 1, 'its waiter too');
       // the ended run's steps went with it: the lazy-fetch endpoint knows nothing of it
       assert.equal((await q2.api(`/v2/workflows/runs/${short.workflowRunId}`)).status, 404);

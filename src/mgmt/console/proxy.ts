@@ -63,7 +63,12 @@ export function proxyTarget(ctx: AreaContext, area: ProxiedArea, rest: string, m
   }
   if (area === 'kv') return { url: `${base}/${rest}`, token: need(readonly ? 'kv.readonlyToken' : 'kv.token') };
   const slash = rest.indexOf('/');
-  const index = decodeURIComponent(slash < 0 ? rest : rest.slice(0, slash));
+  let index: string;
+  try {
+    index = decodeURIComponent(slash < 0 ? rest : rest.slice(0, slash));
+  } catch {
+    throw new ProxyError(400, 'vector index name: bad percent-encoding');
+  }
   const path = slash < 0 ? '' : rest.slice(slash + 1);
   if (!vectorIndexes(ctx).includes(index)) throw new ProxyError(404, `vector index not found: ${JSON.stringify(index.slice(0, 200))}`);
   const prefix = index === 'default' ? '' : `/${encodeURIComponent(index)}`;

@@ -27,68 +27,28 @@ import type {
 } from '../model.js';
 import { GroupCommitter, type FsyncPolicy } from './group-commit.js';
 import { migrate } from './migrate.js';
-import { filterSql, INSERT_MESSAGE_VALUES_SQL, messageValues, rowToMessage, type MessageRow } from './sqlite-rows.js';
+import {
+  dlqEntryFromRow,
+  filterSql,
+  INSERT_MESSAGE_VALUES_SQL,
+  logEntryFromRow,
+  takePage,
+  bytesOfDlqEntry,
+  bytesOfLogEntry,
+  messageValues,
+  rowToMessage,
+  type DlqRow,
+  type LogRow,
+  type MessageRow,
+} from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
 import { SqliteRoutingStore } from './sqlite-routing.js';
-
-/**
- * The entries of one page from `rows` (fetched with LIMIT count + 1): at most `page.count`, and
- * with `page.maxBytes` set, stopping before the entry whose `bytes` would pass the bound (the
- * first entry is always taken). Rows past the stop are never turned into entries. `more` tells
- * whether anything follows (the cursor is the last taken row's seq).
- */
-function takePage<R extends { seq: number }, T>(
-  rows: IterableIterator<R>,
-  page: Page,
-  toItem: (row: R) => T,
-  bytes: (item: T) => number,
-): { items: { row: R; item: T }[]; more: boolean } {
-  const items: { row: R; item: T }[] = [];
-  let total = 0;
-  let more = false;
-  for (const row of rows) {
-    if (items.length >= page.count) {
-      more = true;
-      break;
-    }
-    const item = toItem(row);
-    const size = bytes(item);
-    if (page.maxBytes !== undefined && items.length > 0 && total + size > page.maxBytes) {
-      more = true;
-      break;
-    }
-    total += size;
-    items.push({ row, item });
-  }
-  rows.return?.();
-  return { items, more };
-}
 import type { RoutingStore } from './routing-types.js';
 import { SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
 
-interface LogRow {
-  seq: number;
-  time: number;
-  message_seq: number;
-  state: string;
-  error: string | null;
-  next_delivery_time: number | null;
-  response_status: number | null;
-  response_headers: string | null;
-  response_body: Buffer | null;
-}
-
-interface DlqRow {
-  seq: number;
-  dlq_id: string;
-  message_seq: number;
-  created_at: number;
-  response_status: number | null;
-  response_headers: string | null;
-  response_body: Buffer | null;
-  error: string | null;
-}
+/** Rows deleted per pruning write. */
+const PRUNE_BATCH = 5000;
 
 /**
  * Opens (creating and migrating) the SQLite queue store at `file`; `fsync` is when acknowledged
@@ -322,23 +282,13 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   private dlqEntry(r: DlqRow): DlqEntry {
-    return {
-      dlqId: r.dlq_id,
-      createdAt: r.created_at,
-      message: rowToMessage(this.st.bySeq.get(r.message_seq) as MessageRow),
-      outcome: {
-        status: r.response_status ?? undefined,
-        headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
-        body: r.response_body ?? undefined,
-        error: r.error ?? undefined,
-      },
-    };
+    return dlqEntryFromRow(r, rowToMessage(this.st.bySeq.get(r.message_seq) as MessageRow));
   }
 
   async listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>> {
     const { stmt, params } = this.dlqQuery(filter, page);
     const rows = stmt.iterate(...params, page.count + 1) as IterableIterator<DlqRow>;
-    const { items, more } = takePage(rows, page, (r) => this.dlqEntry(r), (e) => e.message.body.length + (e.outcome.body?.length ?? 0));
+    const { items, more } = takePage(rows, page, (r) => this.dlqEntry(r), bytesOfDlqEntry);
     return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
@@ -398,38 +348,26 @@ export class SqliteQueueStore implements QueueStore {
       if (!m) cache.set(seq, (m = rowToMessage(this.st.bySeq.get(seq) as MessageRow)));
       return m;
     };
-    const entry = (r: LogRow): LogEntry => ({
-      seq: r.seq,
-      time: r.time,
-      state: r.state as LogState,
-      message: msg(r.message_seq),
-      error: r.error ?? undefined,
-      nextDeliveryTime: r.next_delivery_time ?? undefined,
-      outcome:
-        r.response_status !== null || r.response_headers !== null || r.response_body !== null
-          ? {
-              status: r.response_status ?? undefined,
-              headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
-              body: r.response_body ?? undefined,
-            }
-          : undefined,
-    });
-    const { items, more } = takePage(rows, page, entry, (e) => e.message.body.length + (e.outcome?.body?.length ?? 0));
+    const { items, more } = takePage(rows, page, (r) => logEntryFromRow(r, msg(r.message_seq)), bytesOfLogEntry);
     return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
-  prune(now: number, logsBefore: number): Promise<void> {
-    return this.writes.run(() => {
-      this.db.prepare('DELETE FROM dedup WHERE expires_at <= ?').run(now);
-      this.db.prepare('DELETE FROM logs WHERE time < ?').run(logsBefore);
-      this.db
-        .prepare(
-          `DELETE FROM messages WHERE status <> 'pending' AND finished_at < ?
-             AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
-             AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq)`,
-        )
-        .run(logsBefore);
-    }, false);
+  async prune(now: number, logsBefore: number, dlqBefore?: number): Promise<void> {
+    // In batches of PRUNE_BATCH rows, each its own (relaxed) write: a big backlog never holds the
+    // write lock for long, and publishes commit between batches.
+    const batches = async (sql: string, ...params: unknown[]) => {
+      const st = this.db.prepare(sql);
+      while ((await this.writes.run(() => st.run(...params, PRUNE_BATCH).changes, false)) >= PRUNE_BATCH);
+    };
+    await batches('DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? LIMIT ?)', now);
+    await batches('DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? LIMIT ?)', logsBefore);
+    if (dlqBefore !== undefined) await batches('DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? LIMIT ?)', dlqBefore);
+    await batches(
+      `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE status <> 'pending' AND finished_at < ?
+         AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
+         AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) LIMIT ?)`,
+      logsBefore,
+    );
   }
 
   /** The URL-group / queue / schedule / flow-control tables on the same handle. */

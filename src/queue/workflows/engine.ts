@@ -404,7 +404,7 @@ export class WorkflowEngine {
     if (!final || run.state !== 'RUN_STARTED') return;
     const dlq = await this.o.store.listDlq({ messageIds: [m.id] }, { count: 1, order: 'latestFirst' });
     const dlqId = dlq.items[0]?.dlqId;
-    await this.finish(run, 'RUN_FAILED', now, { dlqId });
+    await this.finish({ ...run, next }, 'RUN_FAILED', now, { dlqId });
     if (run.config.failureCallback && !run.failure) {
       await this.o.workflows.updateRun(run.seq, now, {
         failure: {
