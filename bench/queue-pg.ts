@@ -343,9 +343,9 @@ export function formatPg(res: PgResult, opts: PgOptions, bullmq64?: { delivered:
   }
   const withTop = res.rows.filter((r) => r.top?.length);
   if (withTop.length) {
-    lines.push(``, `Where PostgreSQL's time goes (pg_stat_statements, throughput run, top statements by execution time in the system's database):`, ``, `| system | statement | calls | ms total | share |`, `| --- | --- | ---: | ---: | ---: |`);
+    lines.push(``, `Where PostgreSQL's time goes (pg_stat_statements, throughput run, top statements by execution time in the system's database):`, ``, `| system | statement | calls | execution ms | share of execution | planning ms |`, `| --- | --- | ---: | ---: | ---: | ---: |`);
     for (const r of withTop) {
-      for (const t of r.top!) lines.push(`| ${r.system} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${t.totalMs.toFixed(0)} | ${(t.share * 100).toFixed(0)}% |`);
+      for (const t of r.top!) lines.push(`| ${r.system} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${t.totalMs.toFixed(0)} | ${(t.share * 100).toFixed(0)}% | ${t.planMs.toFixed(0)} |`);
     }
   }
   lines.push(``);
