@@ -12,11 +12,10 @@ import { Client } from '@upstash/qstash';
 import { startTestSvc } from '../helpers/env.js';
 import { startSink, waitFor, type Sink } from '../queue/helpers.js';
 import { launchBrowser, screenshot, signIn, type ConsoleBrowser } from './browser.js';
+import { XSS } from './helpers.js';
 
 type Svc = Awaited<ReturnType<typeof startTestSvc>>;
 
-/** Payloads that would run if any user data reached the DOM as HTML. */
-export const XSS = [`<script>window.__xss='script'</script>`, `"><img src=x onerror="window.__xss='img'">`];
 
 describe('console: queue pages', () => {
   let svc: Svc;
