@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
-import { generateSecret } from '../credentials.js';
+import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
 import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
@@ -15,7 +15,7 @@ import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
-import { registerKeyRoutes, signingKeys } from './api/keys.js';
+import { registerKeyRoutes } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
 import { registerStatsRoutes } from './api/stats.js';
@@ -36,17 +36,10 @@ const PRUNE_EVERY_MS = 60_000;
 /** Ended workflow runs deleted per prune round (the next round takes the rest). */
 const RUN_PRUNE_BATCH = 1000;
 
-/**
- * The queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape workflow-js decodes
- * to build webhook URLs.
- */
-export function newQueueToken(): string {
-  return Buffer.from(JSON.stringify({ UserID: 'svc', Password: generateSecret(24) })).toString('base64');
-}
 
 /** The queue token from the credential store (generated once). */
 export function queueToken(ctx: AreaContext): string {
-  return ctx.credentials.get(CREDENTIALS.token, newQueueToken);
+  return ctx.credentials.get(CREDENTIALS.token, credentialShapes.queueToken);
 }
 
 export interface QueueServerOptions {
