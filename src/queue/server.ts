@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
+import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
 import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
@@ -14,7 +15,7 @@ import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
-import { registerKeyRoutes, signingKeys } from './api/keys.js';
+import { registerKeyRoutes } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
 import { registerStatsRoutes } from './api/stats.js';
@@ -22,7 +23,7 @@ import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, wo
 import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
-import { newQueueToken, validQueueTokens } from './token.js';
+import { validQueueTokens } from './token.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
@@ -36,9 +37,9 @@ const PRUNE_EVERY_MS = 60_000;
 /** Ended workflow runs deleted per prune round (the next round takes the rest). */
 const RUN_PRUNE_BATCH = 1000;
 
-/** The queue token from the credential store (generated once, in the SDK's format: `token.ts`). */
+/** The queue token from the credential store (generated once, in the workflow SDK's format). */
 export function queueToken(ctx: AreaContext): string {
-  return ctx.credentials.get(CREDENTIALS.token, newQueueToken);
+  return ctx.credentials.get(CREDENTIALS.token, credentialShapes.queueToken);
 }
 
 export interface QueueServerOptions {

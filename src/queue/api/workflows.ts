@@ -18,6 +18,7 @@
  * `Flow-Control-Key`, `Flow-Control-Value`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { queueTokenUserId } from '../../credentials.js';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { errors } from '../errors.js';
 import type { RunFilter, RunState, WorkflowRun } from '../store/workflow-types.js';
@@ -26,7 +27,7 @@ import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/engine.js
 import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, type RecoveredRun } from '../workflows/recovery.js';
 import { runLogJson, workflowDlqFields } from '../workflows/wire.js';
 import { notify, wait, waiterJson, webhookEventData } from '../workflows/events.js';
-import { queueUserId, sdkQueueToken } from '../token.js';
+import { sdkQueueToken } from '../token.js';
 import { CREDENTIALS, type QueueApiContext } from './context.js';
 import { checkQueryFields, QUERY_FIELDS, UNSUPPORTED_FIELDS, type Query } from './query.js';
 
@@ -286,7 +287,7 @@ export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiC
   app.all(`${WEBHOOK_PREFIX}:userId/:runId/:eventId`, async (req: FastifyRequest<{ Params: { userId: string; runId: string; eventId: string } }>) => {
     const { userId, runId, eventId } = req.params;
     const run = await engine.runs.findRun(runId);
-    if (userId !== queueUserId(sdkQueueToken(ctx.credentials.get(CREDENTIALS.token))) || run?.state !== 'RUN_STARTED') {
+    if (userId !== queueTokenUserId(sdkQueueToken(ctx.credentials.get(CREDENTIALS.token))) || run?.state !== 'RUN_STARTED') {
       throw errors.notFound(`webhook of workflow run ${runId}`);
     }
     const data = webhookEventData({
