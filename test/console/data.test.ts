@@ -103,6 +103,13 @@ describe('console: kv and vector pages', () => {
       await screenshot(page, shot);
     }
     assert.ok(((await page.textContent('main')) ?? '').includes(XSS[0]));
+    // a JSON document is shown and edited as JSON (JSON.GET / JSON.SET)
+    await page.goto(`${svc.urls.mgmt}/console/#/kv/key/doc%3A1`);
+    await page.locator('pre.value', { hasText: '"n": 1' }).waitFor();
+    await page.click('[data-edit]');
+    await page.fill('textarea[name=edit]', '{"title": "plain", "n": 2}');
+    await page.click('[data-save]');
+    await waitFor('JSON document', async () => JSON.stringify(await redis.json.get('doc:1')) === '{"title":"plain","n":2}', 15_000);
     await page.goto(`${svc.urls.mgmt}/console/#/kv/key/big`);
     await page.locator('.pager', { hasText: 'too large to edit' }).waitFor();
     const shown = (await page.textContent('pre.value')) ?? '';
