@@ -55,6 +55,12 @@ export interface Config {
     region: 'eu-central-1' | 'us-east-1';
     /** Maximum message body in bytes. */
     maxMessageBytes: number;
+    /**
+     * Byte bound of one page of `GET /v2/logs`, `/v2/events`, `/v2/dlq` (`SVC_QUEUE_MAX_PAGE_BYTES`,
+     * default 1 MiB): message and response bodies counted; a page holds at least one entry and
+     * its cursor continues after the last one it holds.
+     */
+    maxPageBytes: number;
     /** Refuse loopback/private destinations (SSRF protection). */
     blockPrivateDestinations: boolean;
     /** Source address for outgoing deliveries (undici `localAddress`). */
@@ -224,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     queue: {
       region: oneOf('SVC_QUEUE_REGION', 'eu-central-1', ['eu-central-1', 'us-east-1'] as const),
       maxMessageBytes: int('SVC_QUEUE_MAX_MESSAGE_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxPageBytes: int('SVC_QUEUE_MAX_PAGE_BYTES', 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
       blockPrivateDestinations: bool('SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS', false),
       egressAddress: egress,
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),

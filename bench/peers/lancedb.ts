@@ -9,7 +9,7 @@
  * downloading binaries from GitHub.
  *
  * Measured (LanceDB docs: "vector search", "ANN indexes"): a table in a temp dir with columns
- * `id` (int), `vector` (fixed-size list of float32), `c`, `p` (ints for filters); flat search
+ * `id` (int), `vector` (fixed-size list of float32), `s` (int, `i % 1000`, for filters); flat search
  * (`bypassVectorIndex()`, exact) on a subset of queries; then an `IVF_HNSW_SQ` index
  * (`Index.hnswSq`, cosine, one partition, m 16, efConstruction 150) queried with `ef` swept until
  * recall@10 >= 0.95 (with `refineFactor` re-ranking if SQ alone stays below); queries one at a time
@@ -25,15 +25,15 @@ import { load, recallOf } from '../lib/stats.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /**
- * Installs `bench/peers` (see module doc) when `@lancedb/lancedb` is missing. Returns an error
+ * Installs `bench/peers` (see module doc; also the USearch and Chroma peers) when a peer package is missing. Returns an error
  * text instead of throwing when it cannot be installed or loaded.
  */
 export function ensurePeers(): string | undefined {
-  const marker = path.join(here, 'node_modules/@lancedb/lancedb/package.json');
-  if (fs.existsSync(marker)) return undefined;
+  const markers = ['@lancedb/lancedb', 'usearch', 'chromadb'].map((p) => path.join(here, 'node_modules', p, 'package.json'));
+  if (markers.every((m) => fs.existsSync(m))) return undefined;
   try {
     execFileSync('npm', ['install', '--prefix', here, '--ignore-scripts', '--no-audit', '--no-fund'], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 });
-    return fs.existsSync(marker) ? undefined : 'npm install finished but @lancedb/lancedb is missing';
+    return markers.every((m) => fs.existsSync(m)) ? undefined : 'npm install finished but a peer package is missing';
   } catch (err) {
     const e = err as { stderr?: Buffer; message: string };
     return `npm install --prefix bench/peers failed: ${(e.stderr?.toString() ?? e.message).trim().split('\n').slice(-5).join(' / ')}`;
@@ -73,7 +73,7 @@ export async function runLanceDb(input: LanceInput): Promise<void> {
   try {
     const db = await lancedb.connect(dir);
     let t = performance.now();
-    const rows = data.map((v, i) => ({ id: i, vector: Float32Array.from(v), c: i % 10, p: i % 100 }));
+    const rows = data.map((v, i) => ({ id: i, vector: Float32Array.from(v), s: i % 1000 }));
     const table = await db.createTable('bench', rows);
     const ingest = (performance.now() - t) / 1000;
     add(sys, 'ingest (createTable, one batch)', `${fmt(ingest, 1)} s (${fmt(data.length / ingest)} vec/s)`);

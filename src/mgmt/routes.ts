@@ -17,7 +17,7 @@ import type { AreaContext } from '../area.js';
 import { sendError } from './errors.js';
 import { healthReport } from './health.js';
 import { senderIpv4Blocks } from './ipv4.js';
-import { resetKvPassword, rotateQueueToken, rotateSigningKeys, rotateVectorTokens } from './rotate.js';
+import { resetKvPassword, rotateQueueSigningKeys, rotateQueueToken, rotateVectorTokens } from './rotate.js';
 
 /** Route URLs (as registered) that need no credentials. */
 export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/v2/health', '/healthz']);
@@ -39,7 +39,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   });
 
   app.post('/v2/credentials/queue/signing-keys/rotate', async (_req, reply) => {
-    const r = rotateSigningKeys(store);
+    const r = rotateQueueSigningKeys(store);
     ctx.logger.info({ credential: 'queue signing keys' }, 'management API: signing keys rotated');
     return secret(reply, r);
   });
@@ -59,6 +59,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
 
   app.get('/v2/health', async (_req, reply) => {
     const report = await healthReport(ctx.health);
+    if (report.status !== 'ok') reply.header('Retry-After', '5'); // a temporary condition: ask to come back
     return reply.code(report.status === 'ok' ? 200 : 503).header('Cache-Control', 'no-store').send(report);
   });
 

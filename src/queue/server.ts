@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
-import { generateSecret } from '../credentials.js';
+import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
 import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
@@ -15,7 +15,7 @@ import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
-import { registerKeyRoutes, signingKeys } from './api/keys.js';
+import { registerKeyRoutes } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
 import { registerStatsRoutes } from './api/stats.js';
@@ -23,6 +23,7 @@ import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, wo
 import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
+import { validQueueTokens } from './token.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
@@ -36,17 +37,9 @@ const PRUNE_EVERY_MS = 60_000;
 /** Ended workflow runs deleted per prune round (the next round takes the rest). */
 const RUN_PRUNE_BATCH = 1000;
 
-/**
- * The queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape workflow-js decodes
- * to build webhook URLs.
- */
-export function newQueueToken(): string {
-  return Buffer.from(JSON.stringify({ UserID: 'svc', Password: generateSecret(24) })).toString('base64');
-}
-
-/** The queue token from the credential store (generated once). */
+/** The queue token from the credential store (generated once, in the workflow SDK's format). */
 export function queueToken(ctx: AreaContext): string {
-  return ctx.credentials.get(CREDENTIALS.token, newQueueToken);
+  return ctx.credentials.get(CREDENTIALS.token, credentialShapes.queueToken);
 }
 
 export interface QueueServerOptions {
@@ -130,7 +123,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     // checks the user id, the running run and the random event id in the path instead.
     if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
     const token = requestToken(req, TOKEN_QUERY_PARAMS);
-    if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
+    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) throw errors.unauthorized();
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
     const a = errorAnswer(err);
@@ -161,7 +154,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
   // server, which then serves it with all the routes above.
   const front = createFastServer(
-    { ...fastPublishHandler(ctx, () => queueToken(actx), actx.logger), traffic: trafficCounter('queue') },
+    { ...fastPublishHandler(ctx, () => validQueueTokens(queueToken(actx)), actx.logger), traffic: trafficCounter('queue') },
     app.server,
     FAST_KEEP_ALIVE_MS,
     bodyLimit,

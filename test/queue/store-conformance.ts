@@ -166,6 +166,44 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       await store.close();
     });
 
+    test('DLQ and logs pages bounded by bytes (Page.maxBytes): at least one entry, the cursor continues', async () => {
+      const { store } = await open();
+      const body = Buffer.alloc(1000, 'b');
+      for (let i = 0; i < 5; i++) {
+        const m = { ...msg(`http://bytes.test/${i}`, { dueAt: T0, maxRetries: 0 }), body };
+        await store.enqueue([m], T0, 0);
+        const [c] = await store.claimDue({ owner: 'w', now: T0, limit: 1, leaseUntil: T0 + 1000 });
+        await store.moveToDlq(c.id, 'w', T0 + i, { status: 500, body: Buffer.alloc(500) }, `bytes-${i}`, []);
+      }
+      const dlqSizes: number[] = [];
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        // each entry: 1000 body + 500 response bytes; 3100 holds two
+        const p = await store.listDlq({}, { count: 100, order: 'earliestFirst', cursor, maxBytes: 3100 });
+        dlqSizes.push(p.items.length);
+        seen.push(...p.items.map((e) => e.dlqId));
+        cursor = p.cursor;
+      } while (cursor);
+      assert.deepEqual(dlqSizes, [2, 2, 1]);
+      assert.deepEqual(seen, [0, 1, 2, 3, 4].map((i) => `bytes-${i}`));
+      const one = await store.listDlq({}, { count: 100, order: 'latestFirst', maxBytes: 10 });
+      assert.equal(one.items.length, 1, 'a page holds at least one entry');
+      assert.ok(one.cursor);
+      const logSizes: number[] = [];
+      const states: string[] = [];
+      cursor = undefined;
+      do {
+        const p = await store.listLogs({ url: ['http://bytes.test/0'] }, { count: 100, order: 'earliestFirst', cursor, maxBytes: 2500 });
+        logSizes.push(p.items.length);
+        states.push(...p.items.map((l) => l.state));
+        cursor = p.cursor;
+      } while (cursor);
+      assert.deepEqual(states, ['CREATED', 'ACTIVE', 'ERROR', 'FAILED']);
+      assert.ok(Math.max(...logSizes) <= 2, String(logSizes));
+      await store.close();
+    });
+
     test('dedup within the window; cancel pending and in-flight', async () => {
       const { store } = await open();
       const a = msg('http://c.test/', { dedupKey: 'id:k1' });

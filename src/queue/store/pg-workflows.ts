@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { toPgParams } from './pg-connect.js';
 import { inTransaction } from './pg.js';
 import { runFilterSql, toRun, toWaiter, type RunRow, type WaiterRow } from './sqlite-workflows.js';
-import type { FailureInfo, NewRun, NextStepInfo, RunFilter, RunState, StoredNotify, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
+import type { NewRun, RunFilter, RunState, StoredNotify, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
 
 export class PgWorkflowStore implements WorkflowStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -84,7 +84,7 @@ export class PgWorkflowStore implements WorkflowStore {
     return (r.rowCount ?? 0) > 0;
   }
 
-  async updateRun(seq: number, now: number, fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null }): Promise<void> {
+  async updateRun(seq: number, now: number, fields: Parameters<WorkflowStore['updateRun']>[2]): Promise<void> {
     const sets = ['updated_at = $1'];
     const params: unknown[] = [now];
     const set = (col: string, v: unknown) => {
@@ -94,6 +94,7 @@ export class PgWorkflowStore implements WorkflowStore {
     if (fields.failure !== undefined) set('failure', fields.failure === null ? null : JSON.stringify(fields.failure));
     if (fields.next !== undefined) set('next', fields.next === null ? null : JSON.stringify(fields.next));
     if (fields.dlqId !== undefined) set('dlq_id', fields.dlqId);
+    if (fields.config !== undefined) set('config', JSON.stringify(fields.config));
     params.push(seq);
     await this.pool.query(`UPDATE workflow_runs SET ${sets.join(', ')} WHERE seq = $${params.length}`, params);
   }

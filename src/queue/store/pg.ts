@@ -36,6 +36,9 @@ import {
   dlqEntryFromRow,
   filterSql,
   logEntryFromRow,
+  takePage,
+  bytesOfDlqEntry,
+  bytesOfLogEntry,
   MESSAGE_COLUMNS,
   messageValues,
   rowToMessage,
@@ -456,9 +459,11 @@ export class PgQueueStore implements QueueStore {
 
   async listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>> {
     const rows = await this.dlqRows(this.pool, filter, page, page.count + 1);
-    const more = rows.length > page.count;
-    const items = rows.slice(0, page.count);
-    return { items: await this.dlqEntries(this.pool, items), cursor: more ? String(items[items.length - 1].seq) : undefined };
+    const first = rows.slice(0, page.count);
+    const entries = await this.dlqEntries(this.pool, first);
+    const cut = takePage(first.map((r, i) => ({ seq: r.seq, e: entries[i] })), page, (x) => x.e, bytesOfDlqEntry);
+    const more = cut.more || rows.length > first.length;
+    return { items: cut.items.map((x) => x.item), cursor: more ? String(cut.items[cut.items.length - 1].row.seq) : undefined };
   }
 
   async getDlq(dlqId: string): Promise<DlqEntry | undefined> {
@@ -510,13 +515,11 @@ export class PgQueueStore implements QueueStore {
         params,
       )
     ).rows;
-    const more = rows.length > page.count;
     const items = rows.slice(0, page.count);
     const msgs = await this.messagesBySeq(this.pool, items.map((r) => r.message_seq));
-    return {
-      items: items.map((r) => logEntryFromRow(r, msgs.get(r.message_seq)!)),
-      cursor: more ? String(items[items.length - 1].seq) : undefined,
-    };
+    const cut = takePage(items, page, (r) => logEntryFromRow(r, msgs.get(r.message_seq)!), bytesOfLogEntry);
+    const more = cut.more || rows.length > items.length;
+    return { items: cut.items.map((x) => x.item), cursor: more ? String(cut.items[cut.items.length - 1].row.seq) : undefined };
   }
 
   /** Deletes with `sql` (which must take `LIMIT $n` rows) until fewer than a batch are left. */

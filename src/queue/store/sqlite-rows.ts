@@ -3,7 +3,7 @@
  * rows have the same shape). Kept apart from the store
  * class so each file reads in one sitting.
  */
-import type { DlqEntry, HeaderMap, LogEntry, LogState, MessageFilter, NewMessage, StoredMessage } from '../model.js';
+import type { DlqEntry, HeaderMap, LogEntry, LogState, MessageFilter, NewMessage, Page, StoredMessage } from '../model.js';
 
 /** A `messages` row as better-sqlite3 returns it. */
 export interface MessageRow {
@@ -295,3 +295,40 @@ export function logEntryFromRow(r: LogRow, message: StoredMessage): LogEntry {
         : undefined,
   };
 }
+
+/**
+ * The entries of one page from `rows` (fetched with LIMIT count + 1; an array or a lazy statement
+ * iterator): at most `page.count`, and with `page.maxBytes` set, stopping before the entry whose
+ * `bytes` would pass the bound (the first entry is always taken). Rows past the stop are never
+ * turned into entries. `more` tells whether anything follows (the cursor is the last taken row's seq).
+ */
+export function takePage<R extends { seq: number }, T>(
+  rows: Iterable<R>,
+  page: Page,
+  toItem: (row: R) => T,
+  bytes: (item: T) => number,
+): { items: { row: R; item: T }[]; more: boolean } {
+  const items: { row: R; item: T }[] = [];
+  let total = 0;
+  let more = false;
+  for (const row of rows) {
+    if (items.length >= page.count) {
+      more = true;
+      break;
+    }
+    const item = toItem(row);
+    const size = bytes(item);
+    if (page.maxBytes !== undefined && items.length > 0 && total + size > page.maxBytes) {
+      more = true;
+      break;
+    }
+    total += size;
+    items.push({ row, item });
+  }
+  return { items, more };
+}
+
+/** Bytes a DLQ entry carries in a page ({@link takePage}): message body + response body. */
+export const bytesOfDlqEntry = (e: DlqEntry): number => e.message.body.length + (e.outcome.body?.length ?? 0);
+/** Bytes a log entry carries in a page ({@link takePage}): message body + response body. */
+export const bytesOfLogEntry = (e: LogEntry): number => e.message.body.length + (e.outcome?.body?.length ?? 0);

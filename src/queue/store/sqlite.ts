@@ -32,6 +32,9 @@ import {
   filterSql,
   INSERT_MESSAGE_VALUES_SQL,
   logEntryFromRow,
+  takePage,
+  bytesOfDlqEntry,
+  bytesOfLogEntry,
   messageValues,
   rowToMessage,
   type DlqRow,
@@ -258,6 +261,12 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   private dlqRows(filter: MessageFilter, page: Page | undefined, limit: number): DlqRow[] {
+    const { stmt, params } = this.dlqQuery(filter, page);
+    return stmt.all(...params, limit) as DlqRow[];
+  }
+
+  /** The DLQ listing statement for `filter`/`page` and its parameters (the LIMIT goes last). */
+  private dlqQuery(filter: MessageFilter, page: Page | undefined): { stmt: Database.Statement; params: unknown[] } {
     const { sql, params } = filterSql(filter, 'd.created_at');
     const desc = page?.order !== 'earliestFirst';
     let cur = '';
@@ -265,12 +274,11 @@ export class SqliteQueueStore implements QueueStore {
       cur = desc ? 'AND d.seq < ?' : 'AND d.seq > ?';
       params.push(Number(page.cursor));
     }
-    return this.db
-      .prepare(
-        `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
-         ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
-      )
-      .all(...params, limit) as DlqRow[];
+    const stmt = this.db.prepare(
+      `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
+       ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+    );
+    return { stmt, params };
   }
 
   private dlqEntry(r: DlqRow): DlqEntry {
@@ -278,10 +286,10 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   async listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>> {
-    const rows = this.dlqRows(filter, page, page.count + 1);
-    const more = rows.length > page.count;
-    const items = rows.slice(0, page.count);
-    return { items: items.map((r) => this.dlqEntry(r)), cursor: more ? String(items[items.length - 1].seq) : undefined };
+    const { stmt, params } = this.dlqQuery(filter, page);
+    const rows = stmt.iterate(...params, page.count + 1) as IterableIterator<DlqRow>;
+    const { items, more } = takePage(rows, page, (r) => this.dlqEntry(r), bytesOfDlqEntry);
+    return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
   async getDlq(dlqId: string): Promise<DlqEntry | undefined> {
@@ -333,19 +341,15 @@ export class SqliteQueueStore implements QueueStore {
         `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
          ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
       )
-      .all(...params, page.count + 1) as LogRow[];
-    const more = rows.length > page.count;
-    const items = rows.slice(0, page.count);
+      .iterate(...params, page.count + 1) as IterableIterator<LogRow>;
     const cache = new Map<number, StoredMessage>();
     const msg = (seq: number) => {
       let m = cache.get(seq);
       if (!m) cache.set(seq, (m = rowToMessage(this.st.bySeq.get(seq) as MessageRow)));
       return m;
     };
-    return {
-      items: items.map((r) => logEntryFromRow(r, msg(r.message_seq))),
-      cursor: more ? String(items[items.length - 1].seq) : undefined,
-    };
+    const { items, more } = takePage(rows, page, (r) => logEntryFromRow(r, msg(r.message_seq)), bytesOfLogEntry);
+    return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
   async prune(now: number, logsBefore: number, dlqBefore?: number): Promise<void> {
