@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// `npm run build`: compiles src/ to dist/ (tsconfig.build.json) and copies the non-TypeScript files
+// the server reads at run time (queue migrations *.sql, the kv JSON module *.lua) next to their
+// compiled modules. dist/ is removed first so no stale module survives a rename.
+// Needs the dev dependency `typescript`; the result runs with `node dist/cli.js` (no tsx, no TypeScript).
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const src = path.join(root, 'src');
+const dist = path.join(root, 'dist');
+const ASSETS = new Set(['.sql', '.lua']);
+
+fs.rmSync(dist, { recursive: true, force: true });
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+let copied = 0;
+for (const rel of fs.readdirSync(src, { recursive: true, encoding: 'utf8' })) {
+  if (!ASSETS.has(path.extname(rel))) continue;
+  fs.mkdirSync(path.dirname(path.join(dist, rel)), { recursive: true });
+  fs.copyFileSync(path.join(src, rel), path.join(dist, rel));
+  copied++;
+}
+process.stdout.write(`built ${path.relative(root, dist)}/ (${copied} asset files copied)\n`);
