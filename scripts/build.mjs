@@ -3,6 +3,7 @@
 // the server reads at run time (queue migrations *.sql, the kv JSON module *.lua) next to their
 // compiled modules. dist/ is removed first so no stale module survives a rename.
 // Needs the dev dependency `typescript`; the result runs with `node dist/cli.js` (no tsx, no TypeScript).
+// `--out <dir>` builds into another directory (the build test uses a temp dir).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,12 +12,13 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const src = path.join(root, 'src');
-const dist = path.join(root, 'dist');
+const outAt = process.argv.indexOf('--out');
+const dist = outAt > 0 ? path.resolve(process.argv[outAt + 1]) : path.join(root, 'dist');
 const ASSETS = new Set(['.sql', '.lua']);
 
 fs.rmSync(dist, { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', dist], { stdio: 'inherit' });
 let copied = 0;
 for (const rel of fs.readdirSync(src, { recursive: true, encoding: 'utf8' })) {
   if (!ASSETS.has(path.extname(rel))) continue;
@@ -24,4 +26,4 @@ for (const rel of fs.readdirSync(src, { recursive: true, encoding: 'utf8' })) {
   fs.copyFileSync(path.join(src, rel), path.join(dist, rel));
   copied++;
 }
-process.stdout.write(`built ${path.relative(root, dist)}/ (${copied} asset files copied)\n`);
+process.stdout.write(`built ${path.relative(root, dist) || dist}/ (${copied} asset files copied)\n`);
