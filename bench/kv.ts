@@ -1,6 +1,6 @@
 /**
  * `npm run bench:kv` — the key-value REST gateway against its peers, in one run on this machine
- * (issue 2 §4; DESIGN.md "Performance stance"; peers from `/work/shared/reference/kv-wire.md` §D):
+ * (the peers):
  *
  * - **svc**: `node bin/svc.js serve` with `SVC_AREAS=kv` and its default number of kv worker
  *   processes (`SVC_KV_WORKERS`, passed through when set; printed in the header), as a child process, pointed by
@@ -50,7 +50,7 @@ const PROFILE = env.BENCH_PROFILE === '1';
 /** kv worker processes of the svc under test: `SVC_KV_WORKERS` (passed through), else svc's default. */
 const SVC_WORKERS = env.SVC_KV_WORKERS ? Number(env.SVC_KV_WORKERS) : defaultKvWorkers();
 
-/** Targets of issue 2 §4. */
+/** The kv bench targets. */
 const PIPELINE_TARGET_CMDS = 300_000;
 const P99_TARGET_MS = 5;
 const VALUE = 'v'.repeat(100);
@@ -363,7 +363,7 @@ function buildReport(rows: Row[], notes: string[], o: { loadStart: string; webdi
       table,
     ),
     '',
-    'Targets (issue 2 §4):',
+    'Targets:',
     '',
     markdownTable([{ header: 'target' }, { header: 'cell' }, { header: 'measured' }, { header: 'status' }], checks),
     '',

@@ -1,5 +1,5 @@
 /**
- * Queue benchmark, issue 4 part (run from `bench/queue.ts`): fan-out to a 10-endpoint URL group,
+ * Queue benchmark, (run from `bench/queue.ts`): fan-out to a 10-endpoint URL group,
  * a queue with parallelism 1 vs 10, and flow-control rate / parallelism keys. Reports delivered
  * msg/s and how exactly the limits hold as observed at the destination: max requests in flight
  * and max request starts within any window of one period.

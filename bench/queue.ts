@@ -16,7 +16,7 @@
  * existing file from the line {@link KEEP_MARKER} on (hand-written notes) is kept below the tables.
  * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N, default 1,000,000> --skip-bullmq --skip-everysec
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
- *        queue / flow-control scenario> (issue 4 scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
+ *        queue / flow-control scenario> (scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -338,7 +338,7 @@ async function main(): Promise<void> {
   const fsyncMs = measureFsync();
   const n1 = arg('n1', 1000);
   const n64 = arg('n64', 20_000);
-  const delayed = arg('delayed', 1_000_000); // issue 3: "one million delayed messages"
+  const delayed = arg('delayed', 1_000_000); // one million delayed messages
   const sink = await startSink();
   const rows: Row[] = [];
   // svc as configured by default (fsync before every acknowledgement), then with the durability

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:vector` — the vector area against its ceiling and baseline, in one run
- * (issue 6 "Benchmark"; vector-wire.md §D):
+ * (the peers):
  *
  * - **svc (HTTP)**: `node bin/svc.js serve` with `SVC_AREAS=vector` as a child process; vectors
  *   upserted in batches of 1,000 through `/upsert`; queries `POST /query {vector, topK: 10}`:
@@ -16,7 +16,7 @@
  *   use into `bench/peers/node_modules`, not a dependency of svc). `BENCH_LANCEDB=0` skips it.
  *
  * Data: "clustered" = 16-d latent Gaussian × fixed random 16×D map + 0.1 Gaussian noise (closer to
- * real embeddings than i.i.d. noise, §D.4); COSINE. Sets: 100k × 128 and 20k × 768.
+ * real embeddings than i.i.d. noise); COSINE. Sets: 100k × 128 and 20k × 768.
  * ef is swept in-process; svc runs with the smallest ef reaching recall@10 >= 0.95 in-process
  * (same graph, so the same recall; the HTTP recall is measured and printed too).
  * Filtered queries: metadata `c = i % 10` (10 %) and `p = i % 100` (1 %), filters `c = 3`, `p = 7`.

@@ -1,5 +1,5 @@
 /**
- * The contract between `main.ts` and each area (DESIGN.md "Layout"): an area module exports one
+ * The contract between `main.ts` and each area: an area module exports one
  * {@link AreaModule}; `create` builds its server, which listens on the area's port.
  */
 import type { AreaName, Config } from './config.js';
@@ -15,6 +15,12 @@ export interface AreaContext {
    * management area's `/v2/health` reads it without importing other areas).
    */
   health: Map<AreaName, () => boolean | Promise<boolean>>;
+  /**
+   * Base URL of every area listening in this process (e.g. `http://127.0.0.1:8080`), filled by
+   * `main.ts` as each area starts: the console (mgmt) forwards to the other areas' public HTTP APIs
+   * through them without importing those areas.
+   */
+  urls: Map<AreaName, string>;
 }
 
 export interface AreaServer {

@@ -2,9 +2,11 @@
  * The `svc` command.
  *   svc serve   start the enabled areas, print URLs, tokens and the .env block; stop on SIGINT/SIGTERM
  *   svc env     print the .env block alone (creating credentials if needed)
- * Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
+ * Exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage, or the data directory is in
+ * use by another svc process (`svc.lock`, see `data-dir.ts`).
  */
 import { ConfigError, loadConfig } from './config.js';
+import { DataDirLockedError, lockDataDir } from './data-dir.js';
 import { configuredEnvBlock, createContext, startSvc } from './main.js';
 
 const USAGE = `usage: svc <command>
@@ -36,6 +38,18 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     throw err;
+  }
+  if (cmd === 'serve') {
+    // one process per data directory, taken before anything in it is read (data-dir.ts)
+    try {
+      lockDataDir(config.dataDir);
+    } catch (err) {
+      if (err instanceof DataDirLockedError) {
+        process.stderr.write(`svc: ${err.message}\n`);
+        return 2;
+      }
+      throw err;
+    }
   }
   const ctx = createContext(config);
   if (cmd === 'env') {

@@ -1,7 +1,7 @@
 /**
  * Environment -> one typed, validated {@link Config}.
  *
- * The env names are the contract of `../shared/DESIGN.md` ("Process and ports"); every variable is
+ * The env names are documented in README.md's configuration table; every variable is
  * validated at start-up and all problems are reported together by {@link ConfigError}, one line
  * per bad variable. Credentials are not part of the config: they live in the credential store
  * (`src/credentials.ts`), which takes env-given values first and generates the rest.
@@ -35,6 +35,21 @@ export interface Config {
     workers: number;
     /** Interval of the SSE heartbeat comments in ms (`SVC_KV_SSE_HEARTBEAT_MS`, default 15 000). */
     sseHeartbeatMs: number;
+    /**
+     * Scripts and functions (EVAL*, FCALL*) running longer than this many ms are killed with
+     * `SCRIPT KILL` / `FUNCTION KILL` (`SVC_KV_SCRIPT_TIMEOUT_MS`, default 5000; 0 = never).
+     */
+    scriptTimeoutMs: number;
+    /**
+     * Output limit of one SSE stream, as Redis's `client-output-buffer-limit pubsub`: the stream is
+     * closed when its unsent output exceeds `sseHardLimitBytes` (`SVC_KV_SSE_HARD_LIMIT_BYTES`,
+     * default 32 MiB), or stays above `sseSoftLimitBytes` (`SVC_KV_SSE_SOFT_LIMIT_BYTES`, default
+     * 8 MiB; 0 = no soft limit) for longer than `sseSoftLimitMs` (`SVC_KV_SSE_SOFT_LIMIT_MS`,
+     * default 60 000).
+     */
+    sseHardLimitBytes: number;
+    sseSoftLimitBytes: number;
+    sseSoftLimitMs: number;
   };
   queue: {
     region: 'eu-central-1' | 'us-east-1';
@@ -48,6 +63,10 @@ export interface Config {
     dedupWindowMs: number;
     /** How long logs (events) are kept, in ms. */
     logRetentionMs: number;
+    /** How long ended workflow runs (with their steps and waiters) are kept, in ms. */
+    workflowRetentionMs: number;
+    /** How long a workflow notify that reached no waiter is kept for a later wait, in ms (0 = not kept). */
+    workflowNotifyLookbackMs: number;
     /** Concurrent outgoing delivery requests. */
     maxConcurrentDeliveries: number;
     /**
@@ -67,6 +86,10 @@ export interface Config {
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
     ipv4Cidrs?: string[];
+    /** Serve the web console under `/console/` on the management port (`SVC_CONSOLE`, default true). */
+    console: boolean;
+    /** Console without actions: every action hidden and refused (`SVC_CONSOLE_READONLY`, default false). */
+    consoleReadonly: boolean;
   };
 }
 
@@ -170,6 +193,10 @@ export function loadConfig(env: Env = process.env): Config {
       dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
       workers: int('SVC_KV_WORKERS', defaultKvWorkers(), 0, 63),
       sseHeartbeatMs: int('SVC_KV_SSE_HEARTBEAT_MS', 15_000, 10, 3_600_000),
+      scriptTimeoutMs: int('SVC_KV_SCRIPT_TIMEOUT_MS', 5000, 0, 3_600_000),
+      sseHardLimitBytes: int('SVC_KV_SSE_HARD_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      sseSoftLimitBytes: int('SVC_KV_SSE_SOFT_LIMIT_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
+      sseSoftLimitMs: int('SVC_KV_SSE_SOFT_LIMIT_MS', 60_000, 0, 3_600_000),
     },
     queue: {
       region: oneOf('SVC_QUEUE_REGION', 'eu-central-1', ['eu-central-1', 'us-east-1'] as const),
@@ -178,6 +205,8 @@ export function loadConfig(env: Env = process.env): Config {
       egressAddress: egress,
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),
       logRetentionMs: int('SVC_QUEUE_LOG_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
+      workflowRetentionMs: int('SVC_QUEUE_WORKFLOW_RETENTION_MS', 7 * 86_400_000, 1000, 3650 * 86_400_000),
+      workflowNotifyLookbackMs: int('SVC_QUEUE_WORKFLOW_NOTIFY_LOOKBACK_MS', 5 * 60_000, 0, 7 * 86_400_000),
       maxConcurrentDeliveries: int('SVC_QUEUE_MAX_CONCURRENT_DELIVERIES', 256, 1, 100_000),
       fsync: oneOf('SVC_QUEUE_FSYNC', 'always', FSYNC_POLICIES),
     },
@@ -187,7 +216,11 @@ export function loadConfig(env: Env = process.env): Config {
       type: oneOf('SVC_VECTOR_TYPE', 'DENSE', ['DENSE', 'SPARSE', 'HYBRID'] as const, true),
       indexesFile: str('SVC_VECTOR_INDEXES'),
     },
-    mgmt: { ipv4Cidrs },
+    mgmt: {
+      ipv4Cidrs,
+      console: bool('SVC_CONSOLE', true),
+      consoleReadonly: bool('SVC_CONSOLE_READONLY', false),
+    },
   };
 
   if (problems.length) throw new ConfigError(problems);

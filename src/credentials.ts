@@ -1,7 +1,7 @@
 /**
  * The one shared credential store: every token, password and signing key of every area.
  *
- * - Values come from env first (the names of DESIGN.md "Process and ports", see {@link ENV_NAMES}),
+ * - Values come from env first (see {@link ENV_NAMES}),
  *   otherwise from `SVC_DATA_DIR/credentials.json`, otherwise they are generated once and persisted.
  * - The file is written atomically (temp file + rename) with mode 0600.
  * - Areas read credentials through this module at request time (an in-memory map lookup), so a
@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** Env variables that pin a credential (DESIGN.md env contract). */
+/** Env variables that pin a credential. */
 export const ENV_NAMES: Record<string, string> = {
   'queue.token': 'SVC_QUEUE_TOKEN',
   'queue.currentSigningKey': 'SVC_QUEUE_CURRENT_SIGNING_KEY',
@@ -96,6 +96,11 @@ export class CredentialStore {
   /** The credential `name` if it exists, without generating it. */
   peek(name: string): string | undefined {
     return this.values.get(name);
+  }
+
+  /** Every credential name present (stored, env-given or generated), sorted. */
+  names(): string[] {
+    return [...this.values.keys()].sort();
   }
 
   /** True when `name` was given by env (it reverts to the env value on restart). */

@@ -1,10 +1,12 @@
 /**
  * Starts the enabled areas (`SVC_AREAS`), each on its own port, and stops them gracefully.
- * Areas are listed in {@link AREA_MODULES}; they never import each other (DESIGN.md).
+ * Areas are listed in {@link AREA_MODULES}; they never import each other.
  */
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
+import { prepareDataDir } from './data-dir.js';
+import { baseUrl } from './http/raw.js';
 import { createLogger, type Logger } from './logger.js';
 import { kvArea } from './kv/index.js';
 import { mgmtArea } from './mgmt/index.js';
@@ -33,13 +35,19 @@ export interface RunningSvc {
   close(): Promise<void>;
 }
 
-/** Builds the shared context: opens the credential store in `config.dataDir`. */
+/**
+ * Builds the shared context: makes `config.dataDir` private (0700/0600, umask 0o077;
+ * `data-dir.ts`), then opens the credential store in it.
+ */
 export function createContext(config: Config, opts: { logger?: Logger; env?: Record<string, string | undefined> } = {}): AreaContext {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  for (const f of prepareDataDir(config.dataDir)) logger.warn({ path: f.path, err: f.error }, 'data directory: cannot restrict the mode of an entry to svc\'s user');
   return {
     config,
     credentials: CredentialStore.open(config.dataDir, opts.env ?? process.env),
-    logger: opts.logger ?? createLogger(config.logLevel),
+    logger,
     health: new Map(),
+    urls: new Map(),
   };
 }
 
@@ -54,8 +62,7 @@ export function configuredEnvBlock(ctx: AreaContext): string {
   for (const name of ctx.config.areas) {
     const m = AREA_MODULES[name];
     if (!m) continue;
-    const host = ['0.0.0.0', '::'].includes(ctx.config.host) ? '127.0.0.1' : ctx.config.host;
-    Object.assign(vars, m.env(ctx, `http://${host}:${ctx.config.ports[name]}`));
+    Object.assign(vars, m.env(ctx, baseUrl(ctx.config.host, ctx.config.ports[name])));
   }
   return formatEnv(vars);
 }
@@ -93,6 +100,7 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
       ctx.health.set(name, () => server.ready?.() ?? true);
       const url = await server.listen();
       urls[name] = url;
+      ctx.urls.set(name, url);
       servers[name] = server;
       Object.assign(vars, m.env(ctx, url));
       lines.push(`${name.padEnd(6)} ${url}`, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));

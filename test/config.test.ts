@@ -6,7 +6,7 @@ import { ConfigError, isIpv4Cidr, loadConfig } from '../src/config.js';
 import { CredentialStore } from '../src/credentials.js';
 import { tempDir } from './helpers/env.js';
 
-test('defaults follow the DESIGN.md env contract', () => {
+test('defaults follow the documented configuration table', () => {
   const c = loadConfig({});
   assert.deepEqual(c.ports, { queue: 8080, kv: 8079, vector: 8078, mgmt: 8077 });
   assert.equal(c.host, '127.0.0.1');

@@ -2,7 +2,7 @@
  * The Redis-side peers of the benches, all Debian packages: a throw-away `redis-server` (no
  * persistence: `--save '' --appendonly no`), `webdis` (the C HTTP gateway, `nicolasff/webdis`,
  * Debian 0.1.9) in front of it, and `redis-benchmark` (the ceiling: raw RESP with no HTTP layer).
- * Reference: `/work/shared/reference/kv-wire.md` §D.3 (webdis config and API).
+ * webdis config and API: see webdis's README.
  */
 import fs from 'node:fs';
 import path from 'node:path';

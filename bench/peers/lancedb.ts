@@ -1,6 +1,6 @@
 /**
  * LanceDB (`@lancedb/lancedb`, in-process, embedded) as a peer in `npm run bench:vector`
- * (issue 6 "Benchmark"). Not a dependency of svc: `bench/peers/package.json` pins 0.37.1 (the
+ * Not a dependency of svc: `bench/peers/package.json` pins 0.37.1 (the
  * newest release whose `engines` allows Node 20; 0.38+ need Node 22) and `apache-arrow` 18.1.0
  * (its peer range `>=15 <=18.1`), installed on first use by `./install.ts` (the native library is
  * the npm platform package `@lancedb/lancedb-linux-x64-gnu`, no install script needed).

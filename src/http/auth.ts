@@ -3,17 +3,40 @@
  * parameter, HTTP Basic credentials, and constant-time comparison. Areas decide which tokens are
  * valid; these helpers only extract and compare.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+
+/** SHA-256 of a secret (32 bytes): what the constant-time comparisons below compare. */
+export function secretDigest(s: string): Buffer {
+  return hash('sha256', s, 'buffer');
+}
 
 /**
  * Compares two secrets in constant time (independent of where they differ and of their lengths:
  * both sides are hashed to 32 bytes first).
  */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const ha = createHash('sha256').update(a).digest();
-  const hb = createHash('sha256').update(b).digest();
-  return timingSafeEqual(ha, hb) && a.length === b.length;
+  return timingSafeEqual(secretDigest(a), secretDigest(b)) && a.length === b.length;
+}
+
+/**
+ * The rule of {@link constantTimeEqual} for hot paths: the digest of each valid token is computed
+ * once per token value (valid tokens change only on rotation; at most 64 are cached) and the
+ * caller hashes the presented token once per request, however many valid tokens it is checked
+ * against.
+ */
+export class SecretMatcher {
+  private readonly digests = new Map<string, Buffer>();
+
+  /** True when `presented` (whose {@link secretDigest} is `presentedDigest`) equals `valid`. */
+  same(presented: string, presentedDigest: Buffer, valid: string): boolean {
+    let d = this.digests.get(valid);
+    if (!d) {
+      if (this.digests.size >= 64) this.digests.clear();
+      this.digests.set(valid, (d = secretDigest(valid)));
+    }
+    return timingSafeEqual(presentedDigest, d) && presented.length === valid.length;
+  }
 }
 
 /** True when `candidate` equals one of `valid` (each compared in constant time, all compared). */

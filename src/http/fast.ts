@@ -1,6 +1,6 @@
 /**
  * A minimal HTTP/1.1 server on `node:net` for an area's hot path, with Node's own `http` server
- * behind it for everything else (shared plumbing, DESIGN.md "src/http/"). Measured on the 2-core
+ * behind it for everything else (shared plumbing). Measured on the 2-core
  * bench machine, Node's `http` module alone (a hello-world that does nothing) answers about 20k
  * req/s while a plain socket that writes a canned response does about 40k: for small requests the
  * HTTP layer, not the area, was the ceiling (`docs/readme/kv-perf.md`). Used by kv and vector.
@@ -25,6 +25,7 @@
 import type http from 'node:http';
 import net from 'node:net';
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
+import type { TrafficCounter } from './traffic.js';
 
 /** Idle keep-alive timeout in ms (Fastify's setting in `src/http/server.ts`; `Keep-Alive: timeout=72`). */
 export const FAST_KEEP_ALIVE_MS = 72_000;
@@ -98,6 +99,8 @@ export interface FastHandler {
    * `Content-Length`/`Content-Type`. Must eventually call `out.send` once; must not throw.
    */
   handle(head: FastHead, body: Buffer | undefined, out: FastResponse): void;
+  /** Counts every response of this server, fast path and Node server alike (`traffic.ts`). */
+  traffic?: TrafficCounter;
 }
 
 /** 1 for the bytes of an RFC 9110 token (`tchar`), by byte value. */
@@ -270,6 +273,7 @@ class FastConnection implements FastResponse {
     if (!this.busy) return;
     this.busy = false;
     if (this.gone) return;
+    this.handler.traffic?.record(status);
     const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
     const head =
       statusLine(status) +
@@ -318,6 +322,7 @@ class FastConnection implements FastResponse {
 export function createFastServer(handler: FastHandler, fallback: http.Server, keepAliveMs: number, bodyLimit: number): net.Server & { closeAll(): void } {
   const conns = new Set<net.Socket>();
   const bodyMax = Math.min(bodyLimit, FAST_BODY_MAX);
+  handler.traffic?.countServer(fallback);
   // allowHalfOpen: a client that half-closes after its request still gets the answer (as in node:http)
   const server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
     conns.add(socket);

@@ -114,14 +114,29 @@ export interface RawSseStream {
 }
 
 /**
+ * Output limit of one SSE stream, as Redis's `client-output-buffer-limit pubsub <hard> <soft>
+ * <seconds>`: a client that does not read makes the unsent output grow; past `hardBytes`, or above
+ * `softBytes` (0 = no soft limit) for `softMs` ms or longer, the stream is dropped (socket
+ * destroyed, buffered output freed). Checked on every write, heartbeats included.
+ */
+export interface SseOutputLimit {
+  hardBytes: number;
+  softBytes: number;
+  softMs: number;
+  /** Told why the stream was dropped (`hard` / `soft`) and how many bytes were unsent. */
+  onExceeded?(limit: 'hard' | 'soft', unsentBytes: number): void;
+}
+
+/**
  * Starts an SSE response on `res` (status 200, `text/event-stream`, no buffering). A heartbeat comment every `heartbeatMs` ms
- * (default 15 000); `onClose` runs once when the client disconnects or the stream is closed.
+ * (default 15 000); `onClose` runs once when the client disconnects or the stream is closed
+ * (also when `outputLimit` drops it).
  */
 export function startRawSse(
   req: IncomingMessage,
   res: ServerResponse,
   onClose: () => void,
-  opts: { heartbeatMs?: number; extraHeaders?: Record<string, string> } = {},
+  opts: { heartbeatMs?: number; extraHeaders?: Record<string, string>; outputLimit?: SseOutputLimit } = {},
 ): RawSseStream {
   res.writeHead(200, {
     ...opts.extraHeaders,
@@ -142,9 +157,28 @@ export function startRawSse(
       /* ignore */
     }
   };
-  const timer = setInterval(() => {
-    if (!closed) res.write(': heartbeat\n\n');
-  }, opts.heartbeatMs ?? 15_000);
+  const limit = opts.outputLimit;
+  /** Since when the unsent output is above the soft limit (ms since epoch; 0 = it is not). */
+  let softSince = 0;
+  /** Writes `chunk` unless closed, then drops the stream if its unsent output is past the limit. */
+  const write = (chunk: string) => {
+    if (closed) return;
+    res.write(chunk);
+    if (limit === undefined) return;
+    const unsent = res.writableLength;
+    let exceeded: 'hard' | 'soft' | undefined;
+    if (unsent > limit.hardBytes) exceeded = 'hard';
+    else if (limit.softBytes > 0 && unsent > limit.softBytes) {
+      const now = Date.now();
+      if (softSince === 0) softSince = now;
+      if (now - softSince >= limit.softMs) exceeded = 'soft';
+    } else softSince = 0;
+    if (exceeded === undefined) return;
+    limit.onExceeded?.(exceeded, unsent);
+    res.destroy(); // not end(): that would keep the unsent output until the client reads it
+    finish();
+  };
+  const timer = setInterval(() => write(': heartbeat\n\n'), opts.heartbeatMs ?? 15_000);
   timer.unref();
   res.on('close', finish);
   req.on('close', () => {
@@ -152,11 +186,10 @@ export function startRawSse(
   });
   return {
     send(data: string) {
-      if (closed) return;
-      res.write(data.split('\n').map((l) => `data: ${l}\n`).join('') + '\n');
+      if (!closed) write(data.split('\n').map((l) => `data: ${l}\n`).join('') + '\n');
     },
     comment(text: string) {
-      if (!closed) res.write(`: ${text}\n\n`);
+      write(`: ${text}\n\n`);
     },
     close() {
       if (!closed) res.end();
@@ -166,6 +199,15 @@ export function startRawSse(
       return closed;
     },
   };
+}
+
+/**
+ * The base URL clients use for a server bound to `host:port`: a wildcard bind address (`0.0.0.0`,
+ * `::`) is shown as `127.0.0.1`, an IPv6 address in brackets. E.g. `http://127.0.0.1:8079`.
+ */
+export function baseUrl(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
 }
 
 /**
@@ -180,8 +222,7 @@ export function listenRaw(server: Server, host: string, port: number): Promise<s
       server.off('error', onError);
       const addr = server.address();
       const actual = typeof addr === 'object' && addr ? addr.port : port;
-      const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-      resolve(`http://${shownHost}:${actual}`);
+      resolve(baseUrl(host, actual));
     });
   });
 }

@@ -1,10 +1,11 @@
 /**
  * The shared Fastify factory: one instance per area port, with the project's defaults. Each area
- * registers its own content-type parsers, auth hook and error handler on it (STYLE.md §10: the four
+ * registers its own content-type parsers, auth hook and error handler on it (the four
  * wire formats differ; no global error handler guesses).
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Logger } from '../logger.js';
+import { baseUrl } from './raw.js';
 
 export interface HttpServerOptions {
   logger: Logger;
@@ -30,6 +31,5 @@ export async function listenOn(app: FastifyInstance, host: string, port: number)
   await app.listen({ host, port });
   const addr = app.server.address();
   const actual = typeof addr === 'object' && addr ? addr.port : port;
-  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  return `http://${shownHost}:${actual}`;
+  return baseUrl(host, actual);
 }

@@ -1,9 +1,9 @@
 /**
- * Reply -> JSON text (spec "Key-value REST response", kv-wire.md §A.5–A.8). Hand-written for the
+ * Reply -> JSON text (spec "Key-value REST response"). Hand-written for the
  * hot path: no intermediate objects, one string per response.
  *
  * - bulk strings: UTF-8 text (invalid bytes become U+FFFD), or base64 with `Svc-Encoding: base64`
- * - simple strings: text, or base64 too (kv-wire.md §A.6) — except the top-level `OK`
+ * - simple strings: text, or base64 too — except the top-level `OK`
  * - integers as JSON numbers (beyond 2^53 as exact digits), null as `null`, arrays recursed
  * - an error nested inside an array (e.g. in a Lua table) is emitted as its message string
  */

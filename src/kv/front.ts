@@ -11,9 +11,10 @@ import type net from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
+import { trafficCounter } from '../http/traffic.js';
 import type { KvGateway } from './gateway.js';
 import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
-import { setHeartbeatMs } from './sse.js';
+import { setHeartbeatMs, setOutputLimit } from './sse.js';
 
 /** A kv HTTP front: `server` may listen itself, or be handed connections with {@link KvFront.accept}. */
 export interface KvFront {
@@ -28,6 +29,7 @@ export interface KvFront {
 export function createKvFront(gateway: KvGateway, config: Config, logger: Logger): KvFront {
   const streams = new Set<() => void>();
   setHeartbeatMs(config.kv.sseHeartbeatMs);
+  setOutputLimit({ hardBytes: config.kv.sseHardLimitBytes, softBytes: config.kv.sseSoftLimitBytes, softMs: config.kv.sseSoftLimitMs });
   const core = createKvCore(gateway, logger);
   // the Node server serves what the fast path hands over (it does not listen itself)
   const nodeServer = http.createServer({ requestTimeout: 0 }, createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams }, core));
@@ -38,6 +40,7 @@ export function createKvFront(gateway: KvGateway, config: Config, logger: Logger
   const fast: FastHandler = {
     accepts: (_method, path) => !isStreamPath(path),
     handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
+    traffic: trafficCounter('kv'),
   };
   const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
   nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {

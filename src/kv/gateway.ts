@@ -1,5 +1,5 @@
 /**
- * The execution core of the kv gateway (issue 2 §2), independent of HTTP: runs single commands,
+ * The execution core of the kv gateway, independent of HTTP: runs single commands,
  * pipelines and transactions for an {@link Identity} on connections authenticated as the matching
  * Redis ACL user, applies the command policy, JSON.* translation, the daily limit and the
  * read-your-writes sync token.
@@ -7,7 +7,7 @@
  * Whole-request failures are thrown as {@link KvError} (status + `{error}` text); a per-command
  * failure is a {@link RespError} in the reply list.
  */
-import { KvError } from './errors.js';
+import { isTemporaryRedisError, KvError } from './errors.js';
 import { DailyQuota, type Quota } from './quota.js';
 import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
@@ -23,7 +23,10 @@ import {
   type RedisUser,
   type ReplyCallback,
 } from './redis/connection.js';
-import { RespError, type Arg, type Reply } from './resp.js';
+import { EMULATED, emulate } from './emulate.js';
+import { encodeReply, RespError, type Arg, type Reply } from './resp.js';
+import { type AliasFile, SCRIPT_COMMANDS, ScriptShebangs } from './scripts.js';
+import { SCRIPT_RUNNERS, ScriptWatchdog } from './watchdog.js';
 import type { Identity, KvTokens } from './tokens.js';
 
 export { KvError };
@@ -40,6 +43,8 @@ export interface GatewayOptions {
   jsonMode?: () => 'native' | 'library' | 'none';
   /** The read-your-writes token's clock (default: one of this process only). */
   syncClock?: SyncClock;
+  /** The script alias file shared with the other kv processes (`scripts.ts`; workers on). */
+  scriptAliases?: AliasFile;
   /** `CLIENT SETNAME` of the pooled Redis connections (default `svc-kv-<pid>`; workers: `svc-kv-w<index>-<pid>`). */
   clientName?: string;
 }
@@ -48,7 +53,15 @@ export interface GatewayOptions {
 const SHARED_CONNECTIONS = 2;
 const MAX_ACL_POOLS = 64;
 
-type Prepared = { args: Arg[]; write: boolean } | { error: string } | { resttoken: true };
+/**
+ * A command ready to send: `fix` mends Redis's reply into the one clients expect (`emulate.ts`,
+ * `scripts.ts`); `script` says it runs a Lua script or function (watched by the {@link ScriptWatchdog}).
+ */
+type Prepared = { args: Arg[]; write: boolean; fix?: (r: Reply) => Reply; script?: 'eval' | 'function' } | { error: string } | { resttoken: true };
+
+/** Commands whose arguments or reply svc may change before/after Redis (`COMMAND` names). */
+const REWRITTEN: ReadonlySet<string> = new Set([...SCRIPT_COMMANDS, ...EMULATED]);
+
 
 export class KvGateway {
   readonly policy: CommandPolicy;
@@ -56,8 +69,10 @@ export class KvGateway {
   private readonly sync: SyncClock;
   private readonly clientName: string;
   private readonly quota: Quota;
+  private readonly scripts: ScriptShebangs;
   private closed = false;
   private jsonReloadPending = false;
+  private readonly watchdog: ScriptWatchdog;
 
   constructor(
     readonly backend: Backend,
@@ -67,9 +82,13 @@ export class KvGateway {
     private readonly options: GatewayOptions = {},
   ) {
     this.sync = options.syncClock ?? new LocalSyncClock();
+    this.scripts = new ScriptShebangs(options.scriptAliases);
     this.clientName = options.clientName ?? `svc-kv-${process.pid}`;
     this.quota = options.quota ?? new DailyQuota(config.dailyRequestLimit);
     this.policy = new CommandPolicy(new Map(), backend.protectedUsers);
+    this.watchdog = new ScriptWatchdog(config.scriptTimeoutMs, (cmd) => this.adminCommand(cmd), (err) =>
+      this.logger.warn({ err: (err as Error).message }, 'kv: killing a long-running script failed'),
+    );
     backend.onUp(() => this.refresh());
   }
 
@@ -108,8 +127,9 @@ export class KvGateway {
     return this.sync.current();
   }
 
-  private wrote(): void {
-    this.sync.wrote();
+  /** A request that writes was accepted: the token of this write (the responses to it carry it). */
+  private wrote(): string {
+    return this.sync.wrote();
   }
 
   private userOf(id: Identity): RedisUser {
@@ -178,9 +198,15 @@ export class KvGateway {
   private prepare(args: Arg[]): Prepared {
     const v = this.policy.check(args);
     switch (v.kind) {
-      case 'forward':
-        if (v.info?.name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(v.info.name)) this.reloadJsonSoon();
-        return { args, write: v.write };
+      case 'forward': {
+        const name = v.info?.name;
+        if (name === undefined) return { args, write: v.write };
+        if (name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(name)) this.reloadJsonSoon();
+        const script = SCRIPT_RUNNERS.has(name) ? (name.startsWith('fcall') ? 'function' : 'eval') : undefined;
+        if (!REWRITTEN.has(name)) return { args, write: v.write, script };
+        const r = SCRIPT_COMMANDS.has(name) ? this.scripts.prepare(name, args) : emulate(name, args);
+        return r === undefined ? { args, write: v.write, script } : { args: r.args, write: r.write ?? v.write, fix: r.fix, script };
+      }
       case 'refuse':
         return { error: v.error };
       case 'resttoken':
@@ -207,33 +233,13 @@ export class KvGateway {
   }
 
   /**
-   * Runs one command. Resolves to its reply (a Redis error is a {@link RespError} reply) and the
-   * raw RESP bytes when `wantRaw`.
-   * @throws KvError (400 refused/limit, 401 ACL user auth failed, 503 database unavailable)
-   */
-  async single(id: Identity, args: Arg[], wantRaw: boolean): Promise<{ reply: Reply; raw?: Buffer }> {
-    const p = this.prepare(args);
-    if ('error' in p) throw new KvError(p.error, 400);
-    const refused = await this.count(1);
-    if (refused) throw refused;
-    if ('resttoken' in p) return { reply: await this.restToken(args) };
-    if (p.write) this.wrote();
-    const { c } = await this.conn(id);
-    try {
-      if (!wantRaw) return { reply: await c.send(p.args) };
-      const r = await c.batch([p.args], true);
-      return { reply: r.replies[0], raw: r.raws?.[0] };
-    } catch (err) {
-      throw mapError(err);
-    }
-  }
-
-  /**
-   * {@link single} without Promises or per-request closures (the hot path): `cb` runs exactly
+   * Runs one command without Promises or per-request closures (the hot path): `cb` runs exactly
    * once, with the reply (a Redis error is a {@link RespError} reply) and its raw bytes when
    * `wantRaw`, or with an error: a {@link KvError} (400 refused/limit, 401 ACL user auth failed,
    * 503 database unavailable) or a connection error that {@link mapError} maps (503 / 401). An
    * exception thrown by `cb` is logged, never propagated into the Redis connection's reader.
+   * When the command writes, `cb`'s last argument is its read-your-writes token (`sync.ts`).
+   * Commands whose reply svc mends (`emulate.ts`, `scripts.ts`) take one closure.
    */
   singleCb(id: Identity, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     let p: Prepared;
@@ -268,20 +274,44 @@ export class KvGateway {
   private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
     let c: RedisConnection | Promise<RedisConnection>;
     let cmd: Arg[];
+    let done: ReplyCallback = cb;
+    let token: string | undefined;
     try {
       if ('resttoken' in p) {
         this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, mapError(e)));
         return;
       }
       if ('error' in p) throw new KvError(p.error, 400);
-      if (p.write) this.wrote();
+      if (p.write) token = this.wrote(); // handed back to `cb` by the connection (no closure per write)
+      if (p.fix) done = withFix(cb, p.fix, wantRaw);
       c = this.pool(id).get();
       cmd = p.args;
+      if (p.script) done = this.watched(p.script === 'function', done);
     } catch (err) {
       return this.fire(cb, mapError(err));
     }
-    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, cb);
-    else c.then((conn) => conn.sendCb(cmd, wantRaw, cb), (e: unknown) => this.fire(cb, mapError(e)));
+    if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done, token);
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, done, token), (e: unknown) => this.fire(cb, mapError(e)));
+  }
+
+  /** `cb` of a script command, watched by the {@link ScriptWatchdog} until its reply arrives. */
+  private watched(fn: boolean, cb: ReplyCallback): ReplyCallback {
+    const watch = this.watchdog.start(fn);
+    if (watch === undefined) return cb;
+    return (err, reply, raw, token) => {
+      const r = this.watchdog.end(watch, reply);
+      cb(err, r, r === reply ? raw : undefined, token);
+    };
+  }
+
+  /** Sends one command on a new connection of the admin user (the watchdog's kills); closes it. */
+  private async adminCommand(cmd: Arg[]): Promise<Reply> {
+    const c = await RedisConnection.connect(this.backend.endpoint, this.backend.admin);
+    try {
+      return await c.send(cmd);
+    } finally {
+      c.close();
+    }
   }
 
   /**
@@ -289,62 +319,76 @@ export class KvGateway {
    * become error items in place. Non-atomic; all commands run even if some fail.
    * @throws KvError for whole-request failures (limit, database unavailable)
    */
-  async pipeline(id: Identity, cmds: Arg[][], wantRaw: boolean): Promise<{ replies: Reply[]; raws?: Buffer[] }> {
+  async pipeline(id: Identity, cmds: Arg[][], wantRaw: boolean): Promise<{ replies: Reply[]; raws?: Buffer[]; token?: string }> {
     const refused = await this.count(cmds.length);
     if (refused) throw refused;
     const replies: Reply[] = new Array(cmds.length);
     const send: Arg[][] = [];
     const at: number[] = [];
+    let fixes: Map<number, (r: Reply) => Reply> | undefined;
     let write = false;
+    let script: 'eval' | 'function' | undefined;
     for (let i = 0; i < cmds.length; i++) {
       const p = this.prepare(cmds[i]);
       if ('error' in p) replies[i] = new RespError(p.error);
       else if ('resttoken' in p) replies[i] = new RespError('ERR ACL RESTTOKEN is only supported as a single command');
       else {
         if (p.write) write = true;
+        if (p.script) script = p.script;
+        if (p.fix) (fixes ??= new Map()).set(send.length, p.fix);
         send.push(p.args);
         at.push(i);
       }
     }
-    if (write) this.wrote();
+    const token = write ? this.wrote() : undefined;
     let raws: Buffer[] | undefined;
     if (send.length) {
       const { c } = await this.conn(id);
+      const watch = script && this.watchdog.start(script === 'function');
       let r;
       try {
         r = await c.batch(send, wantRaw);
       } catch (err) {
         throw mapError(err);
+      } finally {
+        this.watchdog.end(watch, null);
       }
-      if (send.length === cmds.length) return { replies: r.replies, raws: r.raws };
+      if (watch?.killed) r = { replies: this.watchdog.endAll(watch, r.replies), raws: undefined };
+      if (fixes) applyFixes(fixes, r.replies, r.raws);
+      if (send.length === cmds.length) return { replies: r.replies, raws: r.raws, token };
       for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];
       if (wantRaw) {
         raws = new Array(cmds.length);
         for (let k = 0; k < at.length; k++) raws[at[k]] = r.raws![k];
       }
     } else if (wantRaw) raws = new Array(cmds.length);
-    return { replies, raws };
+    return { replies, raws, token };
   }
 
   /**
    * Runs a transaction (MULTI, commands, EXEC written at once on a dedicated connection).
    * @throws KvError 400 when the transaction is discarded as a whole (refused command, queue-time
-   *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable
+   *   error such as wrong arity or NOPERM, daily limit), 503 when the database is unavailable or
+   *   the transaction failed on a temporary condition (`BUSY`, `LOADING`, ...: {@link isTemporaryRedisError})
    */
-  async multi(id: Identity, cmds: Arg[][]): Promise<Reply[]> {
+  async multi(id: Identity, cmds: Arg[][]): Promise<{ replies: Reply[]; token?: string }> {
     const prepared: Arg[][] = [['MULTI']];
+    let fixes: Map<number, (r: Reply) => Reply> | undefined;
     let write = false;
+    let script: 'eval' | 'function' | undefined;
     for (const cmd of cmds) {
       const p = this.prepare(cmd);
       if ('error' in p) throw new KvError(p.error, 400);
       if ('resttoken' in p) throw new KvError('ERR ACL RESTTOKEN is only supported as a single command', 400);
       if (p.write) write = true;
+      if (p.script) script = p.script;
+      if (p.fix) (fixes ??= new Map()).set(prepared.length - 1, p.fix);
       prepared.push(p.args);
     }
     prepared.push(['EXEC']);
     const refused = await this.count(cmds.length);
     if (refused) throw refused;
-    if (write) this.wrote();
+    const token = write ? this.wrote() : undefined;
     const pool = this.pool(id);
     let c: RedisConnection;
     try {
@@ -353,9 +397,11 @@ export class KvGateway {
       throw mapError(err);
     }
     let replies: Reply[];
+    const watch = script && this.watchdog.start(script === 'function');
     try {
-      replies = (await c.batch(prepared, false)).replies;
+      replies = this.watchdog.endAll(watch, (await c.batch(prepared, false)).replies);
     } catch (err) {
+      this.watchdog.end(watch, null);
       throw mapError(err);
     } finally {
       pool.release(c);
@@ -363,9 +409,11 @@ export class KvGateway {
     const exec = replies[replies.length - 1];
     if (exec instanceof RespError || exec === null || !Array.isArray(exec)) {
       const first = replies.slice(0, -1).find((r): r is RespError => r instanceof RespError);
-      throw new KvError(first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted'), 400);
+      const message = first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted');
+      throw new KvError(message, isTemporaryRedisError(message) ? 503 : 400);
     }
-    return exec;
+    if (fixes) applyFixes(fixes, exec, undefined);
+    return { replies: exec, token };
   }
 
   /** `ACL RESTTOKEN <user> <password>`: verifies the password with AUTH on a fresh connection. */
@@ -412,6 +460,27 @@ export class KvGateway {
     this.pools.clear();
     await this.backend.stop();
   }
+}
+
+/** Applies the reply fixes (by index) in place; a changed reply's raw bytes are encoded anew. */
+function applyFixes(fixes: Map<number, (r: Reply) => Reply>, replies: Reply[], raws: Buffer[] | undefined): void {
+  for (const [k, fix] of fixes) {
+    const before = replies[k];
+    replies[k] = fix(before);
+    if (raws && replies[k] !== before) raws[k] = encodeReply(replies[k]);
+  }
+}
+
+/** `cb` with the reply mended by `fix` (raw bytes encoded anew when it changed). */
+function withFix(cb: ReplyCallback, fix: (r: Reply) => Reply, wantRaw: boolean): ReplyCallback {
+  return (err, reply, raw, token) => {
+    if (err === null) {
+      const fixed = fix(reply);
+      if (fixed !== reply && wantRaw) raw = encodeReply(fixed);
+      reply = fixed;
+    }
+    cb(err, reply, raw, token);
+  };
 }
 
 /** Connection-level failures -> KvError (503, or 401 for an ACL user whose AUTH fails). */

@@ -1,5 +1,5 @@
 /**
- * Area B: the key-value REST gateway (issue 2 §2). `kvArea` plugs into `main.ts`; `createKvServer`
+ * Area B: the key-value REST gateway. `kvArea` plugs into `main.ts`; `createKvServer`
  * builds the server: the database backend (supervised redis-server or `SVC_KV_REDIS_URL`), the
  * gateway core and its HTTP front (`front.ts`: a minimal HTTP/1.1 server for the hot path in front
  * of a raw `node:http` server for everything else; see `docs/readme/kv-perf.md`).
@@ -21,6 +21,7 @@ import { KvGateway } from './gateway.js';
 import { DailyQuota } from './quota.js';
 import { ExternalBackend, type Backend } from './redis/backend.js';
 import { SupervisedBackend } from './redis/supervisor.js';
+import { AliasFile } from './scripts.js';
 import { MAX_CLOCK_SLOTS, SharedSyncClock } from './sync.js';
 import { KvTokens } from './tokens.js';
 
@@ -41,24 +42,28 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   const { config, credentials, logger } = ctx;
   const backend: Backend = config.kv.redisUrl
     ? new ExternalBackend(config.kv.redisUrl, credentials, logger, config.kv.redisTlsCaFile)
-    : new SupervisedBackend(config.dataDir, config.kv.redisServerBin, credentials, logger);
+    : new SupervisedBackend(config.dataDir, config.kv.redisServerBin, credentials, logger, config.kv.scriptTimeoutMs);
   const tokens = new KvTokens(credentials);
   const quota = new DailyQuota(config.kv.dailyRequestLimit);
   const workerCount = Math.min(config.kv.workers, MAX_CLOCK_SLOTS - 1);
   let clock: SharedSyncClock | undefined;
+  let aliases: AliasFile | undefined;
   const clockFile = path.join(config.dataDir, 'kv', 'sync-clock');
+  const aliasFile = path.join(config.dataDir, 'kv', 'script-aliases');
   if (workerCount > 0) {
     fs.mkdirSync(path.dirname(clockFile), { recursive: true, mode: 0o700 });
     SharedSyncClock.create(clockFile, workerCount + 1);
     clock = SharedSyncClock.open(clockFile, workerCount, workerCount + 1);
+    AliasFile.create(aliasFile);
+    aliases = new AliasFile(aliasFile);
   }
-  const gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock });
+  const gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock, scriptAliases: aliases });
   await gateway.start();
   const front = createKvFront(gateway, config, logger);
   let server: net.Server = front.server;
   let workers: KvWorkers | undefined;
   if (workerCount > 0) {
-    workers = new KvWorkers(workerCount, ctx, gateway, backend, quota, (socket) => front.accept(socket), clockFile);
+    workers = new KvWorkers(workerCount, ctx, gateway, backend, quota, (socket) => front.accept(socket), clockFile, aliasFile);
     const pool = workers;
     // the primary only accepts: each connection goes, unread, to a worker
     server = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => pool.dispatch(socket));
@@ -68,6 +73,7 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
       await workers.close();
       await gateway.close();
       clock?.close();
+      aliases?.close();
       throw err;
     }
   }
@@ -89,6 +95,7 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
         await front.close();
         await gateway.close();
         clock?.close();
+        aliases?.close();
       })()),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Command policy as data (STYLE.md §11, issue 2 §2 "Unsupported" and "full privilege on the data,
+ * Command policy as data ("full privilege on the data,
  * not on the server"). The table is read from the server's own `COMMAND` reply at start-up and
  * after every backend restart; {@link CommandPolicy.check} is the one function that decides whether
  * a command is forwarded, refused (with the error text) or handled by svc itself.

@@ -1,5 +1,5 @@
 /**
- * Request parsing for the kv gateway (spec "Key-value REST interface", kv-wire.md §A.2–A.3):
+ * Request parsing for the kv gateway (spec "Key-value REST interface"):
  * percent-decoded path segments, query-string arguments in order (`_token` excluded), and JSON
  * array bodies (numbers and booleans stringified as the SDK sends them).
  */

@@ -2,7 +2,7 @@
  * RESP2 (REdis Serialization Protocol v2) reply types, a resumable streaming parser and a command
  * encoder. Source of the rules: https://redis.io/docs/reference/protocol-spec/ (RESP2 part).
  *
- * Reply shapes (kept distinct, as the gateway must — kv-wire.md §A.6, DESIGN.md "Redis"):
+ * Reply shapes (kept distinct, as the gateway must):
  * - simple string `+OK`  -> {@link SimpleString}
  * - error `-ERR ...`     -> {@link RespError}
  * - integer `:1`         -> `number` (or `bigint` outside the safe-integer range)
@@ -316,7 +316,23 @@ export function encodeError(message: string): Buffer {
   return Buffer.from(`-${message.replace(/[\r\n]+/g, ' ')}\r\n`);
 }
 
-/** A Buffer or string argument as a JS string (UTF-8). */
-export function argString(a: Arg): string {
-  return typeof a === 'string' ? a : a.toString('utf8');
+/**
+ * RESP2 bytes of a reply value (replies svc changed after Redis answered, for
+ * `Svc-Response-Format: resp2`; unchanged replies keep Redis's own bytes).
+ */
+export function encodeReply(r: Reply): Buffer {
+  const parts: Buffer[] = [];
+  const walk = (v: Reply): void => {
+    if (v === null) parts.push(Buffer.from('$-1\r\n'));
+    else if (Buffer.isBuffer(v)) parts.push(Buffer.from(`$${v.length}\r\n`), v, Buffer.from('\r\n'));
+    else if (typeof v === 'number' || typeof v === 'bigint') parts.push(Buffer.from(`:${v}\r\n`));
+    else if (v instanceof SimpleString) parts.push(Buffer.from(`+${v.value}\r\n`));
+    else if (v instanceof RespError) parts.push(encodeError(v.message));
+    else {
+      parts.push(Buffer.from(`*${v.length}\r\n`));
+      for (const x of v) walk(x);
+    }
+  };
+  walk(r);
+  return Buffer.concat(parts);
 }

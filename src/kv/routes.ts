@@ -1,5 +1,5 @@
 /**
- * HTTP surface of the kv gateway (spec "Key-value REST interface", "Errors"; kv-wire.md §A) on a
+ * HTTP surface of the kv gateway (spec "Key-value REST interface", "Errors") on a
  * raw `node:http` server: one request handler that reads the body (size-limited), authenticates,
  * reads the format headers and dispatches to the path form, the JSON body form, `/pipeline`,
  * `/multi-exec` or an SSE stream (`sse.ts`). Raw Node instead of Fastify because the per-request
@@ -14,6 +14,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Logger } from '../logger.js';
 import { rawRequestToken, readBody } from '../http/raw.js';
 import { errorJson, itemJson, itemsJson } from './encode.js';
+import { isTemporaryRedisError, RETRY_AFTER_SECONDS } from './errors.js';
 import { KvError, mapError, type KvGateway } from './gateway.js';
 import { AuthFailedError, BackendUnavailableError } from './redis/connection.js';
 import { commandFromJson, commandsFromJson, parseJsonBody, pathSegments, queryArgs, RequestError } from './request.js';
@@ -79,9 +80,32 @@ export function nodeOut(res: ServerResponse): KvOut {
   };
 }
 
-/** Writes a whole response with the current sync token. */
-function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE): void {
-  out.send(status, type, body, kvHeaders(gw.syncToken));
+/**
+ * Writes a whole response with the read-your-writes token: `token` (that of the request's own
+ * write), else the current one. A 503 also asks to retry (`Retry-After`).
+ */
+function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE, token?: string): void {
+  const headers = kvHeaders(token ?? gw.syncToken);
+  out.send(status, type, body, status === 503 ? `${headers}retry-after: ${RETRY_AFTER_SECONDS}\r\n` : headers);
+}
+
+/** Status of a single command's reply: 200, 503 for a temporary Redis condition, else 400 for an error. */
+function replyStatus(r: Reply): number {
+  return r instanceof RespError ? (isTemporaryRedisError(r.message) ? 503 : 400) : 200;
+}
+
+/**
+ * A pipeline in which no command succeeded and some failed on a temporary server condition (e.g.
+ * every command got `BUSY` while a script ran): that error, answered 503 as a whole so the client
+ * retries; nothing of the pipeline ran. Undefined otherwise (per-command errors stay in place).
+ */
+function temporaryPipelineError(replies: Reply[]): RespError | undefined {
+  let temporary: RespError | undefined;
+  for (const r of replies) {
+    if (!(r instanceof RespError)) return undefined;
+    if (temporary === undefined && isTemporaryRedisError(r.message)) temporary = r;
+  }
+  return temporary;
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -91,7 +115,7 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 
 /**
  * Output format from `Svc-Encoding` / `Svc-Response-Format` (and their `Upstash-` aliases; `Svc-`
- * wins; DESIGN.md "Compatibility rule"). The public docs misspell the header
+ * wins). The public docs misspell the header
  * "Upstash-Reponse-Format"; that spelling is accepted too. @throws RequestError
  */
 function formatOf(h: IncomingHttpHeaders): Format {
@@ -195,32 +219,34 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
     send(out, gw, 500, errorJson(`ERR internal error: ${(err as Error).message}`));
   };
 
-  const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined): void => {
-    const status = r instanceof RespError ? 400 : 200;
-    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE);
-    else send(out, gw, status, itemJson(r, fmt.b64));
+  const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined, token: string | undefined): void => {
+    const status = replyStatus(r);
+    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE, token);
+    else send(out, gw, status, itemJson(r, fmt.b64), JSON_TYPE, token);
   };
 
   const single = (out: KvOut, id: Identity, args: Arg[], fmt: Format): void => {
-    gw.singleCb(id, args, fmt.resp2, (err, reply, raw) => (err ? fail(out, err) : sendSingle(out, fmt, reply, raw)));
+    gw.singleCb(id, args, fmt.resp2, (err, reply, raw, token) => (err ? fail(out, err) : sendSingle(out, fmt, reply, raw, token)));
   };
 
   const pipeline = (out: KvOut, id: Identity, cmds: Arg[][], fmt: Format): void => {
-    gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws }) => {
-      if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64));
+    gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws, token }) => {
+      const busy = temporaryPipelineError(replies);
+      if (busy) return send(out, gw, 503, errorJson(busy.message));
+      if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64), JSON_TYPE, token);
       const parts = replies.map((r, i) => raws?.[i] ?? encodeError(r instanceof RespError ? r.message : 'ERR no reply'));
-      send(out, gw, 200, Buffer.concat(parts), RAW_TYPE);
+      send(out, gw, 200, Buffer.concat(parts), RAW_TYPE, token);
     }, (err: unknown) => fail(out, err));
   };
 
   const multiExec = (out: KvOut, id: Identity, cmds: Arg[][], b64: boolean): void => {
-    gw.multi(id, cmds).then((replies) => send(out, gw, 200, itemsJson(replies, b64)), (err: unknown) => fail(out, err));
+    gw.multi(id, cmds).then(({ replies, token }) => send(out, gw, 200, itemsJson(replies, b64), JSON_TYPE, token), (err: unknown) => fail(out, err));
   };
 
   /** Opens an SSE stream (Node server only). */
   const stream = (ctx: StreamContext | undefined, out: KvOut, id: Identity, kind: 'monitor' | 'subscribe' | 'psubscribe', target: string | undefined): void => {
     if (!ctx) return send(out, gw, 400, errorJson('ERR streams are not served on this connection'));
-    openStream(ctx.req, ctx.res, gw, id, kind, target, ctx.streams).catch((err: unknown) => fail(out, err));
+    openStream(ctx.req, ctx.res, gw, id, kind, target, ctx.streams, logger).catch((err: unknown) => fail(out, err));
   };
 
   /** Routes one authenticated request; `body` is undefined when the request has none. */

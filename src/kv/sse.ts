@@ -1,6 +1,5 @@
 /**
- * Server-sent event streams of the kv gateway (spec "Key-value REST interface", kv-wire.md §A.9,
- * §B.4): `/subscribe/<channel>`, `/psubscribe/<pattern>`, `/monitor`. Each stream has its own Redis
+ * Server-sent event streams of the kv gateway (spec "Key-value REST interface"): `/subscribe/<channel>`, `/psubscribe/<pattern>`, `/monitor`. Each stream has its own Redis
  * connection (authenticated as the token's ACL user), closed when the client disconnects; payloads
  * are sent raw (never base64). Heartbeat comments every 15 s (`startRawSse` in `src/http/raw.ts`).
  *
@@ -9,7 +8,8 @@
  * masked as `0.0.0.0:0`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { startRawSse } from '../http/raw.js';
+import { startRawSse, type SseOutputLimit } from '../http/raw.js';
+import type { Logger } from '../logger.js';
 import { KvError, type KvGateway } from './gateway.js';
 import { decodePiece } from './request.js';
 import { RespError, SimpleString, type Reply } from './resp.js';
@@ -19,10 +19,19 @@ const text = (r: Reply): string =>
   Buffer.isBuffer(r) ? r.toString('utf8') : r instanceof SimpleString ? r.value : r === null ? '' : String(r);
 
 let heartbeatMs = 15_000;
+let outputLimit: Omit<SseOutputLimit, 'onExceeded'> = { hardBytes: 32 * 1024 * 1024, softBytes: 8 * 1024 * 1024, softMs: 60_000 };
 
 /** Sets the heartbeat comment interval in ms (default 15 000; tests shorten it). */
 export function setHeartbeatMs(ms: number): void {
   heartbeatMs = ms;
+}
+
+/**
+ * Sets the per-stream output limit (`SVC_KV_SSE_HARD_LIMIT_BYTES`, `SVC_KV_SSE_SOFT_LIMIT_BYTES`,
+ * `SVC_KV_SSE_SOFT_LIMIT_MS`; defaults 32 MiB, 8 MiB, 60 000 ms, as Redis's pubsub class).
+ */
+export function setOutputLimit(limit: Omit<SseOutputLimit, 'onExceeded'>): void {
+  outputLimit = limit;
 }
 
 /** Headers of an SSE response: CORS and the read-your-writes token (both names). */
@@ -50,6 +59,7 @@ export async function openStream(
   kind: 'subscribe' | 'psubscribe' | 'monitor',
   rawTarget: string | undefined,
   streams: Set<() => void>,
+  logger: Logger,
 ): Promise<void> {
   const conn = await gw.dedicated(id);
   const target = rawTarget === undefined ? undefined : decodePiece(rawTarget);
@@ -72,7 +82,14 @@ export async function openStream(
   const sse = startRawSse(req, res, () => {
     streams.delete(stop);
     conn.close();
-  }, { extraHeaders: commonHeaders(gw), heartbeatMs });
+  }, {
+    extraHeaders: commonHeaders(gw),
+    heartbeatMs,
+    outputLimit: {
+      ...outputLimit,
+      onExceeded: (limit, unsent) => logger.warn({ kind, limit, unsent }, 'kv: SSE stream closed: the client does not read fast enough (output limit)'),
+    },
+  });
   streams.add(stop);
   conn.onClose(() => sse.close());
   if (kind === 'monitor') {

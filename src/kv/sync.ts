@@ -1,5 +1,5 @@
 /**
- * The read-your-writes token (`upstash-sync-token` / `svc-sync-token`; kv-wire.md §B.5): every
+ * The read-your-writes token (`upstash-sync-token` / `svc-sync-token`): every
  * response carries it, it changes after every request that wrote, and reads leave it unchanged.
  *
  * - {@link LocalSyncClock}: one process (`SVC_KV_WORKERS=0`): `<random prefix>-<seq>`.
@@ -20,8 +20,8 @@ import { randomBytes } from 'node:crypto';
 export interface SyncClock {
   /** The current token (sent on every response). */
   current(): string;
-  /** A request that writes was accepted: the token changes. */
-  wrote(): void;
+  /** A request that writes was accepted: the token changes; returns the token of this write. */
+  wrote(): string;
 }
 
 /** The clock of a single process. */
@@ -37,8 +37,8 @@ export class LocalSyncClock implements SyncClock {
     return this.value;
   }
 
-  wrote(): void {
-    this.value = `${this.prefix}-${(++this.seq).toString(36)}`;
+  wrote(): string {
+    return (this.value = `${this.prefix}-${(++this.seq).toString(36)}`);
   }
 }
 
@@ -120,10 +120,11 @@ export class SharedSyncClock implements SyncClock {
     return this.lastText;
   }
 
-  wrote(): void {
+  wrote(): string {
     const m = this.max();
     this.cached = (Math.floor(m / MAX_CLOCK_SLOTS) + 1) * MAX_CLOCK_SLOTS + this.index;
     this.dirty = true;
+    return this.current();
   }
 
   /** Writes a pending stamp and closes the file. */

@@ -1,5 +1,5 @@
 /**
- * Who a kv request runs as (spec "Authentication", kv-wire.md §B.6):
+ * Who a kv request runs as (spec "Authentication"):
  * - the standard token (`kv.token`) -> the standard ACL user (everything on the data)
  * - the read-only token (`kv.readonlyToken`) -> the read-only ACL user
  * - a token minted by `ACL RESTTOKEN <user> <password>` -> that ACL user
@@ -10,7 +10,8 @@
  * associated data — verifiable without storage, and revoked all at once by rotating the secret.
  * (The password must be recoverable: the gateway AUTHs as that user so Redis enforces its ACL.)
  */
-import crypto, { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { SecretMatcher, secretDigest } from '../http/auth.js';
 
 /**
  * Where the tokens are read at request time: the credential store (`src/credentials.ts`), or in a
@@ -30,11 +31,10 @@ const READONLY: Identity = { kind: 'readonly' };
 
 export class KvTokens {
   private readonly cache = new Map<string, { secret: string; id: Identity }>();
-  /** SHA-256 of the current standard / read-only token, recomputed when the stored value changes. */
+  /** The standard / read-only token the verified set was built for. */
   private stdValue = '';
-  private stdDigest: Buffer = Buffer.alloc(32);
   private roValue = '';
-  private roDigest: Buffer = Buffer.alloc(32);
+  private readonly secrets = new SecretMatcher();
   /** The current standard and read-only token (at most 2 entries; cleared when either changes). */
   private readonly verified = new Map<string, Identity>();
 
@@ -49,14 +49,9 @@ export class KvTokens {
     if (!token) return undefined;
     const std = this.credentials.get('kv.token');
     const ro = this.credentials.get('kv.readonlyToken');
-    if (std !== this.stdValue) {
+    if (std !== this.stdValue || ro !== this.roValue) {
       this.stdValue = std;
-      this.stdDigest = sha256(std);
-      this.verified.clear();
-    }
-    if (ro !== this.roValue) {
       this.roValue = ro;
-      this.roDigest = sha256(ro);
       this.verified.clear();
     }
     // A token already verified against the current values: a hash-table lookup (its time depends
@@ -64,9 +59,9 @@ export class KvTokens {
     const known = this.verified.get(token);
     if (known !== undefined) return known;
     // constant time: one digest of the candidate, compared with both (like src/http/auth.ts)
-    const d = sha256(token);
-    const isStd = timingSafeEqual(d, this.stdDigest) && token.length === std.length;
-    const isRo = timingSafeEqual(d, this.roDigest) && token.length === ro.length;
+    const d = secretDigest(token);
+    const isStd = this.secrets.same(token, d, std);
+    const isRo = this.secrets.same(token, d, ro);
     if (isStd) {
       this.verified.set(token, STANDARD);
       return STANDARD;
@@ -113,12 +108,6 @@ export class KvTokens {
   }
 }
 
-/** One-shot `crypto.hash` (Node >= 20.12, ~40% cheaper per call) with a `createHash` fallback. */
-const oneShot = (crypto as { hash?: (alg: string, data: string, enc: 'buffer') => Buffer }).hash;
-
-function sha256(s: string): Buffer {
-  return oneShot ? oneShot('sha256', s, 'buffer') : createHash('sha256').update(s).digest();
-}
 
 function key(secret: string): Buffer {
   return createHash('sha256').update(secret).digest();

@@ -50,30 +50,55 @@ export interface BasicAuthOptions {
 }
 
 /**
+ * The brute-force brake shared by Basic auth and the console's sign-in form: one failure count per
+ * client address (see the module comment).
+ */
+export interface AuthBrake {
+  /** Seconds until the address may try again when it is over the limit; undefined when it may try now. */
+  blockedFor(req: FastifyRequest): Promise<number | undefined>;
+  /** Counts one failed attempt for the request's address. */
+  fail(req: FastifyRequest): Promise<void>;
+}
+
+/** True when `user` and `password` are the management account (each compared in constant time). */
+export function isMgmtAccount(store: CredentialStore, user: string, password: string): boolean {
+  const userOk = constantTimeEqual(user, mgmtUser(store));
+  const passwordOk = constantTimeEqual(password, mgmtPassword(store));
+  return userOk && passwordOk;
+}
+
+/**
  * Registers the rate-limit plugin (not global: it only counts what this hook tells it) and an
  * `onRequest` hook that authenticates every non-public request, including unknown routes (so an
- * unauthenticated client cannot probe which routes exist).
+ * unauthenticated client cannot probe which routes exist). Returns the brake so that other sign-in
+ * paths (the console's form) count against the same limit.
  */
-export async function registerBasicAuth(app: FastifyInstance, opts: BasicAuthOptions): Promise<void> {
+export async function registerBasicAuth(app: FastifyInstance, opts: BasicAuthOptions): Promise<AuthBrake> {
   await app.register(rateLimit, { global: false, cache: 10_000 });
   const failures = app.createRateLimit({ max: opts.maxFailures, timeWindow: opts.windowMs });
+  const brake: AuthBrake = {
+    async blockedFor(req) {
+      const seen = await failures(req, { increment: false });
+      return !seen.isAllowed && seen.remaining === 0 ? Math.max(1, seen.ttlInSeconds) : undefined;
+    },
+    async fail(req) {
+      await failures(req);
+    },
+  };
 
   app.addHook('onRequest', async (req, reply) => {
     if (opts.isPublic(req)) return;
-    const seen = await failures(req, { increment: false });
-    if (!seen.isAllowed && seen.remaining === 0) {
-      reply.header('Retry-After', String(Math.max(1, seen.ttlInSeconds)));
+    const wait = await brake.blockedFor(req);
+    if (wait !== undefined) {
+      reply.header('Retry-After', String(wait));
       return sendError(reply, 'tooManyFailures');
     }
     const header = req.headers.authorization;
     if (typeof header !== 'string' || header.trim() === '') return sendError(reply, 'missingCredentials');
     const given = basicCredentials(req);
-    if (given) {
-      const userOk = constantTimeEqual(given.user, mgmtUser(opts.credentials));
-      const passwordOk = constantTimeEqual(given.password, mgmtPassword(opts.credentials));
-      if (userOk && passwordOk) return;
-    }
-    await failures(req);
+    if (given && isMgmtAccount(opts.credentials, given.user, given.password)) return;
+    await brake.fail(req);
     return sendError(reply, 'invalidCredentials');
   });
+  return brake;
 }

@@ -1,11 +1,11 @@
 /**
- * The management API's error catalogue (STYLE.md §8): every error it answers, once, with its
+ * The management API's error catalogue: every error it answers, once, with its
  * status and exact body. Bodies are `{error: string}` (spec "Errors": the queue/kv shape; the
  * management endpoint's own error format is "not shown" in the spec, so svc uses the same one).
  */
 import type { FastifyReply } from 'fastify';
 
-/** The Basic challenge sent with every 401 (RFC 7617 §2). */
+/** The Basic challenge sent with every 401 (RFC 7617). */
 export const BASIC_CHALLENGE = 'Basic realm="svc", charset="UTF-8"';
 
 export const MGMT_ERRORS = {

@@ -1,5 +1,5 @@
 /**
- * Health of the running svc process for load balancers and orchestrators (issue 7): the readiness
+ * Health of the running svc process for load balancers and orchestrators: the readiness
  * of every started area, read from `AreaContext.health` (filled by `main.ts`; the management area
  * never imports another area).
  */

@@ -1,5 +1,5 @@
 /**
- * Area D, the management API (spec "Get sender IPv4 blocks", "Authentication"; issue 7): sender
+ * Area D, the management API (spec "Get sender IPv4 blocks", "Authentication"): sender
  * IPv4 blocks, credential rotation for the other areas, and health. One Fastify instance on
  * `SVC_MGMT_PORT` (default 8077); routes in `routes.ts`, Basic auth in `auth.ts`.
  */
@@ -8,24 +8,26 @@ import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import { createHttpServer, listenOn } from '../http/server.js';
 import { mgmtPassword, mgmtUser, registerBasicAuth } from './auth.js';
 import { sendError } from './errors.js';
+import { registerConsole, type Console } from './console/index.js';
 import { PUBLIC_ROUTES, registerRoutes } from './routes.js';
 
 /** Failed authentication attempts allowed per client address per window, then 429. */
 export const MAX_AUTH_FAILURES = 10;
 /** The failure-count window in ms (from an address's first failure). */
 export const AUTH_FAILURE_WINDOW_MS = 60_000;
-/** Request body limit in bytes: no management route takes a body. */
+/** Request body limit in bytes: no management API route takes a body (the console's forwarding has its own limit). */
 const BODY_LIMIT = 64 * 1024;
 
 /**
  * Builds the management server: JSON `{error}` for every failure (including 404 and body
- * errors), Basic auth on every route but the health checks. Request bodies are accepted with any
- * content type (or none) and ignored, so `curl -X POST` and clients that send `{}` both work.
+ * errors), Basic auth on every route but the health checks and the web console (which has its own
+ * sign-in, `console/`). Request bodies are accepted with any content type (or none) as raw bytes;
+ * the management API routes ignore them, so `curl -X POST` and clients that send `{}` both work.
  */
-async function buildApp(ctx: AreaContext): Promise<FastifyInstance> {
+async function buildApp(ctx: AreaContext): Promise<{ app: FastifyInstance; console?: Console }> {
   const app = createHttpServer({ logger: ctx.logger, bodyLimit: BODY_LIMIT });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 ? err.statusCode : 500;
     if (status >= 500) {
@@ -35,14 +37,18 @@ async function buildApp(ctx: AreaContext): Promise<FastifyInstance> {
     return reply.code(status).type('application/json; charset=utf-8').send({ error: err.message });
   });
   app.setNotFoundHandler((_req, reply) => sendError(reply, 'notFound'));
-  await registerBasicAuth(app, {
+  const consoleOn = ctx.config.mgmt.console;
+  const brake = await registerBasicAuth(app, {
     credentials: ctx.credentials,
     maxFailures: MAX_AUTH_FAILURES,
     windowMs: AUTH_FAILURE_WINDOW_MS,
-    isPublic: (req) => PUBLIC_ROUTES.has(req.routeOptions.url ?? ''),
+    isPublic: (req) => {
+      const url = req.routeOptions.url ?? '';
+      return PUBLIC_ROUTES.has(url) || (consoleOn && (url === '/console' || url.startsWith('/console/')));
+    },
   });
   registerRoutes(app, ctx);
-  return app;
+  return { app, console: consoleOn ? registerConsole(app, ctx, brake) : undefined };
 }
 
 /** The management area for `main.ts` (`SVC_AREAS` name `mgmt`). */
@@ -53,7 +59,7 @@ export const mgmtArea: AreaModule = {
     // Create the account before listening so it is printed and persisted on first start.
     mgmtUser(ctx.credentials);
     mgmtPassword(ctx.credentials);
-    const app = await buildApp(ctx);
+    const { app, console: web } = await buildApp(ctx);
     let listening = false;
     let closing: Promise<void> | undefined;
     return {
@@ -65,6 +71,7 @@ export const mgmtArea: AreaModule = {
       close() {
         return (closing ??= (async () => {
           listening = false;
+          await web?.close();
           await app.close();
         })());
       },
@@ -84,6 +91,7 @@ export const mgmtArea: AreaModule = {
     return [
       `sender blocks: GET ${url}/v2/mq/ipv4 (Basic auth, user ${mgmtUser(ctx.credentials)})`,
       `health:        GET ${url}/v2/health (no auth)`,
+      ...(ctx.config.mgmt.console ? [`web console:   ${url}/console/ (sign in as ${mgmtUser(ctx.credentials)}${ctx.config.mgmt.consoleReadonly ? ', read-only' : ''})`] : []),
     ];
   },
 };

@@ -2,7 +2,7 @@
  * Credential rotations of the management API: one function per operation, each a sequence of
  * `CredentialStore.set` calls (persisted to credentials.json before returning). Areas read
  * credentials from the store at request time, so a rotation applies to the running areas at once
- * (DESIGN.md: areas never import each other; the store is the one shared module).
+ * (areas never import each other; the store is the one shared module).
  *
  * A credential pinned by env (`CredentialStore.isFromEnv`) is still rotated in the running
  * process, but on restart the env value wins again; each result lists such cases in `warnings`.
@@ -36,7 +36,7 @@ function setAll(store: CredentialStore, entries: [string, string][]): string[] {
 
 /**
  * A queue token in the shape the queue area issues and workflow-js decodes (reference
- * queue-wire.md A.1 "Token format"): base64 of `{"UserID": ..., "Password": ...}`. The UserID of
+ * "Token format"): base64 of `{"UserID": ..., "Password": ...}`. The UserID of
  * `previous` is kept when it decodes (workflow webhook URLs carry it), else `svc`.
  */
 export function newQueueToken(previous?: string): string {
@@ -59,7 +59,7 @@ export function rotateQueueToken(store: CredentialStore): Rotated & { token: str
 
 /**
  * Signing-key rotation, same effect as the queue's `POST /v2/keys/rotate` (reference
- * queue-wire.md A.5: "next→current, new next; receivers accept either"): `queue.currentSigningKey`
+ * Key rotation ("next→current, new next; receivers accept either"): `queue.currentSigningKey`
  * := old `queue.nextSigningKey`, `queue.nextSigningKey` := a fresh key. Keys that do not exist
  * yet (queue never started) are generated first.
  */

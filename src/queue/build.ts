@@ -1,14 +1,14 @@
 /**
  * Builds {@link NewMessage}s: from publish options (API), and the callback / failure-callback
- * messages spawned by a delivery attempt (reference §A.7: "callbacks are themselves messages").
+ * messages spawned by a delivery attempt ("callbacks are themselves messages").
  */
 import { createHash } from 'node:crypto';
 import { randomChunk } from './random.js';
-import { workflowCallbackBody, workflowCallbackFields } from './workflows/callback-fields.js';
+import { workflowCallbackBody, workflowCallbackExtra, workflowCallbackFields } from './workflows/callback-fields.js';
 import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage } from './model.js';
 
 /**
- * A message id: `msg_` + 27 base64url characters (reference §A.4 id shapes) encoding 20 bytes:
+ * A message id: `msg_` + 27 base64url characters (id shapes) encoding 20 bytes:
  * the creation time in ms (6 bytes, big-endian) then 14 random bytes (112 bits). The time prefix
  * keeps ids made close together close in the store's unique index on `id`, so an insert dirties
  * the same few index pages instead of a random page per message (a page per message written to
@@ -32,7 +32,7 @@ export interface Target {
 /**
  * A new message for `target` with `opts`. `dueAt` = notBefore, else now + delay, else now.
  * The dedup key: `id:<Deduplication-Id>`, or for content-based dedup the SHA-256 of destination,
- * body, and forwarded headers (incl. Content-Type) (reference §A.3).
+ * body, and forwarded headers (incl. Content-Type).
  */
 export function buildMessage(
   opts: PublishOptions,
@@ -80,7 +80,7 @@ export function buildMessage(
   };
 }
 
-/** The callback payload of reference §A.7 (failure callbacks add `dlqId`). */
+/** The callback payload of (failure callbacks add `dlqId`). */
 export function callbackPayload(m: StoredMessage, outcome: AttemptOutcome, dlqId?: string): Record<string, unknown> {
   const sourceHeader: Record<string, string[]> = m.headers;
   return {
@@ -101,7 +101,7 @@ export function callbackPayload(m: StoredMessage, outcome: AttemptOutcome, dlqId
     createdAt: String(m.createdAt),
     scheduleId: m.scheduleId,
     callerIP: m.callerIp,
-    ...workflowCallbackFields(m), // workflow runs: initial payload as sourceBody, run id (issue 5)
+    ...workflowCallbackFields(m), // workflow runs: initial payload as sourceBody, run id
     ...(dlqId !== undefined ? { dlqId } : {}),
   };
 }
@@ -128,10 +128,10 @@ export function buildCallback(
   return buildMessage(
     { ...opts, headers, deduplicationId: undefined, contentBasedDeduplication: false },
     // queueName kept: a queue's slot stays taken until the callbacks of its message are done
-    // (reference §B.3); callbacks are never held for admission themselves.
+    //; callbacks are never held for admission themselves.
     { url, topicName: undefined, queueName: m.queueName, scheduleId: m.scheduleId },
     body,
     now,
-    { kind, callerIp: m.callerIp },
+    { kind, callerIp: m.callerIp, extra: workflowCallbackExtra(m, kind) },
   );
 }

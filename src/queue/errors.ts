@@ -1,6 +1,6 @@
 /**
- * The queue area's error catalogue (STYLE.md §8): every error the API answers with, its status,
- * and the wire body `{"error": "<message>"}` (reference §A.1, OpenAPI `Error`).
+ * The queue area's error catalogue: every error the API answers with, its status,
+ * and the wire body `{"error": "<message>"}` (OpenAPI `Error`).
  */
 
 export class QueueError extends Error {
@@ -23,9 +23,41 @@ export const errors = {
     new QueueError(400, `invalid Upstash-${name} header ${JSON.stringify(value)}: ${expected}`),
   invalidDestination: (dest: string, why: string) =>
     new QueueError(400, `invalid destination url ${JSON.stringify(dest)}: ${why}`),
-  privateDestination: (dest: string) =>
-    new QueueError(400, `destination ${JSON.stringify(dest)} resolves to a loopback or private address, which this server refuses`),
+  /** `what` names the URL (`destination`, `Upstash-Callback url`), `why` the address rule it broke. */
+  privateDestination: (what: string, url: string, why: string) =>
+    new QueueError(400, `${what} ${JSON.stringify(url)} refused: ${why}; this server refuses loopback and private addresses (SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS)`),
   tooLarge: (size: number, max: number) =>
     new QueueError(413, `message size ${size} bytes exceeds the limit of ${max} bytes`),
   invalidJson: (why: string) => new QueueError(400, `invalid JSON body: ${why}`),
 };
+
+/** Seconds a client is asked to wait (`Retry-After`) after a disk-full answer. */
+export const DISK_FULL_RETRY_AFTER_S = 30;
+
+/**
+ * True for "no space left" from SQLite (`SQLITE_FULL`, as better-sqlite3's `SqliteError.code`) or
+ * the file system (`ENOSPC`, `EDQUOT` from an fsync or write).
+ */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+/**
+ * The answer for an error that escaped a route: the error's own 4xx; 507 Insufficient Storage
+ * with `Retry-After` when the disk is full (the write was rolled back: nothing was stored, and
+ * the same request succeeds once space is freed); otherwise 500 `internal error` (`log` is true).
+ */
+export function errorAnswer(err: Error & { statusCode?: number }): { status: number; message: string; retryAfterS?: number; log: boolean } {
+  if (isDiskFull(err)) {
+    return {
+      status: 507,
+      message: `insufficient storage: the disk holding the queue is full (${(err as { code?: string }).code}); nothing was stored, retry once space is freed`,
+      retryAfterS: DISK_FULL_RETRY_AFTER_S,
+      log: true,
+    };
+  }
+  const status = err.statusCode ?? 500;
+  if (status >= 500) return { status: 500, message: 'internal error', log: true };
+  return { status, message: err.message, log: false };
+}

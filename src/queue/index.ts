@@ -1,6 +1,6 @@
 /**
  * Area A, the queue: `@upstash/qstash`-compatible publish, durable delivery, retries, DLQ, logs
- * and request signing (issue 3; reference `queue-wire.md`). See `server.ts` for the wiring.
+ * and request signing. See `server.ts` for the wiring.
  */
 import type { AreaModule } from '../area.js';
 import { signingKeys } from './api/keys.js';

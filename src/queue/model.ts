@@ -2,10 +2,10 @@
  * The queue's message model, shared by the API, the store and the dispatcher.
  *
  * Units: every time is Unix milliseconds, every duration milliseconds, unless a name says `S`.
- * Wire shapes (reference `queue-wire.md` §A.6): `Message`, `DlqMessage`, log entries.
+ * Wire shapes: `Message`, `DlqMessage`, log entries.
  */
 
-/** Message states written to the event log (spec "Message states"; reference §B.2). */
+/** Message states written to the event log (spec "Message states"). */
 export const LOG_STATES = [
   'CREATED',
   'ACTIVE',
@@ -18,10 +18,10 @@ export const LOG_STATES = [
 ] as const;
 export type LogState = (typeof LOG_STATES)[number];
 
-/** Headers as stored and returned: Go-canonical keys (`Content-Type`), array values (reference §C). */
+/** Headers as stored and returned: Go-canonical keys (`Content-Type`), array values. */
 export type HeaderMap = Record<string, string[]>;
 
-/** Flow-control settings of a message (reference §A.3; enforced by the flow-control issue). */
+/** Flow-control settings of a message (enforced by the flow-control issue). */
 export interface FlowControl {
   parallelism?: number;
   rate?: number;
@@ -29,7 +29,7 @@ export interface FlowControl {
   period?: number;
 }
 
-/** What `Upstash-Redact-Fields` asks to hide in API answers and logs (reference §A.3). */
+/** What `Upstash-Redact-Fields` asks to hide in API answers and logs. */
 export interface RedactSpec {
   body?: boolean;
   /** true = every header; a list = those header names (canonical). */
@@ -98,7 +98,7 @@ export interface NewMessage {
   /** Dedup key (already hashed for content-based dedup); undefined = no dedup. */
   dedupKey?: string;
   /**
-   * Stored waiting for admission by its queue / flow-control key (issue 4): not claimable until
+   * Stored waiting for admission by its queue / flow-control key: not claimable until
    * the admission gate (`flow-control/gate.ts`) releases it. Set by the API, never by callbacks.
    */
   held?: boolean;

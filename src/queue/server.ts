@@ -1,38 +1,43 @@
 /**
  * The queue area's HTTP server and engine: opens the store, starts the dispatcher, registers the
  * routes on its own Fastify instance with its own body parser, auth hook and error handler
- * (STYLE.md §10), and prunes old logs/finished messages periodically.
+ * and prunes old logs/finished messages periodically.
  */
 import path from 'node:path';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
 import { generateSecret } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
+import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
 import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
-import { CREDENTIALS, type QueueApiContext } from './api/context.js';
+import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes, signingKeys } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
-import { registerWorkflowEventRoutes, registerWorkflowRoutes, workflowDlqHooks } from './api/workflows.js';
+import { registerStatsRoutes } from './api/stats.js';
+import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, workflowDlqHooks } from './api/workflows.js';
+import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
-import { HttpSender } from './delivery/http.js';
-import { errors, QueueError } from './errors.js';
+import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
+import { errorAnswer, errors, QueueError } from './errors.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
 
 const PRUNE_EVERY_MS = 60_000;
+/** Ended workflow runs deleted per prune round (the next round takes the rest). */
+const RUN_PRUNE_BATCH = 1000;
 
 /**
  * The queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape workflow-js decodes
- * to build webhook URLs (reference §A.1 "Token format").
+ * to build webhook URLs.
  */
 export function newQueueToken(): string {
   return Buffer.from(JSON.stringify({ UserID: 'svc', Password: generateSecret(24) })).toString('base64');
@@ -48,6 +53,8 @@ export interface QueueServerOptions {
   store?: QueueStore;
   /** Waits between tries of a failing outcome write (ms; tests); default `RECORD_RETRY_MS`. */
   recordRetryMs?: readonly number[];
+  /** Name resolution for deliveries (`dns.lookup` shape; tests control the answers); default `dns.lookup`. */
+  lookup?: HttpSenderOptions['lookup'];
 }
 
 /** Builds the queue server (does not listen yet). */
@@ -62,6 +69,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     blockPrivate: cfg.blockPrivateDestinations,
     maxResponseBytes: cfg.maxMessageBytes,
     connectionsPerOrigin: Math.max(1, Math.ceil(cfg.maxConcurrentDeliveries / 2)),
+    lookup: opts.lookup,
   });
   const dispatcher = new Dispatcher({
     store,
@@ -81,11 +89,12 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     clock,
     resolveDestination: async () => undefined,
   };
-  // issue 5: workflow runs (src/queue/workflows/engine.ts)
+  // workflow runs (src/queue/workflows/engine.ts)
   const workflowEngine = store.workflows
     ? new WorkflowEngine({
         store,
         workflows: store.workflows(),
+        notifyLookbackMs: cfg.workflowNotifyLookbackMs,
         logger: actx.logger,
         maxMessageBytes: cfg.maxMessageBytes,
         admission: () => ctx.admission,
@@ -108,17 +117,18 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   app.addHook('onRequest', async (req) => {
-    const token = requestToken(req, ['svc_token', 'qstash_token']);
+    // Webhook URLs of workflow runs are called by third parties without the token: the route
+    // checks the user id, the running run and the random event id in the path instead.
+    if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
+    const token = requestToken(req, TOKEN_QUERY_PARAMS);
     if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
-    const status = err.statusCode ?? 500;
-    if (status >= 500) {
-      actx.logger.error({ err, url: req.url }, 'queue: request failed');
-      return reply.code(500).send({ error: 'internal error' });
-    }
-    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${bodyLimit} bytes` : err.message;
-    return reply.code(status).send({ error: message });
+    const a = errorAnswer(err);
+    if (a.log) actx.logger.error({ err, url: req.url }, 'queue: request failed');
+    if (a.retryAfterS !== undefined) reply.header('Retry-After', String(a.retryAfterS));
+    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${bodyLimit} bytes` : a.message;
+    return reply.code(a.status).send({ error: message });
   });
   app.setNotFoundHandler((req, reply) => {
     const e = errors.routeNotFound(req.method, req.url.split('?')[0]);
@@ -129,31 +139,42 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   registerDlqRoutes(app, ctx);
   registerLogRoutes(app, ctx);
   registerKeyRoutes(app, ctx);
+  registerStatsRoutes(app, ctx);
   if (workflowEngine) {
     registerWorkflowRoutes(app, ctx, workflowEngine);
     registerWorkflowEventRoutes(app, ctx, workflowEngine);
+    registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
-  // issue 4: URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
+  // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
   const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;
 
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
   // server, which then serves it with all the routes above.
-  const front = createFastServer(fastPublishHandler(ctx, () => queueToken(actx), actx.logger), app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
+  const front = createFastServer(
+    { ...fastPublishHandler(ctx, () => queueToken(actx), actx.logger), traffic: trafficCounter('queue') },
+    app.server,
+    FAST_KEEP_ALIVE_MS,
+    bodyLimit,
+  );
   // inactivity limit for handed-over connections (Node's own checks need a listening server)
   app.server.timeout = FAST_KEEP_ALIVE_MS;
 
   let pruneTimer: NodeJS.Timeout | undefined;
   let waitTimer: NodeJS.Timeout | undefined;
+  let runPruneTimer: NodeJS.Timeout | undefined;
   let closed: Promise<void> | undefined;
   return {
     app,
     dispatcher,
     async listen() {
+      await app.ready();
+      // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
+      // state; the dispatcher then releases leases and claims messages. Publishes accepted in
+      // between are stored and picked up by start().
+      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       await dispatcher.start();
       routingFeature?.start();
-      await app.ready();
-      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
       pruneTimer = setInterval(() => {
         const now = clock.now();
         store.prune(now, now - cfg.logRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
@@ -161,11 +182,20 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       }, PRUNE_EVERY_MS);
       pruneTimer.unref();
       if (workflowEngine) {
-        // context.waitForEvent timeouts (issue 5): a 1 s sweep over the deadline index.
+        // context.waitForEvent timeouts: a 1 s sweep over the deadline index.
         waitTimer = setInterval(() => {
           sweepWaiters(workflowEngine, clock.now()).catch((err) => actx.logger.error({ err }, 'queue: workflow wait sweep failed'));
         }, 1000);
         waitTimer.unref();
+        // Run-level retention: ended runs (steps, waiters) and expired kept notifies.
+        const retention = cfg.workflowRetentionMs;
+        runPruneTimer = setInterval(() => {
+          const now = clock.now();
+          workflowEngine.runs
+            .pruneRuns(now - retention, now - cfg.workflowNotifyLookbackMs, RUN_PRUNE_BATCH)
+            .catch((err) => actx.logger.error({ err }, 'queue: workflow run prune failed'));
+        }, Math.min(PRUNE_EVERY_MS, Math.max(1000, Math.floor(retention / 4))));
+        runPruneTimer.unref();
       }
       return url;
     },
@@ -173,6 +203,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       return (closed ??= (async () => {
         if (pruneTimer) clearInterval(pruneTimer);
         if (waitTimer) clearInterval(waitTimer);
+        if (runPruneTimer) clearInterval(runPruneTimer);
         routingFeature?.stop();
         const wasListening = front.listening;
         const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));
@@ -180,6 +211,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (wasListening) await frontClosed;
         await app.close().catch(() => undefined);
         await dispatcher.stop();
+        // workflow updates chained on delivery outcomes write to the store: let them finish first
+        await workflowEngine?.idle();
         await sender.close();
         await store.close();
       })());

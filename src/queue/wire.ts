@@ -1,7 +1,7 @@
 /**
- * Model -> JSON wire shapes (reference §A.6, spec "DLQ message" / "Event entry"): `Message`,
+ * Model -> JSON wire shapes (spec "DLQ message" / "Event entry"): `Message`,
  * `DlqMessage`, log entries; Go-canonical header keys; `body` vs `bodyBase64`; redaction
- * (`REDACTED:<sha256 hex>`, reference §A.3).
+ * (`REDACTED:<sha256 hex>`).
  */
 import { createHash } from 'node:crypto';
 import type { DlqEntry, HeaderMap, LogEntry, StoredMessage } from './model.js';

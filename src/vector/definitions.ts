@@ -1,7 +1,7 @@
 /**
- * Index definitions: the default index from the env contract (DESIGN.md: `SVC_VECTOR_DIMENSION`,
+ * Index definitions: the default index from the env (`SVC_VECTOR_DIMENSION`,
  * `SVC_VECTOR_METRIC`, `SVC_VECTOR_TYPE`) and more indexes from the JSON file named by
- * `SVC_VECTOR_INDEXES` (issue 6 "Indexes").
+ * `SVC_VECTOR_INDEXES`.
  *
  * File shape: an array of index objects, or `{"indexes": [...]}`. Each object:
  * `{ "name": "docs", "type": "DENSE"|"SPARSE"|"HYBRID", "dimension"?: 384,
@@ -47,7 +47,7 @@ export const ENDPOINTS = [
 
 /**
  * HNSW defaults. M 16 / efConstruction 100: ef 64 gives recall@10 0.994 on 100k clustered 128-d
- * (vector-wire.md §D.4) but only 0.933 on 20k uniform-random 32-d; ef 100 gives 0.982 there at
+ * but only 0.933 on 20k uniform-random 32-d; ef 100 gives 0.982 there at
  * 0.09 ms/query in-process (measured 2026-11-22, this machine), so ef 100 is the default.
  */
 export const DEFAULT_HNSW = { m: 16, efConstruction: 100, efSearch: 100 };

@@ -1,9 +1,9 @@
 /**
- * Dense nearest-neighbour indexes behind one interface (STYLE.md §13): {@link HnswDense}
+ * Dense nearest-neighbour indexes behind one interface: {@link HnswDense}
  * (`hnswlib-node`, approximate) and {@link FlatDense} (brute force, exact; the recall oracle).
  *
  * Labels are the records' range positions (integers). Vectors are kept in "stored form": unit
- * length for COSINE (so COSINE is inner product on normalized vectors, vector-wire.md §D.3), as
+ * length for COSINE (so COSINE is inner product on normalized vectors), as
  * given otherwise. Distances: `ip` -> `1 - dot`, `l2` -> squared Euclidean; smaller is nearer.
  * Final scores are computed elsewhere from the original vectors (scores.ts).
  */
@@ -86,27 +86,154 @@ export interface HnswParams {
   efSearch: number;
 }
 
-/** HNSW graph (hnswlib-node). Vectors live once, inside the native index; live labels in a bitmap. */
+/**
+ * 8-bit codes of stored-form vectors, one byte per dimension plus a per-vector scale (max |x| / 127)
+ * and squared norm: what exact scans over filter matches read instead of SQLite or the graph
+ * (`getPoint` builds a JS array per call, ~14 µs at 128-d). 0.25× the memory of float32; ranking
+ * from the codes is approximate, so callers re-rank a few more candidates than they return on the
+ * original vectors (reads.ts). Grows by doubling with the largest label.
+ */
+export class QuantizedVectors {
+  codes: Int8Array;
+  scale: Float32Array;
+  norm2: Float32Array;
+
+  constructor(readonly dimension: number, initial = 1024) {
+    this.codes = new Int8Array(initial * dimension);
+    this.scale = new Float32Array(initial);
+    this.norm2 = new Float32Array(initial);
+  }
+
+  get capacity(): number {
+    return this.scale.length;
+  }
+
+  private ensure(label: number): void {
+    if (label < this.scale.length) return;
+    let cap = Math.max(16, this.scale.length);
+    while (cap <= label) cap *= 2;
+    const c = new Int8Array(cap * this.dimension);
+    c.set(this.codes);
+    const s = new Float32Array(cap);
+    s.set(this.scale);
+    const n = new Float32Array(cap);
+    n.set(this.norm2);
+    this.codes = c;
+    this.scale = s;
+    this.norm2 = n;
+  }
+
+  /** Stores the codes of `v` (stored form) at `label`. */
+  set(label: number, v: ArrayLike<number>): void {
+    this.ensure(label);
+    const d = this.dimension;
+    let max = 0;
+    let n2 = 0;
+    for (let j = 0; j < d; j++) {
+      const x = v[j];
+      n2 += x * x;
+      if (Math.abs(x) > max) max = Math.abs(x);
+    }
+    const sc = max > 0 ? max / 127 : 1;
+    const o = label * d;
+    for (let j = 0; j < d; j++) this.codes[o + j] = Math.round(v[j] / sc);
+    this.scale[label] = sc;
+    this.norm2[label] = n2;
+  }
+
+  /** Approximate dot product of `q` (stored form) with the vector at `label`. */
+  dot(q: Float32Array, label: number): number {
+    const d = this.dimension;
+    const c = this.codes;
+    let s = 0;
+    for (let j = 0, o = label * d; j < d; j++, o++) s += q[j] * c[o];
+    return s * this.scale[label];
+  }
+
+  /** Bytes of the three arrays up to `labels` entries (snapshot file body). */
+  serialize(labels: number): Buffer[] {
+    const n = Math.min(labels, this.capacity);
+    const d = this.dimension;
+    return [
+      Buffer.from(this.codes.buffer, this.codes.byteOffset, n * d),
+      Buffer.from(this.scale.buffer, this.scale.byteOffset, n * 4),
+      Buffer.from(this.norm2.buffer, this.norm2.byteOffset, n * 4),
+    ];
+  }
+
+  /** Inverse of {@link serialize} for `labels` entries. @throws Error when the size does not match. */
+  static deserialize(buf: Buffer, dimension: number, labels: number): QuantizedVectors {
+    if (buf.byteLength !== labels * (dimension + 8)) throw new Error('vector codes: size mismatch');
+    const q = new QuantizedVectors(dimension, Math.max(16, labels));
+    new Uint8Array(q.codes.buffer).set(buf.subarray(0, labels * dimension));
+    new Uint8Array(q.scale.buffer).set(buf.subarray(labels * dimension, labels * (dimension + 4)));
+    new Uint8Array(q.norm2.buffer).set(buf.subarray(labels * (dimension + 4)));
+    return q;
+  }
+}
+
+/**
+ * Measured costs of the two dense search paths (exponentially weighted means, updated by every
+ * search): nanoseconds per (candidate × dimension) of an exact scan over codes, and per
+ * (ef × dimension) of an HNSW search. Filtered queries pick the cheaper path from these
+ * (namespace.ts); the start values are this 2-core machine's at 128-d.
+ */
+export interface SearchCosts {
+  scanNs: number;
+  hnswNs: number;
+}
+
+/** Graph state of a label: absent, current, stale (an older vector; re-inserted later), deleted. */
+const ABSENT = 0;
+const CURRENT = 1;
+const STALE = 2;
+const DELETED = 3;
+
+/**
+ * HNSW graph (hnswlib-node) plus the 8-bit codes of every live vector and a queue of points not
+ * yet inserted ("pending"). {@link add} inserts at once; {@link enqueue} only stores the vector, so
+ * a write can be acknowledged without paying the insertion (about 1 ms at 768-d), and
+ * {@link indexPending} inserts queued points later in small time slices. Searches see pending
+ * points at once: they are scanned exactly (float32, stored form) next to the graph search, and a
+ * graph hit whose vector was replaced since (a pending update) is dropped in favour of the scan.
+ */
 export class HnswDense implements DenseIndex {
   readonly index: hnswlib.HierarchicalNSW;
+  readonly codes: QuantizedVectors;
+  readonly costs: SearchCosts = { scanNs: 2, hnswNs: 12 };
   private bits = new Uint8Array(1024);
+  private state = new Uint8Array(1024);
   private liveCount = 0;
   private readonly space: 'ip' | 'l2';
   private dead = 0;
+  private staleCount = 0;
+  /** Pending points: stored-form vector and the write's sequence number, by label. */
+  private readonly pendingVecs = new Map<number, { v: Float32Array; seq: number }>();
+  /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
+  private queue: { label: number; seq: number }[] = [];
+  private head = 0;
 
   constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024) {
     this.space = spaceOf(metric);
     this.index = new hnswlib.HierarchicalNSW(this.space, dimension);
     this.index.initIndex({ maxElements: Math.max(16, initial), m: params.m, efConstruction: params.efConstruction, randomSeed: 100 });
     this.index.setEf(params.efSearch);
+    this.codes = new QuantizedVectors(dimension, Math.max(16, initial));
   }
 
-  /** Loads a graph written by `writeIndexSync` (every label in it counts as live until removed). */
-  static load(file: string, dimension: number, metric: Metric, params: HnswParams): HnswDense {
+  /**
+   * Loads a graph written by `writeIndexSync` and the codes saved next to it (every label in the
+   * graph counts as live and current until removed or re-queued).
+   */
+  static load(file: string, codes: QuantizedVectors, dimension: number, metric: Metric, params: HnswParams): HnswDense {
     const h = new HnswDense(dimension, metric, params, 16);
     h.index.readIndexSync(file, false);
     h.index.setEf(params.efSearch);
-    for (const label of h.index.getIdsList()) h.mark(label);
+    (h as { codes: QuantizedVectors }).codes = codes;
+    for (const label of h.index.getIdsList()) {
+      h.mark(label);
+      h.state[label] = CURRENT;
+    }
     return h;
   }
 
@@ -117,6 +244,9 @@ export class HnswDense implements DenseIndex {
       const b = new Uint8Array(cap);
       b.set(this.bits);
       this.bits = b;
+      const s = new Uint8Array(cap);
+      s.set(this.state);
+      this.state = s;
     }
     if (!this.bits[label]) {
       this.bits[label] = 1;
@@ -130,60 +260,202 @@ export class HnswDense implements DenseIndex {
   get tombstones(): number {
     return this.dead;
   }
+  /** Live points not yet inserted into the graph. */
+  get pending(): number {
+    return this.pendingVecs.size;
+  }
+  /** Highest label + 1 ever stored (length of the codes worth saving). */
+  get labelSpan(): number {
+    for (let i = this.bits.length - 1; i >= 0; i--) if (this.bits[i] || this.state[i]) return i + 1;
+    return 0;
+  }
+  /**
+   * Sequence number up to which the graph holds every write: one less than the oldest pending
+   * point's, or `current` when nothing is pending (snapshot header).
+   */
+  coveredSeq(current: number): number {
+    for (let i = this.head; i < this.queue.length; i++) {
+      const e = this.queue[i];
+      if (this.pendingVecs.get(e.label)?.seq === e.seq) return e.seq - 1;
+    }
+    return current;
+  }
   *labels(): Generator<number> {
     const b = this.bits;
     for (let i = 0; i < b.length; i++) if (b[i]) yield i;
   }
 
-  add(label: number, v: ArrayLike<number>): void {
-    const stored = storedForm(this.metric, v);
-    if (!this.has(label)) {
+  /** Marks `label` live with stored-form vector `v` (codes updated); returns `v` as float32. */
+  private store(label: number, v: ArrayLike<number>): Float32Array {
+    const stored = Float32Array.from(storedForm(this.metric, v));
+    this.mark(label);
+    this.codes.set(label, stored);
+    if (this.state[label] === CURRENT) {
+      this.state[label] = STALE;
+      this.staleCount++;
+    }
+    return stored;
+  }
+
+  private insert(label: number, stored: Float32Array): void {
+    const st = this.state[label];
+    if (st === ABSENT) {
       const cap = this.index.getMaxElements();
       if (this.index.getCurrentCount() >= cap) this.index.resizeIndex(cap * 2);
     }
-    this.index.addPoint(stored, label, false);
-    this.mark(label);
+    this.index.addPoint(Array.from(stored), label, false);
+    if (st === STALE) this.staleCount--;
+    if (st === DELETED) this.dead--;
+    this.state[label] = CURRENT;
+    this.pendingVecs.delete(label);
+  }
+
+  /** Adds or replaces `label` and inserts it into the graph now. */
+  add(label: number, v: ArrayLike<number>): void {
+    this.insert(label, this.store(label, v));
+  }
+
+  /** Adds or replaces `label`, searchable at once; graph insertion waits for {@link indexPending}. */
+  enqueue(label: number, v: ArrayLike<number>, seq: number): void {
+    const stored = this.store(label, v);
+    this.pendingVecs.set(label, { v: stored, seq });
+    this.queue.push({ label, seq });
+  }
+
+  /**
+   * Inserts queued points into the graph, oldest first, until the queue is empty or
+   * `performance.now()` passes `deadline` (at least one point per call). Returns the number inserted.
+   */
+  indexPending(deadline = Infinity): number {
+    let n = 0;
+    while (this.head < this.queue.length) {
+      const e = this.queue[this.head++];
+      const p = this.pendingVecs.get(e.label);
+      if (!p || p.seq !== e.seq) continue;
+      this.insert(e.label, p.v);
+      n++;
+      if (performance.now() >= deadline) break;
+    }
+    if (this.head >= this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 4096 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    return n;
   }
 
   remove(label: number): void {
     if (!this.has(label)) return;
     this.bits[label] = 0;
     this.liveCount--;
-    try {
-      this.index.markDelete(label);
-    } catch {
-      /* already deleted in a loaded snapshot */
+    this.pendingVecs.delete(label);
+    const st = this.state[label];
+    if (st === CURRENT || st === STALE) {
+      try {
+        this.index.markDelete(label);
+      } catch {
+        /* already deleted in a loaded snapshot */
+      }
+      if (st === STALE) this.staleCount--;
+      this.state[label] = DELETED;
+      this.dead++;
     }
-    this.dead++;
   }
 
   has(label: number): boolean {
     return label < this.bits.length && this.bits[label] === 1;
   }
 
+  /**
+   * The `k` nearest live points accepted by `filter`: the graph search (breadth
+   * `max(efSearch, ef, k)`) merged with an exact scan of the pending points. Distances are
+   * float32 stored-form distances in both cases.
+   */
   search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean, ef?: number): Neighbor[] {
     if (this.liveCount === 0 || k <= 0) return [];
-    const kk = Math.min(k, this.liveCount);
-    const want = Math.max(this.params.efSearch, ef ?? 0, kk);
-    if (this.index.getEf() !== want) this.index.setEf(want);
-    const r = this.index.searchKnn(storedForm(this.metric, q), kk, filter);
-    const out: Neighbor[] = new Array(r.neighbors.length);
-    for (let i = 0; i < r.neighbors.length; i++) out[i] = { label: r.neighbors[i], distance: r.distances[i] };
-    return out;
-  }
-
-  exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[] {
     const sq = storedForm(this.metric, q);
-    const space = this.space;
-    const idx = this.index;
-    const self = this;
-    function* gen(): Generator<Neighbor> {
-      for (const label of labels) {
-        if (!self.has(label)) continue;
-        yield { label, distance: distance(space, sq, idx.getPoint(label)) };
+    const graphLive = this.liveCount - this.pendingVecs.size;
+    let out: Neighbor[] = [];
+    if (graphLive > 0) {
+      // Stale graph points (pending updates) are skipped: by the filter callback when there is one
+      // or many of them, otherwise by asking for that many more results.
+      const state = this.state;
+      const skipStale = !filter && this.staleCount > 0 && this.staleCount <= 64;
+      const kk = Math.min(k, graphLive) + (skipStale ? this.staleCount : 0);
+      const want = Math.max(this.params.efSearch, ef ?? 0, kk);
+      if (this.index.getEf() !== want) this.index.setEf(want);
+      const accept = filter ? (l: number) => state[l] === CURRENT && filter(l) : this.staleCount > 64 ? (l: number) => state[l] === CURRENT : undefined;
+      const t0 = performance.now();
+      const r = this.index.searchKnn(sq, Math.min(kk, this.index.getCurrentCount()), accept);
+      if (!accept) this.costs.hnswNs += 0.05 * (((performance.now() - t0) * 1e6) / (want * this.dimension) - this.costs.hnswNs);
+      for (let i = 0; i < r.neighbors.length; i++) {
+        const label = r.neighbors[i];
+        if (state[label] === CURRENT) out.push({ label, distance: r.distances[i] });
       }
     }
-    return topK(gen(), k);
+    if (this.pendingVecs.size > 0) {
+      const tail: Neighbor[] = [];
+      for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) tail.push({ label, distance: distance(this.space, sq, p.v) });
+      out = topK([...out, ...tail], k);
+    }
+    return out.length > k ? out.slice(0, k) : out;
+  }
+
+  /**
+   * The `n` best of `labels` ranked by the 8-bit codes (pending points: by their float32 vector);
+   * distances approximate. The exact scan of filtered queries: callers re-rank on the originals.
+   */
+  scan(q: ArrayLike<number>, n: number, labels: ArrayLike<number>): Neighbor[] {
+    const sq = Float32Array.from(storedForm(this.metric, q));
+    let qn = 0;
+    for (let j = 0; j < sq.length; j++) qn += sq[j] * sq[j];
+    const codes = this.codes;
+    const ip = this.space === 'ip';
+    const pend = this.pendingVecs;
+    const t0 = performance.now();
+    // Bounded top-n by distance (insertion into a sorted array; n is small).
+    const best: Neighbor[] = [];
+    let worst = Infinity;
+    let seen = 0;
+    for (let i = 0; i < labels.length; i++) {
+      const label = labels[i];
+      if (!this.has(label)) continue;
+      seen++;
+      let dist: number;
+      const p = pend.size ? pend.get(label) : undefined;
+      if (p) dist = distance(this.space, sq, p.v);
+      else {
+        const dot = codes.dot(sq, label);
+        dist = ip ? 1 - dot : qn - 2 * dot + codes.norm2[label];
+      }
+      if (best.length === n && dist >= worst) continue;
+      let j = best.length - 1;
+      if (best.length < n) best.push({ label, distance: dist });
+      else j = n - 2;
+      while (j >= 0 && best[j].distance > dist) {
+        best[j + 1] = best[j];
+        j--;
+      }
+      best[j + 1] = { label, distance: dist };
+      if (best.length === n) worst = best[n - 1].distance;
+    }
+    if (seen >= 256) this.costs.scanNs += 0.05 * (((performance.now() - t0) * 1e6) / (seen * this.dimension) - this.costs.scanNs);
+    return best;
+  }
+
+  /** Exact `k` nearest among `labels`: {@link scan} of 2k + 8, re-ranked on the graph's vectors. */
+  exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[] {
+    const sq = storedForm(this.metric, q);
+    const cands = this.scan(q, 2 * k + 8, Array.from(labels));
+    return topK(
+      cands.map(({ label }) => {
+        const p = this.pendingVecs.get(label);
+        return { label, distance: distance(this.space, sq, p ? p.v : this.index.getPoint(label)) };
+      }).sort((a, b) => a.distance - b.distance),
+      k,
+    );
   }
 }
 

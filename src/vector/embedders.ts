@@ -1,8 +1,8 @@
 /**
- * Data embedders (issue 6 "Data embedding"):
+ * Data embedders:
  * - {@link HttpDenseEmbedder}: an OpenAI-compatible `POST /v1/embeddings` endpoint (OpenAI, Ollama,
  *   vLLM, TEI): request `{model, input: string[]}`, response `{data: [{index, embedding}]}`.
- * - {@link Bm25Embedder}: built-in BM25 sparse embedder (vector-wire.md §B.4): lower-cased word
+ * - {@link Bm25Embedder}: built-in BM25 sparse embedder: lower-cased word
  *   tokens, English stop words removed, light suffix stemming, token -> dimension by FNV-1a (31
  *   bits); documents carry the TF part `f·(k1+1)/(f + k1·(1 − b + b·|D|/avgdl))` with k1 = 1.2,
  *   b = 0.75, avgdl = 32 (fixed, as Upstash); queries carry 1 per distinct token and get IDF at

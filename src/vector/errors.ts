@@ -1,17 +1,17 @@
 /**
- * The vector area's error catalogue (STYLE.md §8; vector-wire.md §A.4): every error the wire can
+ * The vector area's error catalogue: every error the wire can
  * carry, with its HTTP status. The body is always `{"error": message, "status": status}`.
  */
 
 /** An error answered to the client as `{error, status}` with HTTP `status`. */
 export class VectorError extends Error {
-  constructor(readonly status: 400 | 401 | 403 | 404 | 405 | 413 | 422 | 500, message: string) {
+  constructor(readonly status: 400 | 401 | 403 | 404 | 405 | 413 | 422 | 429 | 500 | 503 | 507, message: string) {
     super(message);
     this.name = 'VectorError';
   }
 }
 
-/** Exact strings from the reference (§A.4) and the JS SDK tests. */
+/** Exact strings the hosted service answers and the JS SDK tests expect. */
 export const MESSAGES = {
   unauthorized: 'Unauthorized: Invalid auth token',
   readonly: 'Unauthorized: This operation is not allowed with a read-only token',

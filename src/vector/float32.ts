@@ -1,5 +1,5 @@
 /**
- * Float32 storage and printing (vector-wire.md §B.3): values are stored as float32 and printed as
+ * Float32 storage and printing: values are stored as float32 and printed as
  * the shortest decimal that round-trips through float32 (`Math.fround(0.1)` prints as `0.1`, not
  * `0.10000000149011612`).
  */

@@ -1,5 +1,5 @@
 /**
- * Endpoint handlers (vector-wire.md §A.2–§A.3): one function per endpoint, from parsed JSON body
+ * Endpoint handlers: one function per endpoint, from parsed JSON body
  * to the `result` value. Read-only tokens may call only {@link READONLY_ENDPOINTS}.
  */
 import type { VectorIndex } from './engine.js';
@@ -148,7 +148,7 @@ export const HANDLERS: Record<string, Handler> = {
   'resumable-query-data': (c) => resumableStart(c, true),
   'resumable-query-next': (c) => {
     const b = obj(c.body, 'resumable-query-next');
-    return c.resumable.next(b.uuid, b.additionalK);
+    return c.resumable.next(c.index, b.uuid, b.additionalK);
   },
-  'resumable-query-end': (c) => c.resumable.end(obj(c.body, 'resumable-query-end').uuid),
+  'resumable-query-end': (c) => c.resumable.end(c.index, obj(c.body, 'resumable-query-end').uuid),
 };

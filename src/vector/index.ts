@@ -1,13 +1,14 @@
 /**
- * The vector area (area C, issue 6): every index of `definitions.ts` served under the vector
+ * The vector area (area C): every index of `definitions.ts` served under the vector
  * port — the default index at `/`, each other index at `/<name>` — speaking the `@upstash/vector`
- * wire protocol (vector-wire.md §A). Tokens: `vector.<index>.token` and
+ * wire protocol. Tokens: `vector.<index>.token` and
  * `vector.<index>.readonlyToken` from the credential store, read at request time.
  */
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import http from 'node:http';
 import { listenRaw } from '../http/raw.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
+import { trafficCounter } from '../http/traffic.js';
 import { vectorFastHandler } from './fast.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine.js';
@@ -63,7 +64,7 @@ async function create(ctx: AreaContext): Promise<AreaServer> {
     }
     socket.destroy();
   });
-  const server = createFastServer(vectorFastHandler(deps), nodeServer, FAST_KEEP_ALIVE_MS, VECTOR_BODY_LIMIT);
+  const server = createFastServer({ ...vectorFastHandler(deps), traffic: trafficCounter('vector') }, nodeServer, FAST_KEEP_ALIVE_MS, VECTOR_BODY_LIMIT);
   const timer = setInterval(() => {
     for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
   }, SNAPSHOT_INTERVAL_MS);

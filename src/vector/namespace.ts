@@ -1,11 +1,10 @@
 /**
  * In-memory state of one namespace: id <-> label (= range position) maps, parsed metadata (for
- * filters), the dense graph and the sparse inverted index, and the search paths (issue 6
- * "Filtered queries"): a filter is evaluated over the namespace once per namespace version
- * (cached); few matches -> exact search over them; otherwise HNSW with the filter as callback and
- * a larger ef; if that still gives fewer than topK while at least topK match, exact search.
- * Dense vectors are not held here (they live in the graph and in SQLite); HNSW hits are scored
- * from the graph distances by the read path (reads.ts).
+ * filters), the dense graph and the sparse inverted index, and the search paths: a filter is
+ * evaluated over the namespace once per namespace version (cached), then the dense search picks
+ * exact scan or post-filtered HNSW by measured cost ({@link NamespaceState.denseCandidates}).
+ * Dense vectors are not held here (the graph holds them, with 8-bit codes for scans; SQLite holds
+ * the originals); HNSW hits are scored from the graph distances by the read path (reads.ts).
  */
 import { compileFilter, FilterSyntaxError } from './filter/index.js';
 import type { HnswDense, Neighbor } from './dense.js';
@@ -15,24 +14,19 @@ import type { SparseIndex } from './sparse.js';
 import type { Scored } from './scores.js';
 
 /**
- * Filtered queries are searched exactly (original vectors read from SQLite in one statement and
- * ranked in JS) when matches × dimension is at most this budget, i.e. 2,000 matches at 128-d,
- * 333 at 768-d. Measured 2026-11-22 on this 2-core machine, 100k × 128: an HNSW search with the
- * filter as callback at 1 % selectivity took ~12 ms (the traversal visits ~ef/1 % nodes, each
- * through a JS callback), exact search over 1,000 matches ~2 ms; at 10 % HNSW took ~2 ms.
- * (`getPoint` from the graph costs ~14 µs per vector, too slow for this.)
- */
-export const EXACT_FILTER_BUDGET = 256_000;
-
-/**
- * Exact top-k among `labels` with their final scores, best first (provided by the read path, which
- * reads the original vectors from SQLite).
+ * Exact top-k among `labels` with their final scores, best first (provided by the read path: a
+ * scan of the in-memory 8-bit codes, re-ranked on the original vectors).
  */
 export type ExactSearch = (labels: number[], k: number) => Scored[];
 /** Final score of an HNSW hit from its graph distance (see reads.ts `scoreHits`). */
 export type DistanceScorer = (hits: Neighbor[]) => Scored[];
 /** Upper bound of the search breadth used for filtered or resumed HNSW searches. */
 export const MAX_EF = 4096;
+/**
+ * A broad filter first searches the graph without the filter for `POST_FILTER_FACTOR × k /
+ * selectivity` neighbours and keeps the matching ones (expected: this factor × k matches).
+ */
+export const POST_FILTER_FACTOR = 2;
 
 export interface FilterMatch {
   bits: Uint8Array;
@@ -120,9 +114,15 @@ export class NamespaceState {
   }
 
   /**
-   * Dense top `k` accepted records for `q` with final scores, best first: approximate via HNSW
-   * (scored from the graph distances by `score`), exact for selective filters or as a fallback
-   * (`exact`, which scores from the original vectors).
+   * Dense top `k` accepted records for `q` with final scores, best first. Unfiltered: HNSW (plus
+   * the exact scan of pending points, dense.ts). Filtered, the cheaper of two paths by the graph's
+   * measured costs (`SearchCosts` in dense.ts):
+   * - exact: scan the matches' 8-bit codes, re-rank the best on the original vectors (`exact`);
+   *   cost ∝ matches × dimension;
+   * - post-filter: an unfiltered HNSW search for `POST_FILTER_FACTOR × k / selectivity` neighbours,
+   *   keeping the accepted ones; cost ∝ that breadth × dimension. When it yields fewer than k
+   *   (matches clustered away from the query), HNSW with the filter as callback, then exact.
+   * Never fewer than k results when at least k records qualify.
    */
   denseCandidates(q: ArrayLike<number>, k: number, efSearch: number, match: FilterMatch | undefined, exclude: Set<string> | undefined, exact: ExactSearch, score: DistanceScorer): Scored[] {
     const g = this.dense;
@@ -132,21 +132,25 @@ export class NamespaceState {
     const eligible = Math.max(0, (match ? match.count : g.size) - excluded);
     const want = Math.min(k, eligible);
     if (want === 0) return [];
-    if (match && match.count * g.dimension <= EXACT_FILTER_BUDGET) {
-      const labels = exclude?.size ? match.labels.filter((l) => !exclude.has(this.ids[l]!)) : match.labels;
-      return exact(labels, want);
-    }
-    // hnswlib keeps traversing until `ef` accepted results are found, so a filter needs no larger
-    // ef for recall (a larger one only multiplies the nodes visited); exclusions do.
-    let ef = Math.max(efSearch, want);
-    if (excluded) ef = Math.max(ef, want + excluded);
-    const found = g.search(q, want, accept, Math.min(ef, MAX_EF));
+    const ef = Math.max(efSearch, want);
+    if (!accept) return score(g.search(q, want, undefined, ef));
+    const pool = () => {
+      const all = match ? match.labels : g.labels();
+      const out: number[] = [];
+      for (const l of all) if (accept(l)) out.push(l);
+      return out;
+    };
+    const selectivity = Math.max(eligible, 1) / g.size;
+    const breadth = Math.ceil((POST_FILTER_FACTOR * want) / selectivity) + excluded;
+    const postCost = breadth <= MAX_EF ? g.costs.hnswNs * Math.max(ef, breadth) : Infinity;
+    const exactCost = g.costs.scanNs * (match ? match.count : g.size);
+    if (exactCost <= postCost) return exact(pool(), want);
+    const wide = g.search(q, breadth, undefined, Math.max(ef, breadth));
+    const kept = wide.filter((h) => accept(h.label));
+    if (kept.length >= want) return score(kept.slice(0, want));
+    const found = g.search(q, want, accept, Math.min(Math.max(ef, want + excluded), MAX_EF));
     if (found.length >= want) return score(found);
-    // Never fewer than topK when at least topK records qualify: fall back to exact search.
-    const all = match ? match.labels : g.labels();
-    const pool: number[] = [];
-    for (const l of all) if (!accept || accept(l)) pool.push(l);
-    return exact(pool, want);
+    return exact(pool(), want);
   }
 
   /** Sparse top `k` (exact), filtered. */

@@ -1,7 +1,7 @@
 /**
- * Read operations of one index (vector-wire.md §A.2): query (dense, sparse, hybrid fusion),
+ * Read operations of one index: query (dense, sparse, hybrid fusion),
  * fetch, range, info, random, list-namespaces — and the output shapes (float32-shortest numbers,
- * only the fields that exist and were asked for, §C).
+ * only the fields that exist and were asked for).
  */
 import type { VectorIndex } from './engine.js';
 import { badRequest, MESSAGES, unprocessable } from './errors.js';
@@ -12,7 +12,7 @@ import { denseScore, fuseDbsf, fuseRrf, byScore, type Scored } from './scores.js
 import { blobToSparse, type RecordRow, type SparseVector } from './store.js';
 import { MAX_FETCH_PREFIX, type Include, type QueryRequest } from './validate.js';
 
-/** Per-component candidate depth of a regular hybrid query: max(topK, this) (§B.4 "inferred"). */
+/** Per-component candidate depth of a regular hybrid query: max(topK, this). */
 export const HYBRID_DEPTH = 100;
 
 export interface OutRecord {
@@ -24,7 +24,7 @@ export interface OutRecord {
   data?: string;
 }
 
-/** A record as the wire shows it (§C: absent keys when the field does not exist or was not asked). */
+/** A record as the wire shows it (absent keys when the field does not exist or was not asked). */
 export function formatRecord(index: VectorIndex, ns: NamespaceState, label: number, inc: Include, score?: number): OutRecord {
   const out: OutRecord = { id: ns.ids[label]! };
   if (score !== undefined) out.score = shortestFloat32(score);
@@ -52,7 +52,7 @@ const f = Math.fround;
 
 /**
  * COSINE hits whose graph distance is at most this (cosine >= 1 - 1e-6) get their score
- * recomputed from the original vector in SQLite, so identical vectors score exactly 1 (§B.3) even
+ * recomputed from the original vector in SQLite, so identical vectors score exactly 1 even
  * though the graph's float32 dot product of two unit vectors may round just below 1.
  */
 export const NEAR_DUPLICATE_DISTANCE = 1e-6;
@@ -103,44 +103,18 @@ function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], label
   return out.sort(byScore);
 }
 
+/** Candidates re-ranked on the original vectors per result of an exact scan: 2k + this. */
+export const RERANK_EXTRA = 8;
+
 /**
- * Exact top-`k` among `labels` (vectors from SQLite, one statement per 10,000), ranked in float64
- * by cosine / squared distance / dot, with the final float32 scores of {@link denseScore} computed
- * on the winners' original vectors. Best first.
+ * Exact top-`k` among `labels`: the graph's scan of the in-memory 8-bit codes keeps the best
+ * 2k + {@link RERANK_EXTRA}, whose original vectors (SQLite, one statement) give the final float32
+ * scores of {@link denseScore} and the order. Best first.
  */
 function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): Scored[] {
-  const metric = index.def.metric;
-  let qn = 0;
-  for (const x of q) qn += x * x;
-  qn = Math.sqrt(qn) || 1;
-  const scored: (Scored & { v: Float32Array })[] = [];
-  for (let i = 0; i < labels.length; i += 10_000) {
-    for (const r of index.store.vectorsByPos(ns.row.id, labels.slice(i, i + 10_000))) {
-      if (!r.vector) continue;
-      const v = blobToF32(r.vector);
-      let s = 0;
-      if (metric === 'EUCLIDEAN') {
-        for (let j = 0; j < v.length; j++) {
-          const d = q[j] - v[j];
-          s -= d * d;
-        }
-      } else {
-        let vn = 0;
-        for (let j = 0; j < v.length; j++) {
-          s += q[j] * v[j];
-          vn += v[j] * v[j];
-        }
-        if (metric === 'COSINE') s = vn > 0 ? s / (qn * Math.sqrt(vn)) : 0;
-      }
-      scored.push({ label: r.pos, score: s, v });
-    }
-  }
-  const qf = Float32Array.from(q);
-  return scored
-    .sort(byScore)
-    .slice(0, k)
-    .map((x) => ({ label: x.label, score: denseScore(metric, qf, x.v) }))
-    .sort(byScore);
+  const n = Math.min(labels.length, 2 * k + RERANK_EXTRA);
+  const cands = ns.dense!.scan(q, n, labels);
+  return rescoreExact(index, ns, q, cands.map((c) => c.label)).slice(0, k);
 }
 
 /**
@@ -198,11 +172,13 @@ export function rangeRecords(index: VectorIndex, nsName: string, cursor: number,
   return { nextCursor, vectors: rows.slice(0, limit).map((r) => formatRecord(index, ns, r.pos, inc)) };
 }
 
-/** `info` (§A.5): totals, index size, dimension, metric, type, dense/sparse parts, namespaces. */
+/** `info`: totals, index size, dimension, metric, type, dense/sparse parts, namespaces. */
 export function info(index: VectorIndex): Record<string, unknown> {
   const namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }> = {};
   let total = 0;
   for (const ns of index.namespaces.values()) {
+    // Points still queued for graph insertion are searchable (exact scan), so none is "pending"
+    // in the wire's sense (stored but not yet searchable).
     namespaces[ns.name] = { vectorCount: ns.count, pendingVectorCount: 0 };
     total += ns.count;
   }

@@ -1,5 +1,5 @@
 /**
- * HTTP routing of the vector port (vector-wire.md §C checklist 1): any of GET/POST/PUT/DELETE on
+ * HTTP routing of the vector port: any of GET/POST/PUT/DELETE on
  * `[/<index>]/<endpoint>[/<namespace…>]` (namespace URL-decoded, may contain `/`), `reset?all`,
  * bodies `[]`, `null`, `{}` or empty. Answers `{"result": …}` or `{"error", "status"}`.
  * Order of checks: index by first path segment (else the default index), bearer token (401),
@@ -11,11 +11,12 @@
  * bodies, HTTP/1.0, malformed heads) — see `index.ts` and docs/readme/vector-bench.md.
  * No per-request logging; unexpected errors are logged and answered 500.
  */
-import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { CredentialStore } from '../credentials.js';
 import { StringDecoder } from 'node:string_decoder';
+import { SecretMatcher, secretDigest } from '../http/auth.js';
 import { rawRequestToken } from '../http/raw.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../http/json-depth.js';
 import type { Logger } from '../logger.js';
 import type { VectorIndex } from './engine.js';
 import { MESSAGES, VectorError } from './errors.js';
@@ -31,23 +32,8 @@ export interface RouteDeps {
   bodyLimit: number;
 }
 
-/** SHA-256 of the valid tokens, by token value (they change only on rotation; a few entries). */
-const validDigests = new Map<string, Buffer>();
-const sha256 = (s: string): Buffer => hash('sha256', s, 'buffer');
-
-/**
- * Constant-time token check, as `constantTimeEqual` in `src/http/auth.ts` (both sides hashed to
- * 32 bytes, then `timingSafeEqual`), hashing the presented token once per request and each valid
- * token once per value instead of both on every comparison.
- */
-function sameSecret(presentedDigest: Buffer, presented: string, valid: string): boolean {
-  let d = validDigests.get(valid);
-  if (!d) {
-    if (validDigests.size >= 64) validDigests.clear();
-    validDigests.set(valid, (d = sha256(valid)));
-  }
-  return timingSafeEqual(presentedDigest, d) && presented.length === valid.length;
-}
+/** Constant-time comparisons of presented tokens with the indexes' tokens. */
+const secrets = new SecretMatcher();
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE']);
 
@@ -87,9 +73,9 @@ export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, he
   const index = deps.indexes.get(indexName)!;
 
   const token = rawRequestToken(headers, undefined);
-  const presented = token !== undefined ? sha256(token) : undefined;
-  const isFull = presented !== undefined && sameSecret(presented, token!, deps.credentials.get(`vector.${indexName}.token`));
-  const isRo = !isFull && presented !== undefined && sameSecret(presented, token!, deps.credentials.get(`vector.${indexName}.readonlyToken`));
+  const presented = token !== undefined ? secretDigest(token) : undefined;
+  const isFull = presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.token`));
+  const isRo = !isFull && presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.readonlyToken`));
   if (!isFull && !isRo) return errorAnswer(401, MESSAGES.unauthorized);
 
   const endpoint = segments[0] ?? '';
@@ -134,6 +120,7 @@ export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promi
     } catch (err) {
       return errorAnswer(400, `Invalid JSON body: ${(err as Error).message}`);
     }
+    if (jsonTooDeep(body)) return errorAnswer(400, `Invalid JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
   const fail = (err: unknown): Answer => {
     if (err instanceof VectorError) return errorAnswer(err.status, err.message);

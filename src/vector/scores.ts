@@ -1,5 +1,5 @@
 /**
- * Scores (vector-wire.md §B.2, §B.4): dense scores normalized to 0..1 per metric, computed in
+ * Scores: dense scores normalized to 0..1 per metric, computed in
  * float32 arithmetic on the original vectors (so identical COSINE vectors score exactly 1 and the
  * reference's float32 literals are reproduced) — HNSW hits are scored from the graph distance
  * instead, within a float32 step of this (reads.ts `scoreHits`); sparse inner product with optional IDF; hybrid
@@ -33,13 +33,13 @@ export function denseScore(metric: Metric, a: ArrayLike<number>, b: ArrayLike<nu
     nb = f(nb + f(b[i] * b[i]));
   }
   const den = f(f(Math.sqrt(na)) * f(Math.sqrt(nb)));
-  // Identical vectors (dot = |a|² = |b|² bit for bit) score exactly 1 (§C), which the rounding of
+  // Identical vectors (dot = |a|² = |b|² bit for bit) score exactly 1, which the rounding of
   // sqrt·sqrt alone does not guarantee.
   const cos = den === 0 ? 0 : dot === na && na === nb ? 1 : Math.min(1, Math.max(-1, f(dot / den)));
   return f(f(1 + cos) / 2);
 }
 
-/** `IDF(q) = ln((N − n + 0.5)/(n + 0.5) + 1)` (the `+1` form the SDK tests reproduce, §B.4). */
+/** `IDF(q) = ln((N − n + 0.5)/(n + 0.5) + 1)` (the `+1` form the SDK tests reproduce). */
 export function idf(total: number, withTerm: number): number {
   return Math.log((total - withTerm + 0.5) / (withTerm + 0.5) + 1);
 }

@@ -1,20 +1,23 @@
 /**
- * Persisted HNSW graph snapshots (issue 6 "Engine and durability"; STYLE.md §6). hnswlib's own
+ * Persisted HNSW graph snapshots. hnswlib's own
  * file has no header, so each snapshot is two files in `<dataDir>/vector/<index>.snapshots/`:
- * - `ns-<nsId>-<seq>.hnsw`: `writeIndexSync` output, written to a temp name then renamed;
+ * - `ns-<nsId>-<generation>-<seq>.hnsw`: `writeIndexSync` output, written to a temp name then renamed;
+ * - `ns-<nsId>-<generation>-<seq>.codes`: the 8-bit codes of the vectors (dense.ts
+ *   `QuantizedVectors`: `labels` × dimension bytes, then `labels` float32 scales and squared norms);
  * - `ns-<nsId>.json`: the header `{magic, version, dimension, metric, m, efConstruction, count,
- *   seq, generation, file, bytes}`, written to a temp name then renamed (the commit point).
- * A snapshot covers every record write with sequence number <= `seq`; on start the graph is loaded
- * and only newer records are replayed. A header that does not match (magic, version, dimension,
+ *   seq, generation, file, bytes, labels, codesBytes}`, written to a temp name then renamed (the commit point).
+ * A snapshot covers every record write with sequence number <= `seq` (the graph's covered
+ * sequence: writes still pending insertion are newer); on start the graph and codes are loaded and
+ * only newer records are replayed. A header that does not match (magic, version, dimension,
  * metric, M, efConstruction, generation, size) is ignored and the graph is rebuilt from SQLite.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Metric } from './definitions.js';
-import { HnswDense, type HnswParams } from './dense.js';
+import { HnswDense, QuantizedVectors, type HnswParams } from './dense.js';
 
 export const SNAPSHOT_MAGIC = 'SVC-HNSW';
-export const SNAPSHOT_VERSION = 1;
+export const SNAPSHOT_VERSION = 2;
 
 export interface SnapshotHeader {
   magic: string;
@@ -28,8 +31,12 @@ export interface SnapshotHeader {
   generation: number;
   file: string;
   bytes: number;
+  /** Entries in the codes file. */
+  labels: number;
+  codesBytes: number;
 }
 
+const codesName = (graphFile: string) => graphFile.replace(/\.hnsw$/, '.codes');
 const headerPath = (dir: string, nsId: number) => path.join(dir, `ns-${nsId}.json`);
 
 /** Writes a snapshot of `graph` covering sequence number `seq`; replaces the previous one. */
@@ -39,6 +46,16 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
   const tmp = path.join(dir, `${file}.tmp`);
   graph.index.writeIndexSync(tmp);
   fs.renameSync(tmp, path.join(dir, file));
+  const labels = graph.labelSpan;
+  const codesFile = codesName(file);
+  const fd = fs.openSync(`${path.join(dir, codesFile)}.tmp`, 'w');
+  try {
+    for (const part of graph.codes.serialize(labels)) fs.writeSync(fd, part);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(`${path.join(dir, codesFile)}.tmp`, path.join(dir, codesFile));
   const header: SnapshotHeader = {
     magic: SNAPSHOT_MAGIC,
     version: SNAPSHOT_VERSION,
@@ -51,6 +68,8 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
     generation,
     file,
     bytes: fs.statSync(path.join(dir, file)).size,
+    labels,
+    codesBytes: fs.statSync(path.join(dir, codesFile)).size,
   };
   const hp = headerPath(dir, nsId);
   let previous: string | undefined;
@@ -61,7 +80,10 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
   }
   fs.writeFileSync(`${hp}.tmp`, JSON.stringify(header));
   fs.renameSync(`${hp}.tmp`, hp);
-  if (previous && previous !== file) fs.rmSync(path.join(dir, previous), { force: true });
+  if (previous && previous !== file) {
+    fs.rmSync(path.join(dir, previous), { force: true });
+    fs.rmSync(path.join(dir, codesName(previous)), { force: true });
+  }
 }
 
 /**
@@ -79,9 +101,11 @@ export function readSnapshot(
     if (
       h.magic !== SNAPSHOT_MAGIC || h.version !== SNAPSHOT_VERSION || h.dimension !== expect.dimension ||
       h.metric !== expect.metric || h.m !== expect.params.m || h.efConstruction !== expect.params.efConstruction ||
-      h.generation !== expect.generation || fs.statSync(file).size !== h.bytes
+      h.generation !== expect.generation || fs.statSync(file).size !== h.bytes ||
+      fs.statSync(path.join(dir, codesName(h.file))).size !== h.codesBytes
     ) return undefined;
-    return { graph: HnswDense.load(file, expect.dimension, expect.metric, expect.params), header: h };
+    const codes = QuantizedVectors.deserialize(fs.readFileSync(path.join(dir, codesName(h.file))), expect.dimension, h.labels);
+    return { graph: HnswDense.load(file, codes, expect.dimension, expect.metric, expect.params), header: h };
   } catch {
     return undefined;
   }

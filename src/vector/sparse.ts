@@ -1,5 +1,5 @@
 /**
- * Sparse inverted index of one namespace (vector-wire.md §B.4): exact inner product over matching
+ * Sparse inverted index of one namespace: exact inner product over matching
  * non-zero dimensions, optional IDF weighting with N = sparse vectors in the namespace and n(q) =
  * vectors with a non-zero at q. Records with no overlapping dimension are not returned.
  */
@@ -52,7 +52,7 @@ export class SparseIndex {
     for (let i = 0; i < q.indices.length; i++) {
       const p = this.postings.get(q.indices[i]);
       if (!p) continue;
-      // float32 arithmetic in this order reproduces the reference literals (§B.4, §C).
+      // float32 arithmetic in this order reproduces the reference literals.
       const w = useIdf ? f(q.values[i] * f(idf(total, p.size))) : q.values[i];
       for (const [label, v] of p) acc.set(label, f((acc.get(label) ?? 0) + f(w * v)));
     }

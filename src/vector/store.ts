@@ -1,7 +1,7 @@
 /**
  * Durable record store of one index: SQLite (better-sqlite3, WAL, `synchronous=FULL`) in
  * `<dataDir>/vector/<index>.sqlite`. Every statement of the vector area lives here (no SQL in route
- * handlers, STYLE.md §1).
+ * handlers).
  *
  * Tables:
  * - `meta(key, value)`: `dimension` (fixed by the first dense upsert), `seq` (last sequence number).
@@ -103,7 +103,7 @@ export class VectorStore {
       vectorsByPos: p('SELECT r.pos AS pos, r.vector AS vector FROM json_each(?) j CROSS JOIN records r ON r.ns = ? AND r.pos = j.value'),
       heads: p('SELECT id, pos, seq, metadata, sparse IS NOT NULL AS hasSparse FROM records WHERE ns = ? ORDER BY pos'),
       vectors: p('SELECT pos, vector, sparse FROM records WHERE ns = ? ORDER BY pos'),
-      newer: p('SELECT pos, vector, sparse FROM records WHERE ns = ? AND seq > ? ORDER BY seq'),
+      newer: p('SELECT pos, seq, vector, sparse FROM records WHERE ns = ? AND seq > ? ORDER BY seq'),
       range: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND pos >= ? ORDER BY pos LIMIT ?'),
       rangePrefix: p(`SELECT id, pos, seq, vector, sparse, metadata, data FROM records
         WHERE ns = ? AND pos >= ? AND substr(id, 1, ?) = ? ORDER BY pos LIMIT ?`),
@@ -168,8 +168,8 @@ export class VectorStore {
     return this.st.vectors.iterate(ns) as IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>>;
   }
   /** Vectors of records written after sequence number `seq` (snapshot replay). */
-  newerThan(ns: number, seq: number): IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>> {
-    return this.st.newer.iterate(ns, seq) as IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>>;
+  newerThan(ns: number, seq: number): IterableIterator<Pick<RecordRow, 'pos' | 'seq' | 'vector' | 'sparse'>> {
+    return this.st.newer.iterate(ns, seq) as IterableIterator<Pick<RecordRow, 'pos' | 'seq' | 'vector' | 'sparse'>>;
   }
   /** Up to `limit` records with `pos >= from` (and id starting with `prefix`), in position order. */
   range(ns: number, from: number, limit: number, prefix?: string): RecordRow[] {

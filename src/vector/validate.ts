@@ -1,5 +1,5 @@
 /**
- * Request body parsing and validation for every endpoint (vector-wire.md §A.2, §B.4, §B.6, §B.7).
+ * Request body parsing and validation for every endpoint.
  * Every function throws {@link VectorError} 400 with a readable message on bad input; the
  * dimension check (422) is done by the index, which knows its dimension.
  */
@@ -58,7 +58,11 @@ export function parseVector(x: unknown, where = 'vector'): number[] {
   return x as number[];
 }
 
-/** `{indices, values}`: same length, ≤ 1,000 entries, int32 distinct indices, finite values. */
+/**
+ * `{indices, values}`: same length, ≤ 1,000 entries, int32 indices, finite values. A repeated
+ * index is accepted as the hosted service does: its values are summed into one entry, at the
+ * place of the index's first occurrence (`{indices:[7,7], values:[0.1,0.2]}` is `{[7], [0.3]}`).
+ */
 export function parseSparse(x: unknown, where = 'sparseVector'): SparseVector {
   if (!isObj(x) || !Array.isArray(x.indices) || !Array.isArray(x.values)) {
     throw badRequest(`${where} must be an object with indices and values arrays`);
@@ -66,17 +70,26 @@ export function parseSparse(x: unknown, where = 'sparseVector'): SparseVector {
   const { indices, values } = x as { indices: unknown[]; values: unknown[] };
   if (indices.length !== values.length) throw badRequest(`${where}: indices and values must have the same length`);
   if (indices.length > MAX_SPARSE_NONZERO) throw badRequest(`${where}: at most ${MAX_SPARSE_NONZERO} non-zero values are allowed, got ${indices.length}`);
-  const seen = new Set<number>();
-  const out = { indices: new Int32Array(indices.length), values: new Float32Array(values.length) };
+  /** index -> its position in the output */
+  const at = new Map<number, number>();
+  const sums: number[] = [];
   for (let i = 0; i < indices.length; i++) {
     const ix = indices[i];
     const v = values[i];
     if (typeof ix !== 'number' || !Number.isInteger(ix) || ix < 0 || ix > 2 ** 31 - 1) throw badRequest(`${where}: indices must be non-negative 32-bit integers`);
-    if (seen.has(ix)) throw badRequest(`${where}: duplicate index ${ix}`);
-    seen.add(ix);
     if (typeof v !== 'number' || !Number.isFinite(v)) throw badRequest(`${where}: values must be finite numbers`);
-    out.indices[i] = ix;
-    out.values[i] = v;
+    const k = at.get(ix);
+    if (k === undefined) {
+      at.set(ix, sums.length);
+      sums.push(v);
+    } else sums[k] += v;
+  }
+  const out = { indices: new Int32Array(sums.length), values: new Float32Array(sums.length) };
+  let k = 0;
+  for (const ix of at.keys()) {
+    out.indices[k] = ix;
+    out.values[k] = sums[k];
+    k++;
   }
   return out;
 }
@@ -185,8 +198,9 @@ export function parseQuery(x: unknown, dataEndpoint: boolean): QueryRequest {
 /** A range cursor: `0`, `"0"`, `""` -> 0; a decimal position otherwise. */
 export function parseCursor(x: unknown): number {
   if (x === undefined || x === null || x === '' || x === 0) return 0;
+  if (typeof x !== 'string' && typeof x !== 'number') throw badRequest('invalid cursor: expected a string or a number');
   const s = String(x);
-  if (!/^\d{1,15}$/.test(s)) throw badRequest(`invalid cursor: ${JSON.stringify(x)}`);
+  if (!/^\d{1,15}$/.test(s)) throw badRequest(`invalid cursor: ${JSON.stringify(s.slice(0, 100))}`);
   return Number(s);
 }
 

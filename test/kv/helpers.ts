@@ -1,4 +1,8 @@
 /** Shared raw-HTTP helpers for the kv tests. */
+import { Redis } from '@upstash/redis';
+import { startTestSvc } from '../helpers/env.js';
+import { waitFor } from '../helpers/wait.js';
+
 export interface Res {
   status: number;
   headers: Headers;
@@ -23,13 +27,34 @@ export async function call(base: string, path: string, init: RequestInit & { tok
   return { status: r.status, headers: r.headers, body, text, json };
 }
 
-/** Polls `fn` until it returns a truthy value or `ms` passes. */
-export async function until<T>(fn: () => Promise<T> | T, ms = 10_000, stepMs = 20): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
+/** Polls `fn` until it returns a truthy value or `ms` passes (the suite's {@link waitFor}). */
+export function until<T>(fn: () => Promise<T> | T, ms = 10_000): Promise<NonNullable<T>> {
+  return waitFor('condition', fn, ms);
+}
+
+/** A running kv area with its standard token, an `@upstash/redis` client (default config) and a JSON POST helper. */
+export interface KvUnderTest {
+  svc: Awaited<ReturnType<typeof startTestSvc>>;
+  base: string;
+  token: string;
+  redis: Redis;
+  /** POSTs `body` as JSON with the standard token. */
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Res>;
+  close(): Promise<void>;
+}
+
+/** Starts svc's kv area in a fresh data dir (`env`: extra settings). */
+export async function startKv(env: Record<string, string> = {}): Promise<KvUnderTest> {
+  const svc = await startTestSvc(['kv'], { env });
+  const base = svc.urls.kv!;
+  const token = svc.ctx.credentials.get('kv.token');
+  return {
+    svc,
+    base,
+    token,
+    redis: new Redis({ url: base, token, enableTelemetry: false }),
+    post: (path, body, headers = {}) =>
+      call(base, path, { method: 'POST', token, body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }),
+    close: () => svc.close(),
+  };
 }

@@ -1,5 +1,5 @@
 /**
- * Raw HTTP against the kv gateway (spec "Key-value REST interface", "Errors", kv-wire.md §A):
+ * Raw HTTP against the kv gateway (spec "Key-value REST interface", "Errors"):
  * every request form, format header, status code and token kind.
  */
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 /**
  * End-to-end with the official `@upstash/redis` SDK in its DEFAULT configuration (auto-pipelining,
  * base64 response encoding, read-your-writes) against svc's kv area and a real supervised
- * redis-server: one test per command group of the spec's table (issue 2 §3).
+ * redis-server: one test per command group of the spec's table.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * SSE streams (spec "Key-value REST interface", kv-wire.md §A.9): `/subscribe/<ch>`,
+ * SSE streams (spec "Key-value REST interface"): `/subscribe/<ch>`,
  * `/psubscribe/<pattern>`, `/monitor`, read with fetch and a stream reader; one Redis connection
  * per stream, released when the client disconnects.
  */

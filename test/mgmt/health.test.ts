@@ -1,5 +1,5 @@
 /**
- * `GET /v2/health` and `GET /healthz` (issue 7): public, per-area readiness from
+ * `GET /v2/health` and `GET /healthz`: public, per-area readiness from
  * `AreaContext.health`, 200 when every area is ok and 503 otherwise.
  */
 import assert from 'node:assert/strict';

@@ -40,7 +40,7 @@ test('kv reset-password: old standard, read-only and ACL REST tokens 401; new on
       assert.deepEqual(await kvCommand(kv, old.token, ['ping']), { status: 200, body: { result: 'PONG' } });
       assert.equal(await ping(kv, old.readonlyToken), 200);
 
-      // An access-control user and its REST token (reference kv-wire.md: ACL RESTTOKEN).
+      // An access-control user and its REST token (ACL RESTTOKEN).
       const setuser = await kvCommand(kv, old.token, ['ACL', 'SETUSER', 'mgmt-test-user', 'on', '>s3cret-pw', '~*', '&*', '+@all']);
       assert.equal(setuser.status, 200, JSON.stringify(setuser.body));
       const minted = await kvCommand(kv, old.token, ['ACL', 'RESTTOKEN', 'mgmt-test-user', 's3cret-pw']);

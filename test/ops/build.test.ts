@@ -1,6 +1,7 @@
 /**
  * The production build: `npm run build` (scripts/build.mjs) compiles src/ to a dist directory with
- * the run-time assets (queue migrations `*.sql`, the kv JSON module `*.lua`); the result is started
+ * the run-time assets (queue migrations `*.sql`, the kv JSON module `*.lua`, the web console's
+ * `public/` files); the result is started
  * the way an operator does after `npm ci --omit=dev` — `node bin/svc.js serve` with neither tsx nor
  * TypeScript resolvable — and answers on every area, with a kv worker process forked from the
  * built `worker.js`. Start-up time and RSS are printed as test diagnostics (docs/readme/operations.md).
@@ -65,6 +66,7 @@ test('the built server (dist/) starts without tsx or TypeScript and serves every
     const app = productionApp(dir);
     assert.ok(fs.existsSync(path.join(app, 'dist/queue/store/migrations/0001_init.sql')));
     assert.ok(fs.existsSync(path.join(app, 'dist/kv/json/lua/register.lua')));
+    assert.ok(fs.existsSync(path.join(app, 'dist/mgmt/console/public/index.html')));
     assert.equal(fs.existsSync(path.join(app, 'node_modules/tsx')), false);
 
     // `dist/cli.js env`: the compiled CLI alone, no server
@@ -100,6 +102,10 @@ test('the built server (dist/) starts without tsx or TypeScript and serves every
       }
       assert.equal(health.status, 200, JSON.stringify(health.body));
       assert.deepEqual(Object.keys(health.body.areas).sort(), ['kv', 'mgmt', 'queue', 'vector']);
+      // the web console's page (a file copied from src/ into dist/)
+      const page = await fetch(`${url('mgmt')}/console/`);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<html/i);
 
       // kv: a plain command and a JSON command (the .lua module copied into dist/)
       const kvToken = envVar(stdout, 'UPSTASH_REDIS_REST_TOKEN');

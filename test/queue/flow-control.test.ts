@@ -1,5 +1,5 @@
 /**
- * Flow control end to end (issue 4; reference §A.2 "Flow control", §A.3, §B.3): rate and
+ * Flow control end to end: rate and
  * parallelism measured at the destination, the exact 400 text for a malformed value, the
  * management endpoints reflected by `GET /v2/flowControl/{key}`, and waiting messages not
  * blocking other keys or plain messages.
@@ -58,7 +58,7 @@ test('parallelism: at most N in flight at the destination', async () => {
   assert.equal(inflight.max, 2);
 });
 
-test('malformed Flow-Control-Value: 400 with the exact reference text', async () => {
+test('malformed Flow-Control-Value: 400 with the exact hosted text', async () => {
   const res = await q.api(`/v2/publish/${sink.url}/x`, {
     method: 'POST',
     headers: { 'Upstash-Flow-Control-Key': 'k', 'Upstash-Flow-Control-Value': 'speed=3' },

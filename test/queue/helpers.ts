@@ -14,6 +14,7 @@ import { createContext } from '../../src/main.js';
 import { createQueueServer } from '../../src/queue/server.js';
 import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
 import { startTestSvc, tempDir, testConfig } from '../helpers/env.js';
+import { waitFor } from '../helpers/wait.js';
 
 export interface SinkRequest {
   method: string;
@@ -80,21 +81,7 @@ export async function startSink(respond: Responder = () => undefined): Promise<S
   return sink;
 }
 
-/** Polls `fn` until it returns a truthy value or `timeoutMs` passes (then throws `what`). */
-export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as NonNullable<T>;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { waitFor };
 
 /** A running queue area with an SDK client, its token and signing keys. */
 export async function startQueue(env: Record<string, string> = {}, dataDir?: string) {

@@ -1,5 +1,5 @@
 /**
- * Per-origin isolation (issue 4): a slow destination and a failing destination never stall
+ * Per-origin isolation: a slow destination and a failing destination never stall
  * deliveries to other destinations, even with only 4 delivery slots; and queue / flow-control
  * state (paused queue, held messages, FIFO order) survives a restart.
  */

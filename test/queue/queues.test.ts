@@ -1,5 +1,5 @@
 /**
- * Queues end to end (issue 4; reference §A.2 "Queues", §B.3) with the SDK against a real svc and
+ * Queues end to end with the SDK against a real svc and
  * real local destinations: FIFO order and parallelism observed at the destination (request
  * start/end times), retries and callbacks holding the slot, pause/resume, upsert/get/list/delete,
  * lag, batch entries targeting a queue.

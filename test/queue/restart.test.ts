@@ -1,5 +1,5 @@
 /**
- * Durability across a real crash (issue 3 "Store and engine", DESIGN.md durability rules): svc
+ * Durability across a real crash: svc
  * runs as a child process (`node bin/svc.js serve`), gets messages (some in flight, some delayed,
  * some published right before the crash), is killed with SIGKILL, restarted on the same data
  * dir, and every acknowledged message must then be delivered with a 2xx (at-least-once).

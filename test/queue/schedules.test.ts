@@ -1,5 +1,5 @@
 /**
- * Schedules (issue 4; reference §A.2 "Schedules", §A.6 `Schedule`): cron parsing; the scheduler
+ * Schedules: cron parsing; the scheduler
  * driven by a fake clock against a real SQLite store (fires once per due time, a missed
  * occurrence once, never twice); the API through the SDK; one real end-to-end firing over HTTP
  * with a clock shifted to just before a minute boundary; and restart without double fire.

@@ -1,5 +1,5 @@
 /**
- * URL groups end to end (issue 4; reference §A.2 "URL groups", §C): CRUD through the SDK, name
+ * URL groups end to end: CRUD through the SDK, name
  * rules, and fan-out where only the failing endpoint retries and reaches the DLQ.
  */
 import assert from 'node:assert/strict';

@@ -9,7 +9,10 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@upstash/workflow';
 
 export type WorkflowEnv = Record<string, string>;
-export type Route = (env: WorkflowEnv, url: string) => { handler: (req: Request) => Promise<Response> };
+/** A fetch-style handler given the request and the QStash env (e.g. the cloudflare `serveMany`). */
+export interface RawRoute {
+  fetch(req: Request, env: WorkflowEnv): Promise<Response>;
+}
 
 export interface AppRequest {
   path: string;
@@ -25,8 +28,21 @@ export interface WorkflowApp {
   close(): Promise<void>;
 }
 
-/** Starts the endpoint; `routes` maps a path (`/three`) to a `serve(...)` factory. */
-export async function startWorkflowApp(env: WorkflowEnv, routes: Record<string, Parameters<typeof serve>>): Promise<WorkflowApp> {
+/**
+ * Answers a request before the SDK sees it (a failing or non-workflow endpoint); undefined = let
+ * the SDK handle it.
+ */
+export type Intercept = (path: string, headers: http.IncomingHttpHeaders, body: string) => { status: number; body?: string } | undefined;
+
+/**
+ * Starts the endpoint; `routes` maps a path (`/three`) to a `serve(...)` factory; `intercept`
+ * answers chosen requests itself (they are recorded too).
+ */
+export async function startWorkflowApp(
+  env: WorkflowEnv,
+  routes: Record<string, Parameters<typeof serve> | RawRoute>,
+  intercept?: Intercept,
+): Promise<WorkflowApp> {
   const requests: AppRequest[] = [];
   const app: WorkflowApp = { url: '', env, requests, close: async () => undefined };
   const server = http.createServer(async (req, res) => {
@@ -35,6 +51,12 @@ export async function startWorkflowApp(env: WorkflowEnv, routes: Record<string, 
       for await (const c of req) chunks.push(c as Buffer);
       const body = Buffer.concat(chunks);
       const path = (req.url ?? '/').split('?')[0];
+      const own = intercept?.(path, req.headers, body.toString('utf8'));
+      if (own) {
+        requests.push({ path, headers: req.headers, body: body.toString('utf8'), status: own.status });
+        res.writeHead(own.status).end(own.body ?? '');
+        return;
+      }
       const route = routes[path];
       if (!route) {
         res.writeHead(404).end('no such workflow');
@@ -47,10 +69,14 @@ export async function startWorkflowApp(env: WorkflowEnv, routes: Record<string, 
         headers,
         body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body,
       });
-      const [fn, opts] = route;
-      // Built per request so the QStash URL/keys of a restarted svc apply at once.
-      const { handler } = serve(fn, { ...opts, url: app.url + path, env: { ...app.env } });
-      const response = await handler(request);
+      let response: Response;
+      if ('fetch' in route) response = await route.fetch(request, { ...app.env });
+      else {
+        const [fn, opts] = route;
+        // Built per request so the QStash URL/keys of a restarted svc apply at once.
+        const { handler } = serve(fn, { ...opts, url: app.url + path, env: { ...app.env } });
+        response = await handler(request);
+      }
       const out = Buffer.from(await response.arrayBuffer());
       requests.push({ path, headers: req.headers, body: body.toString('utf8'), status: response.status });
       res.writeHead(response.status, Object.fromEntries(response.headers));

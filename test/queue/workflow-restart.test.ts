@@ -1,5 +1,5 @@
 /**
- * A workflow run survives a crash of svc (issue 5 tests; DESIGN.md durability rules): svc runs as
+ * A workflow run survives a crash of svc: svc runs as
  * a child process (`node bin/svc.js serve`, SVC_AREAS=queue), is killed with SIGKILL while a run
  * sleeps between two steps, restarts on the same data dir (and a new port, which the workflow
  * endpoint follows), and the run then completes: each step ran once, the state is RUN_SUCCESS.

@@ -1,5 +1,5 @@
 /**
- * Workflow runs end-to-end (issue 5): a real `@upstash/workflow` endpoint (the SDK's `serve`)
+ * Workflow runs end-to-end: a real `@upstash/workflow` endpoint (the SDK's `serve`)
  * driven by svc, the workflow SDK's `Client` (trigger, logs, dlq.list/resume/restart/delete,
  * cancel) and raw fetch for the spec's restart/resume/delete forms, override headers and errors.
  */

@@ -1,7 +1,6 @@
 /**
  * End-to-end: the unmodified `@upstash/vector` SDK against a dense index (every metric), every
- * endpoint the SDK calls, namespaces, batches, include flags and float32 printing
- * (vector-wire.md §A.2, §B.2, §B.3, §C).
+ * endpoint the SDK calls, namespaces, batches, include flags and float32 printing.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Data endpoints (issue 6 "Data embedding"): an OpenAI-compatible `/v1/embeddings` server started
+ * Data endpoints: an OpenAI-compatible `/v1/embeddings` server started
  * by the test (hashed character trigrams, 64-d), the built-in BM25 sparse embedder, `upsert-data`,
  * `query-data`, `resumable-query-data`, hybrid `queryMode`, and 422 when the endpoint fails.
  */

@@ -1,6 +1,6 @@
 /**
- * Engine pieces in-process on real SQLite files: float32 printing (§B.3), merge patch (RFC 7396),
- * fusion formulas (§B.4), snapshot + replay and header checks, tombstone rebuild, group commit,
+ * Engine pieces in-process on real SQLite files: float32 printing, merge patch (RFC 7396),
+ * fusion formulas, snapshot + replay and header checks, tombstone rebuild, group commit,
  * resumable-query idle expiry with an injected clock, index definition validation.
  */
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine.js
 import { shortestFloat32 } from '../../src/vector/float32.js';
 import { createLogger } from '../../src/logger.js';
 import { runQuery } from '../../src/vector/reads.js';
-import { ResumableQueries } from '../../src/vector/resumable.js';
+import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/resumable.js';
 import { fuseDbsf, fuseRrf } from '../../src/vector/scores.js';
 import { tempDir, testConfig } from '../helpers/env.js';
 import { randomVectors } from './helpers.js';
@@ -91,6 +91,7 @@ test('group commit: concurrent upserts share a transaction; tombstones trigger a
     assert.equal(idx.commits - commits, 1, '3,000 concurrent upserts committed in one transaction');
     assert.equal(idx.dimension, 8);
     assert.equal(idx.store.getMeta('dimension'), '8');
+    await idx.whenIndexed(); // deleting points still queued for insertion leaves no tombstones
     const g = idx.ns('')!.dense!;
     await idx.delete('', { ids: vs.slice(0, REBUILD_MIN * 2 + 10).map((_, i) => String(i)) });
     const g2 = idx.ns('')!.dense!;
@@ -113,13 +114,36 @@ test('resumable queries expire after maxIdle (injected clock)', async () => {
     const { uuid, scores } = rq.start(idx, '', q(randomVectors(1, 8, 4)[0], 2), 10);
     assert.equal(scores.length, 2);
     now = 9_000;
-    assert.equal(rq.next(uuid, 1).length, 1);
+    assert.equal(rq.next(idx, uuid, 1).length, 1);
     now = 18_000;
-    assert.equal(rq.next(uuid, 1).length, 1, 'idle time restarts at each use');
+    assert.equal(rq.next(idx, uuid, 1).length, 1, 'idle time restarts at each use');
     now = 28_001;
     assert.equal(rq.reap(), 1);
-    assert.throws(() => rq.next(uuid, 1), /does not exist or has expired/);
+    assert.throws(() => rq.next(idx, uuid, 1), /does not exist or has expired/);
     await idx.close();
+  } finally {
+    rq.close();
+    tmp.cleanup();
+  }
+});
+
+test('resumable queries: maxIdle is capped to MAX_IDLE_S; an id is only valid on its own index', async () => {
+  const tmp = tempDir();
+  let now = 0;
+  const rq = new ResumableQueries(() => now);
+  try {
+    const idx = new VectorIndex(def(), tmp.dir, logger);
+    const other = new VectorIndex(def({ name: 'other' }), tmp.dir, logger);
+    await idx.upsert('', randomVectors(5, 8, 3).map((v, i) => ({ id: String(i), vector: v })));
+    const { uuid } = rq.start(idx, '', q(randomVectors(1, 8, 4)[0], 1), 1e12);
+    assert.throws(() => rq.next(other, uuid, 1), /does not exist/);
+    assert.equal(rq.activeOf(idx), 1);
+    assert.equal(rq.activeOf(other), 0);
+    now = MAX_IDLE_S * 1000 + 1;
+    assert.equal(rq.reap(), 1);
+    assert.equal(rq.activeOf(idx), 0);
+    await idx.close();
+    await other.close();
   } finally {
     rq.close();
     tmp.cleanup();

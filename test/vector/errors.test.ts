@@ -1,5 +1,5 @@
 /**
- * Raw HTTP: statuses and `{error, status}` bodies (vector-wire.md §A.4, §C checklist 1): 400
+ * Raw HTTP: statuses and `{error, status}` bodies: 400
  * (malformed JSON, bad fields, filter syntax), 401 (no/wrong token, read-only token on writes),
  * 404 (unknown endpoint, missing namespace), 405 (method), 422 (dimension, no embedder); methods
  * GET/PUT/DELETE accepted; no-argument bodies `[]`, `null`, `{}`, empty.

@@ -3,7 +3,7 @@
  * randomly varied spellings (keyword case, quote style and escapes, number notation, whitespace,
  * redundant parentheses, field names that look like keywords), compiled with `compileFilter`, and
  * evaluated on seeded random records; every answer must equal that of the tiny reference
- * interpreter below, which walks the generated tree directly and implements vector-wire.md §B.1
+ * interpreter below, which walks the generated tree directly and implements the documented semantics
  * from scratch (including its own backtracking glob matcher). It also checks that `parseFilter`
  * recovers the generated tree.
  */
@@ -201,7 +201,7 @@ function resolveRef(m: Record<string, unknown>, segs: PathSegment[]): unknown {
   return cur;
 }
 
-/** Comparable per §B.1 resolution: same scalar type, or boolean vs the number 0/1. */
+/** Comparable per resolution: same scalar type, or boolean vs the number 0/1. */
 function comparable(a: unknown, b: Scalar): boolean {
   const ta = typeof a;
   const tb = typeof b;

@@ -1,5 +1,5 @@
 /**
- * Unit tests of the metadata filter language (src/vector/filter; vector-wire.md §B.1 and §C):
+ * Unit tests of the metadata filter language (src/vector/filter; user docs in docs/readme/vector-filter.md):
  * every operator, the reference's edge table (one test per row, on its 4 Mastra documents),
  * precedence, parentheses, paths, literals and escapes, GLOB, syntax errors with positions,
  * limits and the public helpers. Pure and fast: no server.
@@ -16,7 +16,7 @@ import {
   printFilter,
 } from '../../src/vector/filter/index.js';
 
-/** The four documents of Mastra's Upstash integration test (vector-wire.md §B.1 edge table). */
+/** The four documents of Mastra's Upstash integration test. */
 const CITIES: Record<string, unknown>[] = [
   {
     name: 'Istanbul',
@@ -84,7 +84,7 @@ function throwsAt(filter: string, position: number, re?: RegExp): void {
   );
 }
 
-describe('edge table of vector-wire.md §B.1 (Mastra documents, one test per row)', () => {
+describe('edge table of the filter language (Mastra documents, one test per row)', () => {
   test("name != 'Berlin' → 3", () => {
     assert.deepEqual(hits("name != 'Berlin'"), ['Istanbul', 'San Francisco', "City's Name"]);
   });
@@ -440,7 +440,7 @@ describe('literals', () => {
 
 describe('GLOB', () => {
   const g = (value: string, pattern: string): boolean => on({ v: value }, `v GLOB '${pattern.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`);
-  test('the reference example ?[sz]*[^m-z]', () => {
+  test('the documented example ?[sz]*[^m-z]', () => {
     assert.equal(g('Istanbul', '?[sz]*[^m-z]'), true);
     assert.equal(g('Izmir', '?[sz]*[^m-z]'), false, 'ends in r, inside m-z');
     assert.equal(g('Aztec', '?[sz]*[^m-z]'), true);

@@ -1,6 +1,6 @@
 /**
  * End-to-end: sparse and hybrid indexes through `@upstash/vector`, reproducing the reference's
- * exact float32 scores (vector-wire.md §B.4, §C): IDF 0.028608438 / 0.018800145, RRF 0.033333335 /
+ * exact float32 scores: IDF 0.028608438 / 0.018800145, RRF 0.033333335 /
  * 0.032795697, sparse-only hybrid 0.26666638, resumable DBSF 0.617851 / 0.5 / 0.5.
  */
 import assert from 'node:assert/strict';
@@ -136,4 +136,25 @@ describe('sparse and hybrid indexes', () => {
     const q = await raw(`${svc.indexUrl('hybrid')}/query/upd`, svc.token('hybrid'), JSON.stringify({ vector: [0.4, 0.3], topK: 1 }));
     assert.deepEqual(q.body, { result: [{ id: 'id0', score: 1 }] });
   });
+
+  test('a repeated sparse index is accepted; its values are summed (upsert, update, query, raw HTTP)', async () => {
+    const index = svc.client('sparse');
+    const namespace = 'repeated-index';
+    const fr = Math.fround;
+    await index.upsert({ id: 'r1', sparseVector: { indices: [7, 3, 7], values: [0.1, 0.5, 0.2] } }, { namespace });
+    const [got] = await index.fetch(['r1'], { namespace, includeVectors: true });
+    assert.deepEqual(got?.sparseVector?.indices, [7, 3]);
+    assert.equal(fr(got!.sparseVector!.values[0]), fr(fr(0.1) + fr(0.2)));
+    assert.equal(fr(got!.sparseVector!.values[1]), fr(0.5));
+    // query [7,7] x [1,1] = one index 7 of weight 2: score 2 × 0.3
+    const [hit] = await index.query({ sparseVector: { indices: [7, 7], values: [1, 1] }, topK: 1 }, { namespace });
+    assert.equal(hit.id, 'r1');
+    assert.equal(fr(hit.score), fr(2 * fr(fr(0.1) + fr(0.2))));
+    assert.deepEqual(await index.update({ id: 'r1', sparseVector: { indices: [1, 1], values: [0.25, 0.25] } }, { namespace }), { updated: 1 });
+    const [updated] = await index.fetch(['r1'], { namespace, includeVectors: true });
+    assert.deepEqual(updated?.sparseVector, { indices: [1], values: [0.5] });
+    const r = await raw(`${svc.indexUrl('sparse')}/upsert/${namespace}`, svc.token('sparse'), JSON.stringify({ id: 'r2', sparseVector: { indices: [7, 7], values: [0.1, 0.2] } }));
+    assert.equal(r.status, 200);
+  });
+
 });

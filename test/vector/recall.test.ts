@@ -1,5 +1,5 @@
 /**
- * Recall (issue 6 "Tests"; STYLE.md §13): 20k random 32-d vectors through the SDK, HNSW answers
+ * Recall: 20k random 32-d vectors through the SDK, HNSW answers
  * against the brute-force oracle (`FlatDense`, same interface): recall@10 >= 0.95; filtered
  * queries at 0.1 % and 10 % selectivity never return fewer than topK and stay exact/accurate.
  */

@@ -1,5 +1,5 @@
 /**
- * Durability (issue 6 "Engine and durability"): a real `node bin/svc.js serve` child with
+ * Durability: a real `node bin/svc.js serve` child with
  * SVC_AREAS=vector. Phase 1 writes and stops gracefully (graph snapshot written); phase 2 writes
  * more (upserts, deletes, updates, concurrent batches = group commit) and is killed with SIGKILL
  * while writes are in flight; phase 3 restarts on the same data dir: every acknowledged write is

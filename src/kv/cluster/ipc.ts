@@ -31,6 +31,8 @@ export type ToWorker =
       /** The shared read-your-writes clock (`sync.ts`): file, and number of slots (this worker's is `index`). */
       syncClockFile: string;
       syncClockSlots: number;
+      /** The shared script alias file (`scripts.ts`). */
+      scriptAliasFile: string;
     }
   | { t: 'cred'; name: string; value: string }
   | { t: 'backend'; backend: BackendState }

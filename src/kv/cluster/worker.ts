@@ -6,7 +6,7 @@
  * - credentials (`kv.*`) are a copy kept current by `cred` messages (rotations apply at once);
  * - the daily limit is taken in leases from the primary ({@link LeasedQuota});
  * - the read-your-writes token comes from the clock file shared with the primary and the other
- *   workers (`sync.ts`), so it is one token sequence for the whole server (kv-wire.md §B.5).
+ *   workers (`sync.ts`), so it is one token sequence for the whole server.
  * It exits when the primary says `close` (after closing its connections) or when the IPC channel
  * closes (the primary died). SIGINT is ignored: the primary decides when workers stop.
  */
@@ -15,6 +15,7 @@ import { createLogger } from '../../logger.js';
 import { createKvFront, type KvFront } from '../front.js';
 import { KvGateway } from '../gateway.js';
 import { LeasedQuota } from '../quota.js';
+import { AliasFile } from '../scripts.js';
 import { SharedSyncClock } from '../sync.js';
 import { KvTokens } from '../tokens.js';
 import type { FromWorker, ToWorker } from './ipc.js';
@@ -65,6 +66,7 @@ async function init(m: Extract<ToWorker, { t: 'init' }>): Promise<void> {
     quota,
     jsonMode: () => be.jsonMode,
     syncClock: SharedSyncClock.open(m.syncClockFile, m.index, m.syncClockSlots),
+    scriptAliases: new AliasFile(m.scriptAliasFile),
     clientName: `svc-kv-w${m.index}-${process.pid}`,
   });
   await gateway.start();

@@ -59,6 +59,7 @@ export class KvWorkers {
    * @param count number of worker processes (>= 1)
    * @param fallback serves a connection in the primary when no worker is ready
    * @param syncClockFile the shared read-your-writes clock (`sync.ts`; slot `count` is the primary's)
+   * @param scriptAliasFile the shared script alias file (`scripts.ts`)
    */
   constructor(
     private readonly count: number,
@@ -68,6 +69,7 @@ export class KvWorkers {
     private readonly quota: DailyQuota,
     private readonly fallback: (socket: net.Socket) => void,
     private readonly syncClockFile: string,
+    private readonly scriptAliasFile: string,
   ) {
     this.logger = ctx.logger;
     this.workers = new Array<Worker | undefined>(count).fill(undefined);
@@ -160,6 +162,7 @@ export class KvWorkers {
         backend: this.state(this.backend.up),
         syncClockFile: this.syncClockFile,
         syncClockSlots: this.count + 1,
+        scriptAliasFile: this.scriptAliasFile,
       });
     });
   }

@@ -1,5 +1,5 @@
 /**
- * JSON.* command group for backends without a JSON module (issue 8): a Redis Functions library
+ * JSON.* command group for backends without a JSON module: a Redis Functions library
  * (`svcjson`, Lua, see `./lua/*.lua`) plus the translation of `JSON.X key ...` into `FCALL` /
  * `FCALL_RO` that the kv gateway applies to every command (single, /pipeline, /multi-exec), so
  * JSON commands are atomic and behave inside transactions like any other command.

@@ -1,5 +1,5 @@
 /**
- * The database behind the gateway (issue 2 §2): either a supervised child `redis-server`
+ * The database behind the gateway: either a supervised child `redis-server`
  * ({@link SupervisedBackend}, in `supervisor.ts`) or an external Redis/Valkey given by
  * `SVC_KV_REDIS_URL` ({@link ExternalBackend}). Both expose where to connect and which ACL users
  * the gateway runs commands as:
@@ -7,7 +7,7 @@
  * - `admin`: svc's own full user (bootstrap: COMMAND, FUNCTION LOAD, ACL SETUSER of the read-only user)
  * - `standard`: the user of the standard token (full data access; host-level commands removed by ACL
  *   where svc owns the server)
- * - `readonly`: the user of the read-only token (`+@read -@dangerous -scan -keys ...`, kv-wire.md §B.6)
+ * - `readonly`: the user of the read-only token (`+@read -@dangerous -scan -keys ...`)
  */
 import fs from 'node:fs';
 import type { Logger } from '../../logger.js';
@@ -39,7 +39,7 @@ export const READONLY_USER = 'svc-readonly';
 
 /**
  * ACL rules of the read-only user (Redis 7 `ACL SETUSER` syntax, without the password).
- * kv-wire.md §B.6: `+@read -@dangerous` plus `-scan -keys +ping +echo`; read-only scripts
+ * The read-only user: `+@read -@dangerous` plus `-scan -keys +ping +echo`; read-only scripts
  * (EVAL_RO, EVALSHA_RO, FCALL_RO) are allowed — Redis applies the same ACL to what they call, so a
  * script cannot write — but EVAL/EVALSHA/FCALL are not.
  */

@@ -44,10 +44,15 @@ interface Pending {
   cb: ReplyCallback | undefined;
   /** Single commands: keep the raw bytes. */
   wantRaw: boolean;
+  /** Single commands: passed back to `cb` as its last argument (the caller's per-command value). */
+  tag: string | undefined;
 }
 
-/** Callback of {@link RedisConnection.sendCb}: the reply (and raw bytes when asked), or the error. */
-export type ReplyCallback = (err: Error | null, reply: Reply, raw: Buffer | undefined) => void;
+/**
+ * Callback of {@link RedisConnection.sendCb}: the reply (and raw bytes when asked), or the error;
+ * `tag` is the value given to `sendCb`.
+ */
+export type ReplyCallback = (err: Error | null, reply: Reply, raw: Buffer | undefined, tag?: string) => void;
 
 /** Result of {@link RedisConnection.batch}: one reply per command, and raw bytes when asked. */
 export interface BatchResult {
@@ -180,17 +185,17 @@ export class RedisConnection {
    * {@link BackendUnavailableError} when the connection is lost. What `cb` throws goes to
    * {@link onCallbackError}.
    */
-  sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback): void {
-    if (this.isClosed) return cb(new BackendUnavailableError('ERR database connection lost'), null, undefined);
+  sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
+    if (this.isClosed) return cb(new BackendUnavailableError('ERR database connection lost'), null, undefined, tag);
     // no closure and no arrays per command (hot path)
-    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw });
+    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag });
   }
 
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(new BackendUnavailableError('ERR database connection lost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw });
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined });
     });
   }
 
@@ -237,14 +242,14 @@ export class RedisConnection {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
-    if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw);
+    if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
     else p.done!(null, p);
   }
 
   /** Runs a single command's callback; its exceptions never reach the reply parser. */
-  private deliver(cb: ReplyCallback, err: Error | null, reply: Reply, raw: Buffer | undefined): void {
+  private deliver(cb: ReplyCallback, err: Error | null, reply: Reply, raw: Buffer | undefined, tag?: string): void {
     try {
-      cb(err, reply, raw);
+      cb(err, reply, raw, tag);
     } catch (e) {
       this.onCallbackError?.(e);
     }
@@ -258,7 +263,7 @@ export class RedisConnection {
     this.queue.length = 0;
     this.head = 0;
     for (const p of pending) {
-      if (p.cb !== undefined) this.deliver(p.cb, err, null, undefined);
+      if (p.cb !== undefined) this.deliver(p.cb, err, null, undefined, p.tag);
       else p.done!(err, p);
     }
     for (const fn of this.closeListeners.splice(0)) fn();

@@ -1,5 +1,5 @@
 /**
- * The supervised `redis-server` (issue 2 §2, DESIGN.md "Durability and failure rules"): a child
+ * The supervised `redis-server`: a child
  * process with its data in `<dataDir>/kv/` (appendonly yes), listening only on a unix socket in
  * that directory (`port 0`, `unixsocketperm 700`), or on a free loopback port when the socket path
  * would exceed the 107-byte `sun_path` limit. ACL: `default` is off; svc's users have generated
@@ -21,7 +21,7 @@ import { RedisConnection, type Endpoint, type RedisUser } from './connection.js'
 export const ADMIN_USER = 'svc-admin';
 export const STANDARD_USER = 'svc-standard';
 
-/** Commands the standard token's ACL user may not run (host/process takeover; issue 2 §2). */
+/** Commands the standard token's ACL user may not run (host/process takeover). */
 export const STANDARD_DENIED = [
   '-config|set', '-config|rewrite', '-config|resetstat', '-shutdown', '-debug', '-module', '-replicaof',
   '-slaveof', '-sync', '-psync', '-failover', '-migrate',
@@ -58,6 +58,12 @@ export class SupervisedBackend implements Backend {
     private readonly bin: string,
     credentials: CredentialStore,
     private readonly logger: Logger,
+    /**
+     * Redis's `busy-reply-threshold` in ms: how long a script runs before Redis answers other
+     * clients `BUSY` and reads `SCRIPT KILL` (svc passes `SVC_KV_SCRIPT_TIMEOUT_MS`, so its kill is
+     * read at once; undefined/0 = Redis's default, 5000).
+     */
+    private readonly busyReplyThresholdMs?: number,
   ) {
     this.dir = path.join(dataDir, 'kv');
     this.admin = { user: ADMIN_USER, password: credentials.get('kv.adminPassword') };
@@ -112,6 +118,7 @@ export class SupervisedBackend implements Backend {
       `user ${STANDARD_USER} on >${this.standard.password} ~* &* +@all ${STANDARD_DENIED.join(' ')}`,
       `user ${READONLY_USER} >${this.readonly.password} ${READONLY_RULES.join(' ')}`,
     ];
+    if (this.busyReplyThresholdMs) lines.push(`busy-reply-threshold ${this.busyReplyThresholdMs}`);
     if (this.endpoint.path) lines.push('port 0', `unixsocket ${q(this.endpoint.path)}`, 'unixsocketperm 700');
     else lines.push('bind 127.0.0.1', `port ${this.endpoint.port}`);
     return lines.join('\n') + '\n';

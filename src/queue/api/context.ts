@@ -1,7 +1,7 @@
 /**
  * What every queue route needs: the store, the dispatcher (to wake it on new messages), config,
- * credentials and the clock. Later issues (URL groups, queues, schedules, workflows) extend the
- * destination resolution through {@link QueueApiContext.resolveDestination}.
+ * credentials and the clock. URL groups extend the destination resolution through
+ * {@link QueueApiContext.resolveDestination}.
  */
 import type { Config } from '../../config.js';
 import type { CredentialStore } from '../../credentials.js';
@@ -9,6 +9,9 @@ import type { Target } from '../build.js';
 import type { DlqEntry, NewMessage } from '../model.js';
 import type { Clock, Dispatcher } from '../delivery/dispatcher.js';
 import type { QueueStore } from '../store/types.js';
+
+/** Query parameters that may carry the queue token instead of `Authorization: Bearer` (every route). */
+export const TOKEN_QUERY_PARAMS = ['svc_token', 'qstash_token'] as const;
 
 export interface QueueApiContext {
   store: QueueStore;
@@ -22,12 +25,12 @@ export interface QueueApiContext {
    */
   resolveDestination(destination: string): Promise<Target[] | undefined>;
   /**
-   * Queue / flow-control admission (issue 4, `flow-control/gate.ts`): `prepare` marks the new
+   * Queue / flow-control admission (`flow-control/gate.ts`): `prepare` marks the new
    * messages that must wait for a slot as `held` (and creates missing queues, records flow-control
    * limits) before they are stored; `kick` tells the gate new held messages exist. Absent = no gating.
    */
   /**
-   * Workflow runs (issue 5, `workflows/engine.ts`): `prepare` turns messages carrying
+   * Workflow runs (`workflows/engine.ts`): `prepare` turns messages carrying
    * `Upstash-Workflow-*` headers into run steps (creates the run on a trigger, applies the run's
    * settings, sets the delivered body to the step list) before they are stored. Absent = none.
    */

@@ -1,5 +1,5 @@
 /**
- * Dead-letter queue (spec "List DLQ messages"; reference §A.2, §B.5):
+ * Dead-letter queue (spec "List DLQ messages"):
  *   GET    /v2/dlq                 list with filters, `count` (default/max 100), `cursor`, `order`
  *   GET    /v2/dlq/{dlqId}         one entry (404 when absent)
  *   DELETE /v2/dlq/{dlqId}         404 when absent
@@ -7,7 +7,7 @@
  *   POST   /v2/dlq/retry/{dlqId}   new message from the entry (201 `{messageId}`), entry removed
  *   POST   /v2/dlq/retry           bulk retry -> `{responses: [{messageId}], cursor?}`
  * Retries accept override headers (`Upstash-Retries`, `-Delay`, `-Retry-Delay`, `-Timeout`, ...).
- * `cursor` is omitted when nothing is left (reference §C).
+ * `cursor` is omitted when nothing is left.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
@@ -54,7 +54,7 @@ function bulkFilter(req: FastifyRequest): { filter: MessageFilter; limit: number
   const filter = parseFilter(q, 'dlq');
   const ids = bodyIds ?? filter.dlqIds;
   const page = parsePage(q, Number.MAX_SAFE_INTEGER, MAX_COUNT);
-  // dlqIds given: other filters are ignored (reference §B.5).
+  // dlqIds given: other filters are ignored.
   if (ids) return { filter: { dlqIds: ids }, limit: Math.max(ids.length, 1) };
   return { filter, limit: page.count };
 }
@@ -62,7 +62,7 @@ function bulkFilter(req: FastifyRequest): { filter: MessageFilter; limit: number
 export function registerDlqRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
   app.get('/v2/dlq', async (req: FastifyRequest) => {
     const q = req.query as Query;
-    if (q.source === 'workflow' && ctx.workflows) return ctx.workflows.listDlq(q); // failed workflow runs (issue 5)
+    if (q.source === 'workflow' && ctx.workflows) return ctx.workflows.listDlq(q); // failed workflow runs
     const { source: _source, ...rest } = q;
     let filter = parseFilter(rest, 'dlq');
     if (filter.dlqIds) filter = { dlqIds: filter.dlqIds };
@@ -92,7 +92,7 @@ export function registerDlqRoutes(app: FastifyInstance, ctx: QueueApiContext): v
   const retry = async (req: FastifyRequest, filter: MessageFilter, limit: number) => {
     const now = ctx.clock.now();
     const cfg = svcHeadersWithPrefix(req.headers, '');
-    const over = parseOptions(cfg, undefined, now);
+    const over = parseOptions(cfg, undefined, now, { blockPrivate: ctx.config.blockPrivateDestinations });
     const r = await ctx.store.retryDlq(filter, limit, now, (e) => retriedMessage(e, cfg, over, now));
     if (r.messageIds.length) ctx.dispatcher.notify(now + (over.delayMs ?? 0));
     return r;

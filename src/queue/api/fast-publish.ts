@@ -6,55 +6,27 @@
  * repeated header names, HTTP/1.0, malformed heads — goes to the Fastify instance behind it, which
  * serves that connection from then on with the same routes and error handler.
  *
- * Same contract as the Fastify route (`api/publish.ts` `publishRequest`, reference §A.1-§A.3):
+ * Same contract as the Fastify route (`api/publish.ts` `publishRequest`):
  * token from `Authorization: Bearer` or the `svc_token`/`qstash_token` query parameter (401
- * otherwise), `{"error": ...}` bodies with the error's status, 500 (logged) for unexpected errors,
+ * otherwise), `{"error": ...}` bodies with the error's status, 507 + `Retry-After` for a full disk, 500 (logged) for unexpected errors,
  * `application/json; charset=utf-8` answers.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { SecretMatcher, secretDigest } from '../../http/auth.js';
 import type { FastHandler, FastResponse } from '../../http/fast.js';
+import { rawRequestToken } from '../../http/raw.js';
 import type { Logger } from '../../logger.js';
-import { errors } from '../errors.js';
-import type { QueueApiContext } from './context.js';
+import { errorAnswer, errors } from '../errors.js';
+import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { publishRequest } from './publish.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PREFIX = '/v2/publish/';
-const QUERY_TOKENS = ['svc_token', 'qstash_token'];
 
-/** The request token: bearer header first, then the first query token parameter (as `requestToken`). */
-function tokenOf(authorization: string | string[] | undefined, url: string): string | undefined {
-  if (typeof authorization === 'string') {
-    const m = /^Bearer\s+(.+)$/i.exec(authorization.trim());
-    if (m) return m[1].trim();
-  }
-  const q = url.indexOf('?');
-  if (q < 0) return undefined;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const n of QUERY_TOKENS) {
-    const v = params.get(n);
-    if (v) return v;
-  }
-  return undefined;
-}
 
-/**
- * Constant-time token check with the same rule as `src/http/auth.ts` `constantTimeEqual` (both
- * sides hashed to 32 bytes, then compared, then lengths): the valid token's digest is computed
- * once per token value instead of once per request.
- */
+/** Constant-time check of a presented token against the current queue token. */
 function tokenChecker(token: () => string): (candidate: string) => boolean {
-  let known: string | undefined;
-  let knownDigest: Buffer | undefined;
-  return (candidate) => {
-    const valid = token();
-    if (valid !== known || !knownDigest) {
-      known = valid;
-      knownDigest = createHash('sha256').update(valid).digest();
-    }
-    const digest = createHash('sha256').update(candidate).digest();
-    return timingSafeEqual(digest, knownDigest) && candidate.length === valid.length;
-  };
+  const matcher = new SecretMatcher();
+  return (candidate) => matcher.same(candidate, secretDigest(candidate), token());
 }
 
 /**
@@ -67,7 +39,8 @@ export function fastPublishHandler(ctx: QueueApiContext, token: () => string, lo
   return {
     accepts: (method, path) => method === 'POST' && path.startsWith(PREFIX),
     handle(head, body, out) {
-      const t = tokenOf(head.headers.authorization, head.url);
+      const q = head.url.indexOf('?');
+      const t = rawRequestToken(head.headers, q < 0 ? undefined : head.url.slice(q + 1), TOKEN_QUERY_PARAMS);
       if (!t || !valid(t)) {
         const e = errors.unauthorized();
         return fail(out, e.statusCode, e.message);
@@ -75,12 +48,9 @@ export function fastPublishHandler(ctx: QueueApiContext, token: () => string, lo
       publishRequest(ctx, head.url, head.headers, body ?? Buffer.alloc(0), out.remoteAddress).then(
         ({ status, payload }) => out.send(status, JSON_TYPE, JSON.stringify(payload), ''),
         (err: Error & { statusCode?: number }) => {
-          const status = err.statusCode ?? 500;
-          if (status >= 500) {
-            logger.error({ err, url: head.url }, 'queue: request failed');
-            return fail(out, 500, 'internal error');
-          }
-          fail(out, status, err.message);
+          const a = errorAnswer(err);
+          if (a.log) logger.error({ err, url: head.url }, 'queue: request failed');
+          out.send(a.status, JSON_TYPE, JSON.stringify({ error: a.message }), a.retryAfterS === undefined ? '' : `Retry-After: ${a.retryAfterS}\r\n`);
         },
       );
     },

@@ -1,5 +1,5 @@
 /**
- * Flow control (reference §A.2 "Flow control", §B.3): `GET /v2/flowControl` (list, `search`
+ * Flow control: `GET /v2/flowControl` (list, `search`
  * substring), `GET /v2/flowControl/{key}`, `POST /v2/flowControl/{key}/pause|resume|pin|unpin|
  * resetRate|reset`, `GET /v2/globalParallelism`. Key shape (SDK `FlowControlInfo`):
  * `{flowControlKey, waitListSize, parallelismMax, parallelismCount, rateMax, rateCount,
@@ -72,7 +72,7 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
     }
     if (parallelism === undefined && rate === undefined) throw errors.badRequest('pin needs parallelism and/or rate');
     if (!(await routing.pinFlow(req.params.key, { parallelism, rate, periodS }, ctx.clock.now()))) throw errors.notFound(`flow-control key ${req.params.key}`);
-    gate.resetRate(req.params.key); // pin resets the rate state (reference §B.3)
+    gate.resetRate(req.params.key); // pin resets the rate state
     return reply.code(200).send();
   });
 

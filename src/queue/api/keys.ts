@@ -1,5 +1,5 @@
 /**
- * Signing keys (reference §A.2 "Signing keys", §A.5): `GET /v2/keys` -> `{current, next}`;
+ * Signing keys: `GET /v2/keys` -> `{current, next}`;
  * `POST /v2/keys/rotate`: current := next, next := a fresh key, answers the new pair. Keys live in
  * the credential store (so the management API can rotate them the same way) and are read at
  * request time.

@@ -1,5 +1,5 @@
 /**
- * The event log (spec "List events"; reference §A.2, §B.4):
+ * The event log (spec "List events"):
  *   GET /v2/events -> `{cursor?, events}`, count default/max 1000
  *   GET /v2/logs   -> `{cursor?, logs}`,   count default/max 100
  * Filters: messageId(s), state (incl. IN_PROGRESS), url, topicName, scheduleId, queueName, label,

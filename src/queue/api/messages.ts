@@ -1,5 +1,5 @@
 /**
- * Messages (reference §A.2): `GET /v2/messages/{id}`, `DELETE /v2/messages/{id}` (`{cancelled}`;
+ * Messages: `GET /v2/messages/{id}`, `DELETE /v2/messages/{id}` (`{cancelled}`;
  * 404 when unknown or finished), bulk `DELETE /v2/messages` by `messageIds` / filter query
  * parameters (SDK >= 2.10) or the older JSON body `{"messageIds": [...]}` (SDK <= 2.8).
  */
@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
 import { messageJson } from '../wire.js';
 import type { QueueApiContext } from './context.js';
-import { parseFilter, type Query } from './query.js';
+import { checkQueryFields, parseFilter, QUERY_FIELDS, type Query } from './query.js';
 
 /** Parses an optional JSON body of a bulk request (`{messageIds}` / `{dlqIds}`); {} when empty. */
 export function jsonBody(req: FastifyRequest): Record<string, unknown> {
@@ -48,7 +48,9 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: QueueApiContext
   app.delete('/v2/messages', async (req: FastifyRequest) => {
     const body = jsonBody(req);
     const ids = stringList(body, 'messageIds');
-    const filter = ids ? { messageIds: ids } : parseFilter(req.query as Query, 'messages');
+    const q = req.query as Query;
+    checkQueryFields(q, QUERY_FIELDS.messages);
+    const filter = ids ? { messageIds: ids } : parseFilter(q, 'messages');
     if (filter.messageIds?.length === 0) return { cancelled: 0 };
     const cancelled = await ctx.store.cancel(filter, ctx.clock.now());
     return { cancelled };

@@ -1,5 +1,5 @@
 /**
- * Publish headers -> {@link PublishOptions} (reference §A.3). Input is a map of configuration
+ * Publish headers -> {@link PublishOptions}. Input is a map of configuration
  * headers with the `Svc-`/`Upstash-` prefix already removed (lower-case keys, `Svc-` winning, as
  * `svcHeadersWithPrefix` gives), plus the request's `Content-Type`. Callback and failure-callback
  * configuration (`Upstash-Callback-Retries`, `...-Forward-X`, nested `...-Failure-Callback-...`) is
@@ -10,7 +10,9 @@
 import { errors } from '../errors.js';
 import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from '../model.js';
 import { compileExpression } from '../delivery/expr.js';
+import { blockedHost } from '../delivery/address.js';
 import { parseDuration } from '../delivery/backoff.js';
+import { NOT_FORWARDED } from '../delivery/http.js';
 import { MAX_TIMEOUT_MS } from '../delivery/dispatcher.js';
 import { canonicalHeader } from '../wire.js';
 
@@ -18,20 +20,26 @@ export const DEFAULT_RETRIES = 3;
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 const MAX_DEPTH = 4;
 
+/** How {@link parseOptions} checks what it parses. */
+export interface ParseSettings {
+  /** Refuse callback / failure-callback URLs to non-public addresses (`SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS`). */
+  blockPrivate?: boolean;
+  /** Retries when the header is absent: 3 for messages, the parent's retries for callbacks. */
+  defaultRetries?: number;
+  /** Nesting depth of callback options (internal). */
+  depth?: number;
+}
+
 /**
  * Parses options from `cfg` (prefix-less config headers) and `contentType`.
- * `defaultRetries` is 3 for messages and the parent's retries for callbacks.
+ * @throws QueueError 400 naming the bad header, also for a callback URL the SSRF switch refuses.
  */
-export function parseOptions(
-  cfg: Record<string, string>,
-  contentType: string | undefined,
-  now: number,
-  defaultRetries = DEFAULT_RETRIES,
-  depth = 0,
-): PublishOptions {
+export function parseOptions(cfg: Record<string, string>, contentType: string | undefined, now: number, settings: ParseSettings = {}): PublishOptions {
+  const { defaultRetries = DEFAULT_RETRIES, depth = 0, blockPrivate = false } = settings;
   const headers: HeaderMap = {};
   for (const [k, v] of Object.entries(cfg)) {
     if (k.startsWith('forward-') && k.length > 8) {
+      if (NOT_FORWARDED.has(k.slice(8))) continue; // svc frames and routes the delivery itself
       const name = canonicalHeader(k.slice(8));
       headers[name] = [v];
     }
@@ -79,11 +87,11 @@ export function parseOptions(
     ] as const) {
       const url = cfg[key];
       if (url === undefined) continue;
-      checkUrl(url, key === 'callback' ? 'Callback' : 'Failure-Callback');
+      checkUrl(url, key === 'callback' ? 'Callback' : 'Failure-Callback', blockPrivate);
       opts[field] = url;
       const sub: Record<string, string> = {};
       for (const [k, v] of Object.entries(cfg)) if (k.startsWith(`${key}-`)) sub[k.slice(key.length + 1)] = v;
-      const subOpts = parseOptions(sub, sub['content-type'], now, opts.maxRetries, depth + 1);
+      const subOpts = parseOptions(sub, sub['content-type'], now, { defaultRetries: opts.maxRetries, depth: depth + 1, blockPrivate });
       if (key === 'callback') opts.callbackOptions = subOpts;
       else opts.failureCallbackOptions = subOpts;
     }
@@ -102,7 +110,7 @@ export function parseOptions(
   return opts;
 }
 
-function checkUrl(url: string, header: string): void {
+function checkUrl(url: string, header: string, blockPrivate: boolean): void {
   let u: URL;
   try {
     u = new URL(url);
@@ -110,9 +118,11 @@ function checkUrl(url: string, header: string): void {
     throw errors.invalidHeader(header, url, 'expected an absolute http(s) URL');
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw errors.invalidHeader(header, url, 'expected an absolute http(s) URL');
+  const why = blockPrivate ? blockedHost(u.hostname) : undefined;
+  if (why) throw errors.privateDestination(`Upstash-${header} url`, url, why);
 }
 
-/** `body`, `header`/`headers`, `header[Name]` comma list (reference §A.3). */
+/** `body`, `header`/`headers`, `header[Name]` comma list. */
 export function parseRedact(v: string): RedactSpec {
   const spec: RedactSpec = {};
   for (const part of v.split(',').map((s) => s.trim()).filter(Boolean)) {

@@ -1,42 +1,44 @@
 /**
- * `POST /v2/publish/{destination}` and `POST /v2/batch` (reference §A.1-§A.3).
+ * `POST /v2/publish/{destination}` and `POST /v2/batch`.
  *
  * The destination is the raw rest of the path (never decoded, `//` kept) plus the request's own
  * query string (minus our token parameters); a percent-encoded `http%3A...` destination is
  * decoded once. Responses: `{messageId, url, deduplicated?}` (200; 202 for a duplicate), an array
  * for URL-group destinations, and an array per entry for batch.
  */
-import net from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage, type Target } from '../build.js';
-import { isPrivateAddress } from '../delivery/http.js';
+import { blockedHost } from '../delivery/address.js';
 import { errors } from '../errors.js';
 import type { EnqueueResult, NewMessage, StoredMessage } from '../model.js';
-import type { QueueApiContext } from './context.js';
+import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { parseOptions } from './options.js';
 import { workflowPublishExtra } from '../workflows/publish-extra.js';
 
-const TOKEN_PARAMS = new Set(['qstash_token', 'svc_token']);
+const TOKEN_PARAMS = new Set<string>(TOKEN_QUERY_PARAMS);
+
+/** `decodeURIComponent(s)`, or undefined when `s` has a malformed escape (`%zz`, a cut UTF-8 sequence). */
+export function tryDecode(s: string): string | undefined {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return undefined;
+  }
+}
 
 /** The destination of `/v2/publish/...` rebuilt from the raw request URL. */
 export function destinationFromRawUrl(rawUrl: string, prefix: string): string {
   const rest = rawUrl.slice(rawUrl.indexOf(prefix) + prefix.length);
   const q = rest.indexOf('?');
   let dest = q < 0 ? rest : rest.slice(0, q);
-  if (/^https?%3A/i.test(dest)) {
-    try {
-      dest = decodeURIComponent(dest);
-    } catch {
-      /* keep raw */
-    }
-  }
+  if (/^https?%3A/i.test(dest)) dest = tryDecode(dest) ?? dest;
   if (q >= 0) {
     const kept = rest
       .slice(q + 1)
       .split('&')
-      .filter((kv) => kv !== '' && !TOKEN_PARAMS.has(decodeURIComponent(kv.split('=')[0] ?? '')));
+      .filter((kv) => kv !== '' && !TOKEN_PARAMS.has(tryDecode(kv.split('=')[0] ?? '') ?? ''));
     if (kept.length) dest += (dest.includes('?') ? '&' : '?') + kept.join('&');
   }
   return dest;
@@ -51,12 +53,8 @@ export function checkDestination(dest: string, blockPrivate: boolean): void {
     throw errors.invalidDestination(dest, 'not an absolute URL');
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw errors.invalidDestination(dest, 'only http and https are supported');
-  if (blockPrivate) {
-    const host = u.hostname.replace(/^\[|\]$/g, '');
-    if (host === 'localhost' || host.endsWith('.localhost') || (net.isIP(host) && isPrivateAddress(host))) {
-      throw errors.privateDestination(dest);
-    }
-  }
+  const why = blockPrivate ? blockedHost(u.hostname) : undefined;
+  if (why) throw errors.privateDestination('destination', dest, why);
 }
 
 /** The targets of a publish destination: the URL itself, or a URL group's endpoints (`resolveDestination`). */
@@ -98,7 +96,7 @@ function publishResponse(targets: Target[], results: { messageId: string; dedupl
  */
 export async function enqueueMessages(ctx: QueueApiContext, msgs: NewMessage[]): Promise<EnqueueResult[]> {
   const now = ctx.clock.now();
-  if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings (issue 5)
+  if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings
   if (ctx.admission) await ctx.admission.prepare(msgs, now); // marks queue/flow-control messages held
   const claim = ctx.dispatcher.reserve(msgs, now);
   let results;
@@ -142,7 +140,7 @@ export async function publishRequest(
   if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
   const now = ctx.clock.now();
   const cfg = svcHeadersWithPrefix(headers, '');
-  const opts = parseOptions(cfg, headers['content-type'], now);
+  const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
   const { targets, isUrl } = await targetsFor(ctx, dest);
   const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp, extra: workflowPublishExtra(cfg) }));
   const results = await enqueueMessages(ctx, msgs);
@@ -181,7 +179,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       const bytes = Buffer.from((body as string | undefined) ?? '', 'utf8');
       if (bytes.length > ctx.config.maxMessageBytes) throw errors.tooLarge(bytes.length, ctx.config.maxMessageBytes);
       const cfg = svcHeadersWithPrefix(h, '');
-      const opts = parseOptions(cfg, h['content-type'], now);
+      const opts = parseOptions(cfg, h['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
       const resolved = await targetsFor(ctx, destination);
       const isUrl = resolved.isUrl;
       const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;

@@ -1,12 +1,13 @@
 /**
  * Query string -> {@link MessageFilter} and {@link Page} for the DLQ, logs and bulk endpoints
- * (spec "List DLQ messages", "List events"; reference §A.2, §B.4, §B.5). Multi-value filters come
+ * (spec "List DLQ messages", "List events"). Multi-value filters come
  * as repeated parameters or one comma-separated value; OR within a field, AND across fields.
  *
  * @throws QueueError 400 for malformed numbers, unknown states or orders.
  */
 import { errors } from '../errors.js';
 import { LOG_STATES, type LogState, type MessageFilter, type Page } from '../model.js';
+import { TOKEN_QUERY_PARAMS } from './context.js';
 
 export type Query = Record<string, string | string[] | undefined>;
 
@@ -31,7 +32,7 @@ function int(q: Query, name: string): number | undefined {
   return Number(v[0]);
 }
 
-/** Expands `IN_PROGRESS` and accepts the SDK spelling `CANCELED` (reference §B.2). */
+/** Expands `IN_PROGRESS` and accepts the SDK spelling `CANCELED`. */
 function states(q: Query): LogState[] | undefined {
   const v = values(q, 'state');
   if (!v) return undefined;
@@ -46,8 +47,66 @@ function states(q: Query): LogState[] | undefined {
   return [...out];
 }
 
-/** The filter of a request; `kind` selects which extra fields apply. */
+/** Query parameters that carry the token (accepted on every endpoint). */
+const TOKEN_FIELDS: readonly string[] = TOKEN_QUERY_PARAMS;
+/** Paging of the list and bulk endpoints. */
+const PAGE_FIELDS = ['count', 'cursor', 'order'];
+/** The message filter fields (with their aliases) of {@link parseFilter}. */
+const MESSAGE_FILTER_FIELDS = [
+  'messageId', 'messageIds', 'url', 'topicName', 'urlGroup', 'queueName', 'scheduleId', 'label', 'flowControlKey',
+  'callerIp', 'callerIP', 'host', 'path', 'fromDate', 'toDate',
+];
+
+/** The workflow run filter fields (with aliases) of `parseRunFilter` (`api/workflows.ts`). */
+const RUN_FILTER_FIELDS = [
+  'workflowRunId', 'workflowRunIds', 'workflowUrl', 'workflowCreatedAt', 'label', 'flowControlKey', 'callerIp', 'callerIP', 'fromDate', 'toDate',
+];
+
+/**
+ * The query fields each filtered endpoint accepts: every field the `@upstash/qstash` and
+ * `@upstash/workflow` SDKs send there, with svc's aliases. Anything else is refused by
+ * {@link checkQueryFields}.
+ */
+export const QUERY_FIELDS = {
+  dlq: new Set([...TOKEN_FIELDS, ...PAGE_FIELDS, ...MESSAGE_FILTER_FIELDS, 'dlqIds', 'dlqId', 'responseStatus']),
+  logs: new Set([...TOKEN_FIELDS, ...PAGE_FIELDS, ...MESSAGE_FILTER_FIELDS, 'state']),
+  messages: new Set([...TOKEN_FIELDS, ...PAGE_FIELDS, ...MESSAGE_FILTER_FIELDS]),
+  runs: {
+    dlq: new Set([...TOKEN_FIELDS, ...PAGE_FIELDS, ...RUN_FILTER_FIELDS, 'url', 'dlqIds', 'dlqId', 'failureFunctionState', 'source']),
+    logs: new Set([...TOKEN_FIELDS, ...PAGE_FIELDS, ...RUN_FILTER_FIELDS, 'state', 'messageId', 'groupBy']),
+    cancel: new Set([...TOKEN_FIELDS, ...PAGE_FIELDS, ...RUN_FILTER_FIELDS, 'workflowUrlExactMatch']),
+  },
+} as const;
+
+/**
+ * Fields the SDKs may send that an endpoint does not implement: refused rather than ignored (an
+ * ignored filter would widen the operation). Workflow runs have no destination host/path filter,
+ * and the workflow DLQ no response-status filter.
+ */
+export const UNSUPPORTED_FIELDS = {
+  runs: new Set(['host', 'path', 'responseStatus']),
+  none: new Set<string>(),
+} as const;
+
+/**
+ * Refuses (400) a query field outside `allowed`, so a misspelt filter (`?labeel=x`) can never
+ * widen a bulk operation (a DLQ delete matching everything) or a listing.
+ * @throws QueueError 400 naming the field
+ */
+export function checkQueryFields(q: Query, allowed: ReadonlySet<string>, unsupported: ReadonlySet<string> = UNSUPPORTED_FIELDS.none): void {
+  for (const name of Object.keys(q)) {
+    if (allowed.has(name) || q[name] === undefined) continue;
+    if (unsupported.has(name)) throw errors.badRequest(`filter field ${JSON.stringify(name)} is not supported on this endpoint`);
+    throw errors.badRequest(`unknown query field ${JSON.stringify(name)}: expected one of ${[...allowed].filter((n) => !TOKEN_FIELDS.includes(n)).join(', ')}`);
+  }
+}
+
+/**
+ * The filter of a request; `kind` selects which extra fields apply.
+ * @throws QueueError 400 for a field `kind` does not know ({@link checkQueryFields}) or a malformed value
+ */
 export function parseFilter(q: Query, kind: 'dlq' | 'logs' | 'messages'): MessageFilter {
+  checkQueryFields(q, QUERY_FIELDS[kind]);
   const f: MessageFilter = {
     messageIds: values(q, 'messageId', 'messageIds'),
     url: values(q, 'url'),
@@ -85,9 +144,4 @@ export function parsePage(q: Query, maxCount: number, defaultCount = maxCount): 
     throw errors.badRequest(`invalid order ${JSON.stringify(order)}: expected latestFirst or earliestFirst`);
   }
   return { count: Math.min(maxCount, c ?? defaultCount), cursor: cursorRaw, order };
-}
-
-/** True when no filter field is set (bulk operations then act on everything). */
-export function isEmptyFilter(f: MessageFilter): boolean {
-  return Object.values(f).every((v) => v === undefined);
 }

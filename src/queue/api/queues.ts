@@ -1,5 +1,5 @@
 /**
- * Queues (reference §A.2 "Queues", §B.3): `POST /v2/enqueue/{queue}/{destination}` (publish into
+ * Queues: `POST /v2/enqueue/{queue}/{destination}` (publish into
  * a queue, created if missing; response as publish), `POST /v2/queues` (upsert `{queueName,
  * parallelism, paused}`), `GET /v2/queues`, `GET|DELETE /v2/queues/{name}`,
  * `POST /v2/queues/{name}/pause|resume`. Ordering and parallelism are enforced by the admission
@@ -14,7 +14,7 @@ import type { RoutingStore } from '../store/routing-types.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody } from './messages.js';
 import { parseOptions } from './options.js';
-import { destinationFromRawUrl, targetsFor } from './publish.js';
+import { destinationFromRawUrl, targetsFor, tryDecode } from './publish.js';
 import { checkName } from './topics.js';
 
 /** Largest queue parallelism accepted (QStash plans cap it; ours is a sanity bound). */
@@ -28,14 +28,15 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
     const rest = raw.slice(raw.indexOf('/v2/enqueue/') + '/v2/enqueue/'.length);
     const slash = rest.indexOf('/');
     if (slash <= 0) throw errors.badRequest('expected /v2/enqueue/{queueName}/{destination}');
-    const queueName = decodeURIComponent(rest.slice(0, slash));
+    const queueName = tryDecode(rest.slice(0, slash));
+    if (queueName === undefined) throw errors.badRequest(`invalid queue name ${JSON.stringify(rest.slice(0, slash))}: malformed percent-encoding`);
     checkName('queue', queueName);
     const dest = destinationFromRawUrl(raw, `/v2/enqueue/${rest.slice(0, slash)}/`);
     if (!dest) throw errors.invalidDestination(dest, 'missing');
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
     if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
     const now = ctx.clock.now();
-    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now);
+    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
     const { targets, isUrl } = await targetsFor(ctx, dest);
     const msgs = targets.map((t) => buildMessage(opts, { ...t, queueName }, body, now, { callerIp: req.ip }));
     await gate.prepare(msgs, now);

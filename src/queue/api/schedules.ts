@@ -1,5 +1,5 @@
 /**
- * Schedules (reference §A.2 "Schedules", §A.6 `Schedule`): `POST /v2/schedules/{destination}`
+ * Schedules: `POST /v2/schedules/{destination}`
  * with `Upstash-Cron` (every publish header applies to the messages it creates;
  * `Upstash-Schedule-Id` upserts; `Upstash-Queue-Name` targets a queue; the destination may be a
  * URL group) -> `{scheduleId}`; `GET /v2/schedules`, `GET|DELETE /v2/schedules/{id}`;
@@ -20,7 +20,7 @@ import { checkName } from './topics.js';
 
 const STATE: Record<string, string> = { pending: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL', cancelled: 'FAIL' };
 
-/** The wire `Schedule` of reference §A.6. */
+/** The wire `Schedule`. */
 export async function scheduleJson(s: ScheduleRecord, routing: RoutingStore): Promise<Record<string, unknown>> {
   const o = s.options;
   const statuses = await routing.messageStatuses(s.lastMessageIds);
@@ -63,7 +63,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
     if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
     const now = ctx.clock.now();
-    const opts = parseOptions(cfg, req.headers['content-type'], now);
+    const opts = parseOptions(cfg, req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
     delete opts.deduplicationId;
     delete opts.contentBasedDeduplication;
     delete opts.notBefore;

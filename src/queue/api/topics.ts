@@ -1,5 +1,5 @@
 /**
- * URL groups, a.k.a. topics (reference §A.2 "URL groups"): `POST /v2/topics/{name}/endpoints`
+ * URL groups, a.k.a. topics: `POST /v2/topics/{name}/endpoints`
  * (create or add), `DELETE /v2/topics/{name}/endpoints` (group deleted when empty),
  * `GET /v2/topics`, `GET /v2/topics/{name}` (404 when missing), `DELETE /v2/topics/{name}`.
  * Names: letters, digits, `-`, `_`, `.` (400 otherwise). Publishing to a group name fans out to
@@ -13,7 +13,7 @@ import type { QueueApiContext } from './context.js';
 import { jsonBody } from './messages.js';
 import { checkDestination } from './publish.js';
 
-/** URL-group and queue names (reference §A.2: alphanumeric, `-`, `_`, `.`). */
+/** URL-group and queue names (alphanumeric, `-`, `_`, `.`). */
 export const NAME_RE = /^[A-Za-z0-9._-]+$/;
 
 /** @throws QueueError 400 when `name` breaks the naming rule. */

@@ -1,6 +1,6 @@
 /**
- * Workflow-run endpoints (spec "Restart / Resume / Delete a failed workflow run"; reference §A.9,
- * §B.7-§B.9; workflow-js `src/client/index.ts`, `src/client/dlq.ts`, `src/workflow-requests.ts`):
+ * Workflow-run endpoints (spec "Restart / Resume / Delete a failed workflow run",
+ * workflow-js `src/client/index.ts`, `src/client/dlq.ts`, `src/workflow-requests.ts`):
  *
  *   POST   /v2/dlq/restart/{dlqId}, /v2/workflows/dlq/restart/{dlqId}     -> {workflowRunId, workflowCreatedAt}
  *   GET|POST /v2/dlq/resume/{dlqId}, POST /v2/workflows/dlq/resume/{dlqId} -> same
@@ -25,12 +25,12 @@ import { dlqJson } from '../wire.js';
 import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/engine.js';
 import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, type RecoveredRun } from '../workflows/recovery.js';
 import { runLogJson, workflowDlqFields } from '../workflows/wire.js';
-import { notify, wait, waiterJson } from '../workflows/events.js';
-import type { QueueApiContext } from './context.js';
-import type { Query } from './query.js';
+import { notify, wait, waiterJson, webhookEventData } from '../workflows/events.js';
+import { CREDENTIALS, type QueueApiContext } from './context.js';
+import { checkQueryFields, QUERY_FIELDS, UNSUPPORTED_FIELDS, type Query } from './query.js';
 
 const RUN_STATES: RunState[] = ['RUN_STARTED', 'RUN_SUCCESS', 'RUN_FAILED', 'RUN_CANCELED'];
-/** At most this many runs per bulk restart/resume request (reference §B.9). */
+/** At most this many runs per bulk restart/resume request. */
 const MAX_BULK_RECOVER = 50;
 
 function values(q: Query, ...names: string[]): string[] | undefined {
@@ -55,6 +55,7 @@ function int(q: Query, name: string): number | undefined {
 
 /** Query -> {@link RunFilter} for the workflow DLQ, logs and bulk endpoints. */
 export function parseRunFilter(q: Query, kind: 'dlq' | 'logs' | 'cancel'): RunFilter {
+  checkQueryFields(q, QUERY_FIELDS.runs[kind], UNSUPPORTED_FIELDS.runs);
   const f: RunFilter = {
     runIds: values(q, 'workflowRunId', 'workflowRunIds'),
     label: values(q, 'label'),
@@ -182,13 +183,13 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
       await cancelRun(run, now);
     } else {
       const raw = (req.body as Buffer | undefined)?.toString('utf8');
-      await engine.runs.finishRun(run.seq, 'RUN_SUCCESS', now, { response: raw === undefined || raw === '' ? undefined : raw });
+      await engine.finish(run, 'RUN_SUCCESS', now, { response: raw === undefined || raw === '' ? undefined : raw });
     }
     return { workflowRunId: run.runId, state: cancel ? 'RUN_CANCELED' : 'RUN_SUCCESS' };
   });
 
   const cancelRun = async (run: WorkflowRun, now: number) => {
-    const ok = await engine.runs.finishRun(run.seq, 'RUN_CANCELED', now);
+    const ok = await engine.finish(run, 'RUN_CANCELED', now);
     if (!ok) return false;
     const ids = [triggerId(run), ...(await engine.runs.steps(run.seq)).map((s) => s.messageId)];
     await ctx.store.cancel({ messageIds: ids }, now);
@@ -258,8 +259,21 @@ export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
   };
 }
 
+/** Path prefix of the webhook URLs `context.createWebhook` builds: `{prefix}{userId}/{runId}/{eventId}`. */
+export const WEBHOOK_PREFIX = '/v2/workflows/hooks/';
+
+/** The `UserID` of a queue token (base64 of `{"UserID", "Password"}`), the one webhook URLs carry; undefined for an opaque token. */
+export function queueUserId(token: string): string | undefined {
+  try {
+    const id = (JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { UserID?: unknown }).UserID;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Wait / notify routes (reference §A.9): `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
+ * Wait / notify routes: `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
  * `POST /v2/notify/{workflowRunId}/{eventId}` -> `[{waiter, messageId}]`,
  * `GET /v2/waiters/{eventId}` -> `Waiter[]`.
  */
@@ -276,6 +290,24 @@ export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiC
   app.post('/v2/notify/:runId/:eventId', async (req: FastifyRequest<{ Params: { runId: string; eventId: string } }>) =>
     notify(engine, req.params.eventId, req.params.runId, body(req), ctx.clock.now()),
   );
+  // context.createWebhook URLs: any method; the request becomes the event data of the run's
+  // waitForWebhook (kept for the look-back window when it comes before the wait).
+  app.all(`${WEBHOOK_PREFIX}:userId/:runId/:eventId`, async (req: FastifyRequest<{ Params: { userId: string; runId: string; eventId: string } }>) => {
+    const { userId, runId, eventId } = req.params;
+    const run = await engine.runs.findRun(runId);
+    if (userId !== queueUserId(ctx.credentials.get(CREDENTIALS.token)) || run?.state !== 'RUN_STARTED') {
+      throw errors.notFound(`webhook of workflow run ${runId}`);
+    }
+    const data = webhookEventData({
+      proto: req.protocol,
+      host: req.headers.host ?? '',
+      url: req.url,
+      method: req.method,
+      headers: req.headers,
+      body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+    });
+    return notify(engine, eventId, runId, data, ctx.clock.now());
+  });
   app.get('/v2/waiters/:eventId', async (req: FastifyRequest<{ Params: { eventId: string } }>) =>
     (await engine.runs.waiters(req.params.eventId)).map(waiterJson),
   );

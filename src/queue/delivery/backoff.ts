@@ -1,5 +1,5 @@
 /**
- * Business retry timing (STYLE.md §7, reference §B.1), as pure functions.
+ * Business retry timing, as pure functions.
  *
  * - Default backoff after the n-th failed attempt (n >= 1): `min(86400, e^(2.5·n))` seconds
  *   (n=1 -> 12 s, 2 -> 2 min 28 s, 3 -> 30 min 8 s, 4 -> 6 h 7 min, 5+ -> 24 h).
@@ -40,7 +40,7 @@ export function retryDelayMs(failedAttempts: number, expression?: string): numbe
   return Math.min(MAX_BACKOFF_MS, Math.max(0, Math.round(v)));
 }
 
-/** Response headers, lower-case names, that can set the next retry time (reference §B.1). */
+/** Response headers, lower-case names, that can set the next retry time. */
 export const RETRY_AFTER_HEADERS = ['retry-after', 'x-ratelimit-reset', 'x-ratelimit-reset-requests', 'x-ratelimit-reset-tokens'];
 
 /**

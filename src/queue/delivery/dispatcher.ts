@@ -1,6 +1,6 @@
 /**
  * The dispatcher: claims due messages from the store, delivers them with bounded concurrency and
- * per-origin fairness, and records each outcome (reference §B.1, §B.2, issue 3 "Store and engine").
+ * per-origin fairness, and records each outcome.
  *
  * Memory: pending messages live in the store. The dispatcher holds only the messages it has
  * claimed (at most `maxConcurrent` in flight plus a ready buffer of the same size), and asks the
@@ -19,7 +19,7 @@ import { buildCallback } from '../build.js';
 import type { AttemptOutcome, NewMessage, StoredMessage } from '../model.js';
 import type { EnqueueClaim, QueueStore } from '../store/types.js';
 import { retryAfterMs, retryDelayMs } from './backoff.js';
-import type { HttpSender } from './http.js';
+import { NOT_FORWARDED, type HttpSender } from './http.js';
 import { signDelivery } from './signing.js';
 import { originOf } from './url-cache.js';
 
@@ -29,9 +29,9 @@ export interface Clock {
 }
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** Default per-attempt timeout when the message has none (reference §B.6: 15 min on the free plan). */
+/** Default per-attempt timeout when the message has none (15 min on the free plan). */
 export const DEFAULT_TIMEOUT_MS = 15 * 60_000;
-/** Longest per-attempt timeout a message may ask for (reference §B.6: 2 h on pay-as-you-go). */
+/** Longest per-attempt timeout a message may ask for (2 h on pay-as-you-go). */
 export const MAX_TIMEOUT_MS = 2 * 3_600_000;
 /** Lease margin past the longest attempt before the lease may be reaped. */
 const LEASE_MARGIN_MS = 60_000;
@@ -192,7 +192,7 @@ export class Dispatcher {
   private readonly outcomeListeners: ((m: StoredMessage, outcome: AttemptOutcome) => void)[] = [];
 
   /**
-   * Registers a listener called after each attempt's outcome is recorded in the store (issue 5:
+   * Registers a listener called after each attempt's outcome is recorded in the store
    * the workflow engine advances the run); not called when recording failed (see
    * {@link addEndListener}). Listeners must not throw.
    */
@@ -202,7 +202,7 @@ export class Dispatcher {
 
   private readonly startListeners: ((m: StoredMessage, at: number) => void)[] = [];
 
-  /** Registers a listener called as each attempt starts (`at`, ms; issue 4: flow-control rate). Must not throw. */
+  /** Registers a listener called as each attempt starts (`at`, ms; flow-control rate). Must not throw. */
   addStartListener(fn: (m: StoredMessage, at: number) => void): void {
     this.startListeners.push(fn);
   }
@@ -213,7 +213,7 @@ export class Dispatcher {
    * Registers a listener called once for every started attempt when it ends (`at`, ms), after its
    * outcome listeners — also when recording the outcome failed (e.g. a full disk: the message
    * stays leased and is delivered again after its lease), so that a per-key running count paired
-   * with {@link addStartListener} never leaks (issue 4: flow-control parallelism). Must not throw.
+   * with {@link addStartListener} never leaks (flow-control parallelism). Must not throw.
    */
   addEndListener(fn: (m: StoredMessage, at: number) => void): void {
     this.endListeners.push(fn);
@@ -414,13 +414,16 @@ function lowerHeaders(h: Record<string, string[]> | undefined): Record<string, s
 }
 
 /**
- * The headers of a delivery (reference §A.4): forwarded headers, `Svc-`/`Upstash-` `Message-Id`,
+ * The headers of a delivery: forwarded headers, `Svc-`/`Upstash-` `Message-Id`,
  * `Retried`, `Max-Retries`, `Signature`, `Caller-Ip`, `Topic-Name`, `Schedule-Id`, `Queue-Name`,
  * `Region`, and `User-Agent: Upstash-QStash`.
  */
 export function deliveryHeaders(m: StoredMessage, signature: string, region: string): Record<string, string | string[]> {
   const h: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(m.headers)) h[k] = v.length === 1 ? v[0] : v;
+  for (const [k, v] of Object.entries(m.headers)) {
+    if (NOT_FORWARDED.has(k.toLowerCase())) continue; // stored before such headers were dropped at publish
+    h[k] = v.length === 1 ? v[0] : v;
+  }
   const both = (name: string, value: string | undefined) => {
     if (value === undefined) return;
     h[`Upstash-${name}`] = value;

@@ -1,5 +1,5 @@
 /**
- * A safe evaluator for retry delay expressions (`Upstash-Retry-Delay`, reference §A.3 / §B.1):
+ * A safe evaluator for retry delay expressions (`Upstash-Retry-Delay`):
  * a tiny recursive-descent parser, no `eval`, no property access, no user-defined names.
  *
  * Grammar:

@@ -11,14 +11,14 @@
  * request (queued or on the wire); undici's `headersTimeout`/`bodyTimeout` are set to the same value.
  *
  * `send` never throws: every failure (timeout, refused connection, bad URL, blocked address)
- * becomes an {@link AttemptOutcome} with `error` set and no `status` (STYLE.md §9: destinations are
+ * becomes an {@link AttemptOutcome} with `error` set and no `status` (destinations are
  * untrusted).
  */
 import dns from 'node:dns';
-import net from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import type { AttemptOutcome, HeaderMap } from '../model.js';
 import { canonicalHeader } from '../wire.js';
+import { blockedHost, isBlockedAddress } from './address.js';
 import { splitUrl } from './url-cache.js';
 
 export interface HttpSenderOptions {
@@ -28,7 +28,18 @@ export interface HttpSenderOptions {
   maxResponseBytes: number;
   /** Keep-alive connections per origin. */
   connectionsPerOrigin: number;
+  /** Name resolution (`dns.lookup` shape); default `dns.lookup`. Tests give a resolver whose answers they control. */
+  lookup?: typeof dns.lookup;
 }
+
+/**
+ * Header names (lower-case) never forwarded to a destination: hop-by-hop headers (RFC 9110
+ * 7.6.1: `Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`,
+ * `Upgrade`) and the message framing and routing that the delivery request sets itself
+ * (`Content-Length`, `Host`, `Expect`). Given as `Upstash-Forward-X`/`Svc-Forward-X` they are
+ * dropped, so the message is still delivered (as the hosted service does).
+ */
+export const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'host', 'expect']);
 
 export interface OutgoingRequest {
   url: string;
@@ -36,24 +47,6 @@ export interface OutgoingRequest {
   headers: Record<string, string | string[]>;
   body: Buffer;
   timeoutMs: number;
-}
-
-/** True for loopback, private, link-local, CGNAT, unspecified and unique-local addresses. */
-export function isPrivateAddress(ip: string): boolean {
-  if (net.isIPv4(ip)) {
-    const [a, b] = ip.split('.').map(Number);
-    return (
-      a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127)
-    );
-  }
-  if (net.isIPv6(ip)) {
-    const s = ip.toLowerCase();
-    if (s === '::1' || s === '::') return true;
-    if (s.startsWith('::ffff:')) return isPrivateAddress(s.slice(7));
-    return s.startsWith('fc') || s.startsWith('fd') || s.startsWith('fe80');
-  }
-  return false;
 }
 
 /** Canonical header names seen in responses (`content-type` -> `Content-Type`), bounded. */
@@ -148,12 +141,15 @@ export class HttpSender {
   private readonly agent: Agent;
 
   constructor(private readonly opts: HttpSenderOptions) {
+    const resolve = opts.lookup ?? dns.lookup;
+    // every answer is checked (not only the first): the connection may use any of them
     const lookup: typeof dns.lookup = ((hostname: string, options: dns.LookupOptions, cb: (...a: unknown[]) => void) => {
-      dns.lookup(hostname, { ...options, all: true }, (err, addrs) => {
+      resolve(hostname, { ...options, all: true }, (err, addrs) => {
         if (err) return cb(err);
         const list = addrs as dns.LookupAddress[];
-        const bad = list.find((a) => isPrivateAddress(a.address));
-        if (bad) return cb(new Error(`destination ${hostname} resolves to private address ${bad.address}, refused`));
+        if (list.length === 0) return cb(new Error(`destination ${hostname} has no address`));
+        const bad = list.find((a) => isBlockedAddress(a.address));
+        if (bad) return cb(new Error(`destination ${hostname} resolves to ${bad.address}, which is not a public address; refused`));
         if (options.all) return cb(null, list);
         cb(null, list[0].address, list[0].family);
       });
@@ -164,7 +160,7 @@ export class HttpSender {
       keepAliveTimeout: 30_000,
       connect: {
         ...(opts.egressAddress ? { localAddress: opts.egressAddress } : {}),
-        ...(opts.blockPrivate ? { lookup } : {}),
+        ...(opts.blockPrivate ? { lookup } : opts.lookup ? { lookup: opts.lookup } : {}),
       },
     });
   }
@@ -174,8 +170,9 @@ export class HttpSender {
     const target = splitUrl(req.url);
     if (!target) return Promise.resolve({ error: 'delivery failed: invalid destination url' });
     if (this.opts.blockPrivate) {
-      const host = target.hostname.replace(/^\[|\]$/g, '');
-      if (net.isIP(host) && isPrivateAddress(host)) return Promise.resolve({ error: `destination ${host} is a private address, refused` });
+      // an address literal is connected to without a lookup: check it here
+      const why = blockedHost(target.hostname);
+      if (why) return Promise.resolve({ error: `delivery refused: destination ${why}` });
     }
     return new Promise<AttemptOutcome>((resolve) => {
       const handler = new AttemptHandler(req.timeoutMs, this.opts.maxResponseBytes, resolve);

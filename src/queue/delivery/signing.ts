@@ -1,5 +1,5 @@
 /**
- * Request signing (reference §A.5): `Upstash-Signature` is an HS256 JWT with header
+ * Request signing: `Upstash-Signature` is an HS256 JWT with header
  * `{"alg":"HS256","typ":"JWT"}`, the HMAC key being the signing key string as UTF-8, and claims
  * `iss:"Upstash"`, `sub:<destination URL>`, `exp: iat+300`, `nbf: iat`, `iat` (seconds),
  * `jti:"jwt_<random>"`, `body: base64url(SHA-256(raw body))`.
@@ -15,7 +15,7 @@ import { randomChunk } from '../random.js';
 
 const HEADER_B64 = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
 
-/** JWT lifetime in seconds (reference §A.5: 5 minutes). */
+/** JWT lifetime in seconds (5 minutes). */
 export const SIGNATURE_TTL_S = 300;
 
 /** base64url(SHA-256(body)) without padding (one-shot `crypto.hash`: 0.2 µs vs 0.6 µs for a `Hash` object). */

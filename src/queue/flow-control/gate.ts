@@ -1,5 +1,5 @@
 /**
- * The admission gate for queues and flow-control keys (issue 4; reference §B.3).
+ * The admission gate for queues and flow-control keys.
  *
  * A message of a queue or with a `Flow-Control-Key` is stored *held*: the dispatcher never sees
  * it (held rows are outside the due index), so waiting messages cost the dispatcher nothing and
@@ -34,7 +34,7 @@ const SAFETY_TICK_MS = 1000;
 /** Most messages released per queue or key in one round. */
 const MAX_RELEASE_PER_KEY = 1000;
 
-/** Effective limits of a key: pinned fields win (reference §A.2 "Flow control": pin). */
+/** Effective limits of a key: pinned fields win. */
 export function effectiveLimits(k: FlowKeyState): { parallelism?: number; rate?: number; periodS: number } {
   const parallelism = k.pinnedParallelism ?? k.parallelism;
   const pinnedRate = k.pinnedRate !== undefined;

@@ -1,5 +1,5 @@
 /**
- * Wires issue 4 into the queue server: URL-group destination resolution, the admission gate
+ * Wires into the queue server: URL-group destination resolution, the admission gate
  * (queues + flow control) as the publish `admission` hook and as a dispatcher outcome listener,
  * the scheduler, and the routes of `api/{topics,queues,schedules,flow-control}.ts`.
  */

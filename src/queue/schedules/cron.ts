@@ -1,5 +1,5 @@
 /**
- * Cron expressions of schedules (reference §A.3 `Upstash-Cron`): exactly 5 fields (minute
+ * Cron expressions of schedules: exactly 5 fields (minute
  * resolution), an optional `CRON_TZ=<IANA zone>` prefix, surrounding blanks trimmed. Parsing and
  * next-occurrence computation use `croner`.
  */

@@ -1,5 +1,5 @@
 /**
- * The scheduler: fires due schedules (issue 4; reference §A.2 "Schedules").
+ * The scheduler: fires due schedules.
  *
  * Every firing is one store transaction that checks the schedule's `next_time` is still the one
  * read, stores the messages and moves `next_time` to the next occurrence after *now* — so a

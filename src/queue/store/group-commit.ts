@@ -254,19 +254,28 @@ export class GroupCommitter {
             results.push({ ok: true, v: p.fn() });
             this.sql.release.run();
           } catch (err) {
+            // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL,
+            // I/O errors): then every op of the batch is lost and the batch fails with `err`
+            if (!this.db.inTransaction) throw err;
             this.sql.rollbackTo.run();
             this.sql.release.run();
             results.push({ ok: false, v: err });
           }
         }
         if (retry) {
-          this.sql.rollback.run();
+          if (this.db.inTransaction) this.sql.rollback.run();
           continue;
         }
         this.sql.commit.run();
         return results;
       } catch (err) {
-        if (this.db.inTransaction) this.sql.rollback.run();
+        if (this.db.inTransaction) {
+          try {
+            this.sql.rollback.run();
+          } catch {
+            /* the original error is the one to report */
+          }
+        }
         this.lastError = err;
         return undefined;
       }

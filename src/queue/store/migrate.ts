@@ -1,5 +1,5 @@
 /**
- * Numbered, append-only SQLite migrations (STYLE.md storage habit 5): files
+ * Numbered, append-only SQLite migrations: files
  * `migrations/NNNN_name.sql` next to this module, applied in order, each in its own transaction,
  * with the schema version kept in `PRAGMA user_version`.
  *

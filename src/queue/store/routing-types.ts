@@ -1,12 +1,12 @@
 /**
- * `RoutingStore`: the durable state of issue 4 — URL groups (topics), queues, schedules and
+ * `RoutingStore`: the durable state of URL groups (topics), queues, schedules and
  * flow-control keys — plus the admission primitives of the queue/flow-control gate. Same rules as
  * {@link QueueStore}: one method = one transaction; user actions resolve after commit + fsync
  * (durable), admission bookkeeping after commit (relaxed). Times are Unix ms unless named `_s`.
  *
  * Held messages: a message waiting for a queue or flow-control slot is stored "held" (not
  * claimable by the dispatcher). An admission round releases some of them, making them ordinary
- * due messages (reference §B.3).
+ * due messages.
  */
 import type { FlowControl, NewMessage, PublishOptions } from '../model.js';
 
@@ -15,7 +15,7 @@ export interface UrlGroupEndpoint {
   name?: string;
 }
 
-/** Wire shape of `GET /v2/topics/{name}` (reference §A.2 "URL groups"). */
+/** Wire shape of `GET /v2/topics/{name}`. */
 export interface UrlGroup {
   name: string;
   createdAt: number;
@@ -23,7 +23,7 @@ export interface UrlGroup {
   endpoints: UrlGroupEndpoint[];
 }
 
-/** Wire shape of `GET /v2/queues/{name}` (reference §A.2 "Queues"); `lag` = messages not yet done. */
+/** Wire shape of `GET /v2/queues/{name}`; `lag` = messages not yet done. */
 export interface QueueInfo {
   name: string;
   createdAt: number;

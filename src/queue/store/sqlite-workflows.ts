@@ -1,12 +1,12 @@
 /**
  * SQLite {@link WorkflowStore} on the queue database handle (migration `0003_workflows.sql`),
  * sharing the queue store's group committer so run changes are group-committed and fsynced like
- * publishes (DESIGN.md durability rules).
+ * publishes.
  */
 import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';
 import { whereBuilder } from './sqlite-rows.js';
-import type { NewRun, RunFilter, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
+import type { NewRun, RunConfig, RunFilter, StoredNotify, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
 
 interface RunRow {
   seq: number;
@@ -165,7 +165,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
     });
   }
 
-  updateRun(seq: number, now: number, fields: { failure?: unknown; next?: unknown; dlqId?: string | null }): Promise<void> {
+  updateRun(seq: number, now: number, fields: { failure?: unknown; next?: unknown; dlqId?: string | null; config?: RunConfig }): Promise<void> {
     return this.writes.run(() => {
       const sets: string[] = ['updated_at = ?'];
       const params: unknown[] = [now];
@@ -176,6 +176,10 @@ export class SqliteWorkflowStore implements WorkflowStore {
       if (fields.next !== undefined) {
         sets.push('next = ?');
         params.push(fields.next === null ? null : JSON.stringify(fields.next));
+      }
+      if (fields.config !== undefined) {
+        sets.push('config = ?');
+        params.push(JSON.stringify(fields.config));
       }
       if (fields.dlqId !== undefined) {
         sets.push('dlq_id = ?');
@@ -207,6 +211,52 @@ export class SqliteWorkflowStore implements WorkflowStore {
 
   takeWaiter(seq: number): Promise<boolean> {
     return this.writes.run(() => this.db.prepare('DELETE FROM workflow_waiters WHERE seq = ?').run(seq).changes > 0);
+  }
+
+  addNotify(n: Omit<StoredNotify, 'seq'>): Promise<void> {
+    return this.writes.run(() => {
+      this.db
+        .prepare('INSERT INTO workflow_notifies (event_id, run_id, data, created_at) VALUES (?, ?, ?, ?)')
+        .run(n.eventId, n.runId ?? null, n.data, n.createdAt);
+    });
+  }
+
+  takeNotify(eventId: string, runId: string, since: number): Promise<StoredNotify | undefined> {
+    return this.writes.run(() => {
+      const r = this.db
+        .prepare(
+          `SELECT * FROM workflow_notifies WHERE event_id = ? AND (run_id IS NULL OR run_id = ?) AND created_at >= ?
+           ORDER BY seq LIMIT 1`,
+        )
+        .get(eventId, runId, since) as { seq: number; event_id: string; run_id: string | null; data: Buffer; created_at: number } | undefined;
+      if (!r) return undefined;
+      this.db.prepare('DELETE FROM workflow_notifies WHERE seq = ?').run(r.seq);
+      return { seq: r.seq, eventId: r.event_id, runId: u(r.run_id), data: r.data, createdAt: r.created_at };
+    });
+  }
+
+  pruneRuns(endedBefore: number, notifiesBefore: number, limit: number): Promise<number> {
+    return this.writes.run(() => {
+      this.db.prepare('DELETE FROM workflow_notifies WHERE created_at < ?').run(notifiesBefore);
+      const seqs = (
+        this.db
+          .prepare(
+            `SELECT seq FROM workflow_runs WHERE state <> 'RUN_STARTED' AND completed_at < ?
+               AND (dlq_id IS NULL OR NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.dlq_id = workflow_runs.dlq_id))
+             ORDER BY completed_at LIMIT ?`,
+          )
+          .all(endedBefore, limit) as { seq: number }[]
+      ).map((r) => r.seq);
+      const steps = this.db.prepare('DELETE FROM workflow_steps WHERE run_seq = ?');
+      const waiters = this.db.prepare('DELETE FROM workflow_waiters WHERE run_seq = ?');
+      const run = this.db.prepare('DELETE FROM workflow_runs WHERE seq = ?');
+      for (const seq of seqs) {
+        steps.run(seq);
+        waiters.run(seq);
+        run.run(seq);
+      }
+      return seqs.length;
+    }, false);
   }
 
   async listRuns(f: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]> {

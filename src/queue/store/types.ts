@@ -1,11 +1,11 @@
 /**
- * `QueueStore`: every durable operation of the queue, in queue terms (STYLE.md storage habits
+ * `QueueStore`: every durable operation of the queue, in queue terms (habits
  * 1-4). No connection or transaction type leaks out, so a PostgreSQL implementation can follow
  * without touching the API or the dispatcher; `test/queue/store.test.ts` is the conformance suite
  * every backend must pass (parameterised by a store factory).
  *
  * Every method is one atomic state transition (one transaction). Every promise resolves only
- * after the change is committed and durable ("an acknowledged write is on disk", DESIGN.md).
+ * after the change is committed and durable ("an acknowledged write is on disk").
  * Times are Unix ms.
  *
  * Leases (habit 4): `claimDue` hands messages to an `owner` until `leaseUntil`; `complete`,
@@ -46,6 +46,19 @@ export interface EnqueueClaim {
   owner: string;
   leaseUntil: number;
   ids: ReadonlySet<string>;
+}
+
+/**
+ * How many messages wait, by state: `ready` (due, not claimed), `delayed` (due later: delay or
+ * retry backoff), `inFlight` (claimed by a delivery attempt), `held` (waiting for queue or
+ * flow-control capacity); `dlq` = entries in the dead-letter queue.
+ */
+export interface MessageCounts {
+  ready: number;
+  delayed: number;
+  inFlight: number;
+  held: number;
+  dlq: number;
 }
 
 export interface QueueStore {
@@ -124,14 +137,26 @@ export interface QueueStore {
   /** Log entries matching `filter` (state included), paged. */
   listLogs(filter: MessageFilter, page: Page): Promise<PageResult<LogEntry>>;
 
+  /**
+   * Messages waiting, by state, and the DLQ size at `now` (ms); see {@link MessageCounts}.
+   * Optional: a store without it makes `GET /v2/stats` answer only the delivery counters.
+   */
+  counts?(now: number): Promise<MessageCounts>;
+
+  /**
+   * Log entries per state in `buckets` equal time slices of `[from, to)` (ms): for each state,
+   * an array of `buckets` counts. Optional, like {@link counts}.
+   */
+  eventHistogram?(from: number, to: number, buckets: number): Promise<Record<string, number[]>>;
+
   /** Drops finished messages, log entries and DLQ entries older than `before`, and expired dedup keys. */
   prune(now: number, logsBefore: number): Promise<void>;
 
   close(): Promise<void>;
 
-  /** URL groups, queues, schedules and flow-control state (issue 4; `routing-types.ts`). */
+  /** URL groups, queues, schedules and flow-control state (`routing-types.ts`). */
   routing?(): RoutingStore;
 
-  /** Workflow runs and their steps (issue 5; `workflow-types.ts`). */
+  /** Workflow runs and their steps (`workflow-types.ts`). */
   workflows?(): WorkflowStore;
 }

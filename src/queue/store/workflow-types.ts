@@ -1,6 +1,5 @@
 /**
- * `WorkflowStore`: the durable state of workflow runs (issue 5; reference `queue-wire.md` §A.8,
- * §A.9, §B.7-§B.9). Same rules as {@link QueueStore}: one method = one transaction; user-visible
+ * `WorkflowStore`: the durable state of workflow runs. Same rules as {@link QueueStore}: one method = one transaction; user-visible
  * changes resolve after commit + fsync. Times are Unix ms.
  *
  * A run is identified by `seq` (internal) or by `runId` + `createdAt` (wire): resume reuses a run
@@ -11,7 +10,7 @@ import type { FlowControl, HeaderMap, PublishOptions } from '../model.js';
 
 export type RunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
 
-/** Settings sent only on the trigger message and applied to every step (reference §A.8 WF_TriggerOnConfig). */
+/** Settings sent only on the trigger message and applied to every step (WF_TriggerOnConfig). */
 export interface RunConfig {
   /** Forwarded (user) headers of the trigger, canonical keys. */
   headers: HeaderMap;
@@ -27,9 +26,24 @@ export interface RunConfig {
   method?: string;
   /** Id of the message that started the run (first element of the step list). */
   triggerMessageId?: string;
+  /** Set when the run was started by `context.invoke` of another run: where its result goes. */
+  invoker?: InvokerInfo;
 }
 
-/** State of the failure callback / failure function of a failed run (reference §A.6 failureCallbackInfo). */
+/**
+ * The parent of a run started by `context.invoke` (the SDK's `InvokeWorkflowRequest`): when the
+ * run ends, its result is appended to the parent as the `Invoke` step `step`.
+ */
+export interface InvokerInfo {
+  runId: string;
+  /** ms */
+  createdAt: number;
+  url: string;
+  /** The parent's Invoke step (`stepId`, `stepName`, `stepType`, `concurrent`, `targetStep`). */
+  step: Record<string, unknown>;
+}
+
+/** State of the failure callback / failure function of a failed run (failureCallbackInfo). */
 export interface FailureInfo {
   state: 'CALLBACK_INPROGRESS' | 'CALLBACK_SUCCESS' | 'CALLBACK_FAIL' | 'CALLBACK_CANCELED';
   url: string;
@@ -93,7 +107,7 @@ export interface WorkflowStep {
 
 export type NewRun = Omit<WorkflowRun, 'seq' | 'updatedAt' | 'state'> & { state?: RunState };
 
-/** Filters of the workflow DLQ, logs and bulk endpoints (reference §A.9). */
+/** Filters of the workflow DLQ, logs and bulk endpoints. */
 export interface RunFilter {
   runIds?: string[];
   /** exact match, OR */
@@ -114,7 +128,7 @@ export interface RunFilter {
   toDate?: number;
 }
 
-/** A run waiting for an event (context.waitForEvent; reference §B.7 step 7). */
+/** A run waiting for an event (context.waitForEvent). */
 export interface Waiter {
   seq: number;
   eventId: string;
@@ -128,6 +142,17 @@ export interface Waiter {
   createdAt: number;
 }
 
+/** A notify that reached no waiter, kept for the look-back window (`WorkflowStore.addNotify`). */
+export interface StoredNotify {
+  seq: number;
+  eventId: string;
+  /** The run it was sent to (`POST /v2/notify/{runId}/{eventId}`); undefined = any run. */
+  runId?: string;
+  data: Buffer;
+  /** ms */
+  createdAt: number;
+}
+
 export interface WorkflowStore {
   /** Registers a waiter (durable). */
   addWaiter(w: Omit<Waiter, 'seq'>): Promise<number>;
@@ -137,6 +162,20 @@ export interface WorkflowStore {
   expiredWaiters(now: number, limit: number): Promise<Waiter[]>;
   /** Removes a waiter; false when it was already gone (notified or timed out). */
   takeWaiter(seq: number): Promise<boolean>;
+  /** Keeps a notify that reached no waiter (durable), for a wait that comes shortly after. */
+  addNotify(n: Omit<StoredNotify, 'seq'>): Promise<void>;
+  /**
+   * Removes and returns the oldest kept notify of `eventId` sent to run `runId` or to any run,
+   * created at or after `since` (ms); undefined when there is none.
+   */
+  takeNotify(eventId: string, runId: string, since: number): Promise<StoredNotify | undefined>;
+  /**
+   * Run-level retention: deletes up to `limit` runs that ended (state other than RUN_STARTED)
+   * before `endedBefore` (ms, on `completedAt`), with their steps and waiters, except runs whose
+   * failed step is still in the DLQ (kept until that entry is deleted or retried), and the kept
+   * notifies created before `notifiesBefore`. Returns the number of runs deleted.
+   */
+  pruneRuns(endedBefore: number, notifiesBefore: number, limit: number): Promise<number>;
   /** Creates a run (RUN_STARTED unless given). Returns its seq. */
   createRun(run: NewRun, now: number): Promise<number>;
   /** The active (RUN_STARTED) run with this id, else the newest one; undefined when none. */
@@ -151,8 +190,16 @@ export interface WorkflowStore {
   steps(runSeq: number): Promise<WorkflowStep[]>;
   /** Ends a run: state, completion time, response. Returns false when it was not RUN_STARTED. */
   finishRun(seq: number, state: RunState, now: number, fields?: { response?: string; dlqId?: string }): Promise<boolean>;
-  /** Updates bookkeeping fields (failure callback info, next step info). */
-  updateRun(seq: number, now: number, fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null }): Promise<void>;
+  /**
+   * Updates bookkeeping fields (failure callback info, next step info, DLQ id); an undefined
+   * field is left as is, null clears it. `config` replaces the run's settings (the SDK's own
+   * trigger of a run svc started, `Upstash-Workflow-Trigger-By-Sdk`).
+   */
+  updateRun(
+    seq: number,
+    now: number,
+    fields: { failure?: FailureInfo | null; next?: NextStepInfo | null; dlqId?: string | null; config?: RunConfig },
+  ): Promise<void>;
   /** Runs matching `filter`, newest first, after `cursor` (a seq), at most `limit`. */
   listRuns(filter: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]>;
 }

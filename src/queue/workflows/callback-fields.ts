@@ -1,6 +1,6 @@
 /**
  * Extra fields of a callback / failure-callback payload for a workflow step message (reference
- * §B.8; workflow-js `handleFailure` reads them): `sourceBody` = base64 of the run's initial payload
+ * (workflow-js `handleFailure` reads them): `sourceBody` = base64 of the run's initial payload
  * (feature `InitialBody`), `workflowRunId`, `workflowCreatedAt` (ms), `workflowUrl`. `{}` for
  * other messages.
  */
@@ -13,7 +13,7 @@ export function workflowCallbackFields(m: StoredMessage): Record<string, unknown
 }
 
 /**
- * The body of the callback of a `context.call` request (reference §B.7 step 6): the SDK reads a
+ * The body of the callback of a `context.call` request: the SDK reads a
  * workflow delivery as a step list whose first element carries the payload, so the callback
  * payload is wrapped as `[{messageId, body: base64(payload), callType: "fromCallback"}]`. Other
  * callbacks keep `payload` as is.
@@ -22,4 +22,14 @@ export function workflowCallbackBody(m: StoredMessage, kind: string, payload: Bu
   const wf = m.extra?.workflow as { call?: boolean } | undefined;
   if (kind !== 'callback' || !wf?.call) return payload;
   return Buffer.from(JSON.stringify([{ messageId: m.id, body: payload.toString('base64'), callType: 'fromCallback' }]));
+}
+
+/**
+ * `extra` of the callback of a `context.call` request: the run's `extra.workflow`, which makes the
+ * callback a delivery of the run (its failure fails the run; its DLQ entry names the run).
+ * Undefined for other messages.
+ */
+export function workflowCallbackExtra(m: StoredMessage, kind: string): Record<string, unknown> | undefined {
+  const wf = m.extra?.workflow as { call?: boolean; callback?: unknown } | undefined;
+  return kind === 'callback' && wf?.call && wf.callback ? { workflow: wf.callback } : undefined;
 }

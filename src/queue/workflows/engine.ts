@@ -1,5 +1,5 @@
 /**
- * The workflow-run engine (issue 5; reference `queue-wire.md` §A.8, §B.7, §B.8):
+ * The workflow-run engine:
  *
  * - `prepare` (publish time, before messages are stored): a trigger message
  *   (`Upstash-Workflow-Init: true`) creates the run with its settings (retries, retry delay,
@@ -19,8 +19,12 @@ import { buildMessage } from '../build.js';
 import { errors } from '../errors.js';
 import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
-import type { RunConfig, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
+import type { InvokerInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
 import type { WorkflowPublishInfo } from './publish-extra.js';
+
+/** The error of a run whose start reached an endpoint that is not a workflow endpoint. */
+export const NON_WORKFLOW_DESTINATION =
+  'detected a non-workflow destination for trigger/invoke. make sure you are sending the request to the correct endpoint';
 
 /** What a stored workflow message carries in `extra.workflow`. */
 export interface WorkflowMessageInfo {
@@ -32,9 +36,16 @@ export interface WorkflowMessageInfo {
   initialBody: string;
   /** context.call request to a third party: not a step of the list. */
   call?: boolean;
+  /** On a context.call request: the `extra.workflow` its callback (a delivery of the run) gets. */
+  callback?: WorkflowMessageInfo;
+  /**
+   * The run's start, delivered to an endpoint that must answer as a workflow endpoint (with
+   * `Upstash-Workflow-Sdk-Version`); a 2xx answer without it fails the run.
+   */
+  detectTrigger?: boolean;
 }
 
-/** A raw step as delivered (reference §B.7 step 2). */
+/** A raw step as delivered. */
 export interface RawStep {
   messageId: string;
   body: string;
@@ -47,6 +58,18 @@ export function rawSteps(run: WorkflowRun, steps: WorkflowStep[], triggerMessage
     { messageId: triggerMessageId, body: run.initialBody.toString('base64'), callType: 'step' },
     ...steps.map((s) => ({ messageId: s.messageId, body: s.body.toString('base64'), callType: s.callType })),
   ];
+}
+
+/**
+ * The steps of a run as of the step `messageId` (itself included): the list a delivery of that
+ * step carries. Steps appended concurrently after it (another parallel branch's result) are left
+ * out, so of the deliveries of a parallel group's results only the one recorded last sees the
+ * group complete and continues the run; the others are discarded by the SDK
+ * (`getParallelCallState`), as the lazy fetch cuts the list at `Upstash-Message-Id` too.
+ */
+export function stepsUpTo(steps: WorkflowStep[], messageId: string): WorkflowStep[] {
+  const i = steps.findIndex((s) => s.messageId === messageId);
+  return i < 0 ? steps : steps.slice(0, i + 1);
 }
 
 function headerOf(h: HeaderMap, lowerName: string): string | undefined {
@@ -62,9 +85,9 @@ function withoutKeys(h: HeaderMap, lowerNames: string[]): HeaderMap {
 
 const RUN_HEADERS = ['workflow-runid', 'workflow-createdat', 'workflow-url'].flatMap((n) => [`upstash-${n}`, `svc-${n}`]);
 
-/** The run headers of a delivery, under both prefixes (DESIGN.md `Svc-` / `Upstash-` rule). */
-function runHeaders(run: { runId: string; createdAt: number; url: string }): HeaderMap {
-  const out: HeaderMap = {};
+/** `h` with the run headers of `run` (replacing any), under both prefixes (`Svc-` / `Upstash-`). */
+function withRunHeaders(h: HeaderMap, run: { runId: string; createdAt: number; url: string }): HeaderMap {
+  const out: HeaderMap = withoutKeys(h, RUN_HEADERS);
   for (const p of ['Upstash', 'Svc']) {
     out[`${p}-Workflow-Runid`] = [run.runId];
     out[`${p}-Workflow-Createdat`] = [String(run.createdAt)];
@@ -80,13 +103,17 @@ export interface WorkflowEngineOptions {
   maxMessageBytes: number;
   /** Stores and schedules messages the server itself creates (notify / wait-timeout steps). */
   enqueue(msgs: NewMessage[], now: number): Promise<void>;
-  /** The queue / flow-control admission gate (issue 4), read when used; undefined = none. */
+  /** How long (ms) a notify that reached no waiter is kept for a wait that comes after it. */
+  notifyLookbackMs?: number;
+  /** The queue / flow-control admission gate, read when used; undefined = none. */
   admission?: () => { prepare(msgs: NewMessage[], now: number): Promise<void>; kick(): void } | undefined;
 }
 
 export class WorkflowEngine {
   /** Serialises the outcome handling per run (failure before its failure callback). */
   private readonly chains = new Map<string, Promise<void>>();
+  /** Serialises wait and notify per event id (a notify racing a wait is never lost). */
+  private readonly eventChains = new Map<string, Promise<unknown>>();
 
   constructor(private readonly o: WorkflowEngineOptions) {}
 
@@ -94,12 +121,50 @@ export class WorkflowEngine {
     return this.o.workflows;
   }
 
+  /** Look-back window of notifies (ms). */
+  get notifyLookbackMs(): number {
+    return this.o.notifyLookbackMs ?? 0;
+  }
+
+  /** Runs `fn` after every earlier `serialEvent` call for `eventId` has settled. */
+  serialEvent<T>(eventId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.eventChains.get(eventId) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.eventChains.set(eventId, tail);
+    void tail.then(() => {
+      if (this.eventChains.get(eventId) === tail) this.eventChains.delete(eventId);
+    });
+    return next;
+  }
+
+  /**
+   * Ends `run` in `state` (`finishRun`); a run started by `context.invoke` then hands its result
+   * to its parent as the parent's Invoke step: `out` = JSON `{body: <the run's result>,
+   * isFailed?, isCanceled?}` (the SDK's `InvokeStepResponse`), if the parent still runs.
+   * Returns false when the run had already ended.
+   */
+  async finish(run: WorkflowRun, state: RunState, now: number, fields: { response?: string; dlqId?: string } = {}): Promise<boolean> {
+    if (!(await this.o.workflows.finishRun(run.seq, state, now, fields))) return false;
+    const inv = run.config.invoker;
+    if (!inv) return true;
+    const parent = await this.o.workflows.findRun(inv.runId, inv.createdAt);
+    if (parent?.state !== 'RUN_STARTED') return true;
+    const result = {
+      body: fields.response ?? (state === 'RUN_FAILED' ? run.next?.errors.at(-1)?.body : undefined),
+      ...(state === 'RUN_FAILED' ? { isFailed: true } : {}),
+      ...(state === 'RUN_CANCELED' ? { isCanceled: true } : {}),
+    };
+    await this.appendServerStep(parent, { ...inv.step, out: JSON.stringify(result) }, now);
+    return true;
+  }
+
   /**
    * Puts run headers, settings and the step-list body on `m` for `run` (whose steps are `steps`).
    * Used at publish, restart and resume.
    */
   decorate(m: NewMessage, run: WorkflowRun, steps: WorkflowStep[], triggerMessageId: string): void {
-    const wf = (h: HeaderMap): HeaderMap => ({ ...withoutKeys(h, RUN_HEADERS), ...runHeaders(run) });
+    const wf = (h: HeaderMap): HeaderMap => withRunHeaders(h, run);
     m.headers = wf(m.headers);
     if (!headerOf(m.headers, 'upstash-workflow-sdk-version')) m.headers['Upstash-Workflow-Sdk-Version'] = ['1'];
     if (run.labels?.length && !headerOf(m.headers, 'upstash-label')) m.headers['Upstash-Label'] = [run.labels.join(',')];
@@ -109,14 +174,12 @@ export class WorkflowEngine {
     const list = Buffer.from(JSON.stringify(rawSteps(run, steps, triggerMessageId)));
     m.body = list.length > this.o.maxMessageBytes ? Buffer.alloc(0) : list;
     if (!headerOf(m.headers, 'content-type')) m.headers['Content-Type'] = ['application/json'];
-    const info: WorkflowMessageInfo = {
-      runSeq: run.seq,
-      runId: run.runId,
-      createdAt: run.createdAt,
-      url: run.url,
-      initialBody: run.initialBody.toString('base64'),
-    };
-    m.extra = { ...(m.extra ?? {}), workflow: info };
+    m.extra = { ...(m.extra ?? {}), workflow: this.messageInfo(run) };
+  }
+
+  /** `extra.workflow` of a message delivered to the workflow URL for `run`. */
+  private messageInfo(run: WorkflowRun): WorkflowMessageInfo {
+    return { runSeq: run.seq, runId: run.runId, createdAt: run.createdAt, url: run.url, initialBody: run.initialBody.toString('base64') };
   }
 
   /** Applies the run's trigger settings to a step message that did not set them itself. */
@@ -143,18 +206,7 @@ export class WorkflowEngine {
       const { wfPublish: _drop, ...rest } = m.extra!;
       m.extra = Object.keys(rest).length ? rest : undefined;
       if (p.callType === 'toCallback') {
-        // context.call: a request to a third party; its callback (body wrapped by
-        // `workflowCallbackBody`) goes to the workflow URL as a delivery of the run, and the SDK
-        // publishes the call's result step from it.
-        const run = await this.o.workflows.findRun(p.runId);
-        if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
-        if (m.callback && m.callbackOptions) {
-          m.callbackOptions = {
-            ...m.callbackOptions,
-            headers: { ...withoutKeys(m.callbackOptions.headers, RUN_HEADERS), ...runHeaders(run), 'Upstash-Workflow-Sdk-Version': ['1'] },
-          };
-        }
-        m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true } };
+        await this.call(m, p);
         continue;
       }
       if (p.init) await this.trigger(m, p, now);
@@ -162,29 +214,49 @@ export class WorkflowEngine {
     }
   }
 
+  /**
+   * context.call: `m` is the request to a third party (an ordinary message); its callback goes to
+   * the workflow URL as a delivery of the run (body wrapped by `workflowCallbackBody`) and the SDK
+   * publishes the call's result step from it. The callback carries what a step delivery carries:
+   * the run headers, the headers the run was triggered with, and the run's retries, retry delay
+   * and failure callback where the call did not set its callback's own; it is a message of the
+   * run (`extra.workflow` of the callback, `workflowCallbackExtra`), so when it fails for good the
+   * run ends RUN_FAILED with its DLQ entry.
+   * @throws QueueError 400 when the run is not active.
+   */
+  private async call(m: NewMessage, p: WorkflowPublishInfo): Promise<void> {
+    const run = await this.o.workflows.findRun(p.runId);
+    if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
+    const cfg = run.config;
+    const cb = m.callbackOptions;
+    if (m.callback && cb) {
+      const ownFailure = cb.failureCallback !== undefined;
+      const failureOptions = ownFailure ? cb.failureCallbackOptions : cfg.failureCallbackOptions;
+      m.callbackOptions = {
+        ...cb,
+        headers: { ...cfg.headers, ...withRunHeaders(cb.headers, run), 'Upstash-Workflow-Sdk-Version': ['1'] },
+        maxRetries: p.explicit.callbackRetries || cfg.retries === undefined ? cb.maxRetries : cfg.retries,
+        retryDelay: cb.retryDelay ?? cfg.retryDelay,
+        failureCallback: ownFailure ? cb.failureCallback : cfg.failureCallback,
+        failureCallbackOptions: failureOptions && { ...failureOptions, headers: withRunHeaders(failureOptions.headers, run) },
+      };
+    }
+    m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true, callback: this.messageInfo(run) } };
+  }
+
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
-    // A second trigger for an active run is deduplicated (reference §B.7 step 2): the first one
-    // stored the dedup key of the run's (id, creation time); a trigger after the run ended gets a
-    // new key and starts a new run.
+    // A second trigger for an active run is deduplicated: the first one stored the dedup key of
+    // the run's (id, creation time); a trigger after the run ended gets a new key and starts a
+    // new run. The SDK's own trigger of a run svc started for it joins the run (`retrigger`).
     const active = await this.o.workflows.findRun(p.runId);
     if (active?.state === 'RUN_STARTED') {
-      m.dedupKey = `wfr:${p.runId}:${active.createdAt}`;
+      if (p.triggerBySdk) await this.retrigger(m, p, active, now);
+      else m.dedupKey = `wfr:${p.runId}:${active.createdAt}`;
       return;
     }
     m.dedupKey = `wfr:${p.runId}:${now}`;
-    const config: RunConfig = {
-      headers: withoutKeys(m.headers, ['content-type']),
-      retries: p.explicit.retries ? m.maxRetries : undefined,
-      retryDelay: m.retryDelay,
-      timeoutMs: m.timeoutMs,
-      flowControlKey: m.flowControlKey,
-      flowControl: m.flowControl,
-      failureCallback: m.failureCallback,
-      failureCallbackOptions: m.failureCallbackOptions,
-      contentType: headerOf(m.headers, 'content-type'),
-      method: m.method,
-      triggerMessageId: m.id,
-    };
+    const invoker = p.invoke ? invokeRequest(m) : undefined;
+    const config = { ...triggerConfig(m, p), ...(invoker ? { invoker } : {}) };
     const run = {
       runId: p.runId,
       createdAt: now,
@@ -196,7 +268,36 @@ export class WorkflowEngine {
       flowControlKey: m.flowControlKey,
     };
     const seq = await this.o.workflows.createRun(run, now);
+    // Only this first delivery asks the SDK to trigger the run itself (never the run's headers).
+    if (p.unknownSdk) m.headers = { ...m.headers, 'Upstash-Workflow-Unknown-Sdk': ['true'] };
     this.decorate(m, { ...run, seq, state: 'RUN_STARTED', updatedAt: now }, [], m.id);
+    this.markTrigger(m, p);
+  }
+
+  /**
+   * The SDK's trigger (`Upstash-Workflow-Trigger-By-Sdk: true`) of `run`, which svc started with a
+   * delivery marked `Upstash-Workflow-Unknown-Sdk`: the run takes this trigger's settings (the
+   * SDK's retries, failure function, headers) and `m` is delivered as the run's start. Repeats of
+   * it (the first delivery retried after the SDK published) are deduplicated.
+   */
+  private async retrigger(m: NewMessage, p: WorkflowPublishInfo, run: WorkflowRun, now: number): Promise<void> {
+    m.dedupKey = `wfr:${p.runId}:${run.createdAt}:sdk`;
+    // The SDK forwards every header of the delivery it answered (its "user headers"): keep the
+    // user's, not the framing and delivery headers svc sets itself on each delivery.
+    m.headers = withoutDeliveryHeaders(m.headers);
+    const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run) };
+    await this.o.workflows.updateRun(run.seq, now, { config });
+    this.decorate(m, { ...run, config }, await this.o.workflows.steps(run.seq), triggerId(run));
+    this.markTrigger(m, p);
+  }
+
+  /**
+   * Marks the start of a run whose destination must prove to be a workflow endpoint (feature
+   * `WF_DetectTrigger`, and runs started by `POST /v2/trigger/...`): see `stepOutcome`.
+   */
+  private markTrigger(m: NewMessage, p: WorkflowPublishInfo): void {
+    const detect = p.unknownSdk || (p.featureSet ?? '').split(',').some((f) => f.trim() === 'WF_DetectTrigger');
+    if (detect) (m.extra!.workflow as WorkflowMessageInfo).detectTrigger = true;
   }
 
   private async step(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
@@ -206,12 +307,11 @@ export class WorkflowEngine {
     }
     this.applyConfig(m, run.config, p.explicit);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
-    const steps = await this.o.workflows.steps(run.seq);
-    this.decorate(m, run, steps, triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
   }
 
   /**
-   * Appends a step the server produces (a notified or timed-out Wait step, reference §B.7 step 7)
+   * Appends a step the server produces (a notified or timed-out Wait step)
    * to `run` and enqueues its delivery to the workflow URL, with the run's settings.
    * @returns the new message id.
    */
@@ -230,7 +330,7 @@ export class WorkflowEngine {
     );
     this.applyConfig(m, cfg, { retries: false, retryDelay: false, flowControl: false, failureCallback: false, timeout: false });
     await this.o.workflows.addStep(run.seq, m.id, 'step', m.body, now);
-    this.decorate(m, run, await this.o.workflows.steps(run.seq), triggerId(run));
+    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
     const kick = await this.admit([m], now);
     await this.o.enqueue([m], now);
     kick();
@@ -273,6 +373,10 @@ export class WorkflowEngine {
     const run = await this.o.workflows.getRun(info.runSeq);
     if (!run) return;
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    if (ok && info.detectTrigger && !headerOf(outcome.headers ?? {}, 'upstash-workflow-sdk-version')) {
+      await this.nonWorkflowDestination(m, run, outcome, now);
+      return;
+    }
     if (ok) {
       if (run.next?.messageId === m.id || run.next) await this.o.workflows.updateRun(run.seq, now, { next: null });
       return;
@@ -300,7 +404,7 @@ export class WorkflowEngine {
     if (!final || run.state !== 'RUN_STARTED') return;
     const dlq = await this.o.store.listDlq({ messageIds: [m.id] }, { count: 1, order: 'latestFirst' });
     const dlqId = dlq.items[0]?.dlqId;
-    await this.o.workflows.finishRun(run.seq, 'RUN_FAILED', now, { dlqId });
+    await this.finish({ ...run, next }, 'RUN_FAILED', now, { dlqId });
     if (run.config.failureCallback && !run.failure) {
       await this.o.workflows.updateRun(run.seq, now, {
         failure: {
@@ -312,6 +416,24 @@ export class WorkflowEngine {
         },
       });
     }
+  }
+
+  /**
+   * The start of `run` was answered 2xx without `Upstash-Workflow-Sdk-Version`: the destination
+   * is not a workflow endpoint (a wrong URL), so nothing will ever continue the run. It ends
+   * RUN_FAILED with the delivery as its failed step (no DLQ entry: the message was delivered).
+   */
+  private async nonWorkflowDestination(m: StoredMessage, run: WorkflowRun, outcome: AttemptOutcome, now: number): Promise<void> {
+    const error: StepErrorInfo = {
+      error: NON_WORKFLOW_DESTINATION,
+      status: outcome.status,
+      headers: outcome.headers,
+      body: outcome.body?.toString('utf8'),
+      time: now,
+    };
+    const next = { messageId: m.id, state: 'STEP_FAILED' as const, retries: m.maxRetries, retryDelay: m.retryDelay, errors: [error] };
+    await this.o.workflows.updateRun(run.seq, now, { next });
+    await this.finish({ ...run, next }, 'RUN_FAILED', now);
   }
 
   private async failureOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): Promise<void> {
@@ -332,6 +454,62 @@ export class WorkflowEngine {
       },
     });
   }
+}
+
+const FRAMING = new Set(['connection', 'content-length', 'expect', 'host', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'user-agent']);
+const KEPT_UPSTASH = new Set(['upstash-label', 'upstash-workflow-sdk-version']);
+
+/** `h` without framing headers and the `Svc-*` / `Upstash-*` headers svc sets on a delivery. */
+function withoutDeliveryHeaders(h: HeaderMap): HeaderMap {
+  const out: HeaderMap = {};
+  for (const [k, v] of Object.entries(h)) {
+    const l = k.toLowerCase();
+    if (FRAMING.has(l) || l.startsWith('svc-') || (l.startsWith('upstash-') && !KEPT_UPSTASH.has(l))) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * A `context.invoke` trigger: its body is the SDK's `InvokeWorkflowRequest` `{body, headers,
+ * workflowRunId, workflowRunCreatedAt, workflowUrl, step}` of the parent. `m` is turned into the
+ * child's trigger (body = the invoke payload); returns where the child's result goes.
+ * @throws QueueError 400 when the body is not such a request.
+ */
+function invokeRequest(m: NewMessage): InvokerInfo {
+  let req: Record<string, unknown>;
+  try {
+    req = JSON.parse(m.body.toString('utf8'));
+  } catch (err) {
+    throw errors.badRequest(`workflow invoke body must be JSON: ${(err as Error).message}`);
+  }
+  const ok = req && typeof req === 'object' && typeof req.workflowRunId === 'string' && typeof req.workflowUrl === 'string' && req.step && typeof req.step === 'object';
+  if (!ok) throw errors.badRequest('workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
+  const invoker: InvokerInfo = {
+    runId: req.workflowRunId as string,
+    createdAt: Number(req.workflowRunCreatedAt),
+    url: req.workflowUrl as string,
+    step: req.step as Record<string, unknown>,
+  };
+  m.body = Buffer.from(typeof req.body === 'string' ? req.body : '', 'utf8');
+  return invoker;
+}
+
+/** The run settings a trigger message `m` carries (stored with the run, applied to later steps). */
+function triggerConfig(m: NewMessage, p: WorkflowPublishInfo): RunConfig {
+  return {
+    headers: withoutKeys(m.headers, ['content-type']),
+    retries: p.explicit.retries ? m.maxRetries : undefined,
+    retryDelay: m.retryDelay,
+    timeoutMs: m.timeoutMs,
+    flowControlKey: m.flowControlKey,
+    flowControl: m.flowControl,
+    failureCallback: m.failureCallback,
+    failureCallbackOptions: m.failureCallbackOptions,
+    contentType: headerOf(m.headers, 'content-type'),
+    method: m.method,
+    triggerMessageId: m.id,
+  };
 }
 
 /** The message id that started the run (first element of the step list). */

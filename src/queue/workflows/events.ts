@@ -1,5 +1,5 @@
 /**
- * Wait / notify of workflow runs (reference §A.9, §B.7 step 7; workflow-js `LazyWaitEventStep`,
+ * Wait / notify of workflow runs (workflow-js `LazyWaitEventStep`,
  * `makeNotifyRequest`):
  *
  * - `wait` (`POST /v2/wait/{eventId}`, body `{url, timeout, timeoutUrl, timeoutHeaders, step}`,
@@ -17,6 +17,23 @@ import type { WorkflowEngine } from './engine.js';
 
 /** Default wait timeout of the SDK (`7d`). */
 const DEFAULT_TIMEOUT_MS = 7 * 86_400_000;
+/**
+ * Deepest nesting of a wait body (objects/arrays) that is accepted: the body is stored with
+ * `JSON.stringify`, which overflows the stack near a few thousand levels (the SDK sends 2-3).
+ */
+export const MAX_WAIT_BODY_DEPTH = 64;
+
+/** True when `v` nests objects/arrays deeper than `max` levels (iterative: no recursion on request data). */
+export function nestedDeeperThan(v: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[v, 1]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    if (d > max) return true;
+    for (const c of Object.values(x)) if (c !== null && typeof c === 'object') stack.push([c, d + 1]);
+  }
+  return false;
+}
 
 /** Wire `Waiter` (`GET /v2/waiters/{eventId}`): deadline in seconds. */
 export function waiterJson(w: Waiter): Record<string, unknown> {
@@ -41,12 +58,13 @@ export async function wait(engine: WorkflowEngine, eventId: string, runId: strin
     throw errors.invalidJson((err as Error).message);
   }
   if (!body || typeof body !== 'object' || !body.step || typeof body.step !== 'object') throw errors.badRequest('wait body must be {url, timeout, step, ...}');
+  if (nestedDeeperThan(body, MAX_WAIT_BODY_DEPTH)) throw errors.badRequest(`wait body nests deeper than ${MAX_WAIT_BODY_DEPTH} levels`);
   if (!runId) throw errors.badRequest('missing Upstash-Workflow-RunId header');
   const run = await engine.runs.findRun(runId);
   if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${runId} is not active`);
   const t = body.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(String(body.timeout));
   if (t === undefined) throw errors.badRequest(`invalid wait timeout ${JSON.stringify(body.timeout)}`);
-  await engine.runs.addWaiter({
+  const waiter: Omit<Waiter, 'seq'> = {
     eventId,
     runSeq: run.seq,
     url: typeof body.url === 'string' ? body.url : run.url,
@@ -55,6 +73,12 @@ export async function wait(engine: WorkflowEngine, eventId: string, runId: strin
     timeoutUrl: typeof body.timeoutUrl === 'string' ? body.timeoutUrl : undefined,
     timeoutHeaders: body.timeoutHeaders as Waiter['timeoutHeaders'],
     createdAt: now,
+  };
+  await engine.serialEvent(eventId, async () => {
+    const seq = await engine.runs.addWaiter(waiter);
+    // A notify kept from the look-back window resumes the wait at once.
+    const kept = engine.notifyLookbackMs > 0 ? await engine.runs.takeNotify(eventId, run.runId, now - engine.notifyLookbackMs) : undefined;
+    if (kept) await release(engine, { ...waiter, seq }, kept.data, now);
   });
 }
 
@@ -67,18 +91,39 @@ async function release(engine: WorkflowEngine, w: Waiter, data: Buffer | undefin
   return engine.appendServerStep(run, step, now);
 }
 
-/** Notifies every waiter of `eventId` (of run `runId` only, when given). */
+/**
+ * Notifies every waiter of `eventId` (of run `runId` only, when given). When it reaches none, the
+ * notify is kept for the look-back window (`engine.notifyLookbackMs`): the first matching wait
+ * registered within it is resumed with this data at once.
+ */
 export async function notify(engine: WorkflowEngine, eventId: string, runId: string | undefined, data: Buffer, now: number) {
-  const out: Record<string, unknown>[] = [];
-  for (const w of await engine.runs.waiters(eventId)) {
-    if (runId) {
-      const run = await engine.runs.getRun(w.runSeq);
-      if (run?.runId !== runId) continue;
+  return engine.serialEvent(eventId, async () => {
+    const out: Record<string, unknown>[] = [];
+    for (const w of await engine.runs.waiters(eventId)) {
+      if (runId) {
+        const run = await engine.runs.getRun(w.runSeq);
+        if (run?.runId !== runId) continue;
+      }
+      const messageId = await release(engine, w, data, now);
+      if (messageId) out.push({ waiter: waiterJson(w), messageId });
     }
-    const messageId = await release(engine, w, data, now);
-    if (messageId) out.push({ waiter: waiterJson(w), messageId });
+    if (out.length === 0 && engine.notifyLookbackMs > 0) await engine.runs.addNotify({ eventId, runId, data, createdAt: now });
+    return out;
+  });
+}
+
+/**
+ * The event data of a webhook call (`context.createWebhook` URL,
+ * `/v2/workflows/hooks/{userId}/{runId}/{eventId}`) as `waitForWebhook` decodes it: JSON
+ * `{proto, host, url (path and query), method, header (Record<string, string[]>), body (base64)}`.
+ */
+export function webhookEventData(req: { proto: string; host: string; url: string; method: string; headers: Record<string, string | string[] | undefined>; body: Buffer }): Buffer {
+  const header: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || k === 'authorization') continue;
+    header[k] = Array.isArray(v) ? v : [v];
   }
-  return out;
+  return Buffer.from(JSON.stringify({ proto: req.proto, host: req.host, url: req.url, method: req.method, header, body: req.body.toString('base64') }));
 }
 
 /** Times out expired waiters; returns how many. */

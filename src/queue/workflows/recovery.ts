@@ -1,6 +1,5 @@
 /**
- * Failed workflow runs in the DLQ (spec "Restart / Resume / Delete a failed workflow run";
- * reference §B.9): restart = a new run from the beginning with the original payload and settings
+ * Failed workflow runs in the DLQ (spec "Restart / Resume / Delete a failed workflow run"): restart = a new run from the beginning with the original payload and settings
  * (earlier step results discarded); resume = a new run that keeps the completed steps and
  * re-delivers the failed step list. Override headers (prefix-less): `workflow-runid`, `retries`,
  * `flow-control-key`, `flow-control-value`. The DLQ entry leaves the DLQ in the same transaction
@@ -13,7 +12,7 @@ import { parseFlowControl } from '../api/options.js';
 import type { DlqEntry, NewMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { RunConfig, WorkflowRun } from '../store/workflow-types.js';
-import { triggerId, type RawStep, type WorkflowEngine } from './engine.js';
+import { stepsUpTo, triggerId, type RawStep, type WorkflowEngine } from './engine.js';
 
 /** DLQ ids are `<unix ms>-<seq>` (dispatcher). */
 export const DLQ_ID = /^\d{1,16}-\d{1,16}$/;
@@ -108,7 +107,7 @@ export async function recoverRun(
     }
     steps = list
       ? list.slice(1).map((s) => ({ messageId: s.messageId, callType: s.callType, body: Buffer.from(s.body, 'base64') }))
-      : (await engine.runs.steps(run.seq)).map((s) => ({ messageId: s.messageId, callType: s.callType, body: s.body }));
+      : stepsUpTo(await engine.runs.steps(run.seq), entry.message.id).map((s) => ({ messageId: s.messageId, callType: s.callType, body: s.body }));
     await engine.runs.copySteps(seq, steps, now);
   }
   const old = entry.message;
@@ -146,7 +145,7 @@ export async function deleteFailedRun(store: QueueStore, engine: WorkflowEngine,
 
 /**
  * Calls the failure function of a failed run again (`client.dlq.retryFailureFunction`,
- * `POST /v2/workflows/dlq/callback/{dlqId}`; reference §B.9): only when its last attempt failed
+ * `POST /v2/workflows/dlq/callback/{dlqId}`): only when its last attempt failed
  * (`CALLBACK_FAIL`), else 400. Returns the run's id and creation time.
  */
 export async function retryFailureCallback(store: QueueStore, engine: WorkflowEngine, dlqId: string, now: number, dedupWindowMs: number): Promise<RecoveredRun> {

@@ -1,5 +1,5 @@
 /**
- * Workflow wire shapes (reference §A.6 workflow DLQ fields, §A.9 `WorkflowRunLog`; workflow-js
+ * Workflow wire shapes (workflow DLQ fields; workflow-js
  * `src/client/types.ts`): the workflow fields of a DLQ entry and the run log of
  * `GET /v2/workflows/events` / `logs` (grouped by run).
  */

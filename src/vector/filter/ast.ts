@@ -1,5 +1,5 @@
 /**
- * Syntax tree, error type and limits of the metadata filter language (vector-wire.md §B.1).
+ * Syntax tree, error type and limits of the metadata filter language.
  *
  * Every node carries `pos`, the 0-based offset (UTF-16 code units) of its first character in the
  * filter text, so later stages (and tools built on `parseFilter`) can point at the source.
@@ -28,7 +28,7 @@ export function syntaxError(what: string, position: number, hint?: string): Filt
 }
 
 /**
- * Limits. Upstash rejects `tags IN ('value0', …, 'value999')` (Mastra integration test, §B.1 edge
+ * Limits. Upstash rejects `tags IN ('value0', …, 'value999')` (Mastra integration test, edge
  * table) but does not document the threshold; these are svc's choices and are documented for users
  * in docs/readme/vector-filter.md.
  */

@@ -1,5 +1,5 @@
 /**
- * Compiler of filter syntax trees into predicate closures (vector-wire.md §B.1 semantics). The
+ * Compiler of filter syntax trees into predicate closures (semantics). The
  * tree is walked once per filter; evaluating a record runs only the closures, never the tree.
  *
  * Value semantics (the reference's "evaluation rule consistent with all of the above", plus the
@@ -13,13 +13,13 @@
  *   different. A type mismatch (`name = 5`, `name != 5`, `flag = 2`, objects, arrays) is false
  *   for both.
  * - `<` `<=` `>` `>=`: the field must be a number (literals are numbers by the grammar).
- * - `IN (v1…vn)` ≡ `= v1 OR … OR = vn`; `NOT IN (v1…vn)` ≡ `!= v1 AND … AND != vn` (§B.1 table),
+ * - `IN (v1…vn)` ≡ `= v1 OR … OR = vn`; `NOT IN (v1…vn)` ≡ `!= v1 AND … AND != vn` (table),
  *   so a value incomparable with any list item fails `NOT IN`.
  * - `CONTAINS v`: the field is an array with an element `= v`; `NOT CONTAINS v`: the field is an
  *   array with no element `= v`. Anything else (missing, string, object) is false for both.
  * - `GLOB p` / `NOT GLOB p`: the field is a string that does / does not match p (glob.ts).
  * - Constant folding: `HAS FIELD p AND HAS NOT FIELD p` is false and `HAS FIELD p OR HAS NOT
- *   FIELD p` is true (clients use them as FALSE/TRUE, §B.1); constants propagate through AND/OR.
+ *   FIELD p` is true (clients use them as FALSE/TRUE); constants propagate through AND/OR.
  */
 import type { FilterNode, Scalar } from './ast.js';
 import { compileGlob } from './glob.js';

@@ -1,5 +1,5 @@
 /**
- * GLOB matching for the filter language (vector-wire.md §B.1: "case-sensitive UNIX glob `*`, `?`,
+ * GLOB matching for the filter language ("case-sensitive UNIX glob `*`, `?`,
  * `[abc]`, `[a-z]`, `[^abc]`, `[^a-z]`"). The whole value must match the pattern.
  *
  *   *        any sequence of characters, including none and including '/'

@@ -1,5 +1,5 @@
 /**
- * Metadata filter language of the vector area (vector-wire.md §B.1; user docs in
+ * Metadata filter language of the vector area (user docs in
  * docs/readme/vector-filter.md). Public surface used by the vector engine:
  *
  *   const f = compileFilter("genre = 'drama' AND year >= 2000");   // throws FilterSyntaxError

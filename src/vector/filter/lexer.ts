@@ -1,5 +1,5 @@
 /**
- * Lexer of the metadata filter language (vector-wire.md §B.1). Turns the filter text into tokens
+ * Lexer of the metadata filter language. Turns the filter text into tokens
  * with their 0-based start offsets; the parser gives words their meaning (keyword or field path),
  * so a field may be named like a keyword (`and = 1` compares the field `and`).
  *

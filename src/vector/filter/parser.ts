@@ -1,5 +1,5 @@
 /**
- * Hand-written recursive-descent parser of the metadata filter language (vector-wire.md §B.1).
+ * Hand-written recursive-descent parser of the metadata filter language.
  *
  * Grammar (EBNF; terminals as in lexer.ts; keywords case-insensitive; `AND` binds tighter than `OR`):
  *

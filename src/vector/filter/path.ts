@@ -1,5 +1,5 @@
 /**
- * Field paths of the filter language (vector-wire.md §B.1 "nested keys" and "array element"):
+ * Field paths of the filter language (nested keys and "array element"):
  * parsing a path word into steps, and compiling the steps into a resolver closure.
  *
  * Path grammar (inside one word token, no spaces):
@@ -7,7 +7,7 @@
  *   segment = name index*
  *   name    = one or more characters other than '.' and '['   (from the word alphabet, so it may
  *             hold '#', '-' and ']': `industries#-1]` is the plain key "industries#-1]" — Upstash
- *             answers it with no error and no match, §B.1 edge table)
+ *             answers it with no error and no match)
  *   index   = '[' digit+ ']'          zero-based from the start
  *           | '[' '#' '-' digit+ ']'  from the end: '#' is the array length, so [#-1] is the last
  *   after an index only '.', '[' or the end of the word may follow.

@@ -1,7 +1,7 @@
 -- 0001_init: messages (live and finished, one row per message), DLQ entries, event log, dedup keys.
--- Append-only: never edit a released migration; add 0002_... instead (STYLE.md storage habit 5).
+-- Append-only: never edit a released migration; add 0002_... instead.
 
--- One row per message for its whole life. `status` says what is ready (STYLE.md habit 3):
+-- One row per message for its whole life. `status` says what is ready:
 --   pending   waiting for its due time, being delivered (claimed_by set) or waiting for a retry
 --   delivered finished with a 2xx; kept for logs until retention
 --   failed    retries exhausted or non-retryable; referenced by a DLQ entry until it is deleted

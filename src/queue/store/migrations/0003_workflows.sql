@@ -1,4 +1,4 @@
--- 0003_workflows: workflow runs (@upstash/workflow) kept on top of the message tables (issue 5).
+-- 0003_workflows: workflow runs (@upstash/workflow) kept on top of the message tables.
 -- A run is created by its trigger message (Upstash-Workflow-Init: true); every later step the
 -- SDK publishes is appended to workflow_steps, and each delivery carries the whole step list.
 

@@ -1,0 +1,58 @@
+/**
+ * `GET /v2/stats` (a svc extension, used by the web console's overview): how many messages wait
+ * by state, the DLQ size, and delivery attempts since start-up.
+ *
+ *   {messages: {ready, delayed, inFlight, held}, dlq, deliveries: {delivered, failed}}
+ *
+ * (`messages` and `dlq` are left out for a store without `QueueStore.counts`.)
+ *
+ * `GET /v2/stats/events?fromDate=&toDate=&buckets=` (ms; default the last hour, 60 buckets, at
+ * most 500): events (log entries) per state over time, for the logs page's histogram:
+ *
+ *   {fromDate, toDate, bucketMs, states: {DELIVERED: [n, ...], ERROR: [...], ...}}
+ *
+ * `deliveries` are counters since the process started (in memory): `delivered` = attempts whose
+ * outcome was recorded as a 2xx answer, `failed` = attempts that ended in an error (non-2xx answer,
+ * timeout, connection error). Rates come from two readings. The counts are COUNT queries on
+ * partial indexes (see `QueueStore.counts`); they are read at most once a second (cached).
+ */
+import type { FastifyInstance } from 'fastify';
+import { errors } from '../errors.js';
+import type { MessageCounts } from '../store/types.js';
+import type { QueueApiContext } from './context.js';
+
+/** How long a COUNT reading is reused, in ms. */
+const COUNTS_TTL_MS = 1_000;
+
+export function registerStatsRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
+  const deliveries = { delivered: 0, failed: 0 };
+  ctx.dispatcher.addOutcomeListener((_m, outcome) => {
+    if (!outcome.error && outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300) deliveries.delivered++;
+    else deliveries.failed++;
+  });
+  let cached: { at: number; counts: Promise<MessageCounts> } | undefined;
+  app.get('/v2/stats', async () => {
+    const store = ctx.store;
+    if (!store.counts) return { deliveries: { ...deliveries } };
+    const now = ctx.clock.now();
+    if (!cached || now - cached.at >= COUNTS_TTL_MS) cached = { at: now, counts: store.counts(now) };
+    const { dlq, ...messages } = await cached.counts;
+    return { messages, dlq, deliveries: { ...deliveries } };
+  });
+
+  app.get('/v2/stats/events', async (req) => {
+    const q = req.query as Record<string, string | undefined>;
+    const int = (name: string, def: number, min: number, max: number): number => {
+      const v = q[name];
+      if (v === undefined || v === '') return def;
+      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw errors.badRequest(`${name} must be an integer from ${min} to ${max}`);
+      return Number(v);
+    };
+    const now = ctx.clock.now();
+    const toDate = int('toDate', now, 0, Number.MAX_SAFE_INTEGER);
+    const fromDate = int('fromDate', toDate - 3_600_000, 0, toDate);
+    const buckets = int('buckets', 60, 1, 500);
+    const states = ctx.store.eventHistogram ? await ctx.store.eventHistogram(fromDate, toDate, buckets) : {};
+    return { fromDate, toDate, bucketMs: Math.max(1, Math.ceil((toDate - fromDate) / buckets)), states };
+  });
+}

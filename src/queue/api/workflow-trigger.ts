@@ -1,0 +1,93 @@
+/**
+ * Starting a workflow run over plain HTTP, without the SDK on the caller's side:
+ *
+ *   POST /v2/trigger/{workflowUrl}   body = the run's payload      -> {workflowRunId, workflowCreatedAt, deduplicated?}
+ *   POST /v2/batch/trigger           [{destination, body?, headers?}] -> 201 [{workflowRunId, workflowCreatedAt, deduplicated?}]
+ *
+ * Headers are the publish headers (`Svc-`/`Upstash-` `Retries`, `Retry-Delay`, `Timeout`,
+ * `Delay`, `Flow-Control-*`, `Failure-Callback`, `Label`, `Forward-*`, `Content-Type`) plus
+ * `Workflow-RunId` (the run id as given; a new `wfr_…` id when absent). The run's first delivery
+ * carries `Upstash-Workflow-Unknown-Sdk: true`: the endpoint's SDK then triggers the run itself
+ * (with `Upstash-Workflow-Trigger-By-Sdk: true` and the same run id) with its own settings, and
+ * that trigger continues the run (`WorkflowEngine.retrigger`). A destination that answers without
+ * `Upstash-Workflow-Sdk-Version` fails the run as a non-workflow destination.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { svcHeadersWithPrefix } from '../../http/headers.js';
+import { buildMessage } from '../build.js';
+import { errors } from '../errors.js';
+import type { NewMessage } from '../model.js';
+import type { WorkflowEngine } from '../workflows/engine.js';
+import { workflowPublishExtra, type WorkflowPublishInfo } from '../workflows/publish-extra.js';
+import { newRunId } from '../workflows/recovery.js';
+import type { QueueApiContext } from './context.js';
+import { parseOptions } from './options.js';
+import { checkDestination, destinationFromRawUrl, enqueueMessages } from './publish.js';
+
+/** The trigger message of a new run to `url` with the (lower-case) request headers `h`. */
+function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, string>, body: Buffer, callerIp: string | undefined, now: number) {
+  if (!/^https?:\/\//i.test(url)) throw errors.invalidDestination(url, 'expected the workflow endpoint URL (http or https)');
+  checkDestination(url, ctx.config.blockPrivateDestinations);
+  if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
+  const cfg = svcHeadersWithPrefix(h, '');
+  const runId = cfg['workflow-runid'] || newRunId();
+  const opts = parseOptions(cfg, h['content-type'], now);
+  const extra = workflowPublishExtra({ ...cfg, 'workflow-runid': runId, 'workflow-init': 'true', 'workflow-url': url })!;
+  (extra.wfPublish as WorkflowPublishInfo).unknownSdk = true;
+  return { runId, message: buildMessage(opts, { url }, body, now, { callerIp, extra }) };
+}
+
+/** Stores the trigger messages; answers one `{workflowRunId, workflowCreatedAt, deduplicated?}` each. */
+async function start(ctx: QueueApiContext, engine: WorkflowEngine, runs: { runId: string; message: NewMessage }[]) {
+  const results = await enqueueMessages(
+    ctx,
+    runs.map((r) => r.message),
+  );
+  const out: Record<string, unknown>[] = [];
+  for (const [i, r] of runs.entries()) {
+    const run = await engine.runs.findRun(r.runId);
+    out.push({ workflowRunId: r.runId, workflowCreatedAt: run?.createdAt, ...(results[i].deduplicated ? { deduplicated: true } : {}) });
+  }
+  return out;
+}
+
+function lowerHeaders(h: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) if (typeof v === 'string') out[k.toLowerCase()] = v;
+  return out;
+}
+
+/** Registers the trigger routes on the queue server. */
+export function registerWorkflowTriggerRoutes(app: FastifyInstance, ctx: QueueApiContext, engine: WorkflowEngine): void {
+  app.post('/v2/trigger/*', async (req: FastifyRequest) => {
+    const url = destinationFromRawUrl(req.raw.url ?? '', '/v2/trigger/');
+    const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
+    const run = triggerMessage(ctx, url, lowerHeaders(req.headers as Record<string, unknown>), body, req.ip, ctx.clock.now());
+    return (await start(ctx, engine, [run]))[0];
+  });
+
+  app.post('/v2/batch/trigger', async (req: FastifyRequest, reply) => {
+    let entries: unknown;
+    try {
+      entries = JSON.parse(((req.body as Buffer | undefined) ?? Buffer.alloc(0)).toString('utf8'));
+    } catch (err) {
+      throw errors.invalidJson((err as Error).message);
+    }
+    if (!Array.isArray(entries)) throw errors.badRequest('batch trigger body must be a JSON array of {destination, body?, headers?}');
+    const now = ctx.clock.now();
+    const runs = entries.map((e, i) => {
+      if (!e || typeof e !== 'object') throw errors.badRequest(`batch trigger entry ${i} must be an object`);
+      const { destination, workflowUrl, body, headers } = e as Record<string, unknown>;
+      const url = destination ?? workflowUrl;
+      if (typeof url !== 'string' || !url) throw errors.badRequest(`batch trigger entry ${i}: "destination" must be the workflow URL`);
+      if (body !== undefined && body !== null && typeof body !== 'string') throw errors.badRequest(`batch trigger entry ${i}: "body" must be a string`);
+      if (headers !== undefined && (headers === null || typeof headers !== 'object' || Array.isArray(headers))) {
+        throw errors.badRequest(`batch trigger entry ${i}: "headers" must be an object of strings`);
+      }
+      const h = lowerHeaders((headers ?? {}) as Record<string, unknown>);
+      return triggerMessage(ctx, url, h, Buffer.from((body as string | undefined) ?? '', 'utf8'), req.ip, now);
+    });
+    reply.code(201);
+    return start(ctx, engine, runs);
+  });
+}

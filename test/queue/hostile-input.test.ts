@@ -1,0 +1,93 @@
+/**
+ * Hostile input to the queue API: malformed percent-encoding and deeply nested JSON answer 400
+ * (never 500), and hop-by-hop / framing headers given as `Upstash-Forward-*` / `Svc-Forward-*`
+ * are not forwarded, so the message is still delivered. Through @upstash/qstash and raw HTTP.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
+
+describe('hostile input', () => {
+  let sink: Sink;
+  let q: Awaited<ReturnType<typeof startQueue>>;
+  before(async () => {
+    sink = await startSink();
+    q = await startQueue();
+  });
+  after(async () => {
+    await q.close();
+    await sink.close();
+  });
+  const raw = (method: string, p: string, headers: Record<string, string> = {}, body?: string) =>
+    fetch(`${q.url}${p}`, { method, headers: { authorization: `Bearer ${q.token}`, ...headers }, body });
+
+  test('a malformed queue name is 400, through raw HTTP and the SDK', async () => {
+    const res = await raw('POST', '/v2/enqueue/?%:9:/x', {}, 'b');
+    assert.equal(res.status, 400, await res.clone().text());
+    assert.match(((await res.json()) as { error: string }).error, /queue name/);
+    const res2 = await raw('POST', `/v2/enqueue/a%E0%A4/${sink.url}/x`, {}, 'b');
+    assert.equal(res2.status, 400);
+    await assert.rejects(q.client.queue({ queueName: '?%:9:' }).enqueueJSON({ url: `${sink.url}/q`, body: {} }), /queue name/);
+    await assert.rejects(q.client.queue({ queueName: 'bad%zz' }).enqueueJSON({ url: `${sink.url}/q`, body: {} }), /400|Bad Request/);
+  });
+
+  test('a destination query with a malformed escape is kept as sent, not a 500', async () => {
+    const res = await raw('POST', `/v2/publish/${sink.url}/esc?%zz=1&a=%E0`, {}, 'b');
+    assert.equal(res.status, 200, await res.clone().text());
+    await waitFor('delivery with the raw query', () => sink.at('/esc?%zz=1&a=%E0')[0]);
+  });
+
+  test('a workflow wait body nested 20,000 levels deep is 400', async () => {
+    const deep = '{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000);
+    const res = await raw('POST', '/v2/wait/ev1', { 'content-type': 'application/json', 'upstash-workflow-runid': 'wfr_none' }, `{"url":"${sink.url}/w","step":${deep}}`);
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { error: string }).error, /nests deeper than 64/);
+  });
+
+  test('hop-by-hop and framing headers given to forward are dropped and the message is delivered', async () => {
+    const hostile = {
+      'Content-Length': '3',
+      'Transfer-Encoding': 'chunked',
+      Connection: 'close',
+      'Keep-Alive': 'timeout=1',
+      Upgrade: 'websocket',
+      Expect: '100-continue',
+      Host: 'evil.example',
+      TE: 'trailers',
+      Trailer: 'X-Foo',
+      'X-Kept': 'yes',
+    };
+    const body = 'the whole body';
+    const res = await q.client.publish({ url: `${sink.url}/hop`, body, headers: hostile, retries: 0, callback: `${sink.url}/hop-cb` });
+    const got = await waitFor('delivery', () => sink.at('/hop')[0], 30_000);
+    assert.equal(got.body.toString(), body);
+    assert.equal(got.headers['x-kept'], 'yes');
+    assert.equal(got.headers['content-length'], String(Buffer.byteLength(body)));
+    assert.equal(got.headers['transfer-encoding'], undefined);
+    assert.equal(got.headers.upgrade, undefined);
+    assert.equal(got.headers.expect, undefined);
+    assert.equal(got.headers.te, undefined);
+    assert.equal(got.headers.trailer, undefined);
+    assert.notEqual(got.headers.host, 'evil.example');
+    // the stored message does not carry them either
+    await waitFor('callback', () => sink.at('/hop-cb')[0], 30_000);
+    const logs = await q.client.logs({ filter: { messageId: res.messageId } } as never);
+    const headers = (logs.logs[0] as { header?: Record<string, string[]> }).header ?? {};
+    assert.ok(!Object.keys(headers).some((k) => /^(content-length|transfer-encoding|connection|host)$/i.test(k)), JSON.stringify(headers));
+
+    // Svc-Forward- prefix and callback forward headers, raw HTTP
+    const r2 = await raw('POST', `/v2/publish/${sink.url}/hop2`, {
+      'Svc-Forward-Content-Length': '1',
+      'Svc-Forward-Connection': 'upgrade',
+      'Svc-Forward-Host': 'evil.example',
+      'Upstash-Callback': `${sink.url}/hop2-cb`,
+      'Upstash-Callback-Forward-Transfer-Encoding': 'chunked',
+      'Upstash-Callback-Forward-Content-Length': '2',
+      'Upstash-Retries': '0',
+    }, 'abcdef');
+    assert.equal(r2.status, 200);
+    assert.equal((await waitFor('delivery 2', () => sink.at('/hop2')[0], 30_000)).body.toString(), 'abcdef');
+    const cb = await waitFor('callback 2', () => sink.at('/hop2-cb')[0], 30_000);
+    assert.equal(cb.headers['transfer-encoding'], undefined);
+  });
+});
