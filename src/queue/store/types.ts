@@ -152,6 +152,15 @@ export interface QueueStore {
   /** Drops finished messages, log entries and DLQ entries older than `before`, and expired dedup keys. */
   prune(now: number, logsBefore: number): Promise<void>;
 
+  /**
+   * Readiness: resolves true when the store answers a read on its handle; false once it is
+   * closed or the read fails.
+   */
+  ping?(): Promise<boolean>;
+
+  /** Reports the duration of each WAL fsync in seconds (metrics). Optional: a store without a WAL. */
+  observeFsync?(observe: (seconds: number) => void): void;
+
   close(): Promise<void>;
 
   /** URL groups, queues, schedules and flow-control state (`routing-types.ts`). */
