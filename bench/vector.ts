@@ -19,7 +19,17 @@
  * real embeddings than i.i.d. noise); COSINE. Sets: 100k × 128 and 20k × 768.
  * ef is swept in-process; svc runs with the smallest ef reaching recall@10 >= 0.95 in-process
  * (same graph, so the same recall; the HTTP recall is measured and printed too).
- * Filtered queries: metadata `c = i % 10` (10 %) and `p = i % 100` (1 %), filters `c = 3`, `p = 7`.
+ * Filtered queries: metadata `s = i % 1000`, filters `s < 1`, `s < 10`, `s < 100`, `s < 500`
+ * (selectivity 0.1 %, 1 %, 10 %, 50 %): recall@10 against the exact filtered top-10 and wrk QPS at
+ * 1 client, each run paired with an unfiltered wrk run (ratio = median of the pairs).
+ * Writes while reading: sequential query latency (p50/p99) idle, then with a writer upserting
+ * batches of 100 new vectors as fast as they are accepted (`BENCH_STREAM_SECONDS`, default 10).
+ * Restart: svc stopped with SIGKILL right after the build (no closing snapshot: the records newer
+ * than the last periodic snapshot are replayed), then with SIGTERM (closing snapshot), and started
+ * again; time from spawn to listening. `--million` (or `BENCH_MILLION=1`): one set of
+ * `BENCH_MILLION_N` (default 1,000,000) × 128 instead, svc only (no in-process build, no peers),
+ * 100 queries, recall and QPS at ef 32/64/128 (svc restarted per ef, from its snapshot).
+ * Peers (`BENCH_PEERS`, default `lancedb,usearch,chroma`; `none` skips them): see bench/peers/.
  * Memory: child RSS growth vs raw size = vectors (N·D·4) + level-0 links (N·(2M·4 + 4)) + labels
  * (N·8), sampled after forced full GCs (the child runs with `--inspect=127.0.0.1:0`;
  * `bench/lib/inspector-memory.ts`) at start, at N/2 and after the build, split into V8 heap and the
@@ -40,10 +50,12 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import hnswlib from 'hnswlib-node';
 import { FlatDense, storedForm } from '../src/vector/dense.js';
-import { runLanceDb } from './peers/lancedb.js';
+import { runChroma } from './peers/chroma.js';
+import { ensurePeers, runLanceDb } from './peers/lancedb.js';
+import { runUsearch } from './peers/usearch.js';
 import { inspectorUrl, memoryAfterGc, type ChildMemory } from './lib/inspector-memory.js';
 import { LANCEDB_NOTE, NOTES } from './lib/vector-notes.js';
-import { load, recallOf } from './lib/stats.js';
+import { load, percentile, recallOf } from './lib/stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Repetitions per throughput cell (median reported; in-process and HTTP interleaved). */
@@ -102,8 +114,13 @@ end
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const M = 16;
 const EF_C = 100;
-const QN = Number(process.env.BENCH_QUERIES ?? 300);
-const SETS = (process.env.BENCH_SETS ?? '100000x128,20000x768').split(',').map((s) => s.split('x').map(Number) as [number, number]);
+const MILLION = process.argv.includes('--million') || process.env.BENCH_MILLION === '1';
+const QN = Number(process.env.BENCH_QUERIES ?? (MILLION ? 100 : 300));
+const SETS = MILLION
+  ? [[Number(process.env.BENCH_MILLION_N ?? 1_000_000), 128] as [number, number]]
+  : (process.env.BENCH_SETS ?? '100000x128,20000x768').split(',').map((s) => s.split('x').map(Number) as [number, number]);
+const PEERS = new Set(MILLION ? [] : (process.env.BENCH_PEERS ?? 'lancedb,usearch,chroma').split(','));
+const STREAM_SECONDS = Number(process.env.BENCH_STREAM_SECONDS ?? 10);
 const OUT = process.env.BENCH_OUT ?? path.join(root, 'docs/readme/vector-bench.md');
 
 function rng(seed: number): () => number {
@@ -144,7 +161,8 @@ const add = (set: string, system: string, what: string, value: string) => {
   console.log(`${set} | ${system} | ${what} | ${value}`);
 };
 
-async function startSvc(dataDir: string, dim: number, ef: number): Promise<{ child: ChildProcess; url: string; token: string; inspector: string }> {
+async function startSvc(dataDir: string, dim: number, ef: number): Promise<{ child: ChildProcess; url: string; token: string; inspector: string; startMs: number }> {
+  const t0 = performance.now();
   const file = path.join(dataDir, 'indexes.json');
   fs.writeFileSync(file, JSON.stringify([{ name: 'default', type: 'DENSE', dimension: dim, metric: 'COSINE', hnsw: { m: M, efConstruction: EF_C, efSearch: ef } }]));
   const prof = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
@@ -169,7 +187,8 @@ async function startSvc(dataDir: string, dim: number, ef: number): Promise<{ chi
     child.on('exit', (c) => reject(new Error(`svc exited ${c}`)));
   });
   const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
-  return { child, url, token: creds['vector.default.token'], inspector: await inspector };
+  const startMs = performance.now() - t0;
+  return { child, url, token: creds['vector.default.token'], inspector: await inspector, startMs };
 }
 
 function rssBytes(pid: number): number {
@@ -188,17 +207,45 @@ async function post(url: string, token: string, body: unknown): Promise<any> {
 const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 const mb = (b: number) => `${fmt(b / 1048576, 1)} MB`;
 
+async function stopSvc(svc: { child: ChildProcess }, signal: NodeJS.Signals): Promise<void> {
+  const gone = new Promise((r) => (svc.child.exitCode !== null || svc.child.signalCode !== null ? r(null) : svc.child.once('exit', r)));
+  svc.child.kill(signal);
+  await gone;
+}
+
+/** Waits until svc reports no vector queued for graph insertion and no rebuild (`info`). */
+async function waitIndexed(svc: { url: string; token: string }): Promise<void> {
+  for (;;) {
+    const info = await post(`${svc.url}/info`, svc.token, {});
+    if (!info.indexingVectorCount && !info.rebuilding) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Sequential queries: latency of each (ms). */
+async function latencies(url: string, token: string, bodies: unknown[], until?: () => boolean): Promise<number[]> {
+  const lat: number[] = [];
+  for (let i = 0; until ? !until() : i < bodies.length; i++) {
+    const t0 = performance.now();
+    await post(url, token, bodies[i % bodies.length]);
+    lat.push(performance.now() - t0);
+  }
+  return lat;
+}
+
 async function runSet(n: number, d: number): Promise<void> {
-  const set = `${n / 1000}k×${d}`;
+  const set = `${n >= 1e6 ? `${n / 1e6}M` : `${n / 1000}k`}×${d}`;
   console.log(`\n== ${set} ==`);
   const wr = rng(1);
   const w = Array.from({ length: 16 }, () => Array.from({ length: d }, () => gauss(wr) / 4));
   const data = clustered(n, d, 2, w);
   const queries = clustered(QN, d, 3, w);
   const filters = [
-    { name: '10%', text: 'c = 3', keep: (i: number) => i % 10 === 3 },
-    { name: '1%', text: 'p = 7', keep: (i: number) => i % 100 === 7 },
-  ];
+    { name: '0.1%', lt: 1 },
+    { name: '1%', lt: 10 },
+    { name: '10%', lt: 100 },
+    { name: '50%', lt: 500 },
+  ].map((f) => ({ ...f, text: `s < ${f.lt}`, keep: (i: number) => i % 1000 < f.lt }));
 
   // Brute force: ground truth and its QPS.
   const flat = new FlatDense(d, 'COSINE', n);
@@ -208,40 +255,32 @@ async function runSet(n: number, d: number): Promise<void> {
   add(set, 'brute force (JS, exact)', 'QPS @ recall 1.0, 1 client', fmt((QN / (performance.now() - t)) * 1000));
   const ftruth = filters.map((f) => queries.map((q) => flat.search(q, 10, f.keep).map((x) => x.label)));
 
-  // In-process hnswlib-node: the ceiling.
-  const h = new hnswlib.HierarchicalNSW('ip', d);
-  h.initIndex({ maxElements: n, m: M, efConstruction: EF_C, randomSeed: 100 });
-  t = performance.now();
-  const stored = data.map((v) => storedForm('COSINE', v));
-  stored.forEach((v, i) => h.addPoint(v, i));
-  const inBuild = (performance.now() - t) / 1000;
-  add(set, 'hnswlib-node in-process', 'build', `${fmt(inBuild, 1)} s (${fmt(n / inBuild)} vec/s)`);
-  let efStar = 0;
-  let inQps = 0;
+  // In-process hnswlib-node: the ceiling (not in the million run: svc's own build is the measure).
+  let efStar = 32;
+  let h: hnswlib.HierarchicalNSW | undefined;
   const sq = queries.map((q) => storedForm('COSINE', q));
-  for (const ef of [16, 32, 64, 100, 128, 256]) {
-    h.setEf(ef);
+  if (!MILLION) {
+    h = new hnswlib.HierarchicalNSW('ip', d);
+    h.initIndex({ maxElements: n, m: M, efConstruction: EF_C, randomSeed: 100 });
+    const rss0 = process.memoryUsage().rss;
     t = performance.now();
-    const got = sq.map((q) => h.searchKnn(q, 10).neighbors);
-    const qps = (QN / (performance.now() - t)) * 1000;
-    const rec = recallOf(got, truth);
-    add(set, 'hnswlib-node in-process', `ef ${ef}`, `${fmt(qps)} QPS @ recall ${rec.toFixed(3)}`);
-    if (!efStar && rec >= 0.95) {
-      efStar = ef;
-      inQps = qps;
+    const stored = data.map((v) => storedForm('COSINE', v));
+    stored.forEach((v, i) => h!.addPoint(v, i));
+    const inBuild = (performance.now() - t) / 1000;
+    const raw = n * d * 4 + n * (2 * M * 4 + 4) + n * 8;
+    const grown = process.memoryUsage().rss - rss0;
+    add(set, 'hnswlib-node in-process', 'build, 1 thread', `${fmt(inBuild, 1)} s (${fmt(n / inBuild)} vec/s); RSS +${mb(grown)} = ${(grown / raw).toFixed(2)}× raw (incl. the stored-form copies)`);
+    efStar = 0;
+    for (const ef of [16, 32, 64, 100, 128, 256]) {
+      h.setEf(ef);
+      t = performance.now();
+      const got = sq.map((q) => h!.searchKnn(q, 10).neighbors);
+      const qps = (QN / (performance.now() - t)) * 1000;
+      const rec = recallOf(got, truth);
+      add(set, 'hnswlib-node in-process', `ef ${ef}`, `${fmt(qps)} QPS @ recall ${rec.toFixed(3)}`);
+      if (!efStar && rec >= 0.95) efStar = ef;
     }
-  }
-  efStar ||= 256;
-  const inFiltered: number[] = [];
-  const inFilteredRecall: number[] = [];
-  for (const [fi, f] of filters.entries()) {
-    h.setEf(efStar); // same ef as svc: hnswlib keeps searching until ef accepted results
-    t = performance.now();
-    const got = sq.map((q) => h.searchKnn(q, 10, f.keep).neighbors);
-    const qps = (QN / (performance.now() - t)) * 1000;
-    inFiltered.push(qps);
-    inFilteredRecall.push(recallOf(got, ftruth[fi]));
-    add(set, 'hnswlib-node in-process', `filter ${f.name} (callback)`, `${fmt(qps)} QPS @ recall ${inFilteredRecall[fi].toFixed(3)}`);
+    efStar ||= 256;
   }
 
   // svc over HTTP.
@@ -264,10 +303,13 @@ async function runSet(n: number, d: number): Promise<void> {
         half = await memoryAfterGc(svc.inspector);
         t += performance.now() - t0; // not build time
       }
-      await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((v, j) => ({ id: String(i + j), vector: v, metadata: { c: (i + j) % 10, p: (i + j) % 100 } })));
+      await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((v, j) => ({ id: String(i + j), vector: v, metadata: { s: (i + j) % 1000 } })));
     }
     const build = (performance.now() - t) / 1000;
-    add(set, 'svc HTTP', 'build (upsert batches of 1,000, durable)', `${fmt(build, 1)} s (${fmt(n / build)} vec/s)`);
+    add(set, 'svc HTTP', 'build (upsert batches of 1,000, durable, acknowledged)', `${fmt(build, 1)} s (${fmt(n / build)} vec/s)`);
+    await waitIndexed(svc);
+    const indexed = (performance.now() - t) / 1000;
+    add(set, 'svc HTTP', 'build until every vector is in the graph', `${fmt(indexed, 1)} s (${fmt(n / indexed)} vec/s)`);
     const raw = n * d * 4 + n * (2 * M * 4 + 4) + n * 8;
     const peak = rssBytes(svc.child.pid!) - base.rss;
     const end = await memoryAfterGc(svc.inspector);
@@ -284,42 +326,106 @@ async function runSet(n: number, d: number): Promise<void> {
     const rawHalf = (raw / n) * halfN;
     const m = grow(half!, end);
     add(set, 'svc HTTP', `memory, marginal: the last ${fmt(halfN)} vectors (forced GC before and after)`, `RSS +${mb(m.rss)} (V8 heap +${mb(m.heap)}, rest +${mb(m.native)}) vs raw ${mb(rawHalf)} = ${(m.rss / rawHalf).toFixed(2)}×`);
-    // Recall over HTTP (sequential, exact same queries), then throughput with wrk, interleaved
-    // with the in-process ceiling at the same ef so both see the same machine load.
-    const q1 = await load(QN, 1, (i) => post(`${svc.url}/query`, svc.token, { vector: queries[i], topK: 10 }));
-    const rec = recallOf(q1.results.map((r: any[]) => r.map((x) => Number(x.id))), truth);
-    const inRecall = recallOf(sq.map((q) => (h.setEf(efStar), h.searchKnn(q, 10).neighbors)), truth);
+
+    const plain = queries.map((q) => ({ vector: q, topK: 10 }));
+    const bodies = plain.map((b) => JSON.stringify(b));
+    const httpRecall = async (extra: object, tr: number[][]) => {
+      const r = await load(QN, 1, (i) => post(`${svc.url}/query`, svc.token, { vector: queries[i], topK: 10, ...extra }));
+      return recallOf(r.results.map((x: any[]) => x.map((y) => Number(y.id))), tr);
+    };
+    const rec = await httpRecall({}, truth);
     /** In-process QPS at efStar over ~1 s (whole query set repeated). */
-    const inProc = (keep?: (i: number) => boolean) => {
-      h.setEf(efStar);
+    const inProc = () => {
+      h!.setEf(efStar);
       let done = 0;
       const t0 = performance.now();
-      while (performance.now() - t0 < 1000) for (const q of sq) (h.searchKnn(q, 10, keep), done++);
+      while (performance.now() - t0 < 1000) for (const q of sq) (h!.searchKnn(q, 10), done++);
       return (done / (performance.now() - t0)) * 1000;
     };
-    const cell = async (label: string, bodies: string[], c: number, recall: string, localRecall: number, keep?: (i: number) => boolean) => {
+    const wrk = (b: string[], c: number) => wrkQps(`${svc.url}/query`, svc.token, b, c, dir);
+    let unfiltered1 = 0;
+    for (const c of [1, 16]) {
       const http: number[] = [];
       const local: number[] = [];
       for (let r = 0; r < REPS; r++) {
-        local.push(inProc(keep));
-        http.push(await wrkQps(`${svc.url}/query`, svc.token, bodies, c, dir));
+        if (h) local.push(inProc());
+        http.push(await wrk(bodies, c));
       }
-      const ratio = median(http.map((x, i) => x / local[i]));
-      add(set, 'svc HTTP', label, `${fmt(median(http))} QPS @ recall ${recall} vs in-process ${fmt(median(local))} QPS @ recall ${localRecall.toFixed(3)} = ${(ratio * 100).toFixed(0)}%`);
-    };
-    const bodies = queries.map((q) => JSON.stringify({ vector: q, topK: 10 }));
-    for (const c of [1, 16]) await cell(`ef ${efStar}, ${c} client${c > 1 ? 's' : ''} (wrk)`, bodies, c, rec.toFixed(3), inRecall);
+      if (c === 1) unfiltered1 = median(http);
+      const vs = h ? ` vs in-process ${fmt(median(local))} QPS = ${(median(http.map((x, i) => x / local[i])) * 100).toFixed(0)}%` : '';
+      add(set, 'svc HTTP', `ef ${efStar}, ${c} client${c > 1 ? 's' : ''} (wrk)`, `${fmt(median(http))} QPS @ recall ${rec.toFixed(3)}${vs}`);
+    }
+    const idle = await latencies(`${svc.url}/query`, svc.token, [...plain, ...plain]);
+    add(set, 'svc HTTP', `ef ${efStar}, 1 client, sequential latency`, `p50 ${percentile(idle, 50).toFixed(2)} ms, p99 ${percentile(idle, 99).toFixed(2)} ms`);
     for (const [fi, f] of filters.entries()) {
-      const r = await load(QN, 1, (i) => post(`${svc.url}/query`, svc.token, { vector: queries[i], topK: 10, filter: f.text }));
-      const frec = recallOf(r.results.map((x: any[]) => x.map((y) => Number(y.id))), ftruth[fi]);
-      await cell(`filter ${f.name}, 1 client (wrk; in-process: filter callback)`, queries.map((q) => JSON.stringify({ vector: q, topK: 10, filter: f.text })), 1, frec.toFixed(3), inFilteredRecall[fi], f.keep);
+      const frec = await httpRecall({ filter: f.text }, ftruth[fi]);
+      const fb = queries.map((q) => JSON.stringify({ vector: q, topK: 10, filter: f.text }));
+      const ratios: number[] = [];
+      const fq: number[] = [];
+      for (let r = 0; r < REPS; r++) {
+        const u = await wrk(bodies, 1);
+        const x = await wrk(fb, 1);
+        fq.push(x);
+        ratios.push(x / u);
+      }
+      add(set, 'svc HTTP', `filter ${f.name} (\`${f.text}\`), 1 client (wrk)`, `${fmt(median(fq))} QPS @ recall ${frec.toFixed(3)} = ${(median(ratios) * 100).toFixed(0)}% of unfiltered (paired runs)`);
+    }
+
+    // Writes while reading: batches of 100 new vectors as fast as accepted, queries alongside.
+    const extra = clustered(10_000, d, 4, w);
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      for (let b = 0; writing; b = (b + 100) % extra.length) {
+        const first = written;
+        await post(`${svc.url}/upsert`, svc.token, extra.slice(b, b + 100).map((v, j) => ({ id: `w${first + j}`, vector: v, metadata: { s: (b + j) % 1000 } })));
+        written += 100;
+      }
+    })();
+    const ts = performance.now();
+    const during = await latencies(`${svc.url}/query`, svc.token, plain, () => performance.now() - ts > STREAM_SECONDS * 1000);
+    writing = false;
+    await writer;
+    const secs = (performance.now() - ts) / 1000;
+    await waitIndexed(svc);
+    add(set, 'svc HTTP', `query latency while upserting batches of 100 (${STREAM_SECONDS} s)`, `p50 ${percentile(during, 50).toFixed(2)} ms, p99 ${percentile(during, 99).toFixed(2)} ms = ${(percentile(during, 99) / percentile(idle, 99)).toFixed(1)}× idle p99; ${fmt(written / secs)} vectors/s written, ${fmt(during.length / secs)} queries/s`);
+
+    // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
+    await stopSvc(svc, 'SIGKILL');
+    svc = await startSvc(dir, d, efStar);
+    add(set, 'svc HTTP', 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to listening`);
+    await waitIndexed(svc);
+    await stopSvc(svc, 'SIGTERM');
+    svc = await startSvc(dir, d, efStar);
+    add(set, 'svc HTTP', 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to listening`);
+    if (MILLION) {
+      for (const ef of [32, 64, 128]) {
+        await stopSvc(svc, 'SIGTERM');
+        svc = await startSvc(dir, d, ef);
+        await waitIndexed(svc);
+        const r = await httpRecall({}, truth);
+        add(set, 'svc HTTP', `ef ${ef}, 1 client (wrk)`, `${fmt(await wrk(bodies, 1))} QPS @ recall ${r.toFixed(3)} (start ${fmt(svc.startMs / 1000, 2)} s)`);
+      }
     }
   } finally {
-    svc.child.kill('SIGTERM');
-    await new Promise((r) => svc.child.once('exit', r));
+    await stopSvc(svc, 'SIGTERM');
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  if (process.env.BENCH_LANCEDB !== '0') {
+  if (PEERS.has('usearch')) await runUsearch({ data, queries, truth, efs: [16, 32, 64, 128], add: (system, what, value) => add(set, system, what, value), fmt });
+  if (PEERS.has('chroma')) {
+    const wrkDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chroma-wrk-'));
+    await runChroma({
+      data,
+      queries,
+      truth,
+      filters: filters.map((f, fi) => ({ name: f.name, lt: f.lt, truth: ftruth[fi] })),
+      add: (system, what, value) => add(set, system, what, value),
+      fmt,
+      wrk: (url, b, c) => wrkQps(url, '', b, c, wrkDir),
+    });
+    fs.rmSync(wrkDir, { recursive: true, force: true });
+  }
+  if (PEERS.has('lancedb')) {
     await runLanceDb({
       data,
       queries,
@@ -332,6 +438,10 @@ async function runSet(n: number, d: number): Promise<void> {
 }
 
 const started = new Date().toISOString();
+if (PEERS.size && ![...PEERS].every((p) => p === 'none')) {
+  const err = ensurePeers();
+  if (err) console.error(`bench/peers: ${err}`);
+}
 const loadStart = os.loadavg()[0];
 for (const [n, d] of SETS) await runSet(n, d);
 await agent.close();
@@ -346,7 +456,8 @@ Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node $
 topK 10, COSINE, clustered data (see \`bench/vector.ts\`). svc and the load generator (\`wrk\`, one
 thread) share the machine, which other jobs also used (1-minute load average ${loadStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end, on 2 cores): throughput
 cells are medians of ${REPS} runs of ${SECONDS} s, each paired with a ~1 s in-process run at the same
-ef, and the percentage is the median of the paired ratios; expect ±10 points between runs.
+ef (filtered cells: with an unfiltered wrk run), and the percentage is the median of the paired
+ratios; expect ±10 points between runs.${MILLION ? ' Million run (`--million`).' : ''}
 
 ${table}
 

@@ -56,7 +56,17 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(configuredEnvBlock(ctx) + '\n');
     return 0;
   }
-  const svc = await startSvc(ctx);
+  let svc;
+  try {
+    svc = await startSvc(ctx);
+  } catch (err) {
+    // a store that cannot be reached or used (e.g. SVC_QUEUE_DATABASE_URL) is a configuration fault
+    if (err instanceof ConfigError) {
+      process.stderr.write(`svc: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
   process.stdout.write(svc.banner + '\n');
   await new Promise<void>((resolve) => {
     let stopping = false;

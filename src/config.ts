@@ -55,6 +55,12 @@ export interface Config {
     region: 'eu-central-1' | 'us-east-1';
     /** Maximum message body in bytes. */
     maxMessageBytes: number;
+    /**
+     * Byte bound of one page of `GET /v2/logs`, `/v2/events`, `/v2/dlq` (`SVC_QUEUE_MAX_PAGE_BYTES`,
+     * default 1 MiB): message and response bodies counted; a page holds at least one entry and
+     * its cursor continues after the last one it holds.
+     */
+    maxPageBytes: number;
     /** Refuse loopback/private destinations (SSRF protection). */
     blockPrivateDestinations: boolean;
     /** Source address for outgoing deliveries (undici `localAddress`). */
@@ -75,6 +81,18 @@ export interface Config {
      * second (Redis's `appendfsync everysec`: kill -9 loses nothing, a power loss ~1 s).
      */
     fsync: (typeof FSYNC_POLICIES)[number];
+    /**
+     * `SVC_QUEUE_DATABASE_URL`: `postgres://` / `postgresql://` URL of the PostgreSQL store shared
+     * by every node (parts left out fall back to libpq's `PG*` variables); undefined = SQLite in
+     * `dataDir`.
+     */
+    databaseUrl?: string;
+    /** `SVC_QUEUE_DATABASE_SCHEMA`: PostgreSQL schema of the queue tables (default `public`; created when missing). */
+    databaseSchema: string;
+    /** `SVC_QUEUE_LEASE_MS`: lease of a claimed message on the PostgreSQL store, renewed while it is delivered (default 30 000). */
+    leaseMs: number;
+    /** `SVC_QUEUE_DLQ_RETENTION_MS`: how long DLQ entries are kept (default 7 days). */
+    dlqRetentionMs: number;
   };
   vector: {
     dimension?: number;
@@ -180,6 +198,17 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`SVC_QUEUE_EGRESS_ADDRESS=${JSON.stringify(egress)}: expected an IPv4 address of this host`);
   }
 
+  const databaseUrl = str('SVC_QUEUE_DATABASE_URL');
+  if (databaseUrl !== undefined) {
+    const problem = databaseUrlProblem(databaseUrl);
+    if (problem) problems.push(`SVC_QUEUE_DATABASE_URL: ${problem}`); // never the value: it holds the password
+  }
+
+  const databaseSchema = str('SVC_QUEUE_DATABASE_SCHEMA') ?? 'public';
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(databaseSchema)) {
+    problems.push(`SVC_QUEUE_DATABASE_SCHEMA=${JSON.stringify(databaseSchema)}: expected a lower-case SQL identifier (letters, digits, _)`);
+  }
+
   const config: Config = {
     host: str('SVC_HOST') ?? '127.0.0.1',
     dataDir: path.resolve(str('SVC_DATA_DIR') ?? './data'),
@@ -207,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
     queue: {
       region: oneOf('SVC_QUEUE_REGION', 'eu-central-1', ['eu-central-1', 'us-east-1'] as const),
       maxMessageBytes: int('SVC_QUEUE_MAX_MESSAGE_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxPageBytes: int('SVC_QUEUE_MAX_PAGE_BYTES', 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
       blockPrivateDestinations: bool('SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS', false),
       egressAddress: egress,
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),
@@ -215,6 +245,10 @@ export function loadConfig(env: Env = process.env): Config {
       workflowNotifyLookbackMs: int('SVC_QUEUE_WORKFLOW_NOTIFY_LOOKBACK_MS', 5 * 60_000, 0, 7 * 86_400_000),
       maxConcurrentDeliveries: int('SVC_QUEUE_MAX_CONCURRENT_DELIVERIES', 256, 1, 100_000),
       fsync: oneOf('SVC_QUEUE_FSYNC', 'always', FSYNC_POLICIES),
+      databaseUrl,
+      databaseSchema,
+      leaseMs: int('SVC_QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
+      dlqRetentionMs: int('SVC_QUEUE_DLQ_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
     },
     vector: {
       dimension: vectorDimension,
@@ -232,6 +266,26 @@ export function loadConfig(env: Env = process.env): Config {
 
   if (problems.length) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * Checks the shape of a PostgreSQL URL (`SVC_QUEUE_DATABASE_URL`): `postgres://` or
+ * `postgresql://`, a known `sslmode`. Returns the problem in words (never echoing the URL, which
+ * holds the password) or undefined.
+ */
+export function databaseUrlProblem(url: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'expected postgres://user:password@host:port/database (or postgresql://...)';
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return `expected a postgres:// or postgresql:// URL, got ${u.protocol}//`;
+  const sslmode = u.searchParams.get('sslmode');
+  if (sslmode !== null && !['disable', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'].includes(sslmode)) {
+    return `sslmode=${sslmode}: expected disable, prefer, require, no-verify, verify-ca or verify-full`;
+  }
+  return undefined;
 }
 
 /** The values of `SVC_QUEUE_FSYNC` (the queue store's `FsyncPolicy`). */

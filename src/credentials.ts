@@ -35,6 +35,58 @@ export function generateSecret(bytes = 32, prefix = ''): string {
   return prefix + randomBytes(bytes).toString('base64url');
 }
 
+/**
+ * The shapes of svc's credentials, written once for the areas that issue them and for the
+ * management API that rotates them.
+ *
+ * - Queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape `@upstash/workflow`
+ *   decodes to build webhook URLs (`UserID` is the path segment). An opaque token given by env
+ *   keeps working; it just has no `UserID`.
+ * - Signing key: `sig_` + 28 base64url characters, as the hosted service issues them.
+ * - kv and vector tokens, the mgmt password: {@link generateSecret} (32 random bytes).
+ */
+export const credentialShapes = {
+  /** A new queue token; keeps the `UserID` of `previous` when it has one (webhook URLs carry it). */
+  queueToken(previous?: string): string {
+    const userId = (previous && queueTokenUserId(previous)) || 'svc';
+    return Buffer.from(JSON.stringify({ UserID: userId, Password: generateSecret(24) })).toString('base64');
+  },
+  /** A new signing key: `sig_` + 28 base64url characters. */
+  signingKey(): string {
+    return generateSecret(21, 'sig_');
+  },
+};
+
+/** The `UserID` of a queue token (see {@link credentialShapes}); undefined for an opaque token. */
+export function queueTokenUserId(token: string): string | undefined {
+  try {
+    const id = (JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { UserID?: unknown } | null)?.UserID;
+    return typeof id === 'string' && id ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The queue's current and next signing keys (`queue.currentSigningKey`, `queue.nextSigningKey`; generated on first use). */
+export function signingKeys(store: CredentialStore): { current: string; next: string } {
+  return {
+    current: store.get('queue.currentSigningKey', credentialShapes.signingKey),
+    next: store.get('queue.nextSigningKey', credentialShapes.signingKey),
+  };
+}
+
+/**
+ * Signing-key rotation, the hosted rule "next becomes current, a new next; receivers accept
+ * either": current := next, next := a fresh key. Used by the queue's `POST /v2/keys/rotate` and
+ * the management API. Returns the new pair.
+ */
+export function rotateSigningKeys(store: CredentialStore): { current: string; next: string } {
+  const { next } = signingKeys(store);
+  store.set('queue.currentSigningKey', next);
+  store.set('queue.nextSigningKey', credentialShapes.signingKey());
+  return signingKeys(store);
+}
+
 export type CredentialListener = (name: string, value: string) => void;
 
 export class CredentialStore {

@@ -6,7 +6,7 @@
  * the npm platform package `@lancedb/lancedb-linux-x64-gnu`, no install script needed).
  *
  * Measured (LanceDB docs: "vector search", "ANN indexes"): a table in a temp dir with columns
- * `id` (int), `vector` (fixed-size list of float32), `c`, `p` (ints for filters); flat search
+ * `id` (int), `vector` (fixed-size list of float32), `s` (int, `i % 1000`, for filters); flat search
  * (`bypassVectorIndex()`, exact) on a subset of queries; then an `IVF_HNSW_SQ` index
  * (`Index.hnswSq`, cosine, one partition, m 16, efConstruction 150) queried with `ef` swept until
  * recall@10 >= 0.95 (with `refineFactor` re-ranking if SQ alone stays below); queries one at a time
@@ -16,7 +16,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { load, recallOf } from '../lib/stats.js';
-import { importPeer } from './install.js';
+import { ensurePeer, importPeer } from './install.js';
+
+/**
+ * Installs `bench/peers` (`./install.ts`) when one of the vector peers (LanceDB, USearch, Chroma)
+ * is missing. Returns an error text instead of throwing when it cannot be installed.
+ */
+export function ensurePeers(): string | undefined {
+  for (const name of ['@lancedb/lancedb', 'usearch', 'chromadb']) {
+    const err = ensurePeer(name);
+    if (err) return err;
+  }
+  return undefined;
+}
 
 export interface LanceInput {
   data: number[][];
@@ -47,7 +59,7 @@ export async function runLanceDb(input: LanceInput): Promise<void> {
   try {
     const db = await lancedb.connect(dir);
     let t = performance.now();
-    const rows = data.map((v, i) => ({ id: i, vector: Float32Array.from(v), c: i % 10, p: i % 100 }));
+    const rows = data.map((v, i) => ({ id: i, vector: Float32Array.from(v), s: i % 1000 }));
     const table = await db.createTable('bench', rows);
     const ingest = (performance.now() - t) / 1000;
     add(sys, 'ingest (createTable, one batch)', `${fmt(ingest, 1)} s (${fmt(data.length / ingest)} vec/s)`);

@@ -8,70 +8,43 @@
  * process, but on restart the env value wins again; each result lists such cases in `warnings`.
  * Credential names: `src/credentials.ts`.
  */
-import { ENV_NAMES, generateSecret, type CredentialStore } from '../credentials.js';
+import { credentialShapes, ENV_NAMES, generateSecret, rotateSigningKeys, type CredentialStore } from '../credentials.js';
 
 /** Every rotation result carries human-readable warnings (empty when none). */
 export interface Rotated {
   warnings: string[];
 }
 
-/** Generator of queue signing keys (`sig_` + 28 base64url chars), the queue area's format. */
-export const newSigningKey = (): string => generateSecret(21, 'sig_');
+/** A warning for each of `names` that env pins (it reverts to the env value on restart). */
+function pinWarnings(store: CredentialStore, names: string[]): string[] {
+  return names
+    .filter((name) => store.isFromEnv(name))
+    .map((name) => {
+      const env = ENV_NAMES[name] ?? 'env';
+      return `${name} is pinned by ${env}: the new value is in effect now and saved in credentials.json, but on restart ${env} wins again; update ${env} too`;
+    });
+}
 
 /** Sets each `[name, value]` in order and collects env-pin warnings. */
 function setAll(store: CredentialStore, entries: [string, string][]): string[] {
-  const warnings: string[] = [];
-  for (const [name, value] of entries) {
-    store.set(name, value);
-    if (store.isFromEnv(name)) {
-      const env = ENV_NAMES[name] ?? 'env';
-      warnings.push(
-        `${name} is pinned by ${env}: the new value is in effect now and saved in credentials.json, ` +
-          `but on restart ${env} wins again; update ${env} too`,
-      );
-    }
-  }
-  return warnings;
+  for (const [name, value] of entries) store.set(name, value);
+  return pinWarnings(store, entries.map(([name]) => name));
 }
 
-/**
- * A queue token in the shape the queue area issues and workflow-js decodes (reference
- * "Token format"): base64 of `{"UserID": ..., "Password": ...}`. The UserID of
- * `previous` is kept when it decodes (workflow webhook URLs carry it), else `svc`.
- */
-export function newQueueToken(previous?: string): string {
-  let userId = 'svc';
-  try {
-    const parsed: unknown = previous ? JSON.parse(Buffer.from(previous, 'base64').toString('utf8')) : undefined;
-    const id = (parsed as { UserID?: unknown } | undefined)?.UserID;
-    if (typeof id === 'string' && id) userId = id;
-  } catch {
-    /* an env-given opaque token: use the default UserID */
-  }
-  return Buffer.from(JSON.stringify({ UserID: userId, Password: generateSecret(24) })).toString('base64');
-}
 
-/** New queue token (`queue.token`, see {@link newQueueToken}); the old one is refused from now on. */
+/** New queue token (`queue.token`, shape in `credentialShapes`); the old one is refused from now on. */
 export function rotateQueueToken(store: CredentialStore): Rotated & { token: string } {
-  const token = newQueueToken(store.peek('queue.token'));
+  const token = credentialShapes.queueToken(store.peek('queue.token'));
   return { token, warnings: setAll(store, [['queue.token', token]]) };
 }
 
 /**
- * Signing-key rotation, same effect as the queue's `POST /v2/keys/rotate` (reference
- * Key rotation ("next→current, new next; receivers accept either"): `queue.currentSigningKey`
- * := old `queue.nextSigningKey`, `queue.nextSigningKey` := a fresh key. Keys that do not exist
- * yet (queue never started) are generated first.
+ * Signing-key rotation, the same as the queue's `POST /v2/keys/rotate` (`rotateSigningKeys` of
+ * `src/credentials.ts`: current := next, next := a fresh key), with the env-pin warnings.
  */
-export function rotateSigningKeys(store: CredentialStore): Rotated & { current: string; next: string } {
-  store.get('queue.currentSigningKey', newSigningKey);
-  const current = store.get('queue.nextSigningKey', newSigningKey);
-  const next = newSigningKey();
-  const warnings = setAll(store, [
-    ['queue.currentSigningKey', current],
-    ['queue.nextSigningKey', next],
-  ]);
-  return { current, next, warnings };
+export function rotateQueueSigningKeys(store: CredentialStore): Rotated & { current: string; next: string } {
+  const { current, next } = rotateSigningKeys(store);
+  return { current, next, warnings: pinWarnings(store, ['queue.currentSigningKey', 'queue.nextSigningKey']) };
 }
 
 /**

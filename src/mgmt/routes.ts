@@ -20,7 +20,7 @@ import { constantTimeEqual } from '../http/auth.js';
 import { sendError } from './errors.js';
 import { healthReport } from './health.js';
 import { senderIpv4Blocks } from './ipv4.js';
-import { resetKvPassword, rotateQueueToken, rotateSigningKeys, rotateVectorTokens } from './rotate.js';
+import { resetKvPassword, rotateQueueSigningKeys, rotateQueueToken, rotateVectorTokens } from './rotate.js';
 
 /** Route URLs (as registered) that need no credentials. */
 export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/v2/health', '/healthz', '/metrics']);
@@ -42,7 +42,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   });
 
   app.post('/v2/credentials/queue/signing-keys/rotate', async (_req, reply) => {
-    const r = rotateSigningKeys(store);
+    const r = rotateQueueSigningKeys(store);
     ctx.logger.info({ credential: 'queue signing keys' }, 'management API: signing keys rotated');
     return secret(reply, r);
   });

@@ -43,8 +43,29 @@ export function isDiskFull(err: unknown): boolean {
   return code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT';
 }
 
+/** Seconds a client is asked to wait (`Retry-After`) while the queue's database is unreachable. */
+export const STORE_UNAVAILABLE_RETRY_AFTER_S = 5;
+
+/** SQLSTATE classes/codes and socket errors that mean "the database is not reachable right now". */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300']);
+
 /**
- * The answer for an error that escaped a route: the error's own 4xx; 507 Insufficient Storage
+ * True when a PostgreSQL store could not reach its database: connection refused/reset, the server
+ * shutting down or starting (SQLSTATE 57P0x), too many connections, a connection class error
+ * (08xxx), or node-postgres's own "connection terminated" / pool connect timeout errors.
+ */
+export function isStoreUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (UNAVAILABLE_CODES.has(code) || code.startsWith('08')) return true;
+  const msg = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|connection error|Client was closed/i.test(msg);
+}
+
+/**
+ * The answer for an error that escaped a route: the error's own 4xx; 503 with `Retry-After` when
+ * the queue's database (PostgreSQL store) is unreachable (the write was not committed, or its
+ * commit was not confirmed: the publish is not acknowledged); 507 Insufficient Storage
  * with `Retry-After` when the disk is full (the write was rolled back: nothing was stored, and
  * the same request succeeds once space is freed); otherwise 500 `internal error` (`log` is true).
  */
@@ -54,6 +75,14 @@ export function errorAnswer(err: Error & { statusCode?: number }): { status: num
       status: 507,
       message: `insufficient storage: the disk holding the queue is full (${(err as { code?: string }).code}); nothing was stored, retry once space is freed`,
       retryAfterS: DISK_FULL_RETRY_AFTER_S,
+      log: true,
+    };
+  }
+  if (isStoreUnavailable(err)) {
+    return {
+      status: 503,
+      message: 'the queue database is unavailable; nothing was acknowledged, retry shortly',
+      retryAfterS: STORE_UNAVAILABLE_RETRY_AFTER_S,
       log: true,
     };
   }

@@ -3,7 +3,7 @@
  * and request signing. See `server.ts` for the wiring.
  */
 import type { AreaModule } from '../area.js';
-import { signingKeys } from './api/keys.js';
+import { signingKeys } from '../credentials.js';
 import { queueToken, createQueueServer } from './server.js';
 
 export const queueArea: AreaModule = {

@@ -176,6 +176,12 @@ export interface Page {
   cursor?: string;
   count: number;
   order: 'earliestFirst' | 'latestFirst';
+  /**
+   * Byte bound of the page's bodies (message body + response body of each entry, raw bytes): the
+   * page ends before the entry that would pass it, but holds at least one entry; the cursor then
+   * continues with that entry. Undefined = bounded by `count` only.
+   */
+  maxBytes?: number;
 }
 
 export interface PageResult<T> {

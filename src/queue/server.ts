@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
-import { generateSecret } from '../credentials.js';
+import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
 import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
@@ -16,7 +16,7 @@ import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
-import { registerKeyRoutes, signingKeys } from './api/keys.js';
+import { registerKeyRoutes } from './api/keys.js';
 import { attachRouting } from './routing/index.js';
 import { registerLogRoutes } from './api/logs.js';
 import { registerStatsRoutes } from './api/stats.js';
@@ -30,6 +30,7 @@ import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { errorAnswer, errors, QueueError } from './errors.js';
 import { QueueMetrics } from './metrics.js';
+import { openPgQueueStore } from './store/pg.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
 
@@ -37,17 +38,10 @@ const PRUNE_EVERY_MS = 60_000;
 /** Ended workflow runs deleted per prune round (the next round takes the rest). */
 const RUN_PRUNE_BATCH = 1000;
 
-/**
- * The queue token: base64 of `{"UserID": ..., "Password": ...}`, the shape workflow-js decodes
- * to build webhook URLs.
- */
-export function newQueueToken(): string {
-  return Buffer.from(JSON.stringify({ UserID: 'svc', Password: generateSecret(24) })).toString('base64');
-}
 
 /** The queue token from the credential store (generated once). */
 export function queueToken(ctx: AreaContext): string {
-  return ctx.credentials.get(CREDENTIALS.token, newQueueToken);
+  return ctx.credentials.get(CREDENTIALS.token, credentialShapes.queueToken);
 }
 
 export interface QueueServerOptions {
@@ -65,7 +59,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   const clock = opts.clock ?? systemClock;
   queueToken(actx);
   signingKeys(actx.credentials);
-  const store = opts.store ?? openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync);
+  // SVC_QUEUE_DATABASE_URL selects the PostgreSQL store (shared by every node), else SQLite in the data dir.
+  const store: QueueStore =
+    opts.store ??
+    (cfg.databaseUrl !== undefined
+      ? await openPgQueueStore(cfg.databaseUrl, { schema: cfg.databaseSchema })
+      : openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync));
+  const shared = store.renewLeases !== undefined;
   const metrics = new QueueMetrics(actx.metrics);
   if (actx.metrics.enabled) store.observeFsync?.((s) => metrics.fsync.observe(s));
   const sender = new HttpSender({
@@ -84,8 +84,10 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     signingKey: () => signingKeys(actx.credentials).current,
     region: cfg.region.toUpperCase(),
     recordRetryMs: opts.recordRetryMs,
+    leaseMs: shared ? cfg.leaseMs : undefined,
     metrics: metrics.delivery,
   });
+  store.onWake?.((dueAt) => dispatcher.notify(dueAt));
   metrics.addGauges(store.counts ? () => store.counts!(clock.now()) : undefined, () => dispatcher.busy);
   const ctx: QueueApiContext = {
     store,
@@ -187,7 +189,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       routingFeature?.start();
       pruneTimer = setInterval(() => {
         const now = clock.now();
-        store.prune(now, now - cfg.logRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
+        store.prune(now, now - cfg.logRetentionMs, now - cfg.dlqRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
         store.releaseLeases(now).catch(() => undefined);
       }, PRUNE_EVERY_MS);
       pruneTimer.unref();

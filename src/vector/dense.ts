@@ -63,6 +63,22 @@ export function distance(space: 'ip' | 'l2', a: ArrayLike<number>, b: ArrayLike<
   return s;
 }
 
+/**
+ * Adds `{label, distance}` to `best` (sorted ascending, at most `n` long) when it is among the `n`
+ * nearest so far (insertion into a sorted array: n is small). Allocates only for entries kept.
+ */
+function pushBounded(best: Neighbor[], n: number, label: number, dist: number): void {
+  if (n <= 0 || (best.length === n && dist >= best[n - 1].distance)) return;
+  let j = best.length - 1;
+  if (best.length < n) best.push({ label, distance: dist });
+  else j = n - 2;
+  while (j >= 0 && best[j].distance > dist) {
+    best[j + 1] = best[j];
+    j--;
+  }
+  best[j + 1] = { label, distance: dist };
+}
+
 /** Keeps the k smallest by distance (k small: insertion into a sorted array). */
 function topK(items: Iterable<Neighbor>, k: number): Neighbor[] {
   const out: Neighbor[] = [];
@@ -207,8 +223,17 @@ export class HnswDense implements DenseIndex {
   private readonly space: 'ip' | 'l2';
   private dead = 0;
   private staleCount = 0;
-  /** Pending points: stored-form vector and the write's sequence number, by label. */
-  private readonly pendingVecs = new Map<number, { v: Float32Array; seq: number }>();
+  /**
+   * Pending points: slot of the stored-form vector in {@link slab} and the write's sequence number,
+   * by label. One slab with a free list instead of an ArrayBuffer per point: per-record native
+   * buffers fragment the malloc heap during bulk upserts.
+   */
+  private readonly pendingVecs = new Map<number, { slot: number; seq: number }>();
+  private slab: Float32Array;
+  private freeSlots: number[] = [];
+  private slots = 0;
+  /** Conversion buffer of one vector (stored form). */
+  private readonly scratch: Float32Array;
   /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
   private queue: { label: number; seq: number }[] = [];
   private head = 0;
@@ -219,6 +244,37 @@ export class HnswDense implements DenseIndex {
     this.index.initIndex({ maxElements: Math.max(16, initial), m: params.m, efConstruction: params.efConstruction, randomSeed: 100 });
     this.index.setEf(params.efSearch);
     this.codes = new QuantizedVectors(dimension, Math.max(16, initial));
+    this.slab = new Float32Array(64 * dimension);
+    this.scratch = new Float32Array(dimension);
+  }
+
+  /** The stored-form vector of a pending slot (a view into the slab). */
+  private slotView(slot: number): Float32Array {
+    return this.slab.subarray(slot * this.dimension, (slot + 1) * this.dimension);
+  }
+
+  private takeSlot(): number {
+    const free = this.freeSlots.pop();
+    if (free !== undefined) return free;
+    if ((this.slots + 1) * this.dimension > this.slab.length) {
+      const grown = new Float32Array(this.slab.length * 2);
+      grown.set(this.slab);
+      this.slab = grown;
+    }
+    return this.slots++;
+  }
+
+  private releaseSlot(label: number): void {
+    const p = this.pendingVecs.get(label);
+    if (!p) return;
+    this.freeSlots.push(p.slot);
+    this.pendingVecs.delete(label);
+    if (this.pendingVecs.size === 0 && this.slots > 64) {
+      // Queue drained after a burst: give the slab back.
+      this.slab = new Float32Array(64 * this.dimension);
+      this.freeSlots = [];
+      this.slots = 0;
+    }
   }
 
   /**
@@ -285,9 +341,10 @@ export class HnswDense implements DenseIndex {
     for (let i = 0; i < b.length; i++) if (b[i]) yield i;
   }
 
-  /** Marks `label` live with stored-form vector `v` (codes updated); returns `v` as float32. */
+  /** Marks `label` live with stored-form vector `v` (codes updated); returns `v` in stored form (scratch buffer). */
   private store(label: number, v: ArrayLike<number>): Float32Array {
-    const stored = Float32Array.from(storedForm(this.metric, v));
+    const stored = this.scratch;
+    stored.set(storedForm(this.metric, v));
     this.mark(label);
     this.codes.set(label, stored);
     if (this.state[label] === CURRENT) {
@@ -307,7 +364,7 @@ export class HnswDense implements DenseIndex {
     if (st === STALE) this.staleCount--;
     if (st === DELETED) this.dead--;
     this.state[label] = CURRENT;
-    this.pendingVecs.delete(label);
+    this.releaseSlot(label);
   }
 
   /** Adds or replaces `label` and inserts it into the graph now. */
@@ -318,7 +375,10 @@ export class HnswDense implements DenseIndex {
   /** Adds or replaces `label`, searchable at once; graph insertion waits for {@link indexPending}. */
   enqueue(label: number, v: ArrayLike<number>, seq: number): void {
     const stored = this.store(label, v);
-    this.pendingVecs.set(label, { v: stored, seq });
+    const p = this.pendingVecs.get(label);
+    const slot = p ? p.slot : this.takeSlot();
+    this.slotView(slot).set(stored);
+    this.pendingVecs.set(label, { slot, seq });
     this.queue.push({ label, seq });
   }
 
@@ -332,7 +392,7 @@ export class HnswDense implements DenseIndex {
       const e = this.queue[this.head++];
       const p = this.pendingVecs.get(e.label);
       if (!p || p.seq !== e.seq) continue;
-      this.insert(e.label, p.v);
+      this.insert(e.label, this.slotView(p.slot));
       n++;
       if (performance.now() >= deadline) break;
     }
@@ -350,7 +410,7 @@ export class HnswDense implements DenseIndex {
     if (!this.has(label)) return;
     this.bits[label] = 0;
     this.liveCount--;
-    this.pendingVecs.delete(label);
+    this.releaseSlot(label);
     const st = this.state[label];
     if (st === CURRENT || st === STALE) {
       try {
@@ -395,12 +455,27 @@ export class HnswDense implements DenseIndex {
         if (state[label] === CURRENT) out.push({ label, distance: r.distances[i] });
       }
     }
+    out.sort((a, b) => a.distance - b.distance);
+    if (out.length > k) out = out.slice(0, k);
     if (this.pendingVecs.size > 0) {
-      const tail: Neighbor[] = [];
-      for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) tail.push({ label, distance: distance(this.space, sq, p.v) });
-      out = topK([...out, ...tail], k);
+      const d = this.dimension;
+      const slab = this.slab;
+      const ip = this.space === 'ip';
+      for (const [label, p] of this.pendingVecs) {
+        if (filter && !filter(label)) continue;
+        let dist = 0;
+        for (let j = 0, o = p.slot * d; j < d; j++, o++) {
+          if (ip) dist += sq[j] * slab[o];
+          else {
+            const x = sq[j] - slab[o];
+            dist += x * x;
+          }
+        }
+        if (ip) dist = 1 - dist;
+        pushBounded(out, k, label, dist);
+      }
     }
-    return out.length > k ? out.slice(0, k) : out;
+    return out;
   }
 
   /**
@@ -415,9 +490,7 @@ export class HnswDense implements DenseIndex {
     const ip = this.space === 'ip';
     const pend = this.pendingVecs;
     const t0 = performance.now();
-    // Bounded top-n by distance (insertion into a sorted array; n is small).
     const best: Neighbor[] = [];
-    let worst = Infinity;
     let seen = 0;
     for (let i = 0; i < labels.length; i++) {
       const label = labels[i];
@@ -425,21 +498,12 @@ export class HnswDense implements DenseIndex {
       seen++;
       let dist: number;
       const p = pend.size ? pend.get(label) : undefined;
-      if (p) dist = distance(this.space, sq, p.v);
+      if (p) dist = distance(this.space, sq, this.slotView(p.slot));
       else {
         const dot = codes.dot(sq, label);
         dist = ip ? 1 - dot : qn - 2 * dot + codes.norm2[label];
       }
-      if (best.length === n && dist >= worst) continue;
-      let j = best.length - 1;
-      if (best.length < n) best.push({ label, distance: dist });
-      else j = n - 2;
-      while (j >= 0 && best[j].distance > dist) {
-        best[j + 1] = best[j];
-        j--;
-      }
-      best[j + 1] = { label, distance: dist };
-      if (best.length === n) worst = best[n - 1].distance;
+      pushBounded(best, n, label, dist);
     }
     if (seen >= 256) this.costs.scanNs += 0.05 * (((performance.now() - t0) * 1e6) / (seen * this.dimension) - this.costs.scanNs);
     return best;
@@ -452,7 +516,7 @@ export class HnswDense implements DenseIndex {
     return topK(
       cands.map(({ label }) => {
         const p = this.pendingVecs.get(label);
-        return { label, distance: distance(this.space, sq, p ? p.v : this.index.getPoint(label)) };
+        return { label, distance: distance(this.space, sq, p ? this.slotView(p.slot) : this.index.getPoint(label)) };
       }).sort((a, b) => a.distance - b.distance),
       k,
     );

@@ -26,7 +26,7 @@ export const MAX_EF = 4096;
  * A broad filter first searches the graph without the filter for `POST_FILTER_FACTOR × k /
  * selectivity` neighbours and keeps the matching ones (expected: this factor × k matches).
  */
-export const POST_FILTER_FACTOR = 2;
+export const POST_FILTER_FACTOR = 1.5;
 
 export interface FilterMatch {
   bits: Uint8Array;
@@ -39,6 +39,8 @@ export class NamespaceState {
   metas: (Record<string, unknown> | undefined)[] = [];
   readonly byId = new Map<string, number>();
   dense?: HnswDense;
+  /** A graph rebuild in progress (engine.ts): the fresh graph and the labels still to add. */
+  rebuilding?: { graph: HnswDense; todo: number[]; at: number };
   sparse?: SparseIndex;
   /** Bumped on every change (filter cache key). */
   version = 0;
@@ -71,6 +73,7 @@ export class NamespaceState {
     this.ids[pos] = undefined;
     this.metas[pos] = undefined;
     this.dense?.remove(pos);
+    this.rebuilding?.graph.remove(pos);
     this.sparse?.remove(pos);
     this.version++;
     return pos;
@@ -120,8 +123,9 @@ export class NamespaceState {
    * - exact: scan the matches' 8-bit codes, re-rank the best on the original vectors (`exact`);
    *   cost ∝ matches × dimension;
    * - post-filter: an unfiltered HNSW search for `POST_FILTER_FACTOR × k / selectivity` neighbours,
-   *   keeping the accepted ones; cost ∝ that breadth × dimension. When it yields fewer than k
-   *   (matches clustered away from the query), HNSW with the filter as callback, then exact.
+   *   keeping the accepted ones; cost ∝ that breadth × dimension. When it yields fewer than k,
+   *   once more at twice the breadth, then (matches clustered away from the query) HNSW with the
+   *   filter as callback, then exact.
    * Never fewer than k results when at least k records qualify.
    */
   denseCandidates(q: ArrayLike<number>, k: number, efSearch: number, match: FilterMatch | undefined, exclude: Set<string> | undefined, exact: ExactSearch, score: DistanceScorer): Scored[] {
@@ -145,9 +149,14 @@ export class NamespaceState {
     const postCost = breadth <= MAX_EF ? g.costs.hnswNs * Math.max(ef, breadth) : Infinity;
     const exactCost = g.costs.scanNs * (match ? match.count : g.size);
     if (exactCost <= postCost) return exact(pool(), want);
-    const wide = g.search(q, breadth, undefined, Math.max(ef, breadth));
-    const kept = wide.filter((h) => accept(h.label));
-    if (kept.length >= want) return score(kept.slice(0, want));
+    // Post-filter; one retry at twice the breadth (cheaper than the callback traversal) when the
+    // first keeps too few.
+    for (let b = breadth; b <= MAX_EF && b <= 2 * breadth; b *= 2) {
+      const wide = g.search(q, b, undefined, Math.max(ef, b));
+      const kept = wide.filter((h) => accept(h.label));
+      if (kept.length >= want) return score(kept.slice(0, want));
+      if (wide.length < b) break; // the whole graph was returned
+    }
     const found = g.search(q, want, accept, Math.min(Math.max(ef, want + excluded), MAX_EF));
     if (found.length >= want) return score(found);
     return exact(pool(), want);
@@ -178,6 +187,7 @@ export class NamespaceState {
     this.metas = [];
     this.byId.clear();
     this.dense = undefined;
+    this.rebuilding = undefined;
     this.sparse = undefined;
     this.version++;
     this.filterCache.clear();

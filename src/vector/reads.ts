@@ -186,6 +186,10 @@ export function info(index: VectorIndex): Record<string, unknown> {
   const out: Record<string, unknown> = {
     vectorCount: total,
     pendingVectorCount: 0,
+    // Not in the Upstash answer (clients ignore it): records searchable by exact scan that are
+    // not yet in the HNSW graph, and whether a graph rebuild runs (benches wait on these).
+    indexingVectorCount: index.pendingCount(),
+    rebuilding: index.rebuildCount() > 0,
     indexSize: index.store.size(),
     dimension: index.hasDense ? index.dimension ?? 0 : 0,
     similarityFunction: d.metric,

@@ -7,8 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Client } from '@upstash/qstash';
 import { MAX_AUTH_FAILURES } from '../../src/mgmt/index.js';
 import { startTestSvc } from '../helpers/env.js';
+import { waitFor } from '../queue/helpers.js';
 import { basic } from '../mgmt/helpers.js';
 import { launchBrowser, screenshot, signIn, type ConsoleBrowser } from './browser.js';
 import { consoleLogin, consoleCall } from './helpers.js';
@@ -144,6 +146,27 @@ describe('console: configuration', () => {
       assert.match(JSON.stringify(r.body), /NOPERM|read-?only/i);
       r = await consoleCall(svc, s, 'POST', 'kv/', ['GET', 'k']);
       assert.equal(r.status, 200);
+
+      // the pages show no action at all
+      const client = new Client({ baseUrl: svc.urls.queue!, token: svc.ctx.credentials.get('queue.token') });
+      await client.schedules.create({ destination: 'http://127.0.0.1:9/x', cron: '0 0 1 1 *', scheduleId: 'yearly' });
+      await client.publish({ url: 'http://127.0.0.1:9/dead', body: 'x', retries: 0 });
+      await waitFor('DLQ entry', async () => (await client.dlq.listMessages()).messages.length === 1, 30_000);
+      const b = await launchBrowser();
+      try {
+        await signIn(b.page, svc);
+        assert.equal(await b.page.locator('.readonly-tag').count(), 1);
+        for (const [hash, row] of [['#/queue/schedules', 'tr[data-schedule=yearly]'], ['#/queue/dlq', 'table[data-table=dlq] tbody tr'], ['#/queue/keys', 'dd[data-key=current]']]) {
+          await b.page.goto(`${svc.urls.mgmt}/console/${hash}`);
+          await b.page.locator(row).first().waitFor();
+          const actions = '[data-retry], [data-delete], [data-pause], [data-resume], [data-rotate], [data-new-schedule], [data-retry-filter], [data-delete-filter], [data-bulk-retry], main input[type=checkbox]';
+          assert.equal(await b.page.locator(actions).count(), 0, `no action on ${hash}`);
+        }
+        await screenshot(b.page, '03-readonly-dlq');
+        assert.deepEqual(b.errors, []);
+      } finally {
+        await b.close();
+      }
     } finally {
       await svc.close();
     }

@@ -4,6 +4,9 @@
  */
 import type { RunningSvc } from '../../src/main.js';
 
+/** Payloads that would run if any user data reached the DOM as HTML (they set `window.__xss`). */
+export const XSS = [`<script>window.__xss='script'</script>`, `"><img src=x onerror="window.__xss='img'">`];
+
 export interface ConsoleSession {
   cookie: string;
   csrf: string;

@@ -2,6 +2,7 @@
  * Test helpers: a fresh data dir per test, a config for it with every port 0, and a running
  * area or whole svc built through the same code path as `svc serve`.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,8 +16,22 @@ export function tempDir(prefix = 'svc-test-'): { dir: string; cleanup(): void } 
   return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Settings a whole test run may be given from the environment (`SVC_KV_WORKERS=2 npm test`). */
-const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC'];
+/**
+ * Settings a whole test run may be given from the environment (`SVC_KV_WORKERS=2 npm test`).
+ * `SVC_QUEUE_DATABASE_URL=postgres://... npm test` runs every queue test on that PostgreSQL
+ * server, each svc data dir in its own schema ({@link queueDatabaseEnv}).
+ */
+const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC', 'SVC_QUEUE_DATABASE_URL'];
+
+/**
+ * With `SVC_QUEUE_DATABASE_URL` set for the test run: the schema of the svc using `dataDir`
+ * (`SVC_QUEUE_DATABASE_SCHEMA`, derived from the directory, so a node restarted on the same data
+ * dir finds its messages and concurrent tests never share tables). Empty otherwise.
+ */
+export function queueDatabaseEnv(dataDir: string): Record<string, string> {
+  if (!process.env.SVC_QUEUE_DATABASE_URL) return {};
+  return { SVC_QUEUE_DATABASE_SCHEMA: `t_${createHash('sha256').update(dataDir).digest('hex').slice(0, 20)}` };
+}
 
 function fromProcessEnv(names: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -35,6 +50,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'silent',
     ...fromProcessEnv(PASSED_THROUGH),
+    ...queueDatabaseEnv(dataDir),
     ...env,
   });
 }

@@ -13,7 +13,7 @@ import { createLogger } from '../../src/logger.js';
 import { createContext } from '../../src/main.js';
 import { createQueueServer } from '../../src/queue/server.js';
 import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
-import { startTestSvc, tempDir, testConfig } from '../helpers/env.js';
+import { queueDatabaseEnv, startTestSvc, tempDir, testConfig } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 
 export interface SinkRequest {
@@ -109,7 +109,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export async function spawnQueueSvc(dataDir: string, env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', ...queueDatabaseEnv(dataDir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -61,7 +61,8 @@ test('parallelism 1: FIFO, one at a time, the next waits for retries of the curr
 test('parallelism 3: at most 3 in flight, and more than 1', async () => {
   const queue = q.client.queue({ queueName: 'par-3' });
   await queue.upsert({ parallelism: 3 });
-  for (let i = 0; i < 9; i++) await queue.enqueue({ url: `${sink.url}/par3?i=${i}&delay=250`, body: String(i) });
+  // enqueued at once, each delivery held 500 ms: even a slow machine has 3 in flight together
+  await Promise.all(Array.from({ length: 9 }, (_, i) => queue.enqueue({ url: `${sink.url}/par3?i=${i}&delay=500`, body: String(i) })));
   await waitFor('9 deliveries', () => (spans.get('/par3')?.length ?? 0) >= 9, 15_000);
   assert.equal(maxOverlap(spans.get('/par3')!), 3);
   const got = await queue.get();

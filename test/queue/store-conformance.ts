@@ -11,7 +11,10 @@ import type { NewMessage } from '../../src/queue/model.js';
 import type { UrlGroupEndpoint } from '../../src/queue/store/routing-types.js';
 import type { QueueStore } from '../../src/queue/store/types.js';
 
-/** A fresh empty store; `reopen` opens the same storage again after `store.close()`. */
+/**
+ * A fresh empty store; `reopen` opens the same storage again after `store.close()` (for a store
+ * shared by several nodes, also while it is open: another node).
+ */
 export interface StoreUnderTest {
   store: QueueStore;
   reopen(): Promise<QueueStore>;
@@ -39,6 +42,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
 
     test('enqueue, claim in due order, complete; owner and lease rules', async () => {
       const { store } = await open();
+      for (const o of ['w1', 'w2', 'w3']) await store.holdOwner?.(o);
       const a = msg('http://a.test/1', { dueAt: T0 + 20 });
       const b = msg('http://a.test/2', { dueAt: T0 + 10 });
       const c = msg('http://a.test/3', { dueAt: T0 + 10_000 });
@@ -162,6 +166,44 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       await store.close();
     });
 
+    test('DLQ and logs pages bounded by bytes (Page.maxBytes): at least one entry, the cursor continues', async () => {
+      const { store } = await open();
+      const body = Buffer.alloc(1000, 'b');
+      for (let i = 0; i < 5; i++) {
+        const m = { ...msg(`http://bytes.test/${i}`, { dueAt: T0, maxRetries: 0 }), body };
+        await store.enqueue([m], T0, 0);
+        const [c] = await store.claimDue({ owner: 'w', now: T0, limit: 1, leaseUntil: T0 + 1000 });
+        await store.moveToDlq(c.id, 'w', T0 + i, { status: 500, body: Buffer.alloc(500) }, `bytes-${i}`, []);
+      }
+      const dlqSizes: number[] = [];
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        // each entry: 1000 body + 500 response bytes; 3100 holds two
+        const p = await store.listDlq({}, { count: 100, order: 'earliestFirst', cursor, maxBytes: 3100 });
+        dlqSizes.push(p.items.length);
+        seen.push(...p.items.map((e) => e.dlqId));
+        cursor = p.cursor;
+      } while (cursor);
+      assert.deepEqual(dlqSizes, [2, 2, 1]);
+      assert.deepEqual(seen, [0, 1, 2, 3, 4].map((i) => `bytes-${i}`));
+      const one = await store.listDlq({}, { count: 100, order: 'latestFirst', maxBytes: 10 });
+      assert.equal(one.items.length, 1, 'a page holds at least one entry');
+      assert.ok(one.cursor);
+      const logSizes: number[] = [];
+      const states: string[] = [];
+      cursor = undefined;
+      do {
+        const p = await store.listLogs({ url: ['http://bytes.test/0'] }, { count: 100, order: 'earliestFirst', cursor, maxBytes: 2500 });
+        logSizes.push(p.items.length);
+        states.push(...p.items.map((l) => l.state));
+        cursor = p.cursor;
+      } while (cursor);
+      assert.deepEqual(states, ['CREATED', 'ACTIVE', 'ERROR', 'FAILED']);
+      assert.ok(Math.max(...logSizes) <= 2, String(logSizes));
+      await store.close();
+    });
+
     test('dedup within the window; cancel pending and in-flight', async () => {
       const { store } = await open();
       const a = msg('http://c.test/', { dedupKey: 'id:k1' });
@@ -191,6 +233,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
 
     test('enqueue hand-off: due messages come back claimed, up to the limit', async () => {
       const { store } = await open();
+      for (const o of ['w', 'w2']) await store.holdOwner?.(o);
       const due = [msg('http://e.test/1'), msg('http://e.test/2'), msg('http://e.test/3')];
       const later = msg('http://e.test/later', { dueAt: T0 + 60_000 });
       const res = await store.enqueue([...due, later], T0, 0, { owner: 'w', leaseUntil: T0 + 1000, ids: new Set([due[0].id, due[1].id]) });
@@ -216,7 +259,29 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       await s2.close();
     });
 
-    test('prune: finished messages, logs and dedup keys older than the retention go; DLQ entries stay', async () => {
+    if (name !== 'sqlite') {
+      test('shared store: leases of an owner that is no longer alive are handed back at once; renewal extends live ones', async () => {
+        const a = await open();
+        const b = { store: await a.reopen() }; // a second node on the same database
+        await a.store.holdOwner?.('node-a');
+        await b.store.holdOwner?.('node-b');
+        const ms = [msg('http://lv.test/1'), msg('http://lv.test/2')];
+        await a.store.enqueue(ms, T0, 0);
+        const now = Date.now();
+        const [ca] = await a.store.claimDue({ owner: 'node-a', now, limit: 1, leaseUntil: now + 60_000 });
+        const [cb] = await b.store.claimDue({ owner: 'node-b', now, limit: 1, leaseUntil: now + 60_000 });
+        assert.ok(ca && cb && ca.id !== cb.id, 'each node claimed a different message');
+        assert.equal(await b.store.releaseLeases(now), 0, 'both owners alive, leases not expired');
+        assert.deepEqual(await a.store.renewLeases!('node-a', [ca.id, cb.id], now + 120_000), [ca.id], 'only own leases are renewed');
+        await a.store.close(); // node a "dies": its liveness lock goes with its connection
+        assert.equal(await b.store.releaseLeases(now), 1, "the dead node's lease is handed back");
+        const [again] = await b.store.claimDue({ owner: 'node-b', now, limit: 10, leaseUntil: now + 60_000 });
+        assert.equal(again?.id, ca.id);
+        await b.store.close();
+      });
+    }
+
+    test('prune: finished messages, logs, dedup keys and DLQ entries older than their retention go, nothing younger', async () => {
       const { store } = await open();
       const done = msg('http://pr.test/done', { dedupKey: 'id:p' });
       const dead = msg('http://pr.test/dead', { maxRetries: 0 });
@@ -231,6 +296,11 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       assert.ok(await store.getMessage(live.id), 'pending message kept');
       const [again] = await store.enqueue([msg('http://pr.test/done', { dedupKey: 'id:p' })], T0 + 5000, 1000);
       assert.equal(again.deduplicated, false, 'expired dedup key pruned');
+      await store.prune(T0 + 5000, T0 + 5000, T0 + 1);
+      assert.ok(await store.getDlq('dlq-p'), 'DLQ entry younger than the DLQ retention kept');
+      await store.prune(T0 + 5000, T0 + 5000, T0 + 2);
+      assert.equal(await store.getDlq('dlq-p'), undefined, 'DLQ entry older than the DLQ retention pruned');
+      assert.equal(await store.routing!().messageStatuses([dead.id, done.id]).then((s) => Object.keys(s).length), 0, 'and the finished messages with it');
       await store.close();
     });
 
@@ -308,7 +378,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
         };
         tx.release(tx.queueHeads('q', 2, T0).map((h) => h.seq));
         return out;
-      });
+      }, T0);
       assert.deepEqual(seen.queues, ['q', 'q2']);
       assert.deepEqual(seen.keys, ['k']);
       assert.deepEqual(seen.cfg, { parallelism: 2, paused: false });
@@ -319,12 +389,12 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       assert.deepEqual(seen.keyHeads, ['k', 'k']);
       assert.equal(seen.admittedBefore, 0);
       assert.equal(seen.next, T0 + 5000);
-      const counts = await r.admit((tx) => ({ q: tx.admittedInQueue('q'), k: tx.admittedForKey('k') }));
+      const counts = await r.admit((tx) => ({ q: tx.admittedInQueue('q'), k: tx.admittedForKey('k') }), T0);
       assert.deepEqual(counts, { q: 2, k: 0 });
       const claimed = await store.claimDue({ owner: 'w', now: T0, limit: 10, leaseUntil: T0 + 1000 });
       assert.deepEqual(claimed.map((m) => m.id).sort(), [qm[0].id, qm[1].id].sort(), 'released messages are claimable, in order');
       await store.complete(qm[0].id, 'w', T0 + 1, { status: 200 }, []);
-      assert.equal(await r.admit((tx) => tx.admittedInQueue('q')), 1, 'a delivered message frees its slot');
+      assert.equal(await r.admit((tx) => tx.admittedInQueue('q'), T0), 1, 'a delivered message frees its slot');
       await store.close();
     });
 
@@ -438,6 +508,28 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       assert.deepEqual(await ids({ createdAt: T0 + 10 }), [r2]);
       assert.deepEqual(await ids({ flowControlKey: ['fk'], callerIp: ['9.9.9.9'] }), [r1]);
       assert.deepEqual(await ids({ fromDate: T0 + 5, toDate: T0 + 15 }), [r2]);
+      await store.close();
+    });
+
+    test('workflow notifies kept for a later wait (taken once, run-specific or any run); run retention', async () => {
+      const { store } = await open();
+      const w = store.workflows!();
+      await w.addNotify({ eventId: 'e', runId: 'wfr_x', data: Buffer.from('for x'), createdAt: T0 });
+      await w.addNotify({ eventId: 'e', data: Buffer.from('any'), createdAt: T0 + 1 });
+      assert.equal((await w.takeNotify('e', 'wfr_y', T0))?.data.toString(), 'any', 'a notify to another run is skipped');
+      const both = await Promise.all([w.takeNotify('e', 'wfr_x', T0), w.takeNotify('e', 'wfr_x', T0)]);
+      assert.deepEqual(both.map((n) => n?.data.toString()).sort(), ['for x', undefined].sort());
+      await w.addNotify({ eventId: 'old', data: Buffer.alloc(0), createdAt: T0 });
+      assert.equal(await w.takeNotify('old', 'wfr_x', T0 + 1), undefined, 'older than the look-back');
+      const ended = await w.createRun({ runId: 'wfr_e', createdAt: T0, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {} } }, T0);
+      await w.addStep(ended, 'msg_e', 'step', Buffer.from('{}'), T0);
+      await w.finishRun(ended, 'RUN_SUCCESS', T0 + 10);
+      const live = await w.createRun({ runId: 'wfr_l', createdAt: T0, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {} } }, T0);
+      assert.equal(await w.pruneRuns(T0 + 5, T0, 10), 0, 'ended after the cut-off');
+      assert.equal(await w.pruneRuns(T0 + 100, T0 + 100, 10), 1);
+      assert.equal(await w.getRun(ended), undefined);
+      assert.equal((await w.steps(ended)).length, 0);
+      assert.ok(await w.getRun(live), 'running runs are kept');
       await store.close();
     });
 

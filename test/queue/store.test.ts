@@ -10,7 +10,9 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { GroupCommitter } from '../../src/queue/store/group-commit.js';
 import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
+import { openPgQueueStore } from '../../src/queue/store/pg.js';
 import { tempDir } from '../helpers/env.js';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { storeConformance } from './store-conformance.js';
 
 storeConformance('sqlite', async () => {
@@ -107,5 +109,19 @@ describe('SQLite store specifics', () => {
     db.pragma('user_version = 999');
     db.close();
     assert.throws(() => f.reopen(), /newer than this svc supports/);
+  });
+});
+
+describe('PostgreSQL store', () => {
+  let server: TestPostgres | undefined;
+  const ready = startTestPostgres().then((s) => (server = s));
+  after(async () => {
+    await ready.catch(() => undefined);
+    await server?.stop();
+  });
+  storeConformance('postgres', async () => {
+    const pg = await ready;
+    const url = await pg.newDatabase('svc_conf');
+    return { store: await openPgQueueStore(url), reopen: () => openPgQueueStore(url), cleanup: () => undefined };
   });
 });

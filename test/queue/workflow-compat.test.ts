@@ -163,6 +163,24 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     assert.equal(messages[0].workflowRunId, failing);
     assert.equal(messages[0].responseStatus, 500);
     assert.equal(sink.at(`/ext?run=${failing}`).length, 1, 'the third party was called once');
+
+    // resume re-delivers the call's result (the call is not made again); restart runs it anew
+    refuseCallback.clear();
+    const resumed = (await wf.dlq.resume(log.dlqId)) as unknown as Json;
+    const resumedRun = resumed.workflowRuns ? resumed.workflowRuns[0] : resumed;
+    assert.equal(resumedRun.workflowRunId, failing);
+    await waitRun(failing, 'RUN_SUCCESS');
+    assert.equal(sink.at(`/ext?run=${failing}`).length, 1, 'resume does not call the third party again');
+    assert.equal(seen.filter((x) => x.runId === failing).length, 1);
+    refuseCallback.add('wfr_callback-refused-2');
+    await wf.trigger({ url: `${app.url}/caller`, body: {}, workflowRunId: 'callback-refused-2', retries: 0, headers: { 'x-tenant': 'beta' } });
+    const second = await waitRun('wfr_callback-refused-2', 'RUN_FAILED');
+    refuseCallback.clear();
+    const restarted = (await wf.dlq.restart(second.dlqId)) as unknown as Json;
+    const restartedRun = restarted.workflowRuns ? restarted.workflowRuns[0] : restarted;
+    await waitRun(restartedRun.workflowRunId, 'RUN_SUCCESS');
+    assert.equal(sink.at(`/ext?run=${restartedRun.workflowRunId}`).length, 1, 'restart makes the call again');
+    assert.equal(seen.find((x) => x.runId === restartedRun.workflowRunId)?.tenant, 'beta', 'with the trigger\'s headers');
   });
 
   test('a run started over REST (/v2/trigger): the SDK re-triggers it (Trigger-By-Sdk) and the re-trigger is accepted, not deduplicated', async () => {

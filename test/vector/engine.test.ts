@@ -94,6 +94,11 @@ test('group commit: concurrent upserts share a transaction; tombstones trigger a
     await idx.whenIndexed(); // deleting points still queued for insertion leaves no tombstones
     const g = idx.ns('')!.dense!;
     await idx.delete('', { ids: vs.slice(0, REBUILD_MIN * 2 + 10).map((_, i) => String(i)) });
+    // The rebuild runs in indexer slices; queries keep being answered by the old graph meanwhile.
+    assert.ok(idx.ns('')!.rebuilding, 'rebuild started');
+    assert.equal(idx.ns('')!.dense, g);
+    assert.equal(runQuery(idx, idx.ns('')!, q(vs[vs.length - 1], 1), 1, 1)[0].label, vs.length - 1);
+    await idx.whenIndexed();
     const g2 = idx.ns('')!.dense!;
     assert.notEqual(g2, g, 'graph rebuilt');
     assert.equal(g2.tombstones, 0);

@@ -1,6 +1,7 @@
 /**
  * Dead-letter queue (spec "List DLQ messages"):
- *   GET    /v2/dlq                 list with filters, `count` (default/max 100), `cursor`, `order`
+ *   GET    /v2/dlq                 list with filters, `count` (default/max 100), `cursor`, `order`;
+ *                                  a page ends early when its bodies pass `SVC_QUEUE_MAX_PAGE_BYTES`
  *   GET    /v2/dlq/{dlqId}         one entry (404 when absent)
  *   DELETE /v2/dlq/{dlqId}         404 when absent
  *   DELETE /v2/dlq                 bulk: `dlqIds` or filter (+ `count`, default 100), or JSON `{dlqIds}`
@@ -66,7 +67,7 @@ export function registerDlqRoutes(app: FastifyInstance, ctx: QueueApiContext): v
     const { source: _source, ...rest } = q;
     let filter = parseFilter(rest, 'dlq');
     if (filter.dlqIds) filter = { dlqIds: filter.dlqIds };
-    const page = await ctx.store.listDlq(filter, parsePage(q, MAX_COUNT));
+    const page = await ctx.store.listDlq(filter, { ...parsePage(q, MAX_COUNT), maxBytes: ctx.config.maxPageBytes });
     const messages = await Promise.all(page.items.map(async (e) => ({ ...dlqJson(e), ...(await ctx.workflows?.dlqFields(e)) })));
     return { messages, ...(page.cursor ? { cursor: page.cursor } : {}) };
   });

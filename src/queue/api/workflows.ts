@@ -18,6 +18,7 @@
  * `Flow-Control-Key`, `Flow-Control-Value`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { queueTokenUserId } from '../../credentials.js';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { errors } from '../errors.js';
 import type { RunFilter, RunState, WorkflowRun } from '../store/workflow-types.js';
@@ -262,15 +263,6 @@ export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
 /** Path prefix of the webhook URLs `context.createWebhook` builds: `{prefix}{userId}/{runId}/{eventId}`. */
 export const WEBHOOK_PREFIX = '/v2/workflows/hooks/';
 
-/** The `UserID` of a queue token (base64 of `{"UserID", "Password"}`), the one webhook URLs carry; undefined for an opaque token. */
-export function queueUserId(token: string): string | undefined {
-  try {
-    const id = (JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { UserID?: unknown }).UserID;
-    return typeof id === 'string' ? id : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Wait / notify routes: `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
@@ -295,7 +287,7 @@ export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiC
   app.all(`${WEBHOOK_PREFIX}:userId/:runId/:eventId`, async (req: FastifyRequest<{ Params: { userId: string; runId: string; eventId: string } }>) => {
     const { userId, runId, eventId } = req.params;
     const run = await engine.runs.findRun(runId);
-    if (userId !== queueUserId(ctx.credentials.get(CREDENTIALS.token)) || run?.state !== 'RUN_STARTED') {
+    if (userId !== queueTokenUserId(ctx.credentials.get(CREDENTIALS.token)) || run?.state !== 'RUN_STARTED') {
       throw errors.notFound(`webhook of workflow run ${runId}`);
     }
     const data = webhookEventData({

@@ -12,6 +12,9 @@
  *
  * Crash safety: every claim is a lease (owner = this dispatcher's id). On start all leases are
  * released (this process owns the store), so messages in flight at a crash are delivered again.
+ * On a store shared by several nodes (PostgreSQL) leases are short and renewed while held
+ * ({@link DispatcherOptions.leaseMs}), and only leases that expired or whose owner died are
+ * released.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../logger.js';
@@ -66,6 +69,14 @@ export interface DispatcherOptions {
   recordRetryMs?: readonly number[];
   /** Attempt counters and durations (`src/queue/metrics.ts`). */
   metrics?: DeliveryMetrics;
+  /**
+   * Short, renewed leases (ms; `SVC_QUEUE_LEASE_MS`) for a store shared by several nodes: every
+   * claimed message (ready or in flight) is leased for this long and renewed every third of it
+   * while held, and expired leases of any node are reaped as often, so the messages of a node that
+   * died are claimed by another within about one lease. Needs `store.renewLeases`. Undefined:
+   * one lease covering the longest attempt (single process owning its store).
+   */
+  leaseMs?: number;
 }
 
 export class Dispatcher {
@@ -98,6 +109,9 @@ export class Dispatcher {
   private timerAt = Infinity;
   private stopped = true;
   private abandoned = false;
+  /** Messages this dispatcher holds claimed (ready or in flight), by id: their leases are renewed. */
+  private readonly leased = new Map<string, StoredMessage>();
+  private leaseTimer: NodeJS.Timeout | undefined;
   private readonly active = new Set<Promise<void>>();
 
   constructor(private readonly o: DispatcherOptions) {
@@ -108,11 +122,43 @@ export class Dispatcher {
   /** Releases every lease (crash recovery) and starts delivering. */
   async start(): Promise<void> {
     this.abandoned = false;
+    await this.o.store.holdOwner?.(this.owner);
     const n = await this.o.store.releaseLeases(this.clock.now(), true);
     if (n) this.o.logger.info({ released: n }, 'queue: re-queued messages that were in flight at the last stop');
     this.stopped = false;
     this.maybeDue = true;
+    if (this.o.leaseMs !== undefined && this.o.store.renewLeases) {
+      this.leaseTimer = setInterval(() => {
+        this.renewLeases().catch((err) => this.o.logger.warn({ err }, 'queue: lease renewal failed'));
+      }, Math.max(100, Math.floor(this.o.leaseMs / 3)));
+      this.leaseTimer.unref?.();
+    }
     this.kick();
+  }
+
+  /** Lease length (ms) of a claim made now. */
+  private get leaseLength(): number {
+    return this.o.leaseMs ?? MAX_TIMEOUT_MS + LEASE_MARGIN_MS;
+  }
+
+  /**
+   * Renews the leases of the messages held here and hands expired leases of any node back (the
+   * short-lease mode of {@link DispatcherOptions.leaseMs}).
+   */
+  private async renewLeases(): Promise<void> {
+    if (this.stopped || !this.o.store.renewLeases) return;
+    const now = this.clock.now();
+    const ids = [...this.leased.keys()];
+    if (ids.length) {
+      const kept = new Set(await this.o.store.renewLeases(this.owner, ids, now + this.leaseLength));
+      const lost = ids.filter((id) => !kept.has(id) && this.leased.has(id));
+      if (lost.length) this.o.logger.warn({ lost: lost.length }, 'queue: leases lapsed before renewal; those messages may be delivered again');
+    }
+    const released = await this.o.store.releaseLeases(this.clock.now());
+    if (released) {
+      this.maybeDue = true;
+      this.kick();
+    }
   }
 
   /** Tells the dispatcher a message becomes due at `dueAt` (ms) so it can wake up early. */
@@ -148,7 +194,7 @@ export class Dispatcher {
     }
     if (!ids.size) return undefined;
     this.reserved += ids.size;
-    const claim: EnqueueClaim = { owner: this.owner, leaseUntil: now + MAX_TIMEOUT_MS + LEASE_MARGIN_MS, ids };
+    const claim: EnqueueClaim = { owner: this.owner, leaseUntil: now + this.leaseLength, ids };
     this.reservedOrigins.set(claim, origins);
     return claim;
   }
@@ -169,6 +215,7 @@ export class Dispatcher {
   }
 
   private addReady(m: StoredMessage): void {
+    if (this.o.leaseMs !== undefined) this.leased.set(m.id, m);
     const origin = originOf(m.url);
     const q = this.ready.get(origin);
     if (q) q.push(m);
@@ -186,6 +233,8 @@ export class Dispatcher {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    this.leaseTimer = undefined;
     let t: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.active]), new Promise((r) => (t = setTimeout(r, graceMs)))]);
     clearTimeout(t);
@@ -281,7 +330,7 @@ export class Dispatcher {
           owner: this.owner,
           now,
           limit,
-          leaseUntil: now + MAX_TIMEOUT_MS + LEASE_MARGIN_MS,
+          leaseUntil: now + this.leaseLength,
           excludeOrigins: exclude,
         });
       } catch (err) {
@@ -330,6 +379,7 @@ export class Dispatcher {
             for (const fn of this.endListeners) fn(m, at);
           }
           this.inFlight--;
+          this.leased.delete(m.id);
           const fl = (this.flying.get(origin) ?? 1) - 1;
           if (fl <= 0) this.flying.delete(origin);
           else this.flying.set(origin, fl);

@@ -27,23 +27,14 @@
 import type { Logger } from '../../logger.js';
 import type { Clock } from '../delivery/dispatcher.js';
 import type { FlowControl, NewMessage } from '../model.js';
-import type { AdmissionTx, FlowKeyState, RoutingStore } from '../store/routing-types.js';
+import { effectiveLimits, type AdmissionTx, type FlowKeyState, type RoutingStore } from '../store/routing-types.js';
+
+export { effectiveLimits };
 
 /** Re-check period while messages are held (covers cancellations and missed kicks). */
 const SAFETY_TICK_MS = 1000;
 /** Most messages released per queue or key in one round. */
 const MAX_RELEASE_PER_KEY = 1000;
-
-/** Effective limits of a key: pinned fields win. */
-export function effectiveLimits(k: FlowKeyState): { parallelism?: number; rate?: number; periodS: number } {
-  const parallelism = k.pinnedParallelism ?? k.parallelism;
-  const pinnedRate = k.pinnedRate !== undefined;
-  return {
-    parallelism,
-    rate: pinnedRate ? k.pinnedRate : k.rate,
-    periodS: (pinnedRate ? k.pinnedPeriodS : k.periodS) ?? 1,
-  };
-}
 
 export interface GateOptions {
   routing: RoutingStore;
@@ -186,7 +177,7 @@ export class AdmissionGate {
 
   private async round(): Promise<void> {
     const now = this.o.clock.now();
-    const { released, wake, held } = await this.o.routing.admit((tx) => this.decide(tx, now));
+    const { released, wake, held } = await this.o.routing.admit((tx) => this.decide(tx, now), now);
     if (released) this.o.onRelease(now);
     let at = wake ?? Infinity;
     if (held) at = Math.min(at, now + SAFETY_TICK_MS);

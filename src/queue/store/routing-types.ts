@@ -49,6 +49,17 @@ export interface FlowKeyState {
   admitted: number;
 }
 
+/** Effective limits of a key: pinned fields win. */
+export function effectiveLimits(k: FlowKeyState): { parallelism?: number; rate?: number; periodS: number } {
+  const parallelism = k.pinnedParallelism ?? k.parallelism;
+  const pinnedRate = k.pinnedRate !== undefined;
+  return {
+    parallelism,
+    rate: pinnedRate ? k.pinnedRate : k.rate,
+    periodS: (pinnedRate ? k.pinnedPeriodS : k.periodS) ?? 1,
+  };
+}
+
 /** A stored schedule. */
 export interface ScheduleRecord {
   id: string;
@@ -71,7 +82,10 @@ export interface HeldHead {
   flowControlKey?: string;
 }
 
-/** Reads and releases inside one admission transaction (all synchronous). */
+/**
+ * Reads and releases inside one admission transaction (all synchronous). `queueHeads`/`keyHeads`
+ * are asked with the round's `now`.
+ */
 export interface AdmissionTx {
   /** Queues that have held messages. */
   heldQueues(): string[];
@@ -124,8 +138,12 @@ export interface RoutingStore {
   unpinFlow(key: string, unpin: { parallelism: boolean; rate: boolean }, now: number): Promise<boolean>;
 
   // admission
-  /** Runs one admission round in a single transaction (relaxed durability). */
-  admit<T>(fn: (tx: AdmissionTx) => T): Promise<T>;
+  /**
+   * Runs one admission round at `now` (ms; default the wall clock) in a single transaction
+   * (relaxed durability). `fn` is synchronous: a store may read what a round can need before
+   * calling it (the PostgreSQL store does) and applies its releases after it returns.
+   */
+  admit<T>(fn: (tx: AdmissionTx) => T, now?: number): Promise<T>;
 
   // schedules
   upsertSchedule(s: ScheduleRecord): Promise<void>;

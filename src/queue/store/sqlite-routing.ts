@@ -16,7 +16,8 @@ import type {
 } from './routing-types.js';
 import { INSERT_MESSAGE_SQL, messageParams } from './sqlite-rows.js';
 
-interface ScheduleRow {
+/** A `schedules` row (both stores). */
+export interface ScheduleRow {
   id: string;
   cron: string;
   destination: string;
@@ -31,7 +32,8 @@ interface ScheduleRow {
   last_message_ids: string | null;
 }
 
-interface FlowRow {
+/** A `flow_control_keys` row (both stores). */
+export interface FlowRow {
   key: string;
   parallelism: number | null;
   rate: number | null;
@@ -43,6 +45,40 @@ interface FlowRow {
 }
 
 const u = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
+
+/** Row -> {@link ScheduleRecord} (both stores). */
+export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
+  return {
+    id: r.id,
+    cron: r.cron,
+    destination: r.destination,
+    options: JSON.parse(r.options),
+    body: r.body,
+    queueName: u(r.queue_name),
+    callerIp: u(r.caller_ip),
+    paused: r.paused === 1,
+    createdAt: r.created_at,
+    lastTime: u(r.last_time),
+    nextTime: u(r.next_time),
+    lastMessageIds: r.last_message_ids ? JSON.parse(r.last_message_ids) : [],
+  };
+}
+
+/** Row + counts -> {@link FlowKeyState} (both stores). */
+export function flowStateFromRow(r: FlowRow, waiting: number, admitted: number): FlowKeyState {
+  return {
+    key: r.key,
+    parallelism: u(r.parallelism),
+    rate: u(r.rate),
+    periodS: u(r.period_s),
+    paused: r.paused === 1,
+    pinnedParallelism: u(r.pinned_parallelism),
+    pinnedRate: u(r.pinned_rate),
+    pinnedPeriodS: u(r.pinned_period_s),
+    waiting,
+    admitted,
+  };
+}
 
 // "Admitted" = pending and not held; the text matches the partial indexes of migration 0002.
 const ADMITTED_Q = `status = 'pending' AND queue_name IS NOT NULL AND (claimed_by IS NULL OR claimed_by <> 'held')`;
@@ -185,18 +221,7 @@ export class SqliteRoutingStore implements RoutingStore {
 
   private flowState(r: FlowRow): FlowKeyState {
     const waiting = this.db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE claimed_by = 'held' AND flow_control_key = ?`).get(r.key) as { n: number };
-    return {
-      key: r.key,
-      parallelism: u(r.parallelism),
-      rate: u(r.rate),
-      periodS: u(r.period_s),
-      paused: r.paused === 1,
-      pinnedParallelism: u(r.pinned_parallelism),
-      pinnedRate: u(r.pinned_rate),
-      pinnedPeriodS: u(r.pinned_period_s),
-      waiting: waiting.n,
-      admitted: this.countAdmittedKey(r.key),
-    };
+    return flowStateFromRow(r, waiting.n, this.countAdmittedKey(r.key));
   }
 
   private countAdmittedKey(key: string): number {
@@ -289,23 +314,6 @@ export class SqliteRoutingStore implements RoutingStore {
 
   // ---- schedules ----
 
-  private schedule(r: ScheduleRow): ScheduleRecord {
-    return {
-      id: r.id,
-      cron: r.cron,
-      destination: r.destination,
-      options: JSON.parse(r.options),
-      body: r.body,
-      queueName: u(r.queue_name),
-      callerIp: u(r.caller_ip),
-      paused: r.paused === 1,
-      createdAt: r.created_at,
-      lastTime: u(r.last_time),
-      nextTime: u(r.next_time),
-      lastMessageIds: r.last_message_ids ? JSON.parse(r.last_message_ids) : [],
-    };
-  }
-
   upsertSchedule(s: ScheduleRecord): Promise<void> {
     return this.writes.run(() => {
       this.db
@@ -332,11 +340,11 @@ export class SqliteRoutingStore implements RoutingStore {
 
   async getSchedule(id: string): Promise<ScheduleRecord | undefined> {
     const r = this.db.prepare('SELECT * FROM schedules WHERE id = ?').get(id) as ScheduleRow | undefined;
-    return r ? this.schedule(r) : undefined;
+    return r ? scheduleFromRow(r) : undefined;
   }
 
   async listSchedules(): Promise<ScheduleRecord[]> {
-    return (this.db.prepare('SELECT * FROM schedules ORDER BY created_at, id').all() as ScheduleRow[]).map((r) => this.schedule(r));
+    return (this.db.prepare('SELECT * FROM schedules ORDER BY created_at, id').all() as ScheduleRow[]).map((r) => scheduleFromRow(r));
   }
 
   deleteSchedule(id: string): Promise<boolean> {
@@ -348,7 +356,7 @@ export class SqliteRoutingStore implements RoutingStore {
   }
 
   async dueSchedules(now: number): Promise<ScheduleRecord[]> {
-    return (this.db.prepare('SELECT * FROM schedules WHERE paused = 0 AND next_time <= ? ORDER BY next_time').all(now) as ScheduleRow[]).map((r) => this.schedule(r));
+    return (this.db.prepare('SELECT * FROM schedules WHERE paused = 0 AND next_time <= ? ORDER BY next_time').all(now) as ScheduleRow[]).map((r) => scheduleFromRow(r));
   }
 
   async nextScheduleTime(): Promise<number | undefined> {

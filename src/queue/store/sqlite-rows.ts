@@ -1,8 +1,9 @@
 /**
- * Row <-> model mapping and filter -> SQL for the SQLite queue store. Kept apart from the store
+ * Row <-> model mapping and filter -> SQL for the queue stores (SQLite, and PostgreSQL where the
+ * rows have the same shape). Kept apart from the store
  * class so each file reads in one sitting.
  */
-import type { HeaderMap, MessageFilter, NewMessage, StoredMessage } from '../model.js';
+import type { DlqEntry, HeaderMap, LogEntry, LogState, MessageFilter, NewMessage, Page, StoredMessage } from '../model.js';
 
 /** A `messages` row as better-sqlite3 returns it. */
 export interface MessageRow {
@@ -128,7 +129,7 @@ export function messageParams(m: NewMessage): Record<string, unknown> {
 }
 
 /** The columns of {@link INSERT_MESSAGE_VALUES_SQL}, in order. */
-const MESSAGE_COLUMNS = [
+export const MESSAGE_COLUMNS = [
   'id', 'kind', 'url', 'url_host', 'url_path', 'origin', 'method', 'headers', 'body', 'created_at', 'not_before',
   'due_at', 'max_retries', 'retry_delay', 'timeout_ms', 'callback', 'callback_opts', 'failure_callback',
   'failure_callback_opts', 'caller_ip', 'labels', 'redact', 'topic_name', 'endpoint_name', 'queue_name',
@@ -202,9 +203,10 @@ export function whereBuilder(): {
 
 /**
  * WHERE terms for a filter over `m` (messages), optional `d` (dlq) and `l` (logs) aliases.
- * `timeColumn` is the column `fromDate`/`toDate` apply to. Returns SQL and positional params.
+ * `timeColumn` is the column `fromDate`/`toDate` apply to. Returns SQL with `?` placeholders and
+ * positional params; `dialect` 'pg' for the PostgreSQL store (then `toPgParams` numbers them).
  */
-export function filterSql(f: MessageFilter, timeColumn: string): { sql: string; params: unknown[] } {
+export function filterSql(f: MessageFilter, timeColumn: string, dialect: 'sqlite' | 'pg' = 'sqlite'): { sql: string; params: unknown[] } {
   const { terms, params, inList } = whereBuilder();
   inList('m.id', f.messageIds);
   inList('m.url', f.url);
@@ -219,7 +221,8 @@ export function filterSql(f: MessageFilter, timeColumn: string): { sql: string; 
   inList('d.dlq_id', f.dlqIds);
   inList('l.state', f.state);
   if (f.label?.length) {
-    terms.push(`EXISTS (SELECT 1 FROM json_each(m.labels) je WHERE je.value IN (${f.label.map(() => '?').join(',')}))`);
+    const each = dialect === 'pg' ? 'json_array_elements_text(m.labels::json) je(value)' : 'json_each(m.labels) je';
+    terms.push(`EXISTS (SELECT 1 FROM ${each} WHERE je.value IN (${f.label.map(() => '?').join(',')}))`);
     params.push(...f.label);
   }
   if (f.fromDate !== undefined) {
@@ -230,5 +233,102 @@ export function filterSql(f: MessageFilter, timeColumn: string): { sql: string; 
     terms.push(`${timeColumn} <= ?`);
     params.push(f.toDate);
   }
-  return { sql: terms.length ? terms.join(' AND ') : '1', params };
+  return { sql: terms.length ? terms.join(' AND ') : dialect === 'pg' ? 'TRUE' : '1', params };
 }
+
+/** A `logs` row (both stores). */
+export interface LogRow {
+  seq: number;
+  time: number;
+  message_seq: number;
+  state: string;
+  error: string | null;
+  next_delivery_time: number | null;
+  response_status: number | null;
+  response_headers: string | null;
+  response_body: Buffer | null;
+}
+
+/** A `dlq` row (both stores). */
+export interface DlqRow {
+  seq: number;
+  dlq_id: string;
+  message_seq: number;
+  created_at: number;
+  response_status: number | null;
+  response_headers: string | null;
+  response_body: Buffer | null;
+  error: string | null;
+}
+
+/** A DLQ row and its message -> {@link DlqEntry}. */
+export function dlqEntryFromRow(r: DlqRow, message: StoredMessage): DlqEntry {
+  return {
+    dlqId: r.dlq_id,
+    createdAt: r.created_at,
+    message,
+    outcome: {
+      status: r.response_status ?? undefined,
+      headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
+      body: r.response_body ?? undefined,
+      error: r.error ?? undefined,
+    },
+  };
+}
+
+/** A log row and its message -> {@link LogEntry}. */
+export function logEntryFromRow(r: LogRow, message: StoredMessage): LogEntry {
+  return {
+    seq: r.seq,
+    time: r.time,
+    state: r.state as LogState,
+    message,
+    error: r.error ?? undefined,
+    nextDeliveryTime: r.next_delivery_time ?? undefined,
+    outcome:
+      r.response_status !== null || r.response_headers !== null || r.response_body !== null
+        ? {
+            status: r.response_status ?? undefined,
+            headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
+            body: r.response_body ?? undefined,
+          }
+        : undefined,
+  };
+}
+
+/**
+ * The entries of one page from `rows` (fetched with LIMIT count + 1; an array or a lazy statement
+ * iterator): at most `page.count`, and with `page.maxBytes` set, stopping before the entry whose
+ * `bytes` would pass the bound (the first entry is always taken). Rows past the stop are never
+ * turned into entries. `more` tells whether anything follows (the cursor is the last taken row's seq).
+ */
+export function takePage<R extends { seq: number }, T>(
+  rows: Iterable<R>,
+  page: Page,
+  toItem: (row: R) => T,
+  bytes: (item: T) => number,
+): { items: { row: R; item: T }[]; more: boolean } {
+  const items: { row: R; item: T }[] = [];
+  let total = 0;
+  let more = false;
+  for (const row of rows) {
+    if (items.length >= page.count) {
+      more = true;
+      break;
+    }
+    const item = toItem(row);
+    const size = bytes(item);
+    if (page.maxBytes !== undefined && items.length > 0 && total + size > page.maxBytes) {
+      more = true;
+      break;
+    }
+    total += size;
+    items.push({ row, item });
+  }
+  return { items, more };
+}
+
+/** Bytes a DLQ entry carries in a page ({@link takePage}): message body + response body. */
+export const bytesOfDlqEntry = (e: DlqEntry): number => e.message.body.length + (e.outcome.body?.length ?? 0);
+/** Bytes a log entry carries in a page ({@link takePage}): message body + response body. */
+export const bytesOfLogEntry = (e: LogEntry): number => e.message.body.length + (e.outcome?.body?.length ?? 0);

@@ -8,7 +8,8 @@ import type { GroupCommitter } from './group-commit.js';
 import { whereBuilder } from './sqlite-rows.js';
 import type { NewRun, RunConfig, RunFilter, StoredNotify, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
 
-interface RunRow {
+/** A `workflow_runs` row (both stores). */
+export interface RunRow {
   seq: number;
   run_id: string;
   created_at: number;
@@ -30,7 +31,8 @@ interface RunRow {
 const u = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 const j = (v: string | null) => (v === null ? undefined : JSON.parse(v));
 
-function toRun(r: RunRow): WorkflowRun {
+/** Row -> {@link WorkflowRun} (both stores). */
+export function toRun(r: RunRow): WorkflowRun {
   return {
     seq: r.seq,
     runId: r.run_id,
@@ -51,7 +53,8 @@ function toRun(r: RunRow): WorkflowRun {
   };
 }
 
-interface WaiterRow {
+/** A `workflow_waiters` row (both stores). */
+export interface WaiterRow {
   seq: number;
   event_id: string;
   run_seq: number;
@@ -63,7 +66,8 @@ interface WaiterRow {
   created_at: number;
 }
 
-function toWaiter(r: WaiterRow): Waiter {
+/** Row -> {@link Waiter} (both stores). */
+export function toWaiter(r: WaiterRow): Waiter {
   return {
     seq: r.seq,
     eventId: r.event_id,
@@ -260,46 +264,54 @@ export class SqliteWorkflowStore implements WorkflowStore {
   }
 
   async listRuns(f: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]> {
-    const { terms, params, inList } = whereBuilder();
-    inList('run_id', f.runIds);
-    inList('url', f.url);
-    inList('state', f.states);
-    inList('flow_control_key', f.flowControlKey);
-    inList('caller_ip', f.callerIp);
-    inList('dlq_id', f.dlqIds);
-    if (f.urlPrefix !== undefined) {
-      terms.push('substr(url, 1, ?) = ?');
-      params.push(f.urlPrefix.length, f.urlPrefix);
-    }
-    if (f.createdAt !== undefined) {
-      terms.push('created_at = ?');
-      params.push(f.createdAt);
-    }
-    if (f.inDlq) terms.push('dlq_id IS NOT NULL');
-    if (f.failureState !== undefined) {
-      terms.push(`json_extract(failure, '$.state') = ?`);
-      params.push(f.failureState);
-    }
-    if (f.label?.length) {
-      terms.push(`EXISTS (SELECT 1 FROM json_each(labels) je WHERE je.value IN (${f.label.map(() => '?').join(',')}))`);
-      params.push(...f.label);
-    }
-    const timeCol = f.inDlq ? 'COALESCE(completed_at, created_at)' : 'created_at';
-    if (f.fromDate !== undefined) {
-      terms.push(`${timeCol} >= ?`);
-      params.push(f.fromDate);
-    }
-    if (f.toDate !== undefined) {
-      terms.push(`${timeCol} <= ?`);
-      params.push(f.toDate);
-    }
-    if (cursor !== undefined) {
-      terms.push('seq < ?');
-      params.push(cursor);
-    }
-    const rows = this.db
-      .prepare(`SELECT * FROM workflow_runs WHERE ${terms.length ? terms.join(' AND ') : '1'} ORDER BY seq DESC LIMIT ?`)
-      .all(...params, limit) as RunRow[];
+    const { sql, params } = runFilterSql(f, cursor);
+    const rows = this.db.prepare(`SELECT * FROM workflow_runs WHERE ${sql} ORDER BY seq DESC LIMIT ?`).all(...params, limit) as RunRow[];
     return rows.map(toRun);
   }
+}
+
+/**
+ * WHERE clause (with `?` placeholders) and params of a run listing: `f`'s filters AND-ed, runs
+ * older than `cursor` (a seq). `dialect` 'pg' for the PostgreSQL store (JSON functions differ).
+ */
+export function runFilterSql(f: RunFilter, cursor: number | undefined, dialect: 'sqlite' | 'pg' = 'sqlite'): { sql: string; params: unknown[] } {
+  const { terms, params, inList } = whereBuilder();
+  inList('run_id', f.runIds);
+  inList('url', f.url);
+  inList('state', f.states);
+  inList('flow_control_key', f.flowControlKey);
+  inList('caller_ip', f.callerIp);
+  inList('dlq_id', f.dlqIds);
+  if (f.urlPrefix !== undefined) {
+    terms.push('substr(url, 1, ?) = ?');
+    params.push(f.urlPrefix.length, f.urlPrefix);
+  }
+  if (f.createdAt !== undefined) {
+    terms.push('created_at = ?');
+    params.push(f.createdAt);
+  }
+  if (f.inDlq) terms.push('dlq_id IS NOT NULL');
+  if (f.failureState !== undefined) {
+    terms.push(dialect === 'pg' ? `(failure::json ->> 'state') = ?` : `json_extract(failure, '$.state') = ?`);
+    params.push(f.failureState);
+  }
+  if (f.label?.length) {
+    const each = dialect === 'pg' ? 'json_array_elements_text(labels::json) je(value)' : 'json_each(labels) je';
+    terms.push(`EXISTS (SELECT 1 FROM ${each} WHERE je.value IN (${f.label.map(() => '?').join(',')}))`);
+    params.push(...f.label);
+  }
+  const timeCol = f.inDlq ? 'COALESCE(completed_at, created_at)' : 'created_at';
+  if (f.fromDate !== undefined) {
+    terms.push(`${timeCol} >= ?`);
+    params.push(f.fromDate);
+  }
+  if (f.toDate !== undefined) {
+    terms.push(`${timeCol} <= ?`);
+    params.push(f.toDate);
+  }
+  if (cursor !== undefined) {
+    terms.push('seq < ?');
+    params.push(cursor);
+  }
+  return { sql: terms.length ? terms.join(' AND ') : dialect === 'pg' ? 'TRUE' : '1', params };
 }

@@ -27,35 +27,28 @@ import type {
 } from '../model.js';
 import { GroupCommitter, type FsyncPolicy } from './group-commit.js';
 import { migrate } from './migrate.js';
-import { filterSql, INSERT_MESSAGE_VALUES_SQL, messageValues, rowToMessage, type MessageRow } from './sqlite-rows.js';
+import {
+  dlqEntryFromRow,
+  filterSql,
+  INSERT_MESSAGE_VALUES_SQL,
+  logEntryFromRow,
+  takePage,
+  bytesOfDlqEntry,
+  bytesOfLogEntry,
+  messageValues,
+  rowToMessage,
+  type DlqRow,
+  type LogRow,
+  type MessageRow,
+} from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
 import { SqliteRoutingStore } from './sqlite-routing.js';
 import type { RoutingStore } from './routing-types.js';
 import { SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
 
-interface LogRow {
-  seq: number;
-  time: number;
-  message_seq: number;
-  state: string;
-  error: string | null;
-  next_delivery_time: number | null;
-  response_status: number | null;
-  response_headers: string | null;
-  response_body: Buffer | null;
-}
-
-interface DlqRow {
-  seq: number;
-  dlq_id: string;
-  message_seq: number;
-  created_at: number;
-  response_status: number | null;
-  response_headers: string | null;
-  response_body: Buffer | null;
-  error: string | null;
-}
+/** Rows deleted per pruning write. */
+const PRUNE_BATCH = 5000;
 
 /**
  * Opens (creating and migrating) the SQLite queue store at `file`; `fsync` is when acknowledged
@@ -270,6 +263,12 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   private dlqRows(filter: MessageFilter, page: Page | undefined, limit: number): DlqRow[] {
+    const { stmt, params } = this.dlqQuery(filter, page);
+    return stmt.all(...params, limit) as DlqRow[];
+  }
+
+  /** The DLQ listing statement for `filter`/`page` and its parameters (the LIMIT goes last). */
+  private dlqQuery(filter: MessageFilter, page: Page | undefined): { stmt: Database.Statement; params: unknown[] } {
     const { sql, params } = filterSql(filter, 'd.created_at');
     const desc = page?.order !== 'earliestFirst';
     let cur = '';
@@ -277,33 +276,22 @@ export class SqliteQueueStore implements QueueStore {
       cur = desc ? 'AND d.seq < ?' : 'AND d.seq > ?';
       params.push(Number(page.cursor));
     }
-    return this.db
-      .prepare(
-        `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
-         ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
-      )
-      .all(...params, limit) as DlqRow[];
+    const stmt = this.db.prepare(
+      `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
+       ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+    );
+    return { stmt, params };
   }
 
   private dlqEntry(r: DlqRow): DlqEntry {
-    return {
-      dlqId: r.dlq_id,
-      createdAt: r.created_at,
-      message: rowToMessage(this.st.bySeq.get(r.message_seq) as MessageRow),
-      outcome: {
-        status: r.response_status ?? undefined,
-        headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
-        body: r.response_body ?? undefined,
-        error: r.error ?? undefined,
-      },
-    };
+    return dlqEntryFromRow(r, rowToMessage(this.st.bySeq.get(r.message_seq) as MessageRow));
   }
 
   async listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>> {
-    const rows = this.dlqRows(filter, page, page.count + 1);
-    const more = rows.length > page.count;
-    const items = rows.slice(0, page.count);
-    return { items: items.map((r) => this.dlqEntry(r)), cursor: more ? String(items[items.length - 1].seq) : undefined };
+    const { stmt, params } = this.dlqQuery(filter, page);
+    const rows = stmt.iterate(...params, page.count + 1) as IterableIterator<DlqRow>;
+    const { items, more } = takePage(rows, page, (r) => this.dlqEntry(r), bytesOfDlqEntry);
+    return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
   async getDlq(dlqId: string): Promise<DlqEntry | undefined> {
@@ -355,48 +343,33 @@ export class SqliteQueueStore implements QueueStore {
         `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
          ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
       )
-      .all(...params, page.count + 1) as LogRow[];
-    const more = rows.length > page.count;
-    const items = rows.slice(0, page.count);
+      .iterate(...params, page.count + 1) as IterableIterator<LogRow>;
     const cache = new Map<number, StoredMessage>();
     const msg = (seq: number) => {
       let m = cache.get(seq);
       if (!m) cache.set(seq, (m = rowToMessage(this.st.bySeq.get(seq) as MessageRow)));
       return m;
     };
-    return {
-      items: items.map((r) => ({
-        seq: r.seq,
-        time: r.time,
-        state: r.state as LogState,
-        message: msg(r.message_seq),
-        error: r.error ?? undefined,
-        nextDeliveryTime: r.next_delivery_time ?? undefined,
-        outcome:
-          r.response_status !== null || r.response_headers !== null || r.response_body !== null
-            ? {
-                status: r.response_status ?? undefined,
-                headers: r.response_headers ? JSON.parse(r.response_headers) : undefined,
-                body: r.response_body ?? undefined,
-              }
-            : undefined,
-      })),
-      cursor: more ? String(items[items.length - 1].seq) : undefined,
-    };
+    const { items, more } = takePage(rows, page, (r) => logEntryFromRow(r, msg(r.message_seq)), bytesOfLogEntry);
+    return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
-  prune(now: number, logsBefore: number): Promise<void> {
-    return this.writes.run(() => {
-      this.db.prepare('DELETE FROM dedup WHERE expires_at <= ?').run(now);
-      this.db.prepare('DELETE FROM logs WHERE time < ?').run(logsBefore);
-      this.db
-        .prepare(
-          `DELETE FROM messages WHERE status <> 'pending' AND finished_at < ?
-             AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
-             AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq)`,
-        )
-        .run(logsBefore);
-    }, false);
+  async prune(now: number, logsBefore: number, dlqBefore?: number): Promise<void> {
+    // In batches of PRUNE_BATCH rows, each its own (relaxed) write: a big backlog never holds the
+    // write lock for long, and publishes commit between batches.
+    const batches = async (sql: string, ...params: unknown[]) => {
+      const st = this.db.prepare(sql);
+      while ((await this.writes.run(() => st.run(...params, PRUNE_BATCH).changes, false)) >= PRUNE_BATCH);
+    };
+    await batches('DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? LIMIT ?)', now);
+    await batches('DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? LIMIT ?)', logsBefore);
+    if (dlqBefore !== undefined) await batches('DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? LIMIT ?)', dlqBefore);
+    await batches(
+      `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE status <> 'pending' AND finished_at < ?
+         AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
+         AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) LIMIT ?)`,
+      logsBefore,
+    );
   }
 
   /** The URL-group / queue / schedule / flow-control tables on the same handle. */

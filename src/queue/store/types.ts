@@ -104,7 +104,8 @@ export interface QueueStore {
 
   /**
    * Hands leases back: those expired at `now`, or every lease when `all` (start-up of the single
-   * process that owns the store). Returns how many.
+   * process that owns the store). A store shared by several nodes hands back the expired leases
+   * and those of owners that are no longer alive (see `holdOwner`), `all` or not. Returns how many.
    */
   releaseLeases(now: number, all?: boolean): Promise<number>;
 
@@ -149,8 +150,12 @@ export interface QueueStore {
    */
   eventHistogram?(from: number, to: number, buckets: number): Promise<Record<string, number[]>>;
 
-  /** Drops finished messages, log entries and DLQ entries older than `before`, and expired dedup keys. */
-  prune(now: number, logsBefore: number): Promise<void>;
+  /**
+   * Drops log entries older than `logsBefore`, DLQ entries created before `dlqBefore` (when
+   * given), finished messages no log or DLQ entry refers to any more, and expired dedup keys.
+   * Deletes in short batches so it never holds up publishes and deliveries.
+   */
+  prune(now: number, logsBefore: number, dlqBefore?: number): Promise<void>;
 
   /**
    * Readiness: resolves true when the store answers a read on its handle; false once it is
@@ -162,6 +167,25 @@ export interface QueueStore {
   observeFsync?(observe: (seconds: number) => void): void;
 
   close(): Promise<void>;
+
+  /**
+   * Extends the leases `owner` holds on `ids` to `leaseUntil` (ms); returns the ids still owned.
+   * Stores shared by several nodes implement it: their leases are short and renewed while a
+   * delivery runs (`SVC_QUEUE_LEASE_MS`), so a dead node's messages go to the others quickly.
+   */
+  renewLeases?(owner: string, ids: string[], leaseUntil: number): Promise<string[]>;
+
+  /**
+   * Marks `owner` (a dispatcher id) alive for as long as this store is open, so other nodes can
+   * tell its leases from those of a node that died (shared stores; see `releaseLeases`).
+   */
+  holdOwner?(owner: string): Promise<void>;
+
+  /**
+   * Subscribes to wake-ups: messages became due at `dueAt` (ms), e.g. published on another node.
+   * Returns the unsubscribe function.
+   */
+  onWake?(fn: (dueAt: number) => void): () => void;
 
   /** URL groups, queues, schedules and flow-control state (`routing-types.ts`). */
   routing?(): RoutingStore;

@@ -95,8 +95,15 @@ export async function recoverRun(
     now,
   );
   const newRun = (await engine.runs.getRun(seq))!;
+  const old = entry.message;
+  // The failed delivery was the callback of a context.call (its body is the call's result, not a
+  // step list): resume re-delivers it after every stored step; restart starts from the trigger.
+  const isCallback = old.kind === 'callback';
   let steps: { messageId: string; callType: string; body: Buffer }[] = [];
-  if (mode === 'resume') {
+  if (mode === 'resume' && isCallback) {
+    steps = (await engine.runs.steps(run.seq)).map((s) => ({ messageId: s.messageId, callType: s.callType, body: s.body }));
+    await engine.runs.copySteps(seq, steps, now);
+  } else if (mode === 'resume') {
     // The failed message's body is the step list it was delivered with: keep those steps.
     let list: RawStep[] | undefined;
     try {
@@ -110,9 +117,9 @@ export async function recoverRun(
       : stepsUpTo(await engine.runs.steps(run.seq), entry.message.id).map((s) => ({ messageId: s.messageId, callType: s.callType, body: s.body }));
     await engine.runs.copySteps(seq, steps, now);
   }
-  const old = entry.message;
   const m: NewMessage = {
     ...old,
+    ...(isCallback && mode === 'restart' ? { kind: 'message' as const, headers: { ...run.config.headers } } : {}),
     id: messageId,
     createdAt: now,
     dueAt: now,
@@ -126,6 +133,7 @@ export async function recoverRun(
     extra: undefined,
   };
   engine.decorate(m, newRun, await engine.runs.steps(seq), triggerId(newRun));
+  if (isCallback && mode === 'resume') m.body = old.body;
   const kick = await engine.admit([m], now);
   const r = await store.retryDlq({ dlqIds: [dlqId] }, 1, now, () => m);
   kick();

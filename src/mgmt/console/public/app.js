@@ -30,7 +30,7 @@ function Login({ onSignedIn, reason }) {
 }
 
 function Sidebar({ active, onLogout }) {
-  return html`<aside class="side">
+  return html`<aside class="side"><div class="side-inner">
     <div class="brand"><span class="logo">s</span>svc console</div>
     <nav class="nav">
       ${NAV.filter((n) => !n.area || session.areas.includes(n.area)).map((n) => html`
@@ -42,7 +42,7 @@ function Sidebar({ active, onLogout }) {
       ${session.readonly && html`<div style="margin-top:6px"><span class="readonly-tag">read-only</span></div>`}
       <button class="small" onClick=${onLogout} data-logout>Sign out</button>
     </div>
-  </aside>`;
+  </div></aside>`;
 }
 
 function Shell({ onLogout }) {

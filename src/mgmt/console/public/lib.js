@@ -120,7 +120,10 @@ export function fromBase64(b64) {
 /** Pretty JSON when `text` is JSON, else the text as is. */
 export function prettyText(text) {
   if (typeof text !== 'string') return JSON.stringify(text, null, 2);
-  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+  try {
+    const v = JSON.parse(text);
+    return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+  } catch { return text; }
 }
 
 const STATE_TONE = {
@@ -158,21 +161,24 @@ export function Tabs({ items, active }) {
 }
 
 /**
- * Loads data with `load()` whenever `deps` change; returns {data, error, loading, reload}.
+ * Loads data with `load()` whenever `deps` change; returns {data, error, loading, reload}. Data
+ * loaded for other deps is never returned (a page never shows one key's value under another).
  */
 export function useLoad(load, deps) {
-  const [state, setState] = useState({ data: undefined, error: undefined, loading: true });
+  const key = JSON.stringify(deps);
+  const [state, setState] = useState({ key: undefined, data: undefined, error: undefined, loading: true });
   const [n, setN] = useState(0);
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true }));
     Promise.resolve().then(load).then(
-      (data) => live && setState({ data, error: undefined, loading: false }),
-      (error) => live && setState({ data: undefined, error, loading: false }),
+      (data) => live && setState({ key, data, error: undefined, loading: false }),
+      (error) => live && setState({ key, data: undefined, error, loading: false }),
     );
     return () => { live = false; };
-  }, [...deps, n]);
-  return { ...state, reload: () => setN((x) => x + 1) };
+  }, [key, n]);
+  const current = state.key === key;
+  return { data: current ? state.data : undefined, error: current ? state.error : undefined, loading: !current || state.loading, reload: () => setN((x) => x + 1) };
 }
 
 /** Error/empty/loading wrapper. */

@@ -1,0 +1,594 @@
+/**
+ * The PostgreSQL {@link QueueStore} (`SVC_QUEUE_DATABASE_URL`): the same tables and state machine
+ * as the SQLite store (`pg-migrations/0001_init.sql`), shared by any number of svc nodes.
+ *
+ * - Durability: every method is one transaction (or one statement) and resolves after COMMIT,
+ *   which with the server's default `synchronous_commit = on` means the WAL is flushed: an
+ *   acknowledged publish survives a crash of svc or of PostgreSQL.
+ * - Claiming: `claimDue` picks due, unclaimed rows with `FOR UPDATE SKIP LOCKED`, so nodes claiming
+ *   at once never take the same message and never wait for each other. A claim is a lease
+ *   (`claimed_by` = the node's dispatcher id, `lease_until`); nodes renew the leases of what they
+ *   hold ({@link PgQueueStore.renewLeases}) and reap expired ones, so a dead node's messages go
+ *   back to the others within a lease.
+ * - Wake-ups: writes that make messages due now send `NOTIFY svc_queue` (payload: due time, ms);
+ *   every node LISTENs ({@link PgQueueStore.onWake}) and also polls as a fallback.
+ * - Start-up lease release (`releaseLeases(now, true)`) releases only expired leases: other nodes
+ *   may be delivering the rest.
+ */
+import type pg from 'pg';
+import type {
+  AttemptOutcome,
+  DlqEntry,
+  EnqueueResult,
+  LogEntry,
+  LogState,
+  MessageFilter,
+  NewMessage,
+  Page,
+  PageResult,
+  StoredMessage,
+} from '../model.js';
+import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
+import { PgRoutingStore } from './pg-routing.js';
+import { PgWorkflowStore } from './pg-workflows.js';
+import type { RoutingStore } from './routing-types.js';
+import {
+  dlqEntryFromRow,
+  filterSql,
+  logEntryFromRow,
+  takePage,
+  bytesOfDlqEntry,
+  bytesOfLogEntry,
+  MESSAGE_COLUMNS,
+  messageValues,
+  rowToMessage,
+  type DlqRow,
+  type LogRow,
+  type MessageRow,
+} from './sqlite-rows.js';
+import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
+import type { WorkflowStore } from './workflow-types.js';
+
+/** The notification channel of due messages (payload: earliest due time, ms); `_<schema>` appended outside `public`. */
+export const WAKE_CHANNEL = 'svc_queue';
+/** First key of the advisory locks that mark a dispatcher alive (second key: hash of its id). */
+export const LIVENESS_LOCK_CLASS = 73_164_513;
+/** Most messages per multi-row INSERT (31 parameters each; PostgreSQL allows 65 535). */
+const INSERT_CHUNK = 1000;
+/** Rows deleted per pruning statement (short transactions; the hot path never waits long). */
+const PRUNE_BATCH = 5000;
+
+/** Something that runs a query: the pool (autocommit) or a client inside a transaction. */
+export type Queryable = pg.Pool | pg.PoolClient;
+
+/** Runs `fn` in one transaction on a pooled connection (rolled back when it throws). */
+export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const c = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await c.query('BEGIN');
+    const v = await fn(c);
+    await c.query('COMMIT');
+    return v;
+  } catch (err) {
+    await c.query('ROLLBACK').catch((e: Error) => (broken = e));
+    throw err;
+  } finally {
+    c.release(broken);
+  }
+}
+
+const INSERT_PREFIX = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES `;
+const NCOL = MESSAGE_COLUMNS.length;
+
+/**
+ * Stores `msgs` (CREATED logged; with `claim`, the messages whose ids it names are stored leased
+ * to its owner and ACTIVE is logged too), in one statement. Returns seq per message id.
+ */
+export async function insertMessages(q: Queryable, msgs: NewMessage[], now: number, claim?: EnqueueClaim): Promise<Map<string, number>> {
+  const seqs = new Map<string, number>();
+  for (let i = 0; i < msgs.length; i += INSERT_CHUNK) {
+    const chunk = msgs.slice(i, i + INSERT_CHUNK);
+    const params: unknown[] = [];
+    const rows: string[] = [];
+    for (const m of chunk) {
+      const take = claim !== undefined && claim.ids.has(m.id);
+      const base = params.length;
+      params.push(...messageValues(m, take ? claim : undefined));
+      rows.push(`(${Array.from({ length: NCOL }, (_, k) => `$${base + k + 1}`).join(',')})`);
+    }
+    const t = params.length + 1;
+    params.push(now, claim?.owner ?? null);
+    const r = await q.query<{ seq: number; id: string }>(
+      `WITH ins AS (${INSERT_PREFIX}${rows.join(',')} RETURNING seq, id, due_at, claimed_by),
+       l AS (INSERT INTO logs (time, message_seq, state, next_delivery_time)
+             SELECT $${t}, ins.seq, v.state, CASE WHEN v.o = 1 THEN ins.due_at END
+             FROM ins CROSS JOIN (VALUES (1, 'CREATED'), (2, 'ACTIVE')) v(o, state)
+             WHERE v.o = 1 OR ins.claimed_by = $${t + 1}::text
+             ORDER BY ins.seq, v.o)
+       SELECT seq, id FROM ins`,
+      params,
+    );
+    for (const row of r.rows) seqs.set(row.id, row.seq);
+  }
+  return seqs;
+}
+
+export interface PgStoreOptions {
+  /** Connections of this node's pool (default 10). */
+  poolSize?: number;
+  /** Schema of the tables (`SVC_QUEUE_DATABASE_SCHEMA`, default `public`). */
+  schema?: string;
+}
+
+/**
+ * Opens the PostgreSQL queue store: connects, applies migrations (advisory lock), starts the
+ * LISTEN connection. @throws PgStartupError (bad URL, unreachable, wrong password, newer schema).
+ */
+export async function openPgQueueStore(url: string, opts: PgStoreOptions = {}): Promise<PgQueueStore> {
+  const schema = opts.schema ?? 'public';
+  const pool = createPool(url, { max: opts.poolSize, schema });
+  // An idle pooled connection that breaks (server restart) must not crash the process.
+  pool.on('error', () => undefined);
+  try {
+    await preparePgDatabase(pool, url, schema);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  const store = new PgQueueStore(pool, url, schema);
+  store.startListening();
+  return store;
+}
+
+export class PgQueueStore implements QueueStore {
+  private readonly wakeListeners = new Set<(dueAt: number) => void>();
+  /** Dispatcher ids of this node, each marked alive by an advisory lock on the LISTEN connection. */
+  private readonly owners = new Set<string>();
+  /** Resolves when the LISTEN connection holds the liveness locks of {@link owners}. */
+  private listening: Promise<void> = Promise.resolve();
+  private listener: pg.Client | undefined;
+  private listenRetry: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  /** NOTIFY channel of this schema's nodes. */
+  private readonly channel: string;
+
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly url: string,
+    private readonly schema = 'public',
+  ) {
+    this.channel = schema === 'public' ? WAKE_CHANNEL : `${WAKE_CHANNEL}_${schema}`;
+  }
+
+  // ---- wake-ups (LISTEN/NOTIFY) ----
+
+  /**
+   * Calls `fn(dueAt)` when another node (or this one) makes messages due (NOTIFY). Best effort:
+   * while the LISTEN connection is down, nodes rely on polling. Returns the unsubscribe function.
+   */
+  onWake(fn: (dueAt: number) => void): () => void {
+    this.wakeListeners.add(fn);
+    return () => this.wakeListeners.delete(fn);
+  }
+
+  /** Opens (and keeps re-opening) the LISTEN connection. */
+  startListening(): void {
+    if (this.closed || this.listener) return;
+    const c = createClient(this.url, this.schema);
+    this.listener = c;
+    const retry = () => {
+      if (this.listener !== c) return;
+      this.listener = undefined;
+      c.end().catch(() => undefined);
+      if (this.closed) return;
+      this.listenRetry = setTimeout(() => this.startListening(), 1000);
+      this.listenRetry.unref();
+    };
+    c.on('error', retry);
+    c.on('end', retry);
+    c.on('notification', (n) => {
+      const at = Number(n.payload);
+      for (const fn of this.wakeListeners) fn(Number.isFinite(at) ? at : 0);
+    });
+    this.listening = c
+      .connect()
+      .then(async () => {
+        await c.query(`LISTEN ${this.channel}`);
+        for (const o of this.owners) await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, o]);
+      })
+      .catch(retry);
+  }
+
+  /**
+   * Marks `owner` alive: an advisory lock (class {@link LIVENESS_LOCK_CLASS}, key = hash of the
+   * owner) held by the LISTEN connection. When the node dies its connection closes and the lock
+   * goes with it, so {@link releaseLeases} on any node hands its leases back at once instead of
+   * after the lease.
+   */
+  async holdOwner(owner: string): Promise<void> {
+    this.owners.add(owner);
+    await this.listening;
+    const c = this.listener;
+    if (c) await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, owner]).catch(() => undefined);
+  }
+
+  /** Sends a wake-up for messages due at `dueAt` (delivered to every node at commit). */
+  async wake(q: Queryable, dueAt: number): Promise<void> {
+    await q.query('SELECT pg_notify($1, $2)', [this.channel, String(dueAt)]);
+  }
+
+  // ---- messages ----
+
+  async enqueue(messages: NewMessage[], now: number, dedupWindowMs: number, claim?: EnqueueClaim): Promise<EnqueueResult[]> {
+    const results: EnqueueResult[] = [];
+    const keep: NewMessage[] = [];
+    const run = async (q: Queryable) => {
+      results.length = 0;
+      keep.length = 0;
+      for (const m of messages) {
+        if (m.dedupKey !== undefined) {
+          const put = await q.query(
+            `INSERT INTO dedup (key, message_id, expires_at) VALUES ($1, $2, $3)
+             ON CONFLICT (key) DO UPDATE SET message_id = EXCLUDED.message_id, expires_at = EXCLUDED.expires_at
+             WHERE dedup.expires_at <= $4 RETURNING message_id`,
+            [m.dedupKey, m.id, now + dedupWindowMs, now],
+          );
+          if (put.rowCount === 0) {
+            const hit = await q.query<{ message_id: string }>('SELECT message_id FROM dedup WHERE key = $1', [m.dedupKey]);
+            results.push({ messageId: hit.rows[0].message_id, deduplicated: true });
+            continue;
+          }
+        }
+        keep.push(m);
+        results.push({ messageId: m.id, deduplicated: false });
+      }
+      return insertMessages(q, keep, now, claim);
+    };
+    // Without dedup keys the whole enqueue is one INSERT statement (atomic, no BEGIN/COMMIT).
+    const seqs = messages.some((m) => m.dedupKey !== undefined) ? await inTransaction(this.pool, run) : await run(this.pool);
+    const byId = new Map(keep.map((m) => [m.id, m]));
+    for (const r of results) {
+      if (r.deduplicated || !claim?.ids.has(r.messageId)) continue;
+      const m = byId.get(r.messageId)!;
+      r.claimed = { ...m, seq: seqs.get(m.id)!, status: 'pending', retried: 0, cancelRequested: false };
+    }
+    // Wake the nodes for due messages this node did not take itself (after the commit).
+    let due = Infinity;
+    for (const m of keep) if (!m.held && !(claim?.ids.has(m.id) ?? false)) due = Math.min(due, m.dueAt);
+    if (due <= now) await this.wake(this.pool, due).catch(() => undefined);
+    return results;
+  }
+
+  async getMessage(id: string): Promise<StoredMessage | undefined> {
+    const r = await this.pool.query<MessageRow>(`SELECT * FROM messages WHERE id = $1 AND status = 'pending'`, [id]);
+    return r.rows[0] ? rowToMessage(r.rows[0]) : undefined;
+  }
+
+  async nextDueAt(): Promise<number | undefined> {
+    const r = await this.pool.query<{ t: number | null }>(`SELECT MIN(due_at) AS t FROM messages WHERE status = 'pending' AND claimed_by IS NULL`);
+    return r.rows[0].t ?? undefined;
+  }
+
+  async claimDue(o: ClaimOptions): Promise<StoredMessage[]> {
+    const ex = o.excludeOrigins?.length ? 'AND NOT (origin = ANY($5::text[]))' : '';
+    const params: unknown[] = [o.owner, o.leaseUntil, o.now, o.limit];
+    if (ex) params.push(o.excludeOrigins);
+    const r = await this.pool.query<MessageRow>(
+      `WITH pick AS (
+         SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= $3 ${ex}
+         ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED),
+       c AS (UPDATE messages m SET claimed_by = $1, lease_until = $2 FROM pick WHERE m.seq = pick.seq RETURNING m.*),
+       l AS (INSERT INTO logs (time, message_seq, state) SELECT $3, seq, 'ACTIVE' FROM c ORDER BY due_at, seq)
+       SELECT * FROM c`,
+      params,
+    );
+    const rows = r.rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
+    return rows.map(rowToMessage);
+  }
+
+  /**
+   * Extends the leases `owner` holds on `ids` to `leaseUntil` (ms); returns the ids still owned
+   * (a lease that lapsed and was taken by another node is not renewed).
+   */
+  async renewLeases(owner: string, ids: string[], leaseUntil: number): Promise<string[]> {
+    if (!ids.length) return [];
+    const r = await this.pool.query<{ id: string }>(
+      `UPDATE messages SET lease_until = $3 WHERE id = ANY($2::text[]) AND status = 'pending' AND claimed_by = $1 RETURNING id`,
+      [owner, ids, leaseUntil],
+    );
+    return r.rows.map((x) => x.id);
+  }
+
+  private async followUps(q: Queryable, followUps: NewMessage[], now: number): Promise<void> {
+    if (!followUps.length) return;
+    await insertMessages(q, followUps, now);
+    const due = Math.min(...followUps.filter((f) => !f.held).map((f) => f.dueAt));
+    if (due <= now) await this.wake(q, due);
+  }
+
+  async complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
+    const sql = `WITH f AS (UPDATE messages SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
+                   WHERE id = $2 AND status = 'pending' AND claimed_by = $3 RETURNING seq)
+                 INSERT INTO logs (time, message_seq, state, response_status) SELECT $1, seq, 'DELIVERED', $4 FROM f RETURNING message_seq`;
+    const params = [now, id, owner, outcome.status ?? null];
+    if (!followUps.length) return ((await this.pool.query(sql, params)).rowCount ?? 0) > 0;
+    return inTransaction(this.pool, async (c) => {
+      if (!(await c.query(sql, params)).rowCount) return false;
+      await this.followUps(c, followUps, now);
+      return true;
+    });
+  }
+
+  private async log(q: Queryable, time: number, seq: number, state: LogState, extra: { error?: string; next?: number; outcome?: AttemptOutcome } = {}): Promise<void> {
+    const o = extra.outcome;
+    await q.query(
+      `INSERT INTO logs (time, message_seq, state, error, next_delivery_time, response_status, response_headers, response_body)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [time, seq, state, extra.error ?? null, extra.next ?? null, o?.status ?? null, o?.headers ? JSON.stringify(o.headers) : null, o?.body ?? null],
+    );
+  }
+
+  private async owned(c: pg.PoolClient, id: string, owner: string): Promise<{ seq: number; cancel_requested: number } | undefined> {
+    const r = await c.query<{ seq: number; cancel_requested: number }>(
+      `SELECT seq, cancel_requested FROM messages WHERE id = $1 AND status = 'pending' AND claimed_by = $2 FOR UPDATE`,
+      [id, owner],
+    );
+    return r.rows[0];
+  }
+
+  private async finish(q: Queryable, status: string, now: number, seq: number): Promise<void> {
+    await q.query(`UPDATE messages SET status = $1, finished_at = $2, claimed_by = NULL, lease_until = NULL WHERE seq = $3`, [status, now, seq]);
+  }
+
+  reschedule(id: string, owner: string, now: number, outcome: AttemptOutcome, dueAt: number, followUps: NewMessage[]): Promise<boolean> {
+    return inTransaction(this.pool, async (c) => {
+      const r = await this.owned(c, id, owner);
+      if (!r) return false;
+      await this.log(c, now, r.seq, 'ERROR', { error: outcome.error, outcome, next: dueAt });
+      await this.followUps(c, followUps, now);
+      if (r.cancel_requested) {
+        await this.finish(c, 'cancelled', now, r.seq);
+        await this.log(c, now, r.seq, 'CANCELLED');
+        return true;
+      }
+      await c.query(`UPDATE messages SET retried = retried + 1, due_at = $1, claimed_by = NULL, lease_until = NULL WHERE seq = $2`, [dueAt, r.seq]);
+      await this.log(c, now, r.seq, 'RETRY', { next: dueAt });
+      return true;
+    });
+  }
+
+  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[]): Promise<boolean> {
+    return inTransaction(this.pool, async (c) => {
+      const r = await this.owned(c, id, owner);
+      if (!r) return false;
+      await this.log(c, now, r.seq, 'ERROR', { error: outcome.error, outcome });
+      await this.finish(c, 'failed', now, r.seq);
+      await c.query(
+        `INSERT INTO dlq (dlq_id, message_seq, created_at, response_status, response_headers, response_body, error) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [dlqId, r.seq, now, outcome.status ?? null, outcome.headers ? JSON.stringify(outcome.headers) : null, outcome.body ?? null, outcome.error ?? null],
+      );
+      await this.log(c, now, r.seq, 'FAILED', { error: outcome.error });
+      await this.followUps(c, followUps, now);
+      return true;
+    });
+  }
+
+  /**
+   * Releases expired leases and the leases of owners not alive (no liveness lock, see
+   * {@link holdOwner}); `all` changes nothing (other nodes may hold live leases). Wakes the nodes
+   * when some were released.
+   */
+  async releaseLeases(now: number, _all = false): Promise<number> {
+    return inTransaction(this.pool, async (c) => {
+      const r = await c.query(
+        `WITH alive AS (SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = $2::int::oid AND objsubid = 2 AND granted
+                                       AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+         UPDATE messages SET claimed_by = NULL, lease_until = NULL
+         WHERE claimed_by IS NOT NULL AND lease_until IS NOT NULL
+           AND (lease_until < $1 OR hashtext(claimed_by)::oid NOT IN (SELECT objid FROM alive))`,
+        [now, LIVENESS_LOCK_CLASS],
+      );
+      const n = r.rowCount ?? 0;
+      if (n) await this.wake(c, now);
+      return n;
+    });
+  }
+
+  cancel(filter: MessageFilter, now: number): Promise<number> {
+    return inTransaction(this.pool, async (c) => {
+      const { sql, params } = filterSql(filter, 'm.created_at', 'pg');
+      const rows = (
+        await c.query<{ seq: number; claimed_by: string | null; cancel_requested: number }>(
+          toPgParams(`SELECT seq, claimed_by, cancel_requested FROM messages m WHERE m.status = 'pending' AND cancel_requested = 0 AND ${sql} ORDER BY seq FOR UPDATE`),
+          params,
+        )
+      ).rows;
+      const now1 = rows.filter((r) => r.claimed_by === null || r.claimed_by === 'held').map((r) => r.seq);
+      const later = rows.filter((r) => !(r.claimed_by === null || r.claimed_by === 'held')).map((r) => r.seq);
+      if (now1.length) {
+        await c.query(`UPDATE messages SET status = 'cancelled', finished_at = $1, claimed_by = NULL, lease_until = NULL WHERE seq = ANY($2::bigint[])`, [now, now1]);
+      }
+      if (later.length) await c.query(`UPDATE messages SET cancel_requested = 1 WHERE seq = ANY($1::bigint[])`, [later]);
+      // CANCEL_REQUESTED for every one, then CANCELLED for those cancelled at once (log order per message)
+      await c.query(
+        `INSERT INTO logs (time, message_seq, state)
+         SELECT $1, s.seq, v.state FROM unnest($2::bigint[]) s(seq)
+         CROSS JOIN (VALUES (1, 'CANCEL_REQUESTED'), (2, 'CANCELLED')) v(o, state)
+         WHERE v.o = 1 OR s.seq = ANY($3::bigint[]) ORDER BY s.seq, v.o`,
+        [now, rows.map((r) => r.seq), now1],
+      );
+      return rows.length;
+    });
+  }
+
+  // ---- DLQ ----
+
+  private async dlqRows(q: Queryable, filter: MessageFilter, page: Page | undefined, limit: number, lock = false): Promise<DlqRow[]> {
+    const { sql, params } = filterSql(filter, 'd.created_at', 'pg');
+    const desc = page?.order !== 'earliestFirst';
+    let cur = '';
+    if (page?.cursor !== undefined) {
+      cur = desc ? 'AND d.seq < ?' : 'AND d.seq > ?';
+      params.push(Number(page.cursor));
+    }
+    params.push(limit);
+    const r = await q.query<DlqRow>(
+      toPgParams(
+        `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
+         ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?${lock ? ' FOR UPDATE OF d SKIP LOCKED' : ''}`,
+      ),
+      params,
+    );
+    return r.rows;
+  }
+
+  private async messagesBySeq(q: Queryable, seqs: number[]): Promise<Map<number, StoredMessage>> {
+    const out = new Map<number, StoredMessage>();
+    if (!seqs.length) return out;
+    const r = await q.query<MessageRow>('SELECT * FROM messages WHERE seq = ANY($1::bigint[])', [[...new Set(seqs)]]);
+    for (const row of r.rows) out.set(row.seq, rowToMessage(row));
+    return out;
+  }
+
+  private async dlqEntries(q: Queryable, rows: DlqRow[]): Promise<DlqEntry[]> {
+    const msgs = await this.messagesBySeq(q, rows.map((r) => r.message_seq));
+    return rows.map((r) => dlqEntryFromRow(r, msgs.get(r.message_seq)!));
+  }
+
+  async listDlq(filter: MessageFilter, page: Page): Promise<PageResult<DlqEntry>> {
+    const rows = await this.dlqRows(this.pool, filter, page, page.count + 1);
+    const first = rows.slice(0, page.count);
+    const entries = await this.dlqEntries(this.pool, first);
+    const cut = takePage(first.map((r, i) => ({ seq: r.seq, e: entries[i] })), page, (x) => x.e, bytesOfDlqEntry);
+    const more = cut.more || rows.length > first.length;
+    return { items: cut.items.map((x) => x.item), cursor: more ? String(cut.items[cut.items.length - 1].row.seq) : undefined };
+  }
+
+  async getDlq(dlqId: string): Promise<DlqEntry | undefined> {
+    const r = await this.pool.query<DlqRow>('SELECT * FROM dlq WHERE dlq_id = $1', [dlqId]);
+    return r.rows[0] ? (await this.dlqEntries(this.pool, r.rows))[0] : undefined;
+  }
+
+  deleteDlq(filter: MessageFilter, limit: number): Promise<{ deleted: number; more: boolean }> {
+    return inTransaction(this.pool, async (c) => {
+      const rows = await this.dlqRows(c, filter, { order: 'earliestFirst', count: limit }, limit + 1, true);
+      const take = rows.slice(0, limit);
+      if (take.length) await c.query('DELETE FROM dlq WHERE seq = ANY($1::bigint[])', [take.map((r) => r.seq)]);
+      return { deleted: take.length, more: rows.length > limit };
+    });
+  }
+
+  retryDlq(
+    filter: MessageFilter,
+    limit: number,
+    now: number,
+    build: (entry: DlqEntry) => NewMessage,
+  ): Promise<{ messageIds: string[]; more: boolean }> {
+    return inTransaction(this.pool, async (c) => {
+      const rows = await this.dlqRows(c, filter, { order: 'earliestFirst', count: limit }, limit + 1, true);
+      const take = rows.slice(0, limit);
+      const msgs = (await this.dlqEntries(c, take)).map(build);
+      await insertMessages(c, msgs, now);
+      if (take.length) await c.query('DELETE FROM dlq WHERE seq = ANY($1::bigint[])', [take.map((r) => r.seq)]);
+      const due = Math.min(...msgs.filter((m) => !m.held).map((m) => m.dueAt));
+      if (due <= now) await this.wake(c, due);
+      return { messageIds: msgs.map((m) => m.id), more: rows.length > limit };
+    });
+  }
+
+  // ---- logs ----
+
+  async listLogs(filter: MessageFilter, page: Page): Promise<PageResult<LogEntry>> {
+    const { sql, params } = filterSql(filter, 'l.time', 'pg');
+    const desc = page.order !== 'earliestFirst';
+    let cur = '';
+    if (page.cursor !== undefined) {
+      cur = desc ? 'AND l.seq < ?' : 'AND l.seq > ?';
+      params.push(Number(page.cursor));
+    }
+    params.push(page.count + 1);
+    const rows = (
+      await this.pool.query<LogRow>(
+        toPgParams(`SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur} ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`),
+        params,
+      )
+    ).rows;
+    const items = rows.slice(0, page.count);
+    const msgs = await this.messagesBySeq(this.pool, items.map((r) => r.message_seq));
+    const cut = takePage(items, page, (r) => logEntryFromRow(r, msgs.get(r.message_seq)!), bytesOfLogEntry);
+    const more = cut.more || rows.length > items.length;
+    return { items: cut.items.map((x) => x.item), cursor: more ? String(cut.items[cut.items.length - 1].row.seq) : undefined };
+  }
+
+  /** Deletes with `sql` (which must take `LIMIT $n` rows) until fewer than a batch are left. */
+  private async pruneBatches(sql: string, params: unknown[]): Promise<void> {
+    for (;;) {
+      const r = await this.pool.query(sql, [...params, PRUNE_BATCH]);
+      if ((r.rowCount ?? 0) < PRUNE_BATCH || this.closed) return;
+    }
+  }
+
+  async prune(now: number, logsBefore: number, dlqBefore?: number): Promise<void> {
+    const n = 2; // index of the LIMIT parameter
+    await this.pruneBatches(`DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= $1 LIMIT $${n} FOR UPDATE SKIP LOCKED)`, [now]);
+    await this.pruneBatches(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < $1 LIMIT $${n} FOR UPDATE SKIP LOCKED)`, [logsBefore]);
+    if (dlqBefore !== undefined) {
+      await this.pruneBatches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < $1 LIMIT $${n} FOR UPDATE SKIP LOCKED)`, [dlqBefore]);
+    }
+    await this.pruneBatches(
+      `DELETE FROM messages WHERE seq IN (
+         SELECT seq FROM messages m WHERE status <> 'pending' AND finished_at < $1
+           AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = m.seq)
+           AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = m.seq)
+         LIMIT $${n} FOR UPDATE SKIP LOCKED)`,
+      [logsBefore],
+    );
+  }
+
+  async counts(now: number): Promise<MessageCounts> {
+    const r = await this.pool.query<MessageCounts>(
+      `SELECT COUNT(*) FILTER (WHERE claimed_by IS NULL AND due_at <= $1)::int AS "ready",
+              COUNT(*) FILTER (WHERE claimed_by IS NULL AND due_at > $1)::int AS "delayed",
+              COUNT(*) FILTER (WHERE claimed_by IS NOT NULL AND claimed_by <> 'held' AND lease_until IS NOT NULL)::int AS "inFlight",
+              COUNT(*) FILTER (WHERE claimed_by = 'held')::int AS "held",
+              (SELECT COUNT(*) FROM dlq)::int AS "dlq"
+       FROM messages WHERE status = 'pending'`,
+      [now],
+    );
+    return r.rows[0];
+  }
+
+  /** {@link QueueStore.eventHistogram}: one GROUP BY over the `logs_time` index range. */
+  async eventHistogram(from: number, to: number, buckets: number): Promise<Record<string, number[]>> {
+    const width = Math.max(1, Math.ceil((to - from) / buckets));
+    const r = await this.pool.query<{ b: number; state: string; n: number }>(
+      `SELECT ((time - $1) / $2)::int AS b, state, COUNT(*)::int AS n FROM logs WHERE time >= $1 AND time < $3 GROUP BY 1, 2`,
+      [from, width, to],
+    );
+    const out: Record<string, number[]> = {};
+    for (const row of r.rows) (out[row.state] ??= new Array<number>(buckets).fill(0))[Math.min(buckets - 1, row.b)] += row.n;
+    return out;
+  }
+
+  routing(): RoutingStore {
+    return (this.routingStore ??= new PgRoutingStore(this.pool, this));
+  }
+  private routingStore: RoutingStore | undefined;
+
+  workflows(): WorkflowStore {
+    return (this.workflowStore ??= new PgWorkflowStore(this.pool));
+  }
+  private workflowStore: WorkflowStore | undefined;
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.listenRetry) clearTimeout(this.listenRetry);
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => undefined);
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The PostgreSQL queue store's start-up: clear errors (exit code 2, the variable named, the
+ * password never printed) for a bad URL, an unreachable server and a wrong password; migrations
+ * applied once when nodes start together; a schema newer than this svc refused. A real
+ * PostgreSQL (throw-away cluster, or SVC_TEST_DATABASE_URL) and real `svc` processes.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { openPgQueueStore } from '../../src/queue/store/pg.js';
+import { loadMigrations } from '../../src/queue/store/migrate.js';
+import { tempDir } from '../helpers/env.js';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+let server: TestPostgres;
+const tmp = tempDir('svc-pg-start-');
+
+before(async () => {
+  server = await startTestPostgres();
+});
+after(async () => {
+  await server?.stop();
+  tmp.cleanup();
+});
+
+/** Runs `svc serve` (queue only) with `databaseUrl` until it exits (30 s at most); returns its code and output. */
+function serveOnce(databaseUrl: string): Promise<{ code: number | null; out: string }> {
+  const env: Record<string, string | undefined> = { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: tmp.dir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_DATABASE_URL: databaseUrl };
+  delete env.SVC_QUEUE_DATABASE_SCHEMA;
+  delete env.PGPASSWORD;
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve) => {
+    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, out });
+    });
+  });
+}
+
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+test('start-up errors name SVC_QUEUE_DATABASE_URL, never print the password, exit with code 2', async () => {
+  const db = new URL(await server.newDatabase('svc_start'));
+  const cases: { what: string; url: string; secret: string; expect: RegExp }[] = [
+    { what: 'not a postgres URL', url: 'mysql://svc:S3cretNotShown@127.0.0.1/db', secret: 'S3cretNotShown', expect: /SVC_QUEUE_DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL/ },
+    { what: 'bad sslmode', url: 'postgres://svc:S3cretNotShown@127.0.0.1/db?sslmode=sometimes', secret: 'S3cretNotShown', expect: /SVC_QUEUE_DATABASE_URL: sslmode=sometimes/ },
+    { what: 'unreachable', url: `postgres://svc:S3cretNotShown@127.0.0.1:${await closedPort()}/db`, secret: 'S3cretNotShown', expect: /SVC_QUEUE_DATABASE_URL \(postgres:\/\/svc:\*\*\*@127\.0\.0\.1:\d+\/db\): cannot connect: server unreachable/ },
+    { what: 'wrong password', url: `postgresql://${db.username}:Wr0ngPassw0rd@${db.host}${db.pathname}`, secret: 'Wr0ngPassw0rd', expect: /SVC_QUEUE_DATABASE_URL \(postgresql:\/\/svc:\*\*\*@.*\): cannot connect: authentication failed/ },
+  ];
+  for (const c of cases) {
+    const r = await serveOnce(c.url);
+    assert.equal(r.code, 2, `${c.what}: exit code (output: ${r.out})`);
+    assert.match(r.out, c.expect, c.what);
+    assert.ok(!r.out.includes(c.secret), `${c.what}: the password is not printed`);
+  }
+});
+
+test('nodes starting together apply each migration once; a newer schema is refused', async () => {
+  const url = await server.newDatabase('svc_migrate');
+  const stores = await Promise.all([1, 2, 3, 4].map(() => openPgQueueStore(url)));
+  await Promise.all(stores.map((s) => s.close()));
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const rows = (await c.query<{ version: number }>('SELECT version FROM svc_queue_schema ORDER BY version')).rows.map((r) => r.version);
+    const shipped = loadMigrations(path.join(ROOT, 'src/queue/store/pg-migrations')).map((m) => m.version);
+    assert.deepEqual(rows, shipped, 'one row per migration');
+    await c.query('INSERT INTO svc_queue_schema (version, applied_at) VALUES (999, 0)');
+  } finally {
+    await c.end();
+  }
+  await assert.rejects(openPgQueueStore(url), /schema version 999 is newer than this svc supports/);
+  const r = await serveOnce(url);
+  assert.equal(r.code, 2, r.out);
+  assert.match(r.out, /newer than this svc supports/);
+});
