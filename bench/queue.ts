@@ -10,28 +10,32 @@
  *                  (installed on first use by `bench/peers/install.ts`)
  *   undici alone   the ceiling: undici POSTs straight to the sink, 64 in flight
  *   delayed        N delayed messages in the store: svc start-up time and RSS vs an empty store
+ *   PostgreSQL     svc's PostgreSQL queue store with one and two nodes beside graphile-worker and
+ *                  pg-boss on one PostgreSQL cluster the bench starts (`bench/queue-pg.ts`)
  *
  * Prints a markdown table with ratios and writes it to `--out <file>` (default
  * docs/readme/queue-bench.md; `--out -` prints only, for experiment runs). Everything in the
  * existing file from the line {@link KEEP_MARKER} on (hand-written notes) is kept below the tables.
  * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N, default 1,000,000> --skip-bullmq --skip-everysec
+ *        --skip-pg (no PostgreSQL rows) --only-pg (only them; replaces only their section of --out) --pg-rate <msg/s, default 1000>
+ *        --pg-rate-secs <s, default 10> --skip-pg-peers (svc on PostgreSQL without graphile-worker and pg-boss)
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
  *        queue / flow-control scenario> (scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { importPeer } from './peers/install.js';
+import { now, startSink, type Sink } from './lib/queue-sink.js';
+import { benchPostgres, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN = 'bench-token';
-const now = () => performance.timeOrigin + performance.now();
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -40,49 +44,6 @@ function arg(name: string, def: number): number {
 const flag = (name: string) => process.argv.includes(`--${name}`);
 /** First line of the hand-written part of the output file, which a run keeps as it is. */
 const KEEP_MARKER = '<!-- hand-written below: kept by bench/queue.ts -->';
-
-// ---------------------------------------------------------------- sink
-interface Sink {
-  url: string;
-  /** Resolves when `n` deliveries have arrived since `expect` was called; latencies in ms. */
-  expect(n: number): Promise<{ lat: number[]; lastAt: number }>;
-  close(): Promise<void>;
-}
-
-async function startSink(): Promise<Sink> {
-  let want = 0;
-  let lat: number[] = [];
-  let done: ((v: { lat: number[]; lastAt: number }) => void) | undefined;
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      res.end('ok');
-      try {
-        const { t } = JSON.parse(Buffer.concat(chunks).toString()) as { t: number };
-        lat.push(now() - t);
-      } catch {
-        return;
-      }
-      if (done && lat.length >= want) {
-        const d = done;
-        done = undefined;
-        d({ lat, lastAt: now() });
-      }
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    expect(n) {
-      want = n;
-      lat = [];
-      return new Promise((r) => (done = r));
-    },
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  };
-}
 
 // ---------------------------------------------------------------- helpers
 const pct = (xs: number[], p: number) => {
@@ -339,11 +300,12 @@ async function main(): Promise<void> {
   const n1 = arg('n1', 1000);
   const n64 = arg('n64', 20_000);
   const delayed = arg('delayed', 1_000_000); // one million delayed messages
+  const onlyPg = flag('only-pg');
   const sink = await startSink();
   const rows: Row[] = [];
   // svc as configured by default (fsync before every acknowledgement), then with the durability
   // of the BullMQ peer (SVC_QUEUE_FSYNC=everysec = redis-server's appendfsync everysec)
-  for (const fsync of flag('skip-everysec') ? ['always'] : ['always', 'everysec']) {
+  for (const fsync of onlyPg ? [] : flag('skip-everysec') ? ['always'] : ['always', 'everysec']) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-'));
     const svc = await startSvc(dataDir, { SVC_QUEUE_FSYNC: fsync });
     try {
@@ -359,7 +321,7 @@ async function main(): Promise<void> {
     }
   }
   let routingLines: string[] = [];
-  if (!flag('skip-routing')) {
+  if (!onlyPg && !flag('skip-routing')) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-routing-'));
     const rs = await startSvc(dir);
     try {
@@ -369,11 +331,19 @@ async function main(): Promise<void> {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
-  rows.push(await benchUndici(sink, n64, 64));
-  if (!flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, [[200, 8], [n1, 1], [n64, 64]])).slice(1));
+  if (!onlyPg) rows.push(await benchUndici(sink, n64, 64));
+  if (!onlyPg && !flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, [[200, 8], [n1, 1], [n64, 64]])).slice(1));
+  const pgOpts = { sink, n: n64, rate: arg('pg-rate', 1000), secs: arg('pg-rate-secs', 10), skipPeers: flag('skip-pg-peers') };
+  const pg = flag('skip-pg') ? undefined : await benchPostgres(pgOpts);
   await sink.close();
 
-  const svc64 = rows.find((r) => r.system === 'svc' && r.publishers === 64)!;
+  const svc64 = rows.find((r) => r.system === 'svc' && r.publishers === 64);
+  const bullmq64 = rows.find((r) => r.system.startsWith('BullMQ') && r.publishers === 64);
+  const pgLines = pg ? formatPg(pg, pgOpts, bullmq64?.delivered) : [];
+  if (onlyPg) {
+    pgLines.splice(2, 0, `${new Date().toISOString()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at start ${loadAtStart} (the machine is shared); this section alone was rerun (\`--only-pg\`).`, ``);
+    return writeReport(pgLines.join('\n'), '## Queue on PostgreSQL');
+  }
   const lines = [
     `# Queue benchmark`,
     ``,
@@ -387,9 +357,10 @@ async function main(): Promise<void> {
     `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
     ...rows.map(
       (r) =>
-        `| ${r.system} | ${r.publishers} | ${r.n} | ${r.accepted.toFixed(0)} | ${r.delivered.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.delivered / svc64.delivered).toFixed(2)}x | ${r.cpuUs === undefined ? '–' : r.cpuUs.toFixed(0)} | ${r.loadCpuUs === undefined ? '–' : r.loadCpuUs.toFixed(0)} |`,
+        `| ${r.system} | ${r.publishers} | ${r.n} | ${r.accepted.toFixed(0)} | ${r.delivered.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${svc64 ? (r.delivered / svc64.delivered).toFixed(2) : '–'}x | ${r.cpuUs === undefined ? '–' : r.cpuUs.toFixed(0)} | ${r.loadCpuUs === undefined ? '–' : r.loadCpuUs.toFixed(0)} |`,
     ),
     ``,
+    ...pgLines,
   ];
   if (routingLines.length) {
     lines.push(
@@ -406,7 +377,15 @@ async function main(): Promise<void> {
   if (!flag('skip-delayed')) {
     lines.push(`## Delayed messages: memory and start-up`, ``, ...(await benchDelayed(delayed)), ``);
   }
-  const text = lines.join('\n');
+  writeReport(lines.join('\n'));
+}
+
+/**
+ * Prints `text` and writes it to `--out` (module doc), keeping the hand-written part from
+ * {@link KEEP_MARKER} on. With `section` (a `## ` heading that starts `text`), only that section of
+ * the existing file is replaced (or inserted before the hand-written part), the rest kept.
+ */
+function writeReport(text: string, section?: string): void {
   process.stdout.write(text + '\n');
   const oi = process.argv.indexOf('--out');
   const out = oi >= 0 ? process.argv[oi + 1] : path.join(ROOT, 'docs/readme/queue-bench.md');
@@ -414,7 +393,21 @@ async function main(): Promise<void> {
   const old = fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : '';
   const kept = old.indexOf(KEEP_MARKER);
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, kept >= 0 ? `${text}\n${old.slice(kept)}` : text);
+  if (!section) {
+    fs.writeFileSync(out, kept >= 0 ? `${text}\n${old.slice(kept)}` : text);
+    return;
+  }
+  const head = kept >= 0 ? old.slice(0, kept) : old;
+  const tail = kept >= 0 ? old.slice(kept) : '';
+  const at = head.indexOf(`${section}\n`);
+  let before = head;
+  let after = '';
+  if (at >= 0) {
+    const next = head.indexOf('\n## ', at + section.length);
+    before = head.slice(0, at);
+    after = next >= 0 ? head.slice(next + 1) : '';
+  }
+  fs.writeFileSync(out, `${before.trimEnd()}\n\n${text.trim()}\n\n${after}${tail}`);
 }
 
 main().catch((err) => {

@@ -72,6 +72,25 @@ const median = (xs: number[]) => {
  * this 2-core machine than autocannon did). Requests are formatted once in `init`.
  * @throws Error on wrk failure, socket errors or any non-2xx answer.
  */
+/** CPU seconds (user + system) process `pid` has used so far (`/proc/<pid>/stat`, 100 Hz ticks). */
+export function cpuSeconds(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[11]) + Number(rest[12])) / 100;
+}
+
+/**
+ * {@link wrkQps} plus the server's CPU time per request (µs) when `pid` is given: on a machine
+ * shared with other jobs the wall-clock QPS follows the load, the CPU cost per request much less.
+ */
+async function wrkCpu(url: string, token: string, bodies: string[], connections: number, workDir: string, pid: number): Promise<{ qps: number; cpuUs: number }> {
+  const c0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  const qps = await wrkQps(url, token, bodies, connections, workDir);
+  const requests = (qps * (performance.now() - t0)) / 1000;
+  return { qps, cpuUs: ((cpuSeconds(pid) - c0) * 1e6) / requests };
+}
+
 async function wrkQps(url: string, token: string, bodies: string[], connections: number, workDir: string): Promise<number> {
   const bodyFile = path.join(workDir, 'wrk-bodies.txt');
   fs.writeFileSync(bodyFile, bodies.join('\n') + '\n');
@@ -263,21 +282,25 @@ async function runSet(n: number, d: number): Promise<void> {
     h = new hnswlib.HierarchicalNSW('ip', d);
     h.initIndex({ maxElements: n, m: M, efConstruction: EF_C, randomSeed: 100 });
     const rss0 = process.memoryUsage().rss;
-    t = performance.now();
     const stored = data.map((v) => storedForm('COSINE', v));
+    t = performance.now();
+    const cb = process.cpuUsage();
     stored.forEach((v, i) => h!.addPoint(v, i));
     const inBuild = (performance.now() - t) / 1000;
+    const cbu = process.cpuUsage(cb);
     const raw = n * d * 4 + n * (2 * M * 4 + 4) + n * 8;
     const grown = process.memoryUsage().rss - rss0;
-    add(set, 'hnswlib-node in-process', 'build, 1 thread', `${fmt(inBuild, 1)} s (${fmt(n / inBuild)} vec/s); RSS +${mb(grown)} = ${(grown / raw).toFixed(2)}× raw (incl. the stored-form copies)`);
+    add(set, 'hnswlib-node in-process', 'build, 1 thread', `${fmt(inBuild, 1)} s (${fmt(n / inBuild)} vec/s), CPU ${fmt((cbu.user + cbu.system) / 1e6, 1)} s; RSS +${mb(grown)} = ${(grown / raw).toFixed(2)}× raw (incl. the stored-form copies)`);
     efStar = 0;
     for (const ef of [16, 32, 64, 100, 128, 256]) {
       h.setEf(ef);
       t = performance.now();
+      const c0 = process.cpuUsage();
       const got = sq.map((q) => h!.searchKnn(q, 10).neighbors);
+      const c1 = process.cpuUsage(c0);
       const qps = (QN / (performance.now() - t)) * 1000;
       const rec = recallOf(got, truth);
-      add(set, 'hnswlib-node in-process', `ef ${ef}`, `${fmt(qps)} QPS @ recall ${rec.toFixed(3)}`);
+      add(set, 'hnswlib-node in-process', `ef ${ef}`, `${fmt(qps)} QPS @ recall ${rec.toFixed(3)}; CPU ${fmt((c1.user + c1.system) / QN)} µs/query`);
       if (!efStar && rec >= 0.95) efStar = ef;
     }
     efStar ||= 256;
@@ -343,17 +366,19 @@ async function runSet(n: number, d: number): Promise<void> {
       return (done / (performance.now() - t0)) * 1000;
     };
     const wrk = (b: string[], c: number) => wrkQps(`${svc.url}/query`, svc.token, b, c, dir);
-    let unfiltered1 = 0;
+    const wrkc = (b: string[], c: number) => wrkCpu(`${svc.url}/query`, svc.token, b, c, dir, svc.child.pid!);
     for (const c of [1, 16]) {
       const http: number[] = [];
+      const cpu: number[] = [];
       const local: number[] = [];
       for (let r = 0; r < REPS; r++) {
         if (h) local.push(inProc());
-        http.push(await wrk(bodies, c));
+        const x = await wrkc(bodies, c);
+        http.push(x.qps);
+        cpu.push(x.cpuUs);
       }
-      if (c === 1) unfiltered1 = median(http);
       const vs = h ? ` vs in-process ${fmt(median(local))} QPS = ${(median(http.map((x, i) => x / local[i])) * 100).toFixed(0)}%` : '';
-      add(set, 'svc HTTP', `ef ${efStar}, ${c} client${c > 1 ? 's' : ''} (wrk)`, `${fmt(median(http))} QPS @ recall ${rec.toFixed(3)}${vs}`);
+      add(set, 'svc HTTP', `ef ${efStar}, ${c} client${c > 1 ? 's' : ''} (wrk)`, `${fmt(median(http))} QPS @ recall ${rec.toFixed(3)}${vs}; svc CPU ${fmt(median(cpu))} µs/query`);
     }
     const idle = await latencies(`${svc.url}/query`, svc.token, [...plain, ...plain]);
     add(set, 'svc HTTP', `ef ${efStar}, 1 client, sequential latency`, `p50 ${percentile(idle, 50).toFixed(2)} ms, p99 ${percentile(idle, 99).toFixed(2)} ms`);
@@ -361,14 +386,18 @@ async function runSet(n: number, d: number): Promise<void> {
       const frec = await httpRecall({ filter: f.text }, ftruth[fi]);
       const fb = queries.map((q) => JSON.stringify({ vector: q, topK: 10, filter: f.text }));
       const ratios: number[] = [];
+      const cpuRatios: number[] = [];
       const fq: number[] = [];
+      const fc: number[] = [];
       for (let r = 0; r < REPS; r++) {
-        const u = await wrk(bodies, 1);
-        const x = await wrk(fb, 1);
-        fq.push(x);
-        ratios.push(x / u);
+        const u = await wrkc(bodies, 1);
+        const x = await wrkc(fb, 1);
+        fq.push(x.qps);
+        fc.push(x.cpuUs);
+        ratios.push(x.qps / u.qps);
+        cpuRatios.push(u.cpuUs / x.cpuUs);
       }
-      add(set, 'svc HTTP', `filter ${f.name} (\`${f.text}\`), 1 client (wrk)`, `${fmt(median(fq))} QPS @ recall ${frec.toFixed(3)} = ${(median(ratios) * 100).toFixed(0)}% of unfiltered (paired runs)`);
+      add(set, 'svc HTTP', `filter ${f.name} (\`${f.text}\`), 1 client (wrk)`, `${fmt(median(fq))} QPS @ recall ${frec.toFixed(3)} = ${(median(ratios) * 100).toFixed(0)}% of unfiltered (paired runs); svc CPU ${fmt(median(fc))} µs/query = ${(median(cpuRatios) * 100).toFixed(0)}% of unfiltered throughput per core`);
     }
 
     // Writes while reading: batches of 100 new vectors as fast as accepted, queries alongside.
@@ -421,7 +450,7 @@ async function runSet(n: number, d: number): Promise<void> {
       filters: filters.map((f, fi) => ({ name: f.name, lt: f.lt, truth: ftruth[fi] })),
       add: (system, what, value) => add(set, system, what, value),
       fmt,
-      wrk: (url, b, c) => wrkQps(url, '', b, c, wrkDir),
+      wrk: (url, b, c, pid) => wrkCpu(url, '', b, c, wrkDir, pid),
     });
     fs.rmSync(wrkDir, { recursive: true, force: true });
   }

@@ -33,8 +33,11 @@ export interface ChromaInput {
   filters: { name: string; lt: number; truth: number[][] }[];
   add(system: string, what: string, value: string): void;
   fmt(x: number, digits?: number): string;
-  /** QPS of POSTing `bodies` (cycled) to `url` with `connections` keep-alive connections (wrk). */
-  wrk(url: string, bodies: string[], connections: number): Promise<number>;
+  /**
+   * QPS of POSTing `bodies` (cycled) to `url` with `connections` keep-alive connections (wrk), and
+   * the CPU µs per request of process `pid`.
+   */
+  wrk(url: string, bodies: string[], connections: number, pid: number): Promise<{ qps: number; cpuUs: number }>;
 }
 
 function rssBytes(pid: number): number {
@@ -113,12 +116,15 @@ export async function runChroma(input: ChromaInput): Promise<void> {
     }
     ef ||= 256;
     const bodies = queries.map((q) => JSON.stringify(query(q)));
-    for (const c of [1, 16]) add(sys, `ef_search ${ef}, ${c} client${c > 1 ? 's' : ''} (wrk)`, `${fmt(await input.wrk(`${cu}/query`, bodies, c))} QPS`);
+    for (const c of [1, 16]) {
+      const r = await input.wrk(`${cu}/query`, bodies, c, child.pid!);
+      add(sys, `ef_search ${ef}, ${c} client${c > 1 ? 's' : ''} (wrk)`, `${fmt(r.qps)} QPS; server CPU ${fmt(r.cpuUs)} µs/query`);
+    }
     for (const f of input.filters) {
       const where = { s: { $lt: f.lt } };
       const r = await seq(where);
-      const qps = await input.wrk(`${cu}/query`, queries.map((q) => JSON.stringify(query(q, where))), 1);
-      add(sys, `filter ${f.name}, ef_search ${ef}, 1 client (wrk)`, `${fmt(qps)} QPS @ recall ${recallOf(r.got, f.truth).toFixed(3)}; sequential p50 ${percentile(r.lat, 50).toFixed(2)} ms, p99 ${percentile(r.lat, 99).toFixed(2)} ms`);
+      const w = await input.wrk(`${cu}/query`, queries.map((q) => JSON.stringify(query(q, where))), 1, child.pid!);
+      add(sys, `filter ${f.name}, ef_search ${ef}, 1 client (wrk)`, `${fmt(w.qps)} QPS @ recall ${recallOf(r.got, f.truth).toFixed(3)}; server CPU ${fmt(w.cpuUs)} µs/query; sequential p50 ${percentile(r.lat, 50).toFixed(2)} ms, p99 ${percentile(r.lat, 99).toFixed(2)} ms`);
     }
   } catch (err) {
     add(sys, 'failed', `${(err as Error).message.split('\n')[0]} ${out.slice(-300).replace(/\s+/g, ' ')}`);

@@ -54,10 +54,12 @@ export async function runUsearch(input: UsearchInput): Promise<void> {
         const rss0 = process.memoryUsage().rss;
         const index = new usearch.Index({ dimensions: d, metric: 'cos', quantization, connectivity: 16, expansion_add: 100, expansion_search: 64 });
         const t = performance.now();
+        const c0 = process.cpuUsage();
         for (let i = 0; i < n; i += 10_000) index.add(keys.subarray(i, i + 10_000), flat.subarray(i * d, Math.min(n, i + 10_000) * d), threads);
         const build = (performance.now() - t) / 1000;
+        const cpu = process.cpuUsage(c0);
         const grown = process.memoryUsage().rss - rss0;
-        add(sys, `${quantization}: build, ${threads} thread${threads > 1 ? 's' : ''}`, `${fmt(build, 1)} s (${fmt(n / build)} vec/s); RSS +${fmt(grown / 1048576, 1)} MB = ${(grown / raw).toFixed(2)}× raw float32 + links`);
+        add(sys, `${quantization}: build, ${threads} thread${threads > 1 ? 's' : ''}`, `${fmt(build, 1)} s (${fmt(n / build)} vec/s), CPU ${fmt((cpu.user + cpu.system) / 1e6, 1)} s; RSS +${fmt(grown / 1048576, 1)} MB = ${(grown / raw).toFixed(2)}× raw float32 + links`);
         file = path.join(dir, `${quantization}.usearch`);
         index.save(file);
       }
@@ -65,9 +67,11 @@ export async function runUsearch(input: UsearchInput): Promise<void> {
         const view = new usearch.Index({ dimensions: d, metric: 'cos', quantization, connectivity: 16, expansion_add: 100, expansion_search: ef });
         view.view(file);
         const t = performance.now();
+        const c0 = process.cpuUsage();
         const got = qs.map((q) => Array.from(view.search(q, 10, 1).keys as BigUint64Array, Number));
+        const cpu = process.cpuUsage(c0);
         const qps = (qs.length / (performance.now() - t)) * 1000;
-        add(sys, `${quantization}: expansion_search ${ef}, 1 thread`, `${fmt(qps)} QPS @ recall ${recallOf(got, truth).toFixed(3)}`);
+        add(sys, `${quantization}: expansion_search ${ef}, 1 thread`, `${fmt(qps)} QPS @ recall ${recallOf(got, truth).toFixed(3)}; CPU ${fmt((cpu.user + cpu.system) / qs.length)} µs/query`);
       }
     }
   } catch (err) {

@@ -62,6 +62,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
 
   app.get('/v2/health', async (_req, reply) => {
     const report = await healthReport(ctx.health);
+    if (report.status !== 'ok') reply.header('Retry-After', '5'); // a temporary condition: ask to come back
     return reply.code(report.status === 'ok' ? 200 : 503).header('Cache-Control', 'no-store').send(report);
   });
 

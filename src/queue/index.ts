@@ -5,6 +5,7 @@
 import type { AreaModule } from '../area.js';
 import { signingKeys } from '../credentials.js';
 import { queueToken, createQueueServer } from './server.js';
+import { sdkQueueToken } from './token.js';
 
 export const queueArea: AreaModule = {
   name: 'queue',
@@ -14,7 +15,7 @@ export const queueArea: AreaModule = {
     const { current, next } = signingKeys(ctx.credentials);
     return {
       QSTASH_URL: url,
-      QSTASH_TOKEN: token,
+      QSTASH_TOKEN: sdkQueueToken(token),
       QSTASH_CURRENT_SIGNING_KEY: current,
       QSTASH_NEXT_SIGNING_KEY: next,
       SVC_QUEUE_URL: url,

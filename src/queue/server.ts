@@ -24,6 +24,7 @@ import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, wo
 import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { WorkflowEngine } from './workflows/engine.js';
+import { validQueueTokens } from './token.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
@@ -38,8 +39,7 @@ const PRUNE_EVERY_MS = 60_000;
 /** Ended workflow runs deleted per prune round (the next round takes the rest). */
 const RUN_PRUNE_BATCH = 1000;
 
-
-/** The queue token from the credential store (generated once). */
+/** The queue token from the credential store (generated once, in the workflow SDK's format). */
 export function queueToken(ctx: AreaContext): string {
   return ctx.credentials.get(CREDENTIALS.token, credentialShapes.queueToken);
 }
@@ -130,7 +130,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     // checks the user id, the running run and the random event id in the path instead.
     if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
     const token = requestToken(req, TOKEN_QUERY_PARAMS);
-    if (!token || !matchesAny(token, [queueToken(actx)])) throw errors.unauthorized();
+    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) throw errors.unauthorized();
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
     const a = errorAnswer(err);
@@ -162,7 +162,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
   // server, which then serves it with all the routes above.
-  const publishHandler = fastPublishHandler(ctx, () => queueToken(actx), actx.logger);
+  const publishHandler = fastPublishHandler(ctx, () => validQueueTokens(queueToken(actx)), actx.logger);
   if (actx.metrics.enabled) {
     const publishRoute = http.route('/v2/publish/*');
     publishHandler.meter = () => publishRoute;

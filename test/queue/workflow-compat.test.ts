@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Client as WorkflowClient, WorkflowNonRetryableError } from '@upstash/workflow';
+import { Client as WorkflowClient, WorkflowNonRetryableError, type serve } from '@upstash/workflow';
 import { createWorkflow, serveMany } from '@upstash/workflow/cloudflare';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
 import { startWorkflowApp, type WorkflowApp } from './workflow-helpers.js';
@@ -41,6 +41,19 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     return { ok, bad: { isFailed: bad.isFailed, isCanceled: bad.isCanceled, message: (bad.body as { message?: string } | undefined)?.message } };
   });
   const many = serveMany({ parent, child, 'bad-child': badChild });
+  const hookRoute: Parameters<typeof serve> = [
+    async (ctx) => {
+      const webhook = await ctx.createWebhook('make-hook');
+      await ctx.run('publish-url', () => {
+        hooks.set(ctx.workflowRunId, webhook.webhookUrl);
+      });
+      const r = await ctx.waitForWebhook('wait-hook', webhook, '20s');
+      return await ctx.run('read', async () =>
+        r.request ? { method: r.request.method, body: await r.request.text(), sig: r.request.headers.get('x-sig') } : { timeout: r.timeout },
+      );
+    },
+    {},
+  ];
 
   before(async () => {
     q = await startQueue();
@@ -78,19 +91,7 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
           },
           {},
         ],
-        '/hook': [
-          async (ctx) => {
-            const webhook = await ctx.createWebhook('make-hook');
-            await ctx.run('publish-url', () => {
-              hooks.set(ctx.workflowRunId, webhook.webhookUrl);
-            });
-            const r = await ctx.waitForWebhook('wait-hook', webhook, '20s');
-            return await ctx.run('read', async () =>
-              r.request ? { method: r.request.method, body: await r.request.text(), sig: r.request.headers.get('x-sig') } : { timeout: r.timeout },
-            );
-          },
-          {},
-        ],
+        '/hook': hookRoute,
         '/caller': [
           async (ctx) => {
             const r = await ctx.call('ext', { url: `${sink.url}/ext?run=${ctx.workflowRunId}`, method: 'POST', body: '{}' });
@@ -330,6 +331,40 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     } finally {
       await app2.close();
       await q2.close();
+    }
+  });
+
+  test('an opaque SVC_QUEUE_TOKEN stays valid and its SDK form (base64 {UserID, Password}) works too, webhooks included', async () => {
+    const opaque = 'opaque-token-given-by-env';
+    const q3 = await startQueue({ SVC_QUEUE_TOKEN: opaque });
+    const sdkToken = Buffer.from(JSON.stringify({ UserID: 'svc', Password: opaque })).toString('base64');
+    const keys = q3.keys();
+    const app3 = await startWorkflowApp(
+      { QSTASH_URL: q3.url, QSTASH_TOKEN: sdkToken, QSTASH_CURRENT_SIGNING_KEY: keys.currentSigningKey, QSTASH_NEXT_SIGNING_KEY: keys.nextSigningKey },
+      { '/hook': hookRoute },
+    );
+    try {
+      assert.equal(q3.token, opaque);
+      assert.equal((await q3.api('/v2/dlq')).status, 200, 'the configured token');
+      const asSdk = (path: string, init: RequestInit = {}) => fetch(q3.url + path, { ...init, headers: { authorization: `Bearer ${sdkToken}` } });
+      assert.equal((await asSdk('/v2/dlq')).status, 200, 'its SDK form');
+      assert.equal((await asSdk(`/v2/publish/${sink.url}/opaque`, { method: 'POST', body: 'x' })).status, 200, 'its SDK form on the publish path');
+      assert.equal((await fetch(`${q3.url}/v2/dlq`, { headers: { authorization: 'Bearer other' } })).status, 401);
+      const wf3 = new WorkflowClient({ baseUrl: q3.url, token: sdkToken });
+      const { workflowRunId } = await wf3.trigger({ url: `${app3.url}/hook`, body: {} });
+      const url = await waitFor('webhook URL', () => hooks.get(workflowRunId), 30_000);
+      assert.ok(url.startsWith(`${q3.url}/v2/workflows/hooks/svc/${workflowRunId}/`), url);
+      assert.equal((await fetch(url, { method: 'PUT', headers: { 'x-sig': 'xyz' }, body: 'via opaque' })).status, 200);
+      const { runs } = (await wf3.logs({ filter: { workflowRunId } } as never)) as unknown as { runs: Json[] };
+      assert.ok(runs.length === 1);
+      const done = await waitFor('hook run done', async () => {
+        const r = ((await wf3.logs({ filter: { workflowRunId } } as never)) as unknown as { runs: Json[] }).runs[0];
+        return r?.workflowState === 'RUN_SUCCESS' ? r : undefined;
+      }, 30_000);
+      assert.deepEqual(JSON.parse(done.workflowRunResponse), { method: 'PUT', body: 'via opaque', sig: 'xyz' });
+    } finally {
+      await app3.close();
+      await q3.close();
     }
   });
 });

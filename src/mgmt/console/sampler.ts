@@ -64,6 +64,15 @@ export class OverviewSampler {
     return this.samples;
   }
 
+  /**
+   * The queue's counters as of the last sample when it is at most `maxAgeMs` old (the overview
+   * page then costs the queue nothing: its COUNT queries run once per interval), else fresh ones.
+   */
+  async recentQueueStats(maxAgeMs = this.intervalMs + 5_000): Promise<QueueStats | undefined> {
+    if (this.lastQueue && Date.now() - this.lastQueue.t <= maxAgeMs) return this.lastQueue.stats;
+    return this.queueStats();
+  }
+
   /** The queue's current counters, or undefined when the queue area does not run here / fails. */
   async queueStats(): Promise<QueueStats | undefined> {
     if (!this.ctx.urls.has('queue')) return undefined;

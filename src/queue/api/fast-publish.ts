@@ -23,18 +23,23 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const PREFIX = '/v2/publish/';
 
 
-/** Constant-time check of a presented token against the current queue token. */
-function tokenChecker(token: () => string): (candidate: string) => boolean {
+/** Constant-time check of a presented token against the current queue tokens (every one compared). */
+function tokenChecker(tokens: () => readonly string[]): (candidate: string) => boolean {
   const matcher = new SecretMatcher();
-  return (candidate) => matcher.same(candidate, secretDigest(candidate), token());
+  return (candidate) => {
+    const digest = secretDigest(candidate);
+    let ok = false;
+    for (const t of tokens()) ok = matcher.same(candidate, digest, t) || ok;
+    return ok;
+  };
 }
 
 /**
- * The {@link FastHandler} for `POST /v2/publish/*`. `token()` is read per request (credential
+ * The {@link FastHandler} for `POST /v2/publish/*`. `tokens()` (the valid queue tokens) is read per request (credential
  * rotations apply at once); `logger` records 500s.
  */
-export function fastPublishHandler(ctx: QueueApiContext, token: () => string, logger: Logger): FastHandler {
-  const valid = tokenChecker(token);
+export function fastPublishHandler(ctx: QueueApiContext, tokens: () => readonly string[], logger: Logger): FastHandler {
+  const valid = tokenChecker(tokens);
   const fail = (out: FastResponse, status: number, message: string) => out.send(status, JSON_TYPE, JSON.stringify({ error: message }), '');
   return {
     accepts: (method, path) => method === 'POST' && path.startsWith(PREFIX),

@@ -27,6 +27,7 @@ import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/engine.js
 import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, type RecoveredRun } from '../workflows/recovery.js';
 import { runLogJson, workflowDlqFields } from '../workflows/wire.js';
 import { notify, wait, waiterJson, webhookEventData } from '../workflows/events.js';
+import { sdkQueueToken } from '../token.js';
 import { CREDENTIALS, type QueueApiContext } from './context.js';
 import { checkQueryFields, QUERY_FIELDS, UNSUPPORTED_FIELDS, type Query } from './query.js';
 
@@ -263,7 +264,6 @@ export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
 /** Path prefix of the webhook URLs `context.createWebhook` builds: `{prefix}{userId}/{runId}/{eventId}`. */
 export const WEBHOOK_PREFIX = '/v2/workflows/hooks/';
 
-
 /**
  * Wait / notify routes: `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
  * `POST /v2/notify/{workflowRunId}/{eventId}` -> `[{waiter, messageId}]`,
@@ -287,7 +287,7 @@ export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiC
   app.all(`${WEBHOOK_PREFIX}:userId/:runId/:eventId`, async (req: FastifyRequest<{ Params: { userId: string; runId: string; eventId: string } }>) => {
     const { userId, runId, eventId } = req.params;
     const run = await engine.runs.findRun(runId);
-    if (userId !== queueTokenUserId(ctx.credentials.get(CREDENTIALS.token)) || run?.state !== 'RUN_STARTED') {
+    if (userId !== queueTokenUserId(sdkQueueToken(ctx.credentials.get(CREDENTIALS.token))) || run?.state !== 'RUN_STARTED') {
       throw errors.notFound(`webhook of workflow run ${runId}`);
     }
     const data = webhookEventData({

@@ -8,6 +8,10 @@ import {
 } from '../lib.js';
 
 const TYPES = ['string', 'hash', 'list', 'set', 'zset', 'stream', 'ReJSON-RL'];
+/** svc's JSON documents (without a JSON module) are hashes with this one field (docs/readme/kv-json.md). */
+const JSON_FIELD = '\u0000svcjson:1';
+/** The type to show: `json` for a JSON document (RedisJSON's `ReJSON-RL` or svc's marked hash). */
+const shownType = (type, marked) => (type === 'ReJSON-RL' || (type === 'hash' && marked === 1) ? 'json' : type);
 const SCAN_COUNT = 100;
 const PAGE = 50;
 /** String values are read in slices of this many bytes. */
@@ -32,8 +36,8 @@ function Browser({ route }) {
     const args = ['SCAN', cursor, 'MATCH', pattern || '*', 'COUNT', SCAN_COUNT];
     if (type) args.push('TYPE', type);
     const [next, keys] = await kv(...args);
-    const info = keys.length ? await pipeline(keys.flatMap((k) => [['TYPE', k], ['PTTL', k], ['MEMORY', 'USAGE', k]])) : [];
-    return { next, rows: keys.map((k, i) => ({ key: k, type: info[i * 3], ttl: info[i * 3 + 1], size: info[i * 3 + 2] })) };
+    const info = keys.length ? await pipeline(keys.flatMap((k) => [['TYPE', k], ['PTTL', k], ['MEMORY', 'USAGE', k], ['HEXISTS', k, JSON_FIELD]])) : [];
+    return { next, rows: keys.map((k, i) => ({ key: k, type: shownType(info[i * 4], info[i * 4 + 3]), ttl: info[i * 4 + 1], size: info[i * 4 + 2] })) };
   }, [pattern, type, cursor]);
   return html`
     <${Card}><form class="filters" onSubmit=${(e) => { e.preventDefault(); go(`#/kv/keys${qs(draft)}`); }}>
@@ -158,8 +162,8 @@ export function KeyPage({ route }) {
   const [dialog, confirm] = useConfirm();
   const [ttlEdit, setTtlEdit] = useState(false);
   const meta = useLoad(async () => {
-    const [type, ttl, size] = await pipeline([['TYPE', k], ['PTTL', k], ['MEMORY', 'USAGE', k]]);
-    return { type, ttl, size };
+    const [type, ttl, size, marked] = await pipeline([['TYPE', k], ['PTTL', k], ['MEMORY', 'USAGE', k], ['HEXISTS', k, JSON_FIELD]]);
+    return { type: shownType(type, marked), ttl, size };
   }, [k]);
   return html`${dialog}<div class="row" style="margin-bottom:14px"><a href="#/kv/keys">← Keys</a></div>
     <${Loaded} state=${meta}>${(m) => m.type === 'none' ? html`<${Notice} kind="error">Key not found (deleted or expired).<//>` : html`
@@ -172,7 +176,7 @@ export function KeyPage({ route }) {
       <//>
       ${m.type === 'string' ? html`<${StringView} k=${k} reload=${meta.reload} />`
         : m.type === 'hash' || m.type === 'set' ? html`<${ScanView} k=${k} kind=${m.type} />`
-        : m.type === 'ReJSON-RL' ? html`<${JsonView} k=${k} />`
+        : m.type === 'json' ? html`<${JsonView} k=${k} />`
         : html`<${RangeView} k=${k} kind=${m.type} />`}`}<//>`;
 }
 

@@ -70,9 +70,12 @@ function LogsTab({ route }) {
   const key = route.query.toString();
   const pager = useCursor([key]);
   const logs = useLoad(() => queue('GET', `logs${qs({ ...filterQuery(filters), count: PAGE_SIZE, cursor: pager.cursor })}`), [key, pager.cursor]);
+  // the histogram is asked for once the first page of logs is shown: the table never waits for it
+  const [tableShown, setTableShown] = useState(false);
+  useEffect(() => { if (logs.data) setTableShown(true); }, [logs.data]);
   return html`
     <${Card}><${Filters} fields=${LOG_FILTERS} value=${filters} onApply=${(f) => go(`#/queue/logs${qs(f)}`)} /><//>
-    <${Histogram} filters=${filters} />
+    ${tableShown ? html`<${Histogram} filters=${filters} />` : html`<${Card} title="Events over time"><div class="empty">…</div><//>`}
     <${Card} title="Logs" flush>
       <${Loaded} state=${logs}>${(d) => html`
         ${d.logs.length === 0 ? html`<div class="empty">No events match.</div>` : html`
