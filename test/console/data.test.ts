@@ -180,6 +180,15 @@ describe('console: kv and vector pages', () => {
       await page.locator('.chart canvas').first().waitFor({ timeout: 30_000 });
     });
     await screenshot(page, '02-overview-charts');
+    // the request counters saw this test's kv and vector traffic
+    // (samples come every 10 s: the refused command's 4xx shows in the next one)
+    const overview = await waitFor('a sample with the 4xx', async () => {
+      const o = await page.evaluate(async () => (await fetch('/console/api/overview')).json());
+      return o.samples.some((s: any) => (s.rates.kv?.clientErrors ?? 0) > 0) ? o : undefined;
+    }, 30_000);
+    const total = (area: string) => overview.samples.reduce((a: number, s: any) => a + (s.rates[area]?.requests ?? 0), 0);
+    assert.ok(total('kv') > 0 && total('vector') > 0, JSON.stringify(overview.samples.at(-1)));
+    assert.deepEqual(overview.health, { status: 'ok', areas: { queue: 'ok', kv: 'ok', vector: 'ok', mgmt: 'ok' } });
     assert.deepEqual(b.errors, []);
   });
 });

@@ -55,6 +55,22 @@ describe('console: queue pages', () => {
     await screenshot(page, '10-queue-schedules');
   });
 
+  test('a schedule is created from the console', async () => {
+    const { page } = b;
+    await page.goto(`${svc.urls.mgmt}/console/#/queue/schedules`);
+    await page.click('[data-new-schedule]');
+    await page.fill('input[name=destination]', `${sink.url}/made-in-console`);
+    await page.fill('input[name=cron]', '0 3 * * 1');
+    await page.fill('input[name=scheduleId]', 'weekly-report');
+    await page.fill('textarea[name=body]', '{"report":"weekly"}');
+    await page.click('[data-create]');
+    await page.locator('tr[data-schedule=weekly-report]').waitFor();
+    const s = await client.schedules.get('weekly-report');
+    assert.equal(s.cron, '0 3 * * 1');
+    assert.equal(s.destination, `${sink.url}/made-in-console`);
+    assert.equal(s.body, '{"report":"weekly"}');
+  });
+
   test('a message published through the SDK shows in the logs and its detail, payloads as text', async () => {
     const { page } = b;
     const { messageId } = await client.publish({ url: `${sink.url}/ok`, body: `{"html":"${XSS[0].replaceAll('"', '\\"')}"}`, headers: { 'x-note': XSS[1] }, label: 'console-test' });
@@ -114,6 +130,14 @@ describe('console: queue pages', () => {
     await page.locator('.notice.ok', { hasText: 'Deleted 2 entries' }).waitFor();
     const left = (await client.dlq.listMessages()).messages;
     assert.deepEqual(left.map((m) => m.label), ['keep']);
+    // and one entry deleted by itself
+    await client.publish({ url: `${sink.url}/fail-one`, body: 'x', retries: 0, label: 'one' });
+    const one = await waitFor('DLQ entry', async () => (await client.dlq.listMessages()).messages.find((m) => m.label === 'one'), 30_000);
+    await page.goto(`${svc.urls.mgmt}/console/#/queue/dlq?label=one`);
+    await page.locator(`tr[data-dlq="${one.dlqId}"] [data-delete]`).click();
+    await page.click('[data-confirm]');
+    await page.locator('.notice.ok', { hasText: `Deleted ${one.dlqId}` }).waitFor();
+    assert.deepEqual((await client.dlq.listMessages()).messages.map((m) => m.label), ['keep']);
   });
 
   test('signing keys: rotation asks for confirmation', async () => {
