@@ -148,7 +148,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
   // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
-  const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger) : undefined;
+  const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger, { shared }) : undefined;
 
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
