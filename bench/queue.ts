@@ -16,7 +16,7 @@
  * docs/readme/queue-bench.md; `--out -` prints only, for experiment runs). Everything in the
  * existing file from the line {@link KEEP_MARKER} on (hand-written notes) is kept below the tables.
  * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N, default 1,000,000> --skip-bullmq --skip-everysec
- *        --skip-pg (no PostgreSQL rows) --only-pg (only them; replaces only their section of --out) --pg-rate <msg/s, default 1000>
+ *        --skip-pg (no PostgreSQL rows) --only-pg (only them and BullMQ at 64 publishers for the ratio; replaces only their section of --out) --pg-rate <msg/s, default 1000>
  *        --pg-rate-secs <s, default 10> --skip-pg-peers (svc on PostgreSQL without graphile-worker and pg-boss)
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
  *        queue / flow-control scenario> (scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
@@ -330,14 +330,15 @@ async function main(): Promise<void> {
     }
   }
   if (!onlyPg) rows.push(await benchUndici(sink, n64, 64));
-  if (!onlyPg && !flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, [[200, 8], [n1, 1], [n64, 64]])).slice(1));
+  // with --only-pg, BullMQ at 64 publishers still runs (unless --skip-bullmq) for the same-run ratio
+  if (!flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, onlyPg ? [[200, 8], [n64, 64]] : [[200, 8], [n1, 1], [n64, 64]])).slice(1));
   const pgOpts = { sink, n: n64, rate: arg('pg-rate', 1000), secs: arg('pg-rate-secs', 10), skipPeers: flag('skip-pg-peers') };
   const pg = flag('skip-pg') ? undefined : await benchPostgres(pgOpts);
   await sink.close();
 
   const svc64 = rows.find((r) => r.system === 'svc' && r.publishers === 64);
   const bullmq64 = rows.find((r) => r.system.startsWith('BullMQ') && r.publishers === 64);
-  const pgLines = pg ? formatPg(pg, pgOpts, bullmq64?.delivered) : [];
+  const pgLines = pg ? formatPg(pg, pgOpts, bullmq64) : [];
   if (onlyPg) {
     pgLines.splice(2, 0, `${new Date().toISOString()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at start ${loadAtStart} (the machine is shared); this section alone was rerun (\`--only-pg\`).`, ``);
     return writeReport(pgLines.join('\n'), '## Queue on PostgreSQL');
