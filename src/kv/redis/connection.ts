@@ -68,6 +68,7 @@ export class RedisConnection {
   private readonly parser: RespParser;
   private isClosed = false;
   private readonly closeListeners: (() => void)[] = [];
+  private idleListeners: (() => void)[] | undefined;
   /** Receives replies that match no request (pub/sub messages, MONITOR lines). */
   onPush: ((reply: Reply) => void) | undefined;
   /** Receives what a {@link sendCb} callback threw (logged by the owner; never rethrown). */
@@ -160,6 +161,12 @@ export class RedisConnection {
     return this.queue.length - this.head;
   }
 
+  /** Runs `fn` once as soon as no request is in flight (at once when none is). */
+  whenIdle(fn: () => void): void {
+    if (this.inFlight === 0 || this.isClosed) fn();
+    else (this.idleListeners ??= []).push(fn);
+  }
+
   /** Runs `fn` once when the connection closes. */
   onClose(fn: () => void): void {
     if (this.isClosed) fn();
@@ -238,6 +245,7 @@ export class RedisConnection {
     if (this.head === this.queue.length) {
       this.queue.length = 0;
       this.head = 0;
+      if (this.idleListeners !== undefined) setImmediate(this.fireIdle);
     } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue.splice(0, this.head);
       this.head = 0;
@@ -245,6 +253,14 @@ export class RedisConnection {
     if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
     else p.done!(null, p);
   }
+
+  /** Runs the {@link whenIdle} callbacks if still idle (after the reply's callback ran). */
+  private readonly fireIdle = (): void => {
+    if (this.inFlight > 0 || this.idleListeners === undefined) return;
+    const fns = this.idleListeners;
+    this.idleListeners = undefined;
+    for (const fn of fns) fn();
+  };
 
   /** Runs a single command's callback; its exceptions never reach the reply parser. */
   private deliver(cb: ReplyCallback, err: Error | null, reply: Reply, raw: Buffer | undefined, tag?: string): void {
@@ -267,6 +283,7 @@ export class RedisConnection {
       else p.done!(err, p);
     }
     for (const fn of this.closeListeners.splice(0)) fn();
+    this.fireIdle();
   }
 
   /** Closes the socket; in-flight requests are rejected. Idempotent. */
@@ -288,6 +305,8 @@ export class ConnectionPool {
   private readonly all = new Set<RedisConnection>();
   private next = 0;
   private isClosed = false;
+  /** Set by {@link retire}: no longer handed out by its owner; connections close once idle. */
+  private retiring = false;
   /** Time of the last use (ms since epoch), for idle eviction by the owner. */
   lastUsed = Date.now();
 
@@ -333,10 +352,10 @@ export class ConnectionPool {
     return this.track(this.open());
   }
 
-  /** Returns an exclusive connection; it is closed instead when it is busy or the pool is closed. */
+  /** Returns an exclusive connection; it is closed instead when it is busy or the pool is closed or retired. */
   release(c: RedisConnection): void {
     if (c.closed) return;
-    if (this.isClosed || c.inFlight > 0 || this.idle.length >= 4) c.close();
+    if (this.isClosed || this.retiring || c.inFlight > 0 || this.idle.length >= 4) c.close();
     else this.idle.push(c);
   }
 
@@ -348,7 +367,21 @@ export class ConnectionPool {
     }
     this.all.add(c);
     c.onClose(() => this.all.delete(c));
+    // retired while connecting: the request that waited for it still runs (it writes in this
+    // turn's microtasks), then the connection closes once idle
+    if (this.retiring) setImmediate(() => c.whenIdle(() => c.close()));
     return c;
+  }
+
+  /**
+   * Retires the pool (its owner stopped handing it out, e.g. evicted it): requests already in
+   * flight on its connections finish, then each connection closes; idle exclusive connections
+   * close now. Unlike {@link close}, no request fails.
+   */
+  retire(): void {
+    this.retiring = true;
+    for (const c of this.idle.splice(0)) c.close();
+    for (const c of [...this.all]) c.whenIdle(() => c.close());
   }
 
   /** Closes every connection (in-flight requests are rejected). */
