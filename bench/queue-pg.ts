@@ -175,7 +175,8 @@ async function startSvcNodes(nodes: number, dbUrl: string): Promise<{ procs: Man
       const p = await startProcess({
         name: `svc node ${k + 1}`,
         cmd: process.execPath,
-        args: [path.join(ROOT, 'bin/svc.js'), 'serve'],
+        // BENCH_SVC_NODE_ARGS: extra node flags for the svc nodes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+        args: [...(process.env.BENCH_SVC_NODE_ARGS ?? '').split(' ').filter(Boolean), path.join(ROOT, 'bin/svc.js'), 'serve'],
         cwd: ROOT,
         env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN, ...SIGNING, SVC_QUEUE_DATABASE_URL: dbUrl },
         readyPattern: /^queue\s+http:\/\/\S+/m,
@@ -295,10 +296,10 @@ const ratio = (a: number | undefined, b: number | undefined) => (a && b ? `${(a 
 
 /**
  * The markdown section of the PostgreSQL rows: the table, the same-run ratios of svc to each peer
- * (and to BullMQ on redis when `bullmq64`, its delivered msg/s at 64 publishers, was measured in
- * this run), and the top statements per system.
+ * (and to BullMQ on redis when `bullmq64`, its row at 64 publishers, was measured in this run:
+ * shown as a row too), WAL per message and the top statements per system.
  */
-export function formatPg(res: PgResult, opts: PgOptions, bullmq64?: number): string[] {
+export function formatPg(res: PgResult, opts: PgOptions, bullmq64?: { delivered: number; accepted: number; p50: number; p99: number; cpuUs?: number; loadCpuUs?: number }): string[] {
   const by = (prefix: string) => res.rows.find((r) => r.system.startsWith(prefix) && !r.skipped);
   const svc1 = by('svc, 1 node');
   const lines = [
@@ -321,12 +322,18 @@ export function formatPg(res: PgResult, opts: PgOptions, bullmq64?: number): str
       `| ${r.system} | ${r.setup} | ${f0(r.delivered)} | ${f0(r.accepted)} | ${f2(r.p50)} / ${f2(r.p99)} | ${ratio(r.delivered, svc1?.delivered)} | ${f0(r.rateDelivered)}${missing} | ${f2(r.rateP50)} / ${f2(r.rateP99)} | ${f0(r.cpuSys)} | ${f0(r.cpuPg)} | ${f0(r.cpuLoad)} |`,
     );
   }
+  if (bullmq64) {
+    const b = bullmq64;
+    lines.push(
+      `| BullMQ on redis (same run, not PostgreSQL) | Queue.add; worker concurrency 64; appendfsync everysec | ${f0(b.delivered)} | ${f0(b.accepted)} | ${f2(b.p50)} / ${f2(b.p99)} | ${ratio(b.delivered, svc1?.delivered)} | – | – | ${f0(b.cpuUs)} (worker + redis-server) | – | ${f0(b.loadCpuUs)} |`,
+    );
+  }
   lines.push(``);
   const peers = [by('graphile-worker'), by('pg-boss')];
   for (const s of [svc1, by('svc, 2 nodes')]) {
     if (!s) continue;
     const parts = peers.filter((p) => p).map((p) => `${ratio(s.delivered, p!.delivered)} of ${p!.system.split(' ')[0]}`);
-    if (bullmq64) parts.push(`${ratio(s.delivered, bullmq64)} of BullMQ on redis (table above)`);
+    if (bullmq64) parts.push(`${ratio(s.delivered, bullmq64.delivered)} of BullMQ on redis`);
     if (parts.length) lines.push(`- ${s.system}: delivered msg/s at 64 publishers = ${parts.join(', ')}.`);
   }
   const withWal = res.rows.filter((r) => r.wal);
@@ -336,9 +343,9 @@ export function formatPg(res: PgResult, opts: PgOptions, bullmq64?: number): str
   }
   const withTop = res.rows.filter((r) => r.top?.length);
   if (withTop.length) {
-    lines.push(``, `Where PostgreSQL's time goes (pg_stat_statements, throughput run, top statements by execution time in the system's database):`, ``, `| system | statement | calls | ms total | share |`, `| --- | --- | ---: | ---: | ---: |`);
+    lines.push(``, `Where PostgreSQL's time goes (pg_stat_statements, throughput run, top statements by execution time in the system's database):`, ``, `| system | statement | calls | execution ms | share of execution | planning ms |`, `| --- | --- | ---: | ---: | ---: | ---: |`);
     for (const r of withTop) {
-      for (const t of r.top!) lines.push(`| ${r.system} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${t.totalMs.toFixed(0)} | ${(t.share * 100).toFixed(0)}% |`);
+      for (const t of r.top!) lines.push(`| ${r.system} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${t.totalMs.toFixed(0)} | ${(t.share * 100).toFixed(0)}% | ${t.planMs.toFixed(0)} |`);
     }
   }
   lines.push(``);

@@ -6,7 +6,8 @@
  *                  publishers in this process POST /v2/publish/<sink> (undici keep-alive pool)
  *   bullmq         the peer users would otherwise build: BullMQ Queue.add + a Worker (child process,
  *                  concurrency 64) POSTing each job to the same sink, on a redis-server this bench
- *                  starts (appendonly yes, appendfsync everysec)
+ *                  starts (appendonly yes, appendfsync everysec); BullMQ comes from `bench/peers`
+ *                  (installed on first use by `bench/peers/install.ts`)
  *   undici alone   the ceiling: undici POSTs straight to the sink, 64 in flight
  *   delayed        N delayed messages in the store: svc start-up time and RSS vs an empty store
  *   PostgreSQL     svc's PostgreSQL queue store with one and two nodes beside graphile-worker and
@@ -16,7 +17,7 @@
  * docs/readme/queue-bench.md; `--out -` prints only, for experiment runs). Everything in the
  * existing file from the line {@link KEEP_MARKER} on (hand-written notes) is kept below the tables.
  * Flags: --out <file|-> --n1 <msgs at 1 publisher> --n64 <msgs at 64 publishers> --delayed <N, default 1,000,000> --skip-bullmq --skip-everysec
- *        --skip-pg (no PostgreSQL rows) --only-pg (only them; replaces only their section of --out) --pg-rate <msg/s, default 1000>
+ *        --skip-pg (no PostgreSQL rows) --only-pg (only them and BullMQ at 64 publishers for the ratio; replaces only their section of --out) --pg-rate <msg/s, default 1000>
  *        --pg-rate-secs <s, default 10> --skip-pg-peers (svc on PostgreSQL without graphile-worker and pg-boss)
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
  *        queue / flow-control scenario> (scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
@@ -28,6 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
+import { importPeer } from './peers/install.js';
 import { now, startSink, type Sink } from './lib/queue-sink.js';
 import { benchPostgres, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
@@ -180,11 +182,11 @@ async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
 
 // ---------------------------------------------------------------- bullmq
 async function bullmqWorker(redisPort: number, sinkUrl: string): Promise<void> {
-  const { Worker } = await import('bullmq');
+  const { Worker } = await importPeer('bullmq');
   const pool = new Pool(sinkUrl, { connections: 64, pipelining: 1 });
   const worker = new Worker(
     'bench',
-    async (job) => {
+    async (job: { data: unknown }) => {
       const res = await pool.request({ path: '/bull', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(job.data) });
       await res.body.text();
       if (res.statusCode >= 300) throw new Error(`sink answered ${res.statusCode}`);
@@ -196,7 +198,7 @@ async function bullmqWorker(redisPort: number, sinkUrl: string): Promise<void> {
 }
 
 async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]> {
-  const { Queue } = await import('bullmq');
+  const { Queue } = await importPeer('bullmq');
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-redis-'));
   const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -330,14 +332,15 @@ async function main(): Promise<void> {
     }
   }
   if (!onlyPg) rows.push(await benchUndici(sink, n64, 64));
-  if (!onlyPg && !flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, [[200, 8], [n1, 1], [n64, 64]])).slice(1));
+  // with --only-pg, BullMQ at 64 publishers still runs (unless --skip-bullmq) for the same-run ratio
+  if (!flag('skip-bullmq')) rows.push(...(await benchBullmq(sink, onlyPg ? [[200, 8], [n64, 64]] : [[200, 8], [n1, 1], [n64, 64]])).slice(1));
   const pgOpts = { sink, n: n64, rate: arg('pg-rate', 1000), secs: arg('pg-rate-secs', 10), skipPeers: flag('skip-pg-peers') };
   const pg = flag('skip-pg') ? undefined : await benchPostgres(pgOpts);
   await sink.close();
 
   const svc64 = rows.find((r) => r.system === 'svc' && r.publishers === 64);
   const bullmq64 = rows.find((r) => r.system.startsWith('BullMQ') && r.publishers === 64);
-  const pgLines = pg ? formatPg(pg, pgOpts, bullmq64?.delivered) : [];
+  const pgLines = pg ? formatPg(pg, pgOpts, bullmq64) : [];
   if (onlyPg) {
     pgLines.splice(2, 0, `${new Date().toISOString()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at start ${loadAtStart} (the machine is shared); this section alone was rerun (\`--only-pg\`).`, ``);
     return writeReport(pgLines.join('\n'), '## Queue on PostgreSQL');

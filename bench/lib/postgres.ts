@@ -90,6 +90,7 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
       full_page_writes: 'on',
       shared_preload_libraries: 'pg_stat_statements',
       'pg_stat_statements.track': 'top',
+      'pg_stat_statements.track_planning': 'on',
     };
     const opts = [`-p ${port}`, `-k ${dir}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
     runPg(path.join(bin, 'pg_ctl'), ['start', '-w', '-t', '120', '-D', data, '-l', path.join(dir, 'log'), '-o', opts]);
@@ -173,6 +174,8 @@ export interface StatementTime {
   calls: number;
   /** Total execution time, ms. */
   totalMs: number;
+  /** Total planning time, ms (`track_planning`; a statement prepared once is planned rarely). */
+  planMs: number;
   /** Share of all statements' execution time in this database, 0..1. */
   share: number;
 }
@@ -206,12 +209,12 @@ export async function walStats(adminUrl: string): Promise<WalStats> {
  */
 export async function topStatements(adminUrl: string, dbName: string, limit = 6): Promise<StatementTime[]> {
   return withPg(adminUrl, async (c) => {
-    const r = await c.query<{ query: string; calls: string; total: number; share: number }>(
-      `SELECT s.query, s.calls, s.total_exec_time AS total, s.total_exec_time / NULLIF(sum(s.total_exec_time) OVER (), 0) AS share
+    const r = await c.query<{ query: string; calls: string; total: number; plan: number; share: number }>(
+      `SELECT s.query, s.calls, s.total_exec_time AS total, s.total_plan_time AS plan, s.total_exec_time / NULLIF(sum(s.total_exec_time) OVER (), 0) AS share
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
         WHERE d.datname = $1 ORDER BY s.total_exec_time DESC LIMIT $2`,
       [dbName, limit],
     );
-    return r.rows.map((x) => ({ query: x.query.replace(/\s+/g, ' ').trim().slice(0, 110), calls: Number(x.calls), totalMs: Number(x.total), share: Number(x.share ?? 0) }));
+    return r.rows.map((x) => ({ query: x.query.replace(/\s+/g, ' ').trim().slice(0, 110), calls: Number(x.calls), totalMs: Number(x.total), planMs: Number(x.plan), share: Number(x.share ?? 0) }));
   });
 }

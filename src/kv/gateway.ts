@@ -12,6 +12,7 @@ import { DailyQuota, type Quota } from './quota.js';
 import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
+import type { HistogramCell } from '../metrics.js';
 import { JSON_LIBRARY, JsonCommandError, translateJsonCommand } from './json/index.js';
 import { CommandPolicy, parseCommandTable } from './policy.js';
 import type { Backend } from './redis/backend.js';
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   scriptAliases?: AliasFile;
   /** `CLIENT SETNAME` of the pooled Redis connections (default `svc-kv-<pid>`; workers: `svc-kv-w<index>-<pid>`). */
   clientName?: string;
+  /** Observes the round trips of the pooled connections (`svc_kv_backend_duration_seconds`). */
+  backendRtt?: HistogramCell;
 }
 
 /** Shared connections per pool (requests are RESP-pipelined on them). */
@@ -144,26 +147,50 @@ export class KvGateway {
     const key = id.kind === 'acl' ? `acl:${id.user}\0${id.password}` : id.kind;
     let p = this.pools.get(key);
     if (p === undefined) {
-      if (id.kind === 'acl' && this.pools.size >= MAX_ACL_POOLS + 2) {
-        for (const [k, old] of this.pools) {
-          if (k.startsWith('acl:')) {
-            old.close();
-            this.pools.delete(k);
-            break;
-          }
-        }
-      }
+      if (id.kind === 'acl' && this.pools.size >= MAX_ACL_POOLS + 2) this.evictAclPool();
       const who = this.userOf(id);
       const open = () =>
         // named on the standard user only (the read-only and clients' ACL users may lack CLIENT)
         RedisConnection.connect(this.backend.endpoint, who, undefined, id.kind === 'standard' ? this.clientName : undefined).then((c) => {
           c.onCallbackError = this.logCallbackError;
+          c.rtt = this.options.backendRtt;
           return c;
         });
       p = new ConnectionPool(open, id.kind === 'acl' ? 1 : SHARED_CONNECTIONS);
       this.pools.set(key, p);
     }
     return p;
+  }
+
+  /**
+   * Makes room for one more ACL-token pool: the least recently used one is retired (requests in
+   * flight on it finish; its connections close once idle).
+   */
+  private evictAclPool(): void {
+    let oldest: [string, ConnectionPool] | undefined;
+    for (const e of this.pools) if (e[0].startsWith('acl:') && (oldest === undefined || e[1].lastUsed < oldest[1].lastUsed)) oldest = e;
+    if (oldest === undefined) return;
+    this.pools.delete(oldest[0]);
+    oldest[1].retire();
+  }
+
+  /**
+   * Before `ACL SETUSER` / `DELUSER` / `LOAD` runs: the pools of the ACL users it may change are
+   * retired, so the next request of such a user authenticates anew (a changed password stops the
+   * old token at once; a deleted and re-created user gets a fresh connection instead of one Redis
+   * is about to close). Requests already in flight finish on the old connections.
+   */
+  private aclChanging(args: readonly Arg[]): void {
+    const sub = String(args[1] ?? '').toLowerCase();
+    const users = sub === 'setuser' ? args.slice(2, 3).map(String) : sub === 'deluser' ? args.slice(2).map(String) : sub === 'load' ? undefined : [];
+    if (users !== undefined && users.length === 0) return;
+    for (const [k, p] of this.pools) {
+      if (!k.startsWith('acl:')) continue;
+      if (users === undefined || users.includes(k.slice(4, k.indexOf('\0')))) {
+        this.pools.delete(k);
+        p.retire();
+      }
+    }
   }
 
   /** Counts `n` commands against the daily limit: undefined, a KvError (400 past it) or a Promise of either. */
@@ -202,6 +229,7 @@ export class KvGateway {
         const name = v.info?.name;
         if (name === undefined) return { args, write: v.write };
         if (name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(name)) this.reloadJsonSoon();
+        if (name === 'acl|setuser' || name === 'acl|deluser' || name === 'acl|load') this.aclChanging(args);
         const script = SCRIPT_RUNNERS.has(name) ? (name.startsWith('fcall') ? 'function' : 'eval') : undefined;
         if (!REWRITTEN.has(name)) return { args, write: v.write, script };
         const r = SCRIPT_COMMANDS.has(name) ? this.scripts.prepare(name, args) : emulate(name, args);

@@ -46,7 +46,7 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
   const tmp = path.join(dir, `${file}.tmp`);
   graph.index.writeIndexSync(tmp);
   fs.renameSync(tmp, path.join(dir, file));
-  const labels = graph.labelSpan;
+  const labels = Math.min(graph.labelSpan, graph.codes.capacity);
   const codesFile = codesName(file);
   const fd = fs.openSync(`${path.join(dir, codesFile)}.tmp`, 'w');
   try {

@@ -2,16 +2,19 @@
  * The console's KV and vector pages in a real browser against a real svc (real redis-server,
  * real vector index), with data written through `@upstash/redis` and `@upstash/vector`: the key
  * browser's pattern and type filters; a string and a hash field edited in the console and read
- * back through the REST API; TTL set; a large value paged; the command box; a vector query by
- * vector with a metadata filter and by a record's id returning the expected ids and scores; fetch
- * by id; keys, values and metadata holding HTML/script payloads shown as text; no JavaScript
+ * back through the REST API; TTL set; a large value paged; a JSON document edited; the command
+ * box; a vector query by vector with a metadata filter, by a record's id and by text (a second
+ * index with the BM25 embedder) returning the expected ids and scores; fetch by id; the overview's
+ * request counters; keys, values and metadata holding HTML/script payloads shown as text; no JavaScript
  * errors; a screenshot of every page.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
-import { startTestSvc } from '../helpers/env.js';
+import { startTestSvc, tempDir } from '../helpers/env.js';
 import { waitFor } from '../queue/helpers.js';
 import { launchBrowser, screenshot, signIn, type ConsoleBrowser } from './browser.js';
 import { XSS } from './helpers.js';
@@ -24,9 +27,13 @@ describe('console: kv and vector pages', () => {
   let redis: Redis;
   let index: Index<Record<string, unknown>>;
   const xssKey = `xss:${XSS[1]}`;
+  let defs: ReturnType<typeof tempDir>;
 
   before(async () => {
-    svc = await startTestSvc(['queue', 'kv', 'vector', 'mgmt'], { env: { SVC_VECTOR_DIMENSION: '3' } });
+    defs = tempDir('svc-console-indexes-');
+    const file = path.join(defs.dir, 'indexes.json');
+    fs.writeFileSync(file, JSON.stringify([{ name: 'docs', type: 'SPARSE', embedder: { sparse: 'BM25' } }]));
+    svc = await startTestSvc(['queue', 'kv', 'vector', 'mgmt'], { env: { SVC_VECTOR_DIMENSION: '3', SVC_VECTOR_INDEXES: file } });
     redis = new Redis({ url: svc.urls.kv!, token: svc.ctx.credentials.get('kv.token') });
     index = new Index({ url: svc.urls.vector!, token: svc.ctx.credentials.get('vector.default.token') });
     await redis.set('greeting', 'hello');
@@ -50,6 +57,7 @@ describe('console: kv and vector pages', () => {
   after(async () => {
     await b?.close();
     await svc?.close();
+    defs?.cleanup();
   });
 
   test('key browser: pattern and type filters; keys shown as text', async () => {
@@ -168,6 +176,25 @@ describe('console: kv and vector pages', () => {
     await page.locator('table[data-table=records] tr[data-id]').nth(3).waitFor();
     assert.equal(await page.locator('img[src=x]').count(), 0);
     await screenshot(page, '40-vector');
+    assert.deepEqual(b.errors, []);
+  });
+
+  test('vector: a second index with an embedder is queried by text', async () => {
+    const { page } = b;
+    const docs = new Index({ url: `${svc.urls.vector}/docs`, token: svc.ctx.credentials.get('vector.docs.token') });
+    await docs.upsert([
+      { id: 'cats', data: 'cats purr and chase mice', metadata: { kind: 'pet' } },
+      { id: 'cars', data: 'cars need fuel and tyres', metadata: { kind: 'machine' } },
+    ]);
+    await page.goto(`${svc.urls.mgmt}/console/#/vector`);
+    await page.locator('a.badge', { hasText: 'docs' }).click();
+    await page.locator('.stat', { hasText: 'SPARSE' }).waitFor();
+    await page.selectOption('select[name=mode]', 'data');
+    await page.fill('input[name=query-data]', 'mice');
+    await page.fill('input[name=topK]', '1');
+    await page.click('[data-query]');
+    await waitFor('text query', async () => (await page.locator('table[data-table=results] tr[data-id]').evaluateAll((r) => r.map((x) => x.getAttribute('data-id')))).join() === 'cats', 15_000);
+    await screenshot(page, '41-vector-text-query');
     assert.deepEqual(b.errors, []);
   });
 

@@ -103,6 +103,31 @@ describe('console: workflow pages', () => {
     assert.deepEqual(b.errors, []);
   });
 
+  test('failed runs restarted and deleted from the console', async () => {
+    const { page } = b;
+    broken = true;
+    const { workflowRunId: toRestart } = await wf.trigger({ url: `${app.url}/flaky`, body: { tag: 'r2' }, retries: 0 });
+    const { workflowRunId: toDelete } = await wf.trigger({ url: `${app.url}/flaky`, body: { tag: 'r3' }, retries: 0 });
+    await waitState(toRestart, 'RUN_FAILED');
+    await waitState(toDelete, 'RUN_FAILED');
+    await page.goto(`${svc.urls.mgmt}/console/#/workflows/failed`);
+    await page.locator(`tr[data-failed="${toDelete}"] [data-delete]`).click();
+    await page.click('[data-confirm]');
+    await page.locator('.notice.ok', { hasText: 'Deleted' }).waitFor();
+    await waitFor('row gone', async () => (await page.locator(`tr[data-failed="${toDelete}"]`).count()) === 0, 15_000);
+    broken = false;
+    await page.locator(`tr[data-failed="${toRestart}"] [data-restart]`).click();
+    await page.click('[data-confirm]');
+    const note = await page.locator('.notice.ok', { hasText: 'Restarted' }).textContent();
+    const newRun = /run (\S+)\./.exec(note ?? '')?.[1];
+    assert.ok(newRun, note ?? '');
+    await waitState(newRun, 'RUN_SUCCESS');
+    assert.equal(ran.get('r2:fetch'), 2, 'a restart runs the first step again');
+    const { messages } = (await wf.dlq.list()) as unknown as { messages: Json[] };
+    assert.deepEqual(messages.filter((m) => [toRestart, toDelete].includes(m.workflowRunId)), []);
+    assert.deepEqual(b.errors, []);
+  });
+
   test('a sleeping run is cancelled from its page', async () => {
     const { page } = b;
     const { workflowRunId } = await wf.trigger({ url: `${app.url}/sleeper`, body: {} });

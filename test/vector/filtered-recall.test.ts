@@ -136,3 +136,31 @@ test('a stream of upsert batches of 100 with queries alongside: every query answ
     await svc.close();
   }
 });
+
+test('a snapshot taken while points wait for insertion covers only the graph; a crash replays the rest', async () => {
+  const tmp = tempDir();
+  try {
+    let idx = new VectorIndex(def(), tmp.dir, logger);
+    const vs = randomVectors(1500, D, 41);
+    await idx.upsert('', vs.slice(0, 1000).map((v, i) => ({ id: String(i), vector: v })));
+    await idx.whenIndexed();
+    await idx.upsert('', vs.slice(1000).map((v, i) => ({ id: String(1000 + i), vector: v })));
+    await idx.upsert('', [{ id: '3', vector: vs[1499] }]); // an update queued too
+    assert.ok(idx.ns('')!.dense!.pending > 0);
+    idx.maintain(1); // snapshot now: covers the indexed part only
+    idx.store.close(); // crash: no closing snapshot
+    idx = new VectorIndex(def(), tmp.dir, logger);
+    assert.equal(idx.loadStats.fromSnapshot, 1);
+    assert.ok(idx.loadStats.replayed > 0 && idx.loadStats.replayed <= 501, `replayed ${idx.loadStats.replayed}`);
+    const ns = idx.ns('')!;
+    assert.equal(ns.count, 1500);
+    const q = (vector: number[]) => ({ vector, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true }) as never;
+    for (const i of [0, 999, 1000, 1498]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
+    assert.deepEqual(new Set(runQuery(idx, ns, q(vs[1499]), 2, 2).map((s) => ns.ids[s.label])), new Set(['3', '1499']));
+    await idx.whenIndexed();
+    for (const i of [0, 1000, 1498]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
+    await idx.close();
+  } finally {
+    tmp.cleanup();
+  }
+});

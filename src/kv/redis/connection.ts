@@ -8,6 +8,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
+import type { HistogramCell } from '../../metrics.js';
 import { encodeCommand, encodeCommands, RespError, RespParser, type Arg, type Reply } from '../resp.js';
 
 /** Where Redis listens: a unix socket `path`, or `host:port` (optionally TLS). */
@@ -46,6 +47,8 @@ interface Pending {
   wantRaw: boolean;
   /** Single commands: passed back to `cb` as its last argument (the caller's per-command value). */
   tag: string | undefined;
+  /** `performance.now()` when written (only with {@link RedisConnection.rtt}). */
+  t: number;
 }
 
 /**
@@ -68,10 +71,13 @@ export class RedisConnection {
   private readonly parser: RespParser;
   private isClosed = false;
   private readonly closeListeners: (() => void)[] = [];
+  private idleListeners: (() => void)[] | undefined;
   /** Receives replies that match no request (pub/sub messages, MONITOR lines). */
   onPush: ((reply: Reply) => void) | undefined;
   /** Receives what a {@link sendCb} callback threw (logged by the owner; never rethrown). */
   onCallbackError: ((err: unknown) => void) | undefined;
+  /** Observes each request's round trip (write until its last reply), in seconds. */
+  rtt: HistogramCell | undefined;
 
   private constructor(private readonly socket: net.Socket) {
     this.parser = new RespParser(
@@ -160,6 +166,12 @@ export class RedisConnection {
     return this.queue.length - this.head;
   }
 
+  /** Runs `fn` once as soon as no request is in flight (at once when none is). */
+  whenIdle(fn: () => void): void {
+    if (this.inFlight === 0 || this.isClosed) fn();
+    else (this.idleListeners ??= []).push(fn);
+  }
+
   /** Runs `fn` once when the connection closes. */
   onClose(fn: () => void): void {
     if (this.isClosed) fn();
@@ -188,14 +200,14 @@ export class RedisConnection {
   sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
     if (this.isClosed) return cb(new BackendUnavailableError('ERR database connection lost'), null, undefined, tag);
     // no closure and no arrays per command (hot path)
-    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag });
+    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
   }
 
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(new BackendUnavailableError('ERR database connection lost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined });
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
     });
   }
 
@@ -238,13 +250,23 @@ export class RedisConnection {
     if (this.head === this.queue.length) {
       this.queue.length = 0;
       this.head = 0;
+      if (this.idleListeners !== undefined) setImmediate(this.fireIdle);
     } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
+    if (this.rtt !== undefined) this.rtt.since(p.t);
     if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
     else p.done!(null, p);
   }
+
+  /** Runs the {@link whenIdle} callbacks if still idle (after the reply's callback ran). */
+  private readonly fireIdle = (): void => {
+    if (this.inFlight > 0 || this.idleListeners === undefined) return;
+    const fns = this.idleListeners;
+    this.idleListeners = undefined;
+    for (const fn of fns) fn();
+  };
 
   /** Runs a single command's callback; its exceptions never reach the reply parser. */
   private deliver(cb: ReplyCallback, err: Error | null, reply: Reply, raw: Buffer | undefined, tag?: string): void {
@@ -267,6 +289,7 @@ export class RedisConnection {
       else p.done!(err, p);
     }
     for (const fn of this.closeListeners.splice(0)) fn();
+    this.fireIdle();
   }
 
   /** Closes the socket; in-flight requests are rejected. Idempotent. */
@@ -288,6 +311,8 @@ export class ConnectionPool {
   private readonly all = new Set<RedisConnection>();
   private next = 0;
   private isClosed = false;
+  /** Set by {@link retire}: no longer handed out by its owner; connections close once idle. */
+  private retiring = false;
   /** Time of the last use (ms since epoch), for idle eviction by the owner. */
   lastUsed = Date.now();
 
@@ -333,10 +358,10 @@ export class ConnectionPool {
     return this.track(this.open());
   }
 
-  /** Returns an exclusive connection; it is closed instead when it is busy or the pool is closed. */
+  /** Returns an exclusive connection; it is closed instead when it is busy or the pool is closed or retired. */
   release(c: RedisConnection): void {
     if (c.closed) return;
-    if (this.isClosed || c.inFlight > 0 || this.idle.length >= 4) c.close();
+    if (this.isClosed || this.retiring || c.inFlight > 0 || this.idle.length >= 4) c.close();
     else this.idle.push(c);
   }
 
@@ -348,7 +373,21 @@ export class ConnectionPool {
     }
     this.all.add(c);
     c.onClose(() => this.all.delete(c));
+    // retired while connecting: the request that waited for it still runs (it writes in this
+    // turn's microtasks), then the connection closes once idle
+    if (this.retiring) setImmediate(() => c.whenIdle(() => c.close()));
     return c;
+  }
+
+  /**
+   * Retires the pool (its owner stopped handing it out, e.g. evicted it): requests already in
+   * flight on its connections finish, then each connection closes; idle exclusive connections
+   * close now. Unlike {@link close}, no request fails.
+   */
+  retire(): void {
+    this.retiring = true;
+    for (const c of this.idle.splice(0)) c.close();
+    for (const c of [...this.all]) c.whenIdle(() => c.close());
   }
 
   /** Closes every connection (in-flight requests are rejected). */

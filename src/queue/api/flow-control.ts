@@ -25,9 +25,9 @@ function positiveInt(q: Q, k: string): number | undefined {
 export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore, gate: AdmissionGate): void {
   type P = FastifyRequest<{ Params: { key: string }; Querystring: Q }>;
 
-  const info = (k: FlowKeyState) => {
+  const info = async (k: FlowKeyState) => {
     const lim = effectiveLimits(k);
-    const rate = gate.rateState(k.key, lim.periodS, ctx.clock.now());
+    const rate = await gate.sharedRateState(k.key, lim.periodS, ctx.clock.now());
     return {
       flowControlKey: k.key,
       waitListSize: k.waiting,
@@ -48,7 +48,7 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
     return k;
   };
 
-  app.get('/v2/flowControl', async (req: FastifyRequest<{ Querystring: Q }>) => (await routing.listFlowKeys(one(req.query, 'search'))).map(info));
+  app.get('/v2/flowControl', async (req: FastifyRequest<{ Querystring: Q }>) => Promise.all((await routing.listFlowKeys(one(req.query, 'search'))).map(info)));
   app.get('/v2/flowControl/:key', async (req: P) => info(await known(req.params.key)));
   app.get('/v2/globalParallelism', async () => ({ parallelismMax: ctx.config.maxConcurrentDeliveries, parallelismCount: ctx.dispatcher.busy }));
 

@@ -16,8 +16,9 @@
  *   < rate. Counting an attempt until one period after its end (not its start) makes the limit
  *   hold as the destination observes it, whatever the delivery latency: an attempt the
  *   destination received at r ended at e >= r, and nothing new is admitted before e + period.
- *   The state lives in memory (a restart starts a fresh window); nothing
- *   while paused. Pinned limits win over the ones of incoming messages.
+ *   The state lives in memory (a restart starts a fresh window), or, on a
+ *   store shared by several nodes, in the store (`flow_control_attempts`: every node's attempts
+ *   count, read under the admission lock); nothing while paused. Pinned limits win over the ones of incoming messages.
  *
  * In-flight counts are read from the store in the round itself, so they survive restarts and
  * stay exact when messages are cancelled. Rounds run when messages are held, after every
@@ -42,6 +43,12 @@ export interface GateOptions {
   logger: Logger;
   /** Called after a round released messages (wake the dispatcher). */
   onRelease: (now: number) => void;
+  /**
+   * Id of this node's dispatcher: set when the store keeps the rate windows (several nodes share
+   * them, `RoutingStore.attemptStarted`); then starts and ends are written there and rounds read
+   * the rate use from the store instead of this process's memory.
+   */
+  owner?: string;
 }
 
 export class AdmissionGate {
@@ -116,9 +123,12 @@ export class AdmissionGate {
    * the key's rate until it ends ({@link onEnd}); a first attempt leaves the admitted-not-started
    * count. Retries are not gated again but do count against the rate of later admissions.
    */
-  onStart(m: { flowControlKey?: string; retried: number }): void {
+  onStart(m: { id?: string; flowControlKey?: string; retried: number }, at: number = this.o.clock.now()): void {
     const k = m.flowControlKey;
     if (k === undefined) return;
+    if (this.shared && m.id !== undefined) {
+      this.o.routing.attemptStarted!(k, m.id, this.o.owner!, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt start failed'));
+    }
     this.runningAttempts.set(k, (this.runningAttempts.get(k) ?? 0) + 1);
     const p = this.pending.get(k) ?? 0;
     if (m.retried === 0 && p > 0) {
@@ -128,9 +138,12 @@ export class AdmissionGate {
   }
 
   /** An attempt of `m` ended (its outcome recorded, or recording it failed) at `at` ms: it stays in the rate window one period. */
-  onEnd(m: { flowControlKey?: string }, at: number): void {
+  onEnd(m: { id?: string; flowControlKey?: string }, at: number): void {
     const k = m.flowControlKey;
     if (k === undefined) return;
+    if (this.shared && m.id !== undefined) {
+      this.o.routing.attemptEnded!(m.id, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt end failed'));
+    }
     const r = (this.runningAttempts.get(k) ?? 1) - 1;
     if (r > 0) this.runningAttempts.set(k, r);
     else this.runningAttempts.delete(k);
@@ -142,7 +155,25 @@ export class AdmissionGate {
   /** Forgets the rate window of a key (`resetRate`, `pin`). */
   resetRate(key: string): void {
     this.ended.delete(key);
+    if (this.shared) {
+      this.o.routing.resetRateWindow!(key).then(
+        () => this.kick(),
+        (err) => this.o.logger.warn({ err, key }, 'queue: resetting a flow-control rate window failed'),
+      );
+      return;
+    }
     this.kick();
+  }
+
+  /** The store keeps the rate windows (shared by several nodes). */
+  private get shared(): boolean {
+    return this.o.owner !== undefined && this.o.routing.attemptStarted !== undefined;
+  }
+
+  /** Rate state of a key for the API: from the store when it keeps the windows, else {@link rateState}. */
+  async sharedRateState(key: string, periodS: number, now: number): Promise<{ count: number; periodStart: number }> {
+    if (this.shared && this.o.routing.rateState) return this.o.routing.rateState(key, periodS, now);
+    return this.rateState(key, periodS, now);
   }
 
   /** Requests an admission round (coalesced; never overlapping). */
@@ -201,7 +232,13 @@ export class AdmissionGate {
       const lim = effectiveLimits(st);
       let r = MAX_RELEASE_PER_KEY;
       if (lim.parallelism !== undefined) r = Math.min(r, lim.parallelism - tx.admittedForKey(k));
-      if (lim.rate !== undefined) {
+      if (lim.rate !== undefined && tx.rateUsage) {
+        // windows kept in the store (every node's attempts): admitted or running + ended within the period
+        const use = tx.rateUsage(k, lim.periodS);
+        const left = lim.rate - use.used - (takenNow.get(k) ?? 0);
+        if (left <= 0) wake = Math.min(wake, use.oldestEnd !== undefined ? use.oldestEnd + lim.periodS * 1000 + 1 : now + 50);
+        r = Math.min(r, left);
+      } else if (lim.rate !== undefined) {
         const arr = this.prune(k, lim.periodS, now);
         // Running attempts always count: one whose outcome is already committed (the message has
         // left the store's admitted count) is still running here until `onEnd` records its end,
@@ -217,7 +254,12 @@ export class AdmissionGate {
       }
       return Math.max(0, r);
     };
-    const take = (k: string) => this.pending.set(k, (this.pending.get(k) ?? 0) + 1);
+    /** Messages of a key released in this round (counted against its rate when the store keeps the windows). */
+    const takenNow = new Map<string, number>();
+    const take = (k: string) => {
+      takenNow.set(k, (takenNow.get(k) ?? 0) + 1);
+      this.pending.set(k, (this.pending.get(k) ?? 0) + 1);
+    };
 
     const queues = tx.heldQueues();
     for (const q of queues) {

@@ -4,6 +4,7 @@
  * the scheduler, and the routes of `api/{topics,queues,schedules,flow-control}.ts`.
  */
 import type { FastifyInstance } from 'fastify';
+import type { CounterCell } from '../../metrics.js';
 import type { Logger } from '../../logger.js';
 import type { QueueApiContext } from '../api/context.js';
 import { registerFlowControlRoutes } from '../api/flow-control.js';
@@ -26,15 +27,28 @@ export interface RoutingFeature {
 
 /**
  * Extends `ctx` (resolveDestination, admission), hooks the dispatcher and registers the routes.
- * Call before the server listens.
+ * Call before the server listens. `shared`: the store is shared by several nodes (PostgreSQL);
+ * `scheduleFires` counts fired schedule occurrences (metrics).
  */
-export function attachRouting(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore, logger: Logger): RoutingFeature {
+export function attachRouting(
+  app: FastifyInstance,
+  ctx: QueueApiContext,
+  routing: RoutingStore,
+  logger: Logger,
+  opts: { shared?: boolean; scheduleFires?: CounterCell } = {},
+): RoutingFeature {
   const previous = ctx.resolveDestination;
   ctx.resolveDestination = async (dest) => (await resolveUrlGroup(routing, dest)) ?? previous(dest);
 
-  const gate = new AdmissionGate({ routing, clock: ctx.clock, logger, onRelease: (now) => ctx.dispatcher.notify(now) });
+  const gate = new AdmissionGate({
+    routing,
+    clock: ctx.clock,
+    logger,
+    onRelease: (now) => ctx.dispatcher.notify(now),
+    owner: opts.shared ? ctx.dispatcher.owner : undefined,
+  });
   ctx.admission = { prepare: (msgs, now) => gate.prepare(msgs, now), kick: () => gate.kick() };
-  ctx.dispatcher.addStartListener((m) => gate.onStart(m));
+  ctx.dispatcher.addStartListener((m, at) => gate.onStart(m, at));
   // every started attempt ends once, recorded or not (a running count must not leak)
   ctx.dispatcher.addEndListener((m, at) => {
     gate.onEnd(m, at);
@@ -45,6 +59,7 @@ export function attachRouting(app: FastifyInstance, ctx: QueueApiContext, routin
     routing,
     clock: ctx.clock,
     logger,
+    maxSleepMs: opts.shared ? 1000 : undefined,
     async build(s, now) {
       let targets;
       try {
@@ -58,6 +73,7 @@ export function attachRouting(app: FastifyInstance, ctx: QueueApiContext, routin
       return msgs;
     },
     fired(msgs, now) {
+      opts.scheduleFires?.inc();
       if (msgs.some((m) => m.held)) gate.kick();
       const first = Math.min(...msgs.filter((m) => !m.held).map((m) => m.dueAt));
       if (first < Infinity) ctx.dispatcher.notify(Math.max(first, now));

@@ -24,6 +24,11 @@ export interface SchedulerOptions {
   build(s: ScheduleRecord, now: number): Promise<NewMessage[]>;
   /** Called after a firing stored `msgs`. */
   fired(msgs: NewMessage[], now: number): void;
+  /**
+   * Longest sleep between checks (ms; default {@link MAX_SLEEP_MS}). A store shared by several
+   * nodes uses 1 s: a schedule created or resumed on another node is seen within it.
+   */
+  maxSleepMs?: number;
 }
 
 export class Scheduler {
@@ -92,7 +97,8 @@ export class Scheduler {
     const next = await this.o.routing.nextScheduleTime().catch(() => undefined);
     if (this.stopped) return;
     const now = this.o.clock.now();
-    const wait = Math.min(MAX_SLEEP_MS, next === undefined ? MAX_SLEEP_MS : Math.max(0, next - now));
+    const cap = this.o.maxSleepMs ?? MAX_SLEEP_MS;
+    const wait = Math.min(cap, next === undefined ? cap : Math.max(0, next - now));
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;

@@ -15,7 +15,7 @@
  */
 import type pg from 'pg';
 import type { FlowControl, NewMessage } from '../model.js';
-import { inTransaction, insertMessages, type PgQueueStore } from './pg.js';
+import { inTransaction, insertMessages, LIVENESS_LOCK_CLASS, type PgQueueStore } from './pg.js';
 import { flowStateFromRow, scheduleFromRow, type FlowRow, type ScheduleRow } from './sqlite-routing.js';
 import {
   effectiveLimits,
@@ -264,10 +264,26 @@ export class PgRoutingStore implements RoutingStore {
           released.push(...seqs);
         },
         nextHeldDue: () => snap.nextHeldDue,
+        rateUsage: (key, periodS) => {
+          const r = snap.rates.get(key);
+          if (!r) return { used: 0 };
+          const from = now - periodS * 1000;
+          const ended = r.ended.filter((t) => t > from);
+          return { used: r.open + ended.length, oldestEnd: ended[0] };
+        },
       };
       const out = fn(tx);
       if (released.length) {
         await c.query(`UPDATE messages SET claimed_by = NULL WHERE seq = ANY($1::bigint[]) AND claimed_by = 'held'`, [released]);
+        // rate-limited keys: the released messages take their place in the window (admitted, not started)
+        const rated = [...snap.rates.keys()];
+        if (rated.length) {
+          await c.query(
+            `INSERT INTO flow_control_attempts (key, message_id, owner, started_at, started)
+             SELECT flow_control_key, id, '', $3, 0 FROM messages WHERE seq = ANY($1::bigint[]) AND flow_control_key = ANY($2::text[])`,
+            [released, rated, now],
+          );
+        }
         await this.store.wake(c, now);
       }
       return out;
@@ -343,7 +359,89 @@ export class PgRoutingStore implements RoutingStore {
       keyHeads.set(r.k, arr);
     }
     const next = (await c.query<{ t: number | null }>(`SELECT MIN(due_at) AS t FROM messages WHERE claimed_by = 'held' AND due_at > $1`, [now])).rows[0].t;
-    return { heldQueues, heldKeys, queues, admittedQ, admittedK, keys, queueHeads, keyHeads, nextHeldDue: u(next) };
+    const rated = [...keys.values()].filter((k) => effectiveLimits(k).rate !== undefined);
+    const rates = await this.rateRows(c, rated.map((k) => k.key), rated.map((k) => effectiveLimits(k).periodS), now);
+    return { heldQueues, heldKeys, queues, admittedQ, admittedK, keys, queueHeads, keyHeads, nextHeldDue: u(next), rates };
+  }
+
+  /**
+   * Open and recently ended attempts of rate-limited `keys` (under the admission lock). Tidies
+   * first: admitted rows whose message left without starting (cancelled, deleted queue) go, and
+   * running rows of a dispatcher that is no longer alive (its node died) end now.
+   */
+  private async rateRows(c: pg.PoolClient, keys: string[], periodsS: number[], now: number): Promise<Map<string, { ended: number[]; open: number }>> {
+    const out = new Map<string, { ended: number[]; open: number }>();
+    if (!keys.length) return out;
+    await c.query(
+      `DELETE FROM flow_control_attempts a WHERE a.key = ANY($1::text[]) AND a.ended_at IS NULL AND a.started = 0
+         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = a.message_id AND m.status = 'pending')`,
+      [keys],
+    );
+    await c.query(
+      `WITH alive AS (SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = $3::int::oid AND objsubid = 2 AND granted
+                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+       UPDATE flow_control_attempts SET ended_at = $2
+       WHERE key = ANY($1::text[]) AND ended_at IS NULL AND started = 1 AND hashtext(owner)::oid NOT IN (SELECT objid FROM alive)`,
+      [keys, now, LIVENESS_LOCK_CLASS],
+    );
+    const r = await c.query<{ key: string; ended_at: number | null }>(
+      `SELECT a.key, a.ended_at FROM unnest($1::text[], $2::bigint[]) AS k(key, since)
+       JOIN flow_control_attempts a ON a.key = k.key AND (a.ended_at IS NULL OR a.ended_at > k.since) ORDER BY a.ended_at`,
+      [keys, periodsS.map((p) => now - p * 1000)],
+    );
+    for (const row of r.rows) {
+      const e = out.get(row.key) ?? { ended: [], open: 0 };
+      if (row.ended_at === null) e.open++;
+      else e.ended.push(row.ended_at);
+      out.set(row.key, e);
+    }
+    return out;
+  }
+
+  // ---- rate windows ----
+
+  async attemptStarted(key: string, messageId: string, owner: string, at: number): Promise<void> {
+    await this.pool.query(
+      `WITH u AS (UPDATE flow_control_attempts SET started = 1, owner = $3, started_at = $4
+                  WHERE seq = (SELECT seq FROM flow_control_attempts WHERE message_id = $2 AND ended_at IS NULL AND started = 0 ORDER BY seq LIMIT 1)
+                  RETURNING 1)
+       INSERT INTO flow_control_attempts (key, message_id, owner, started_at, started)
+       SELECT $1, $2, $3, $4, 1 WHERE NOT EXISTS (SELECT 1 FROM u)`,
+      [key, messageId, owner, at],
+    );
+  }
+
+  async attemptEnded(messageId: string, at: number): Promise<void> {
+    await this.pool.query(
+      `UPDATE flow_control_attempts SET ended_at = $2
+       WHERE seq = (SELECT seq FROM flow_control_attempts WHERE message_id = $1 AND ended_at IS NULL AND started = 1 ORDER BY seq LIMIT 1)`,
+      [messageId, at],
+    );
+  }
+
+  async resetRateWindow(key: string): Promise<void> {
+    await this.pool.query('DELETE FROM flow_control_attempts WHERE key = $1 AND ended_at IS NOT NULL', [key]);
+  }
+
+  async rateState(key: string, periodS: number, now: number): Promise<{ count: number; periodStart: number }> {
+    const r = await this.pool.query<{ n: number; first: number | null }>(
+      `SELECT COUNT(*)::int AS n, MIN(ended_at) AS first FROM flow_control_attempts WHERE key = $1 AND (ended_at IS NULL OR ended_at > $2)`,
+      [key, now - periodS * 1000],
+    );
+    return { count: r.rows[0].n, periodStart: r.rows[0].first ?? now };
+  }
+
+  /** Drops rate-window rows that ended more than their key's period ago (in batches). */
+  async pruneRateWindows(now: number): Promise<void> {
+    for (;;) {
+      const r = await this.pool.query(
+        `DELETE FROM flow_control_attempts WHERE seq IN (
+           SELECT a.seq FROM flow_control_attempts a LEFT JOIN flow_control_keys k ON k.key = a.key
+           WHERE a.ended_at < $1::bigint - 1000 * GREATEST(COALESCE(k.period_s, 1), COALESCE(k.pinned_period_s, 1)) LIMIT 5000)`,
+        [now],
+      );
+      if ((r.rowCount ?? 0) < 5000) return;
+    }
   }
 
   // ---- schedules ----

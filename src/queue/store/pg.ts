@@ -537,6 +537,7 @@ export class PgQueueStore implements QueueStore {
     if (dlqBefore !== undefined) {
       await this.pruneBatches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < $1 LIMIT $${n} FOR UPDATE SKIP LOCKED)`, [dlqBefore]);
     }
+    await (this.routing() as PgRoutingStore).pruneRateWindows(now);
     await this.pruneBatches(
       `DELETE FROM messages WHERE seq IN (
          SELECT seq FROM messages m WHERE status <> 'pending' AND finished_at < $1

@@ -105,6 +105,13 @@ export interface AdmissionTx {
   release(seqs: number[]): void;
   /** Earliest due time of a held message after `now` (delayed messages), if any. */
   nextHeldDue(now: number): number | undefined;
+  /**
+   * Rate use of a key shared by several nodes (stores that keep rate windows, see
+   * {@link RoutingStore.attemptStarted}): attempts admitted or running plus attempts that ended
+   * within the last `periodS` seconds, and the oldest such end (ms). Absent: the gate keeps the
+   * windows in memory.
+   */
+  rateUsage?(key: string, periodS: number): { used: number; oldestEnd?: number };
 }
 
 export interface RoutingStore {
@@ -144,6 +151,16 @@ export interface RoutingStore {
    * calling it (the PostgreSQL store does) and applies its releases after it returns.
    */
   admit<T>(fn: (tx: AdmissionTx) => T, now?: number): Promise<T>;
+
+  // rate windows kept in the store (several nodes); optional
+  /** An attempt of message `messageId` with rate-limited `key` started on dispatcher `owner` at `at` (ms). */
+  attemptStarted?(key: string, messageId: string, owner: string, at: number): Promise<void>;
+  /** The running attempt of `messageId` ended at `at` (ms): it counts one more period. */
+  attemptEnded?(messageId: string, at: number): Promise<void>;
+  /** Forgets the ended attempts of `key` (resetRate, pin). */
+  resetRateWindow?(key: string): Promise<void>;
+  /** Attempts counted against `key`'s rate now, and the start of its window (for the API). */
+  rateState?(key: string, periodS: number, now: number): Promise<{ count: number; periodStart: number }>;
 
   // schedules
   upsertSchedule(s: ScheduleRecord): Promise<void>;

@@ -36,8 +36,8 @@ export interface RunConfig {
  */
 export interface InvokerInfo {
   runId: string;
-  /** ms */
-  createdAt: number;
+  /** ms; undefined when the request did not carry it (then the run id's active run is meant) */
+  createdAt?: number;
   url: string;
   /** The parent's Invoke step (`stepId`, `stepName`, `stepType`, `concurrent`, `targetStep`). */
   step: Record<string, unknown>;

@@ -10,6 +10,9 @@
  *   (the initial payload first), or empty when larger than the message limit (the SDK then
  *   lazy-fetches `GET /v2/workflows/runs/{id}`). A step for a run that is not active -> 400
  *   (the SDK reads 400 as "the run was finished").
+ *   Also at publish: `context.call` requests (`call`), the SDK's re-trigger of a run svc started
+ *   (`retrigger`), and `context.invoke` triggers (`invokeRequest`; the child's end reaches the
+ *   parent through `finish`).
  * - `onOutcome` (after each recorded delivery attempt): keeps the "next step" state of the run,
  *   and when a step message fails for good (it is in the DLQ) the run becomes RUN_FAILED with its
  *   `dlqId`; failure-callback deliveries update the run's failure-function state.
@@ -485,9 +488,10 @@ function invokeRequest(m: NewMessage): InvokerInfo {
   }
   const ok = req && typeof req === 'object' && typeof req.workflowRunId === 'string' && typeof req.workflowUrl === 'string' && req.step && typeof req.step === 'object';
   if (!ok) throw errors.badRequest('workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
+  const created = Number(req.workflowRunCreatedAt);
   const invoker: InvokerInfo = {
     runId: req.workflowRunId as string,
-    createdAt: Number(req.workflowRunCreatedAt),
+    createdAt: Number.isFinite(created) && created > 0 ? created : undefined,
     url: req.workflowUrl as string,
     step: req.step as Record<string, unknown>,
   };
