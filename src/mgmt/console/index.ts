@@ -186,6 +186,10 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
     });
   }
 
+  // anything else under /console: a plain 404 (not the management API's Basic challenge, which
+  // would make the browser show its own sign-in dialog)
+  app.all('/console/*', (_req, reply) => jsonError(reply, 404, 'Not Found'));
+
   sampler.start();
   return { sampler, sessions, close: () => sampler.stop() };
 }
