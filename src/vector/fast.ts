@@ -11,7 +11,7 @@
  */
 import { isAscii } from 'node:buffer';
 import type { FastHandler } from '../http/fast.js';
-import { answer, isAnswer, routeRequest, type RouteDeps } from './routes.js';
+import { answer, answerHeaders, isAnswer, routeRequest, type RouteDeps } from './routes.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const METHODS: readonly string[] = ['DELETE'];
@@ -36,8 +36,8 @@ export function vectorFastHandler(deps: RouteDeps): FastHandler {
         const r = routeRequest(deps, head.method, head.url, head.headers);
         if (isAnswer(r)) return out.send(r.status, JSON_TYPE, r.body, '');
         const a = answer(deps, r, bodyText(body));
-        if (a instanceof Promise) a.then((x) => out.send(x.status, JSON_TYPE, x.body, ''));
-        else out.send(a.status, JSON_TYPE, a.body, '');
+        if (a instanceof Promise) a.then((x) => out.send(x.status, JSON_TYPE, x.body, answerHeaders(x.status)));
+        else out.send(a.status, JSON_TYPE, a.body, answerHeaders(a.status));
       } catch (err) {
         deps.logger.error({ err }, 'vector request failed');
         out.send(500, JSON_TYPE, '{"error":"Internal server error","status":500}', '');

@@ -34,7 +34,12 @@ function envKey(name: string): string {
   return name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
 }
 
-async function create(ctx: AreaContext): Promise<AreaServer> {
+/** A running vector area plus its indexes by name (tests reach the stores through them). */
+export interface VectorServer extends AreaServer {
+  indexes: ReadonlyMap<string, VectorIndex>;
+}
+
+async function create(ctx: AreaContext): Promise<VectorServer> {
   const defs = loadIndexDefinitions(ctx.config);
   const indexes = new Map<string, VectorIndex>();
   try {
@@ -71,6 +76,7 @@ async function create(ctx: AreaContext): Promise<AreaServer> {
   timer.unref();
   let closing: Promise<void> | undefined;
   return {
+    indexes,
     listen: () => listenRaw(server, ctx.config.host, ctx.config.ports.vector),
     close: () =>
       (closing ??= (async () => {
