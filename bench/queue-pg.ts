@@ -250,7 +250,13 @@ async function peerSystem(peer: PgPeer, dbUrl: string, sink: Sink): Promise<Syst
 /** Runs the PostgreSQL part (module doc). Errors of one system become a skipped row. */
 export async function benchPostgres(opts: PgOptions): Promise<PgResult> {
   installCleanupHandlers(); // Ctrl-C or a crash stops the svc nodes and peer workers too
-  const pg = await startBenchPostgres();
+  let pg: BenchPostgres;
+  try {
+    pg = await startBenchPostgres();
+  } catch (err) {
+    const why = `PostgreSQL did not start: ${(err as Error).message.split('\n')[0]}`;
+    return { version: '(none)', rows: [{ system: 'all PostgreSQL rows', setup: '', skipped: why }] };
+  }
   const rows: PgRow[] = [];
   try {
     const systems: { system: string; setup: string; db: string; open: (url: string) => Promise<System | string> }[] = [

@@ -6,7 +6,8 @@
  *                  publishers in this process POST /v2/publish/<sink> (undici keep-alive pool)
  *   bullmq         the peer users would otherwise build: BullMQ Queue.add + a Worker (child process,
  *                  concurrency 64) POSTing each job to the same sink, on a redis-server this bench
- *                  starts (appendonly yes, appendfsync everysec)
+ *                  starts (appendonly yes, appendfsync everysec); BullMQ comes from `bench/peers`
+ *                  (installed on first use by `bench/peers/install.ts`)
  *   undici alone   the ceiling: undici POSTs straight to the sink, 64 in flight
  *   delayed        N delayed messages in the store: svc start-up time and RSS vs an empty store
  *   PostgreSQL     svc's PostgreSQL queue store with one and two nodes beside graphile-worker and
@@ -28,6 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
+import { importPeer } from './peers/install.js';
 import { now, startSink, type Sink } from './lib/queue-sink.js';
 import { benchPostgres, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
@@ -180,11 +182,11 @@ async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
 
 // ---------------------------------------------------------------- bullmq
 async function bullmqWorker(redisPort: number, sinkUrl: string): Promise<void> {
-  const { Worker } = await import('bullmq');
+  const { Worker } = await importPeer('bullmq');
   const pool = new Pool(sinkUrl, { connections: 64, pipelining: 1 });
   const worker = new Worker(
     'bench',
-    async (job) => {
+    async (job: { data: unknown }) => {
       const res = await pool.request({ path: '/bull', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(job.data) });
       await res.body.text();
       if (res.statusCode >= 300) throw new Error(`sink answered ${res.statusCode}`);
@@ -196,7 +198,7 @@ async function bullmqWorker(redisPort: number, sinkUrl: string): Promise<void> {
 }
 
 async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]> {
-  const { Queue } = await import('bullmq');
+  const { Queue } = await importPeer('bullmq');
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-redis-'));
   const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });

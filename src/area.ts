@@ -5,6 +5,7 @@
 import type { AreaName, Config } from './config.js';
 import type { CredentialStore } from './credentials.js';
 import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
 
 export interface AreaContext {
   config: Config;
@@ -21,6 +22,11 @@ export interface AreaContext {
    * through them without importing those areas.
    */
   urls: Map<AreaName, string>;
+  /**
+   * The process's Prometheus registry (`src/metrics.ts`): each area registers its own families;
+   * the management area serves it as `GET /metrics`.
+   */
+  metrics: Metrics;
 }
 
 export interface AreaServer {

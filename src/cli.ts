@@ -67,8 +67,9 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  process.stdout.write(svc.banner + '\n');
-  await new Promise<void>((resolve) => {
+  // the signal handlers go in before the banner: a supervisor (or a test) that stops svc as soon as
+  // it reads the banner must not find the default SIGTERM action (exit without cleanup) still set
+  const stopped = new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
@@ -82,6 +83,8 @@ async function main(argv: string[]): Promise<number> {
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
+  process.stdout.write(svc.banner + '\n');
+  await stopped;
   return 0;
 }
 

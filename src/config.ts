@@ -109,6 +109,12 @@ export interface Config {
     /** Console without actions: every action hidden and refused (`SVC_CONSOLE_READONLY`, default false). */
     consoleReadonly: boolean;
   };
+  metrics: {
+    /** `SVC_METRICS` (default true): false = no `/metrics`, no counting, no process metrics. */
+    enabled: boolean;
+    /** `SVC_METRICS_TOKEN`: when set, `/metrics` needs `Authorization: Bearer <token>`; unset = no auth. */
+    token?: string;
+  };
 }
 
 /** Thrown by {@link loadConfig}; `problems` holds one human-readable line per bad variable. */
@@ -255,6 +261,7 @@ export function loadConfig(env: Env = process.env): Config {
       console: bool('SVC_CONSOLE', true),
       consoleReadonly: bool('SVC_CONSOLE_READONLY', false),
     },
+    metrics: { enabled: bool('SVC_METRICS', true), token: str('SVC_METRICS_TOKEN') },
   };
 
   if (problems.length) throw new ConfigError(problems);

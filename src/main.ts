@@ -8,6 +8,7 @@ import { CredentialStore } from './credentials.js';
 import { prepareDataDir } from './data-dir.js';
 import { baseUrl } from './http/raw.js';
 import { createLogger, type Logger } from './logger.js';
+import { Metrics } from './metrics.js';
 import { kvArea } from './kv/index.js';
 import { mgmtArea } from './mgmt/index.js';
 import { queueArea } from './queue/index.js';
@@ -48,6 +49,7 @@ export function createContext(config: Config, opts: { logger?: Logger; env?: Rec
     logger,
     health: new Map(),
     urls: new Map(),
+    metrics: new Metrics(config.metrics.enabled),
   };
 }
 

@@ -2,11 +2,8 @@
  * LanceDB (`@lancedb/lancedb`, in-process, embedded) as a peer in `npm run bench:vector`
  * Not a dependency of svc: `bench/peers/package.json` pins 0.37.1 (the
  * newest release whose `engines` allows Node 20; 0.38+ need Node 22) and `apache-arrow` 18.1.0
- * (its peer range `>=15 <=18.1`). {@link ensurePeers} installs them on first use with
- * `npm install --prefix bench/peers --ignore-scripts --no-audit --no-fund`: the native library is
- * the npm platform package `@lancedb/lancedb-linux-x64-gnu` (no install script needed), and
- * `--ignore-scripts` stops the optional `onnxruntime-node` (via `@huggingface/transformers`) from
- * downloading binaries from GitHub.
+ * (its peer range `>=15 <=18.1`), installed on first use by `./install.ts` (the native library is
+ * the npm platform package `@lancedb/lancedb-linux-x64-gnu`, no install script needed).
  *
  * Measured (LanceDB docs: "vector search", "ANN indexes"): a table in a temp dir with columns
  * `id` (int), `vector` (fixed-size list of float32), `s` (int, `i % 1000`, for filters); flat search
@@ -15,29 +12,22 @@
  * recall@10 >= 0.95 (with `refineFactor` re-ranking if SQ alone stays below); queries one at a time
  * (1 client) and 16 in flight (16 clients); filtered queries (`where`, pre-filter) at that ef.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { load, recallOf } from '../lib/stats.js';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
+import { ensurePeer, importPeer } from './install.js';
 
 /**
- * Installs `bench/peers` (see module doc; also the USearch and Chroma peers) when a peer package is missing. Returns an error
- * text instead of throwing when it cannot be installed or loaded.
+ * Installs `bench/peers` (`./install.ts`) when one of the vector peers (LanceDB, USearch, Chroma)
+ * is missing. Returns an error text instead of throwing when it cannot be installed.
  */
 export function ensurePeers(): string | undefined {
-  const markers = ['@lancedb/lancedb', 'usearch', 'chromadb'].map((p) => path.join(here, 'node_modules', p, 'package.json'));
-  if (markers.every((m) => fs.existsSync(m))) return undefined;
-  try {
-    execFileSync('npm', ['install', '--prefix', here, '--ignore-scripts', '--no-audit', '--no-fund'], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 });
-    return markers.every((m) => fs.existsSync(m)) ? undefined : 'npm install finished but a peer package is missing';
-  } catch (err) {
-    const e = err as { stderr?: Buffer; message: string };
-    return `npm install --prefix bench/peers failed: ${(e.stderr?.toString() ?? e.message).trim().split('\n').slice(-5).join(' / ')}`;
+  for (const name of ['@lancedb/lancedb', 'usearch', 'chromadb']) {
+    const err = ensurePeer(name);
+    if (err) return err;
   }
+  return undefined;
 }
 
 export interface LanceInput {
@@ -58,16 +48,12 @@ export interface LanceInput {
 export async function runLanceDb(input: LanceInput): Promise<void> {
   const { data, queries, truth, add, fmt } = input;
   const sys = 'LanceDB 0.37.1 in-process';
-  const installErr = ensurePeers();
-  if (installErr) return add(sys, 'not run', installErr);
-  // untyped on purpose: svc's type check and `npm test` must not need bench/peers installed
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   let lancedb: any;
-  const spec = '@lancedb/lancedb';
   try {
-    lancedb = await import(spec);
+    lancedb = await importPeer('@lancedb/lancedb');
   } catch (err) {
-    return add(sys, 'not run', `import failed: ${(err as Error).message}`);
+    return add(sys, 'not run', (err as Error).message);
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-lancedb-bench-'));
   try {

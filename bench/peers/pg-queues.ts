@@ -26,6 +26,9 @@
  * `localConcurrency` 4 (64 jobs in flight) and `burstWhenBatchFull` (fetch again at once while
  * batches come back full), the batch handler POSTs its jobs concurrently; `retryLimit` 3. Publishers:
  * a second PgBoss instance (no supervision, no schedules) with a pool of 64, `send()` per message.
+ *
+ * Both current majors declare Node 22+ in `engines` (graphile-worker 0.18: >=22.18, pg-boss 12:
+ * >=22.12); they install with an EBADENGINE warning on Node 20 and ran this bench there.
  */
 import { Pool } from 'undici';
 import { importPeer } from './install.js';

@@ -101,6 +101,11 @@ export interface FastHandler {
   handle(head: FastHead, body: Buffer | undefined, out: FastResponse): void;
   /** Counts every response of this server, fast path and Node server alike (`traffic.ts`). */
   traffic?: TrafficCounter;
+  /**
+   * The request meter of a request (`src/metrics.ts` `RouteMeter`: pre-bound cells, no per-request
+   * labels), told the status and the start time (`performance.now()` ms) when the response is sent.
+   */
+  meter?(head: FastHead): { done(status: number, startMs: number): void } | undefined;
 }
 
 /** 1 for the bytes of an RFC 9110 token (`tchar`), by byte value. */
@@ -195,6 +200,9 @@ class FastConnection implements FastResponse {
   private head = false;
   private draining = false;
   private gone = false;
+  /** Meter and start (`performance.now()` ms) of the request in flight. */
+  private meter: { done(status: number, startMs: number): void } | undefined;
+  private startMs = 0;
   private readonly onData = (chunk: Buffer) => this.data(chunk);
   private readonly onEnd = () => {
     if (!this.busy) this.socket.end();
@@ -257,6 +265,10 @@ class FastConnection implements FastResponse {
         this.buf = buf.length === total ? undefined : buf.subarray(total);
         this.busy = true;
         this.head = h.method === 'HEAD';
+        if (this.handler.meter !== undefined) {
+          this.meter = this.handler.meter(h);
+          this.startMs = performance.now();
+        }
         this.handler.handle(h, body, this);
       }
     } finally {
@@ -272,6 +284,11 @@ class FastConnection implements FastResponse {
   send(status: number, type: string, body: string | Buffer, extraHeaders: string): void {
     if (!this.busy) return;
     this.busy = false;
+    const meter = this.meter;
+    if (meter !== undefined) {
+      this.meter = undefined;
+      meter.done(status, this.startMs);
+    }
     if (this.gone) return;
     this.handler.traffic?.record(status);
     const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;

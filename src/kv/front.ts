@@ -13,6 +13,7 @@ import type { Logger } from '../logger.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
 import { trafficCounter } from '../http/traffic.js';
 import type { KvGateway } from './gateway.js';
+import type { KvMetrics } from './metrics.js';
 import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
 import { setHeartbeatMs, setOutputLimit } from './sse.js';
 
@@ -25,14 +26,18 @@ export interface KvFront {
   close(): Promise<void>;
 }
 
-/** Builds the front for `gateway` (body limit `config.kv.maxRequestBytes` bytes). */
-export function createKvFront(gateway: KvGateway, config: Config, logger: Logger): KvFront {
+/**
+ * Builds the front for `gateway` (body limit `config.kv.maxRequestBytes` bytes); requests,
+ * commands and open streams are counted in `metrics`.
+ */
+export function createKvFront(gateway: KvGateway, config: Config, logger: Logger, metrics: KvMetrics): KvFront {
   const streams = new Set<() => void>();
+  metrics.addStreams(streams);
   setHeartbeatMs(config.kv.sseHeartbeatMs);
   setOutputLimit({ hardBytes: config.kv.sseHardLimitBytes, softBytes: config.kv.sseSoftLimitBytes, softMs: config.kv.sseSoftLimitMs });
-  const core = createKvCore(gateway, logger);
+  const core = createKvCore(gateway, logger, metrics);
   // the Node server serves what the fast path hands over (it does not listen itself)
-  const nodeServer = http.createServer({ requestTimeout: 0 }, createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams }, core));
+  const nodeServer = http.createServer({ requestTimeout: 0 }, createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams, metrics }, core));
   nodeServer.keepAliveTimeout = FAST_KEEP_ALIVE_MS;
   // inactivity limit for handed-over connections (SSE streams write a heartbeat every 15 s);
   // Node's headersTimeout check needs a listening server, so this is the slow-client guard too
@@ -41,6 +46,7 @@ export function createKvFront(gateway: KvGateway, config: Config, logger: Logger
     accepts: (_method, path) => !isStreamPath(path),
     handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
     traffic: trafficCounter('kv'),
+    meter: metrics.metrics.enabled ? (head) => metrics.route(head.url) : undefined,
   };
   const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
   nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {

@@ -12,6 +12,7 @@ import { DailyQuota, type Quota } from './quota.js';
 import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
+import type { HistogramCell } from '../metrics.js';
 import { JSON_LIBRARY, JsonCommandError, translateJsonCommand } from './json/index.js';
 import { CommandPolicy, parseCommandTable } from './policy.js';
 import type { Backend } from './redis/backend.js';
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   scriptAliases?: AliasFile;
   /** `CLIENT SETNAME` of the pooled Redis connections (default `svc-kv-<pid>`; workers: `svc-kv-w<index>-<pid>`). */
   clientName?: string;
+  /** Observes the round trips of the pooled connections (`svc_kv_backend_duration_seconds`). */
+  backendRtt?: HistogramCell;
 }
 
 /** Shared connections per pool (requests are RESP-pipelined on them). */
@@ -150,6 +153,7 @@ export class KvGateway {
         // named on the standard user only (the read-only and clients' ACL users may lack CLIENT)
         RedisConnection.connect(this.backend.endpoint, who, undefined, id.kind === 'standard' ? this.clientName : undefined).then((c) => {
           c.onCallbackError = this.logCallbackError;
+          c.rtt = this.options.backendRtt;
           return c;
         });
       p = new ConnectionPool(open, id.kind === 'acl' ? 1 : SHARED_CONNECTIONS);

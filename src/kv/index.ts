@@ -18,6 +18,7 @@ import { listenRaw } from '../http/raw.js';
 import { KvWorkers } from './cluster/workers.js';
 import { createKvFront } from './front.js';
 import { KvGateway } from './gateway.js';
+import { KvMetrics } from './metrics.js';
 import { DailyQuota } from './quota.js';
 import { ExternalBackend, type Backend } from './redis/backend.js';
 import { SupervisedBackend } from './redis/supervisor.js';
@@ -57,9 +58,15 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
     AliasFile.create(aliasFile);
     aliases = new AliasFile(aliasFile);
   }
-  const gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock, scriptAliases: aliases });
+  const kvMetrics = new KvMetrics(ctx.metrics);
+  ctx.metrics.gauge('svc_kv_backend_up', 'kv database state: 1 up, 0 down (restarting or unreachable)').addReader(() => [[[], backend.up ? 1 : 0]]);
+  if (backend instanceof SupervisedBackend) {
+    const restarts = ctx.metrics.counter('svc_kv_redis_restarts_total', 'Restarts of the supervised redis-server after it died').labels();
+    backend.onRestart = () => restarts.inc();
+  }
+  const gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock, scriptAliases: aliases, backendRtt: kvMetrics.backendRtt });
   await gateway.start();
-  const front = createKvFront(gateway, config, logger);
+  const front = createKvFront(gateway, config, logger, kvMetrics);
   let server: net.Server = front.server;
   let workers: KvWorkers | undefined;
   if (workerCount > 0) {
@@ -67,6 +74,7 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
     const pool = workers;
     // the primary only accepts: each connection goes, unread, to a worker
     server = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => pool.dispatch(socket));
+    ctx.metrics.addSource(() => pool.collectMetrics());
     try {
       await workers.start();
     } catch (err) {

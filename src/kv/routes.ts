@@ -16,6 +16,7 @@ import { rawRequestToken, readBody } from '../http/raw.js';
 import { errorJson, itemJson, itemsJson } from './encode.js';
 import { isTemporaryRedisError, RETRY_AFTER_SECONDS } from './errors.js';
 import { KvError, mapError, type KvGateway } from './gateway.js';
+import type { KvMetrics } from './metrics.js';
 import { AuthFailedError, BackendUnavailableError } from './redis/connection.js';
 import { commandFromJson, commandsFromJson, parseJsonBody, pathSegments, queryArgs, RequestError } from './request.js';
 import { encodeError, RespError, type Arg, type Reply } from './resp.js';
@@ -138,17 +139,25 @@ export interface KvHandlerOptions {
   logger: Logger;
   /** Stoppers of the open SSE streams (the server closes them on shutdown). */
   streams: Set<() => void>;
+  /** Where requests are counted (those of the fast path are counted by `src/http/fast.ts`). */
+  metrics: KvMetrics;
 }
 
 /**
  * The request listener of the kv server (`http.createServer(createKvHandler(...))`).
  * Never throws; every request gets a response (JSON `{error}` on failure).
  */
-export function createKvHandler(gw: KvGateway, opts: KvHandlerOptions, core: KvCore = createKvCore(gw, opts.logger)): (req: IncomingMessage, res: ServerResponse) => void {
-  const { bodyLimit, streams } = opts;
+export function createKvHandler(gw: KvGateway, opts: KvHandlerOptions, core: KvCore = createKvCore(gw, opts.logger, opts.metrics)): (req: IncomingMessage, res: ServerResponse) => void {
+  const { bodyLimit, streams, metrics } = opts;
+  const metered = metrics.metrics.enabled;
   return (req, res) => {
     const method = req.method;
     const url = req.url ?? '/';
+    if (metered) {
+      const meter = metrics.route(url);
+      const start = performance.now();
+      res.once('finish', () => meter.done(res.statusCode, start));
+    }
     if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD') {
       if (method === 'OPTIONS' && req.headers['access-control-request-method']) {
         res.writeHead(204, PREFLIGHT_HEADERS);
@@ -205,10 +214,21 @@ export interface KvCore {
   handle(headers: IncomingHttpHeaders, url: string, body: Buffer | undefined, out: KvOut, stream?: StreamContext): void;
 }
 
-/** Builds the {@link KvCore} of a gateway. */
-export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
+/** Builds the {@link KvCore} of a gateway; commands are counted by outcome in `metrics`. */
+export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics): KvCore {
+  const { ok, error, rejected } = metrics;
 
-  const fail = (out: KvOut, err: unknown): void => {
+  /** Counts the replies of a pipeline or transaction by outcome. */
+  const countReplies = (replies: readonly Reply[]): void => {
+    let errors = 0;
+    for (const r of replies) if (r instanceof RespError) errors++;
+    ok.inc(replies.length - errors);
+    if (errors) error.inc(errors);
+  };
+
+  /** Answers a failed request whose `commands` commands did not run. */
+  const fail = (out: KvOut, err: unknown, commands = 1): void => {
+    rejected.inc(commands);
     if (err instanceof RequestError) return send(out, gw, 400, errorJson(err.message));
     if (err instanceof KvError) return send(out, gw, err.status, errorJson(err.message));
     if (err instanceof AuthFailedError || err instanceof BackendUnavailableError) {
@@ -221,6 +241,7 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
 
   const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined, token: string | undefined): void => {
     const status = replyStatus(r);
+    (r instanceof RespError ? error : ok).inc();
     if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE, token);
     else send(out, gw, status, itemJson(r, fmt.b64), JSON_TYPE, token);
   };
@@ -231,16 +252,23 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
 
   const pipeline = (out: KvOut, id: Identity, cmds: Arg[][], fmt: Format): void => {
     gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws, token }) => {
+      countReplies(replies);
       const busy = temporaryPipelineError(replies);
       if (busy) return send(out, gw, 503, errorJson(busy.message));
       if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64), JSON_TYPE, token);
       const parts = replies.map((r, i) => raws?.[i] ?? encodeError(r instanceof RespError ? r.message : 'ERR no reply'));
       send(out, gw, 200, Buffer.concat(parts), RAW_TYPE, token);
-    }, (err: unknown) => fail(out, err));
+    }, (err: unknown) => fail(out, err, cmds.length));
   };
 
   const multiExec = (out: KvOut, id: Identity, cmds: Arg[][], b64: boolean): void => {
-    gw.multi(id, cmds).then(({ replies, token }) => send(out, gw, 200, itemsJson(replies, b64), JSON_TYPE, token), (err: unknown) => fail(out, err));
+    gw.multi(id, cmds).then(
+      ({ replies, token }) => {
+        countReplies(replies);
+        send(out, gw, 200, itemsJson(replies, b64), JSON_TYPE, token);
+      },
+      (err: unknown) => fail(out, err, cmds.length),
+    );
   };
 
   /** Opens an SSE stream (Node server only). */
@@ -278,7 +306,10 @@ export function createKvCore(gw: KvGateway, logger: Logger): KvCore {
     handle(headers, url, body, out, ctx) {
       const qi = url.indexOf('?');
       const id = gw.tokens.resolve(rawRequestToken(headers, qi < 0 ? undefined : url.slice(qi + 1), TOKEN_QUERY));
-      if (!id) return send(out, gw, 401, errorJson('WRONGPASS invalid or missing auth token'));
+      if (!id) {
+        rejected.inc();
+        return send(out, gw, 401, errorJson('WRONGPASS invalid or missing auth token'));
+      }
       try {
         dispatch(headers, out, id, url, qi, body, ctx);
       } catch (err) {

@@ -47,6 +47,8 @@ export interface BasicAuthOptions {
   windowMs: number;
   /** Routes that need no credentials (e.g. health checks). */
   isPublic(req: FastifyRequest): boolean;
+  /** Called for each refused sign-in (Basic auth and the console form): wrong credentials, or refused while locked out (429). */
+  onFailure?(reason: 'invalid' | 'locked_out'): void;
 }
 
 /**
@@ -79,10 +81,13 @@ export async function registerBasicAuth(app: FastifyInstance, opts: BasicAuthOpt
   const brake: AuthBrake = {
     async blockedFor(req) {
       const seen = await failures(req, { increment: false });
-      return !seen.isAllowed && seen.remaining === 0 ? Math.max(1, seen.ttlInSeconds) : undefined;
+      if (seen.isAllowed || seen.remaining !== 0) return undefined;
+      opts.onFailure?.('locked_out');
+      return Math.max(1, seen.ttlInSeconds);
     },
     async fail(req) {
       await failures(req);
+      opts.onFailure?.('invalid');
     },
   };
 

@@ -5,6 +5,7 @@
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
+import { meterFastify } from '../http/metrics.js';
 import { createHttpServer, listenOn } from '../http/server.js';
 import { mgmtPassword, mgmtUser, registerBasicAuth } from './auth.js';
 import { sendError } from './errors.js';
@@ -37,6 +38,9 @@ async function buildApp(ctx: AreaContext): Promise<{ app: FastifyInstance; conso
     return reply.code(status).type('application/json; charset=utf-8').send({ error: err.message });
   });
   app.setNotFoundHandler((_req, reply) => sendError(reply, 'notFound'));
+  meterFastify(app, ctx.metrics.httpMeter('mgmt'));
+  const signInFailures = ctx.metrics.counter('svc_mgmt_sign_in_failures_total', 'Refused management sign-ins: wrong credentials (invalid) or refused while locked out after too many (locked_out)', ['reason']);
+  const failed = { invalid: signInFailures.labels('invalid'), locked_out: signInFailures.labels('locked_out') };
   const consoleOn = ctx.config.mgmt.console;
   const brake = await registerBasicAuth(app, {
     credentials: ctx.credentials,
@@ -46,6 +50,7 @@ async function buildApp(ctx: AreaContext): Promise<{ app: FastifyInstance; conso
       const url = req.routeOptions.url ?? '';
       return PUBLIC_ROUTES.has(url) || (consoleOn && (url === '/console' || url.startsWith('/console/')));
     },
+    onFailure: (reason) => failed[reason].inc(),
   });
   registerRoutes(app, ctx);
   return { app, console: consoleOn ? registerConsole(app, ctx, brake) : undefined };

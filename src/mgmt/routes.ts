@@ -8,19 +8,22 @@
  *   POST /v2/credentials/vector/:index/rotate        {index, token, readonlyToken, warnings}; 404
  *   GET  /v2/health   (no auth)                      {status, areas}; 200 all ok, 503 otherwise
  *   GET  /healthz     (no auth)                      {status: 'ok'}: the management port is up
+ *   GET  /metrics     (Bearer SVC_METRICS_TOKEN if set) Prometheus text format (`src/metrics.ts`);
+ *                                                    absent (404) with SVC_METRICS=false
  *
  * Authentication (Basic) is the `onRequest` hook of `auth.ts`; the two health routes are public
  * ({@link PUBLIC_ROUTES}). Responses carrying secrets are sent with `Cache-Control: no-store`.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AreaContext } from '../area.js';
+import { constantTimeEqual } from '../http/auth.js';
 import { sendError } from './errors.js';
 import { healthReport } from './health.js';
 import { senderIpv4Blocks } from './ipv4.js';
 import { resetKvPassword, rotateQueueSigningKeys, rotateQueueToken, rotateVectorTokens } from './rotate.js';
 
 /** Route URLs (as registered) that need no credentials. */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/v2/health', '/healthz']);
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/v2/health', '/healthz', '/metrics']);
 
 function secret(reply: FastifyReply, body: object): FastifyReply {
   return reply.header('Cache-Control', 'no-store').send(body);
@@ -64,4 +67,19 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   });
 
   app.get('/healthz', async (_req, reply) => reply.header('Cache-Control', 'no-store').send({ status: 'ok' }));
+
+  const { metrics } = ctx;
+  const token = ctx.config.metrics.token;
+  if (metrics.enabled) {
+    app.get('/metrics', async (req, reply) => {
+      if (token !== undefined) {
+        const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+        if (!m || !constantTimeEqual(m[1], token)) {
+          return reply.code(401).header('WWW-Authenticate', 'Bearer realm="svc metrics"').send({ error: 'missing or wrong bearer token (SVC_METRICS_TOKEN)' });
+        }
+      }
+      const text = await metrics.text();
+      return reply.header('Cache-Control', 'no-store').type(metrics.contentType).send(text);
+    });
+  }
 }

@@ -10,6 +10,7 @@ import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
 import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
+import { meterFastify } from '../http/metrics.js';
 import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
@@ -29,6 +30,7 @@ import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { errorAnswer, errors, QueueError } from './errors.js';
+import { QueueMetrics } from './metrics.js';
 import { openPgQueueStore } from './store/pg.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
@@ -52,7 +54,7 @@ export interface QueueServerOptions {
 }
 
 /** Builds the queue server (does not listen yet). */
-export async function createQueueServer(actx: AreaContext, opts: QueueServerOptions = {}): Promise<AreaServer & { app: FastifyInstance; dispatcher: Dispatcher }> {
+export async function createQueueServer(actx: AreaContext, opts: QueueServerOptions = {}): Promise<AreaServer & { app: FastifyInstance; dispatcher: Dispatcher; store: QueueStore }> {
   const cfg = actx.config.queue;
   const clock = opts.clock ?? systemClock;
   queueToken(actx);
@@ -64,6 +66,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       ? await openPgQueueStore(cfg.databaseUrl, { schema: cfg.databaseSchema })
       : openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync));
   const shared = store.renewLeases !== undefined;
+  const metrics = new QueueMetrics(actx.metrics);
+  if (actx.metrics.enabled) store.observeFsync?.((s) => metrics.fsync.observe(s));
   const sender = new HttpSender({
     egressAddress: cfg.egressAddress,
     blockPrivate: cfg.blockPrivateDestinations,
@@ -81,10 +85,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     region: cfg.region.toUpperCase(),
     recordRetryMs: opts.recordRetryMs,
     leaseMs: shared ? cfg.leaseMs : undefined,
+    metrics: metrics.delivery,
   });
   store.onWake?.((dueAt) => dispatcher.notify(dueAt));
+  metrics.addGauges(store.counts ? () => store.counts!(clock.now()) : undefined, () => dispatcher.busy);
   const ctx: QueueApiContext = {
     store,
+    published: metrics.published,
     dispatcher,
     config: cfg,
     credentials: actx.credentials,
@@ -112,7 +119,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   }
 
   const bodyLimit = cfg.maxMessageBytes * 10 + 1024 * 1024;
-  const app = createHttpServer({ logger: actx.logger, bodyLimit });
+  const app = createHttpServer({ logger: actx.logger, bodyLimit, errorBody: (message) => ({ error: message }) });
   // No per-request child logger (pino child creation showed in the publish profile); errors are
   // logged with the URL by the error handler below.
   app.setChildLoggerFactory((logger) => logger);
@@ -136,6 +143,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     const e = errors.routeNotFound(req.method, req.url.split('?')[0]);
     reply.code(e.statusCode).send({ error: e.message });
   });
+  const http = actx.metrics.httpMeter('queue');
+  meterFastify(app, http);
   registerPublishRoutes(app, ctx);
   registerMessageRoutes(app, ctx);
   registerDlqRoutes(app, ctx);
@@ -148,17 +157,17 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
   // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
-  const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger, { shared }) : undefined;
+  const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger, { shared, scheduleFires: metrics.scheduleFires }) : undefined;
 
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
   // server, which then serves it with all the routes above.
-  const front = createFastServer(
-    { ...fastPublishHandler(ctx, () => validQueueTokens(queueToken(actx)), actx.logger), traffic: trafficCounter('queue') },
-    app.server,
-    FAST_KEEP_ALIVE_MS,
-    bodyLimit,
-  );
+  const publishHandler = fastPublishHandler(ctx, () => validQueueTokens(queueToken(actx)), actx.logger);
+  if (actx.metrics.enabled) {
+    const publishRoute = http.route('/v2/publish/*');
+    publishHandler.meter = () => publishRoute;
+  }
+  const front = createFastServer({ ...publishHandler, traffic: trafficCounter('queue') }, app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
   // inactivity limit for handed-over connections (Node's own checks need a listening server)
   app.server.timeout = FAST_KEEP_ALIVE_MS;
 
@@ -169,6 +178,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   return {
     app,
     dispatcher,
+    store,
     async listen() {
       await app.ready();
       // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
@@ -219,6 +229,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         await store.close();
       })());
     },
-    ready: () => true,
+    // the store answers a read, and the dispatcher runs (started by listen, stopped by close)
+    ready: async () => front.listening && (store.ping ? await store.ping() : await store.nextDueAt().then(() => true, () => false)),
   };
 }

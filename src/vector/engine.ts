@@ -29,6 +29,7 @@ import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
 import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
 import type { Metadata, UpsertItem } from './validate.js';
+import type { HistogramCell } from '../metrics.js';
 
 export const REBUILD_RATIO = 0.5;
 export const REBUILD_MIN = 1000;
@@ -62,6 +63,8 @@ export class VectorIndex {
    * fragmented the malloc heap during bulk upserts.
    */
   private scratch = new Float32Array(0);
+  /** Observes the duration of each graph snapshot in seconds (metrics). */
+  snapshotTimer: HistogramCell | undefined;
   private queue: { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
   private scheduled = false;
   private closed = false;
@@ -488,13 +491,20 @@ export class VectorIndex {
           this.scheduleIndexing();
         }
         if (ns.unsnapshotted >= Math.max(1, minWrites) && ns.count > 0) {
+          const start = performance.now();
           writeSnapshot(this.snapshotDir, ns.row.id, ns.row.generation, ns.dense!.coveredSeq(this.seq), ns.dense!);
+          this.snapshotTimer?.since(start);
           ns.unsnapshotted = 0;
         }
       } catch (err) {
         this.logger.error({ err, index: this.def.name, namespace: ns.name }, 'vector maintenance failed');
       }
     }
+  }
+
+  /** Readiness: loaded (the constructor loaded every namespace), not closed, and SQLite answers. */
+  ready(): boolean {
+    return !this.closed && this.store.ping();
   }
 
   /** Flushes pending writes, inserts queued points, snapshots dirty graphs and closes SQLite. Idempotent. */

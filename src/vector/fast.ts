@@ -32,15 +32,22 @@ export function vectorFastHandler(deps: RouteDeps): FastHandler {
     methods: METHODS,
     accepts: (method) => method !== 'HEAD',
     handle(head, body, out) {
+      const start = performance.now();
+      let meter = deps.metrics.route(undefined);
+      const send = (status: number, text: string): void => {
+        out.send(status, JSON_TYPE, text, answerHeaders(status));
+        meter.done(status, start);
+      };
       try {
         const r = routeRequest(deps, head.method, head.url, head.headers);
-        if (isAnswer(r)) return out.send(r.status, JSON_TYPE, r.body, '');
+        if (isAnswer(r)) return send(r.status, r.body);
+        meter = deps.metrics.route(r.endpoint);
         const a = answer(deps, r, bodyText(body));
-        if (a instanceof Promise) a.then((x) => out.send(x.status, JSON_TYPE, x.body, answerHeaders(x.status)));
-        else out.send(a.status, JSON_TYPE, a.body, answerHeaders(a.status));
+        if (a instanceof Promise) a.then((x) => send(x.status, x.body));
+        else send(a.status, a.body);
       } catch (err) {
         deps.logger.error({ err }, 'vector request failed');
-        out.send(500, JSON_TYPE, '{"error":"Internal server error","status":500}', '');
+        send(500, '{"error":"Internal server error","status":500}');
       }
     },
   };

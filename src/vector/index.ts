@@ -12,6 +12,7 @@ import { trafficCounter } from '../http/traffic.js';
 import { vectorFastHandler } from './fast.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine.js';
+import { VectorMetrics } from './metrics.js';
 import { ResumableQueries } from './resumable.js';
 import { vectorRequestListener } from './routes.js';
 
@@ -34,9 +35,9 @@ function envKey(name: string): string {
   return name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
 }
 
-/** A running vector area plus its indexes by name (tests reach the stores through them). */
+/** A running vector area plus its indexes (tests reach the engines, e.g. to force a snapshot). */
 export interface VectorServer extends AreaServer {
-  indexes: ReadonlyMap<string, VectorIndex>;
+  indexes: Map<string, VectorIndex>;
 }
 
 async function create(ctx: AreaContext): Promise<VectorServer> {
@@ -53,7 +54,9 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
     throw err;
   }
   const resumable = new ResumableQueries();
-  const deps = { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT };
+  const metrics = new VectorMetrics(ctx.metrics, indexes);
+  for (const [name, index] of indexes) index.snapshotTimer = metrics.snapshot(name);
+  const deps = { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT, metrics };
   // The fast HTTP/1.1 front (fast.ts, src/http/fast.ts) serves plain keep-alive requests; the raw
   // node:http server (routes.ts, not listening itself) serves what it hands over. Same keep-alive
   // timeout as the shared Fastify factory; `timeout` is the inactivity guard of handed-over
@@ -88,7 +91,8 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
         resumable.close();
         for (const i of indexes.values()) await i.close();
       })()),
-    ready: () => true,
+    // every index was loaded by its constructor; ready while listening and each SQLite file answers
+    ready: () => server.listening && [...indexes.values()].every((i) => i.ready()),
   };
 }
 

@@ -103,16 +103,20 @@ function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], label
   return out.sort(byScore);
 }
 
-/** Candidates re-ranked on the original vectors per result of an exact scan: 2k + this. */
-export const RERANK_EXTRA = 8;
+/**
+ * Candidates re-ranked on the original vectors per exact scan: k + this. Reading them from SQLite
+ * is most of the cost of a selective filtered query (~10 µs per vector: index lookup by position,
+ * then the row), so few: the 8-bit ranking errs only between near-ties.
+ */
+export const RERANK_EXTRA = 6;
 
 /**
  * Exact top-`k` among `labels`: the graph's scan of the in-memory 8-bit codes keeps the best
- * 2k + {@link RERANK_EXTRA}, whose original vectors (SQLite, one statement) give the final float32
+ * k + {@link RERANK_EXTRA}, whose original vectors (SQLite, one statement) give the final float32
  * scores of {@link denseScore} and the order. Best first.
  */
 function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): Scored[] {
-  const n = Math.min(labels.length, 2 * k + RERANK_EXTRA);
+  const n = Math.min(labels.length, k + RERANK_EXTRA);
   const cands = ns.dense!.scan(q, n, labels);
   return rescoreExact(index, ns, q, cands.map((c) => c.label)).slice(0, k);
 }

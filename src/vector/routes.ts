@@ -21,6 +21,7 @@ import type { Logger } from '../logger.js';
 import type { VectorIndex } from './engine.js';
 import { DISK_FULL_RETRY_AFTER_S, MESSAGES, VectorError } from './errors.js';
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
+import type { VectorMetrics } from './metrics.js';
 import type { ResumableQueries } from './resumable.js';
 
 export interface RouteDeps {
@@ -30,6 +31,8 @@ export interface RouteDeps {
   logger: Logger;
   /** Request body limit in bytes (413 past it). */
   bodyLimit: number;
+  /** Request counts and query/upsert durations. */
+  metrics: VectorMetrics;
 }
 
 /** Constant-time comparisons of presented tokens with the indexes' tokens. */
@@ -134,10 +137,17 @@ export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promi
     return errorAnswer(500, 'Internal server error');
   };
   const ok = (result: unknown): Answer => ({ status: 200, body: result === undefined ? '{}' : `{"result":${JSON.stringify(result)}}` });
+  const timer = deps.metrics.timer(r.indexName, r.endpoint);
+  const start = timer === undefined ? 0 : performance.now();
   try {
     const result = r.handler({ index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable });
-    return result instanceof Promise ? result.then(ok, fail) : ok(result);
+    if (result instanceof Promise) {
+      return result.then(ok, fail).finally(() => timer?.since(start));
+    }
+    timer?.since(start);
+    return ok(result);
   } catch (err) {
+    timer?.since(start);
     return fail(err);
   }
 }
@@ -203,7 +213,10 @@ export function vectorRequestListener(deps: RouteDeps): (req: IncomingMessage, r
 }
 
 async function handleNode(req: IncomingMessage, res: ServerResponse, deps: RouteDeps): Promise<void> {
+  const start = performance.now();
   const r = routeRequest(deps, req.method ?? 'GET', req.url ?? '/', req.headers);
+  const meter = deps.metrics.route(isAnswer(r) ? undefined : r.endpoint);
+  res.once('finish', () => meter.done(res.statusCode, start));
   if (isAnswer(r)) {
     // answered before the body is read: drain it so the keep-alive connection stays usable
     req.resume();

@@ -184,6 +184,16 @@ export class VectorStore {
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn)();
   }
+  /** True while the database is open and answers a read. */
+  ping(): boolean {
+    if (!this.db.open) return false;
+    try {
+      return this.db.prepare('SELECT 1').pluck().get() === 1;
+    } catch {
+      return false;
+    }
+  }
+
   close(): void {
     if (this.db.open) this.db.close();
   }

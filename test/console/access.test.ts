@@ -95,6 +95,10 @@ describe('console: access control over HTTP', () => {
     r = await consoleCall(svc, s, 'POST', 'kv/', ['SET', 'k', 'v']);
     assert.equal(r.status, 200);
     assert.deepEqual(r.body, { result: 'OK' });
+    // unknown console paths: 404 without a Basic challenge (the browser would show its own dialog)
+    const nope = await fetch(`${svc.urls.mgmt}/console/nope`);
+    assert.equal(nope.status, 404);
+    assert.equal(nope.headers.get('www-authenticate'), null);
     // the console's Basic-auth-free routes do not open the management API
     assert.equal((await fetch(`${svc.urls.mgmt}/v2/mq/ipv4`, { headers: { cookie: `svc_console=${s.cookie}` } })).status, 401);
   });

@@ -92,10 +92,13 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
 
 let dbCounter = 0;
 
-/** Starts (or attaches to) a PostgreSQL server for tests. */
-export async function startTestPostgres(): Promise<TestPostgres> {
+/**
+ * Starts (or attaches to) a PostgreSQL server for tests. `own`: always a throw-away cluster (tests
+ * that stop and restart the server), whatever `SVC_TEST_DATABASE_URL` says.
+ */
+export async function startTestPostgres(opts: { own?: boolean } = {}): Promise<TestPostgres> {
   const made: string[] = [];
-  const external = process.env.SVC_TEST_DATABASE_URL;
+  const external = opts.own ? undefined : process.env.SVC_TEST_DATABASE_URL;
   let own = false;
   let adminUrl: string;
   let killFn: () => void = () => {

@@ -1,7 +1,9 @@
 /**
  * The PostgreSQL queue store's start-up: clear errors (exit code 2, the variable named, the
  * password never printed) for a bad URL, an unreachable server and a wrong password; migrations
- * applied once when nodes start together; a schema newer than this svc refused. A real
+ * applied once when nodes start together; a schema newer than this svc refused. And a fault:
+ * PostgreSQL restarted under load (publishes answer 503 + Retry-After while it is down, never a
+ * 2xx for an uncommitted message; deliveries resume; nothing acknowledged is lost). A real
  * PostgreSQL (throw-away cluster, or SVC_TEST_DATABASE_URL) and real `svc` processes.
  */
 import assert from 'node:assert/strict';
@@ -13,7 +15,8 @@ import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { openPgQueueStore } from '../../src/queue/store/pg.js';
 import { loadMigrations } from '../../src/queue/store/migrate.js';
-import { tempDir } from '../helpers/env.js';
+import { startTestSvc, tempDir } from '../helpers/env.js';
+import { startSink, waitFor } from './helpers.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -89,4 +92,56 @@ test('nodes starting together apply each migration once; a newer schema is refus
   const r = await serveOnce(url);
   assert.equal(r.code, 2, r.out);
   assert.match(r.out, /newer than this svc supports/);
+});
+
+test('PostgreSQL restarted under load: 503 + Retry-After while down, deliveries resume, nothing acknowledged lost', async () => {
+  const own = await startTestPostgres({ own: true }); // this test stops and restarts the server
+  const url = await own.newDatabase('svc_fault');
+  const delivered = new Set<string>();
+  const sink = await startSink((r) => {
+    delivered.add(r.headers['upstash-message-id'] as string);
+    return { status: 200 };
+  });
+  const svc = await startTestSvc(['queue'], { env: { SVC_QUEUE_DATABASE_URL: url, SVC_QUEUE_DATABASE_SCHEMA: 'public', SVC_QUEUE_LEASE_MS: '3000' } });
+  try {
+    const token = svc.ctx.credentials.get('queue.token');
+    const acked: string[] = [];
+    const statuses = new Map<number, number>();
+    let down = false;
+    let stop = false;
+    let retryAfterWhileDown = 0;
+    const publisher = async (p: number) => {
+      for (let i = 0; !stop; i++) {
+        const res = await fetch(`${svc.urls.queue}/v2/publish/${sink.url}/f/${p}/${i}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: `${p}-${i}` }).catch(() => undefined);
+        if (!res) continue;
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        const body = (await res.json()) as { messageId?: string };
+        if (res.status >= 200 && res.status < 300) acked.push(body.messageId!);
+        else if (res.status === 503 && res.headers.get('retry-after') && down) retryAfterWhileDown++;
+        if (res.status !== 201 && res.status !== 200) await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const running = Promise.all([0, 1, 2, 3].map(publisher));
+    await waitFor('publishes acknowledged before the restart', () => acked.length >= 50, 30_000);
+    own.kill(); // pg_ctl stop -m immediate: like a crash
+    down = true;
+    await waitFor('503 with Retry-After while PostgreSQL is down', () => retryAfterWhileDown >= 3, 30_000);
+    const ackedWhileDown = acked.length;
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(acked.length, ackedWhileDown, 'no publish acknowledged while the database is down');
+    own.start();
+    down = false;
+    await waitFor('publishes acknowledged again after the restart', () => acked.length >= ackedWhileDown + 50, 60_000);
+    stop = true;
+    await running;
+    await waitFor('every acknowledged message delivered', () => acked.every((id) => delivered.has(id)), 90_000).catch((err) => {
+      throw new Error(`${(err as Error).message}; missing ${acked.filter((id) => !delivered.has(id)).length} of ${acked.length}`);
+    });
+    const other = [...statuses].filter(([s]) => s !== 201 && s !== 200 && s !== 503);
+    assert.deepEqual(other, [], 'only 2xx and 503 answers');
+  } finally {
+    await svc.close();
+    await sink.close();
+    await own.stop();
+  }
 });

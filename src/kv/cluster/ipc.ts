@@ -4,6 +4,7 @@
  * channel (JSON serialization; client connections travel as socket handles with `conn`).
  * See `docs/readme/kv-perf.md` "Worker processes".
  */
+import type { MetricSnapshot } from '../../metrics.js';
 import type { Config } from '../../config.js';
 import type { Endpoint, RedisUser } from '../redis/connection.js';
 
@@ -38,12 +39,15 @@ export type ToWorker =
   | { t: 'backend'; backend: BackendState }
   | { t: 'conn' }
   | { t: 'lease'; rid: number; granted: number; usage: number; day: number }
+  /** Asks for the worker's metric families (`src/metrics.ts`), answered with `metrics` and the same `rid`. */
+  | { t: 'metrics'; rid: number }
   | { t: 'close' };
 
 /** Worker -> primary. */
 export type FromWorker =
   | { t: 'ready' }
-  | { t: 'lease'; rid: number; need: number };
+  | { t: 'lease'; rid: number; need: number }
+  | { t: 'metrics'; rid: number; families: MetricSnapshot[] };
 
 /** Endpoint -> its IPC form. */
 export function endpointToIpc(e: Endpoint): BackendState['endpoint'] {

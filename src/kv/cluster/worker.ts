@@ -12,8 +12,10 @@
  */
 import type net from 'node:net';
 import { createLogger } from '../../logger.js';
+import { Metrics } from '../../metrics.js';
 import { createKvFront, type KvFront } from '../front.js';
 import { KvGateway } from '../gateway.js';
+import { KvMetrics } from '../metrics.js';
 import { LeasedQuota } from '../quota.js';
 import { AliasFile } from '../scripts.js';
 import { SharedSyncClock } from '../sync.js';
@@ -33,6 +35,7 @@ const send = (m: FromWorker): void => {
 let front: KvFront | undefined;
 let gateway: KvGateway | undefined;
 let backend: RemoteBackend | undefined;
+let metrics: Metrics | undefined;
 const credentials = new Map<string, string>();
 const leases = new Map<number, (r: { granted: number; usage: number; day: number }) => void>();
 let nextRid = 1;
@@ -62,15 +65,18 @@ async function init(m: Extract<ToWorker, { t: 'init' }>): Promise<void> {
     });
   });
   const be = backend;
+  metrics = new Metrics(m.config.metrics.enabled);
+  const kvMetrics = new KvMetrics(metrics);
   gateway = new KvGateway(backend, new KvTokens(source), m.config.kv, logger, {
     quota,
     jsonMode: () => be.jsonMode,
     syncClock: SharedSyncClock.open(m.syncClockFile, m.index, m.syncClockSlots),
     scriptAliases: new AliasFile(m.scriptAliasFile),
     clientName: `svc-kv-w${m.index}-${process.pid}`,
+    backendRtt: kvMetrics.backendRtt,
   });
   await gateway.start();
-  front = createKvFront(gateway, m.config, logger);
+  front = createKvFront(gateway, m.config, logger, kvMetrics);
   for (const s of early.splice(0)) front.accept(s);
   send({ t: 'ready' });
 }
@@ -110,6 +116,11 @@ process.on('message', (m: ToWorker, handle?: net.Socket) => {
       const resolve = leases.get(m.rid);
       leases.delete(m.rid);
       resolve?.(m);
+      return;
+    }
+    case 'metrics': {
+      const rid = m.rid;
+      void (metrics ? metrics.snapshot() : Promise.resolve([])).then((families) => send({ t: 'metrics', rid, families }));
       return;
     }
     case 'close':

@@ -23,10 +23,13 @@ import type { Logger } from '../../logger.js';
 import type { KvGateway } from '../gateway.js';
 import type { DailyQuota } from '../quota.js';
 import type { Backend } from '../redis/backend.js';
+import type { MetricSnapshot } from '../../metrics.js';
 import { endpointToIpc, type BackendState, type FromWorker, type ToWorker } from './ipc.js';
 
 /** How long `start()` waits for the workers' first `ready`, in ms. */
 const START_TIMEOUT_MS = 30_000;
+/** How long a scrape waits for a worker's metric families, in ms (a late worker is left out). */
+const METRICS_TIMEOUT_MS = 2_000;
 /** How long `close()` waits for a worker to exit before SIGKILL, in ms. */
 const CLOSE_TIMEOUT_MS = 5_000;
 
@@ -52,6 +55,8 @@ export class KvWorkers {
   private readonly timers = new Set<NodeJS.Timeout>();
   private next = 0;
   private closing = false;
+  private nextRid = 1;
+  private readonly metricRequests = new Map<number, (families: MetricSnapshot[]) => void>();
   private readonly unsubscribe: () => void;
   private readonly logger: Logger;
 
@@ -143,6 +148,10 @@ export class KvWorkers {
         } else if (m.t === 'lease') {
           const r = this.quota.grant(m.need);
           this.sendTo(w, { t: 'lease', rid: m.rid, ...r });
+        } else if (m.t === 'metrics') {
+          const done = this.metricRequests.get(m.rid);
+          this.metricRequests.delete(m.rid);
+          done?.(m.families);
         }
       });
       child.on('error', (err) => this.logger.error({ err: err.message, worker: index }, 'kv: worker process error'));
@@ -209,6 +218,35 @@ export class KvWorkers {
       if (w?.ready && this.sendTo(w, { t: 'conn' }, socket)) return;
     }
     this.fallback(socket);
+  }
+
+  /**
+   * The metric families of every ready worker (one array per worker), for the primary's scrape.
+   * A worker that does not answer within {@link METRICS_TIMEOUT_MS} is left out of this scrape.
+   */
+  async collectMetrics(): Promise<MetricSnapshot[][]> {
+    const answers = await Promise.all(
+      this.workers.map((w) => {
+        if (!w?.ready) return undefined;
+        const rid = this.nextRid++;
+        return new Promise<MetricSnapshot[] | undefined>((resolve) => {
+          const timer = setTimeout(() => {
+            this.metricRequests.delete(rid);
+            resolve(undefined);
+          }, METRICS_TIMEOUT_MS);
+          this.metricRequests.set(rid, (families) => {
+            clearTimeout(timer);
+            resolve(families);
+          });
+          if (!this.sendTo(w, { t: 'metrics', rid })) {
+            clearTimeout(timer);
+            this.metricRequests.delete(rid);
+            resolve(undefined);
+          }
+        });
+      }),
+    );
+    return answers.filter((a): a is MetricSnapshot[] => a !== undefined);
   }
 
   /** Asks every worker to close, waits up to 5 s each, then SIGKILL. Resolves when all exited. */

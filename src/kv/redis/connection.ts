@@ -8,6 +8,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
+import type { HistogramCell } from '../../metrics.js';
 import { encodeCommand, encodeCommands, RespError, RespParser, type Arg, type Reply } from '../resp.js';
 
 /** Where Redis listens: a unix socket `path`, or `host:port` (optionally TLS). */
@@ -46,6 +47,8 @@ interface Pending {
   wantRaw: boolean;
   /** Single commands: passed back to `cb` as its last argument (the caller's per-command value). */
   tag: string | undefined;
+  /** `performance.now()` when written (only with {@link RedisConnection.rtt}). */
+  t: number;
 }
 
 /**
@@ -73,6 +76,8 @@ export class RedisConnection {
   onPush: ((reply: Reply) => void) | undefined;
   /** Receives what a {@link sendCb} callback threw (logged by the owner; never rethrown). */
   onCallbackError: ((err: unknown) => void) | undefined;
+  /** Observes each request's round trip (write until its last reply), in seconds. */
+  rtt: HistogramCell | undefined;
 
   private constructor(private readonly socket: net.Socket) {
     this.parser = new RespParser(
@@ -195,14 +200,14 @@ export class RedisConnection {
   sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
     if (this.isClosed) return cb(new BackendUnavailableError('ERR database connection lost'), null, undefined, tag);
     // no closure and no arrays per command (hot path)
-    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag });
+    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
   }
 
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(new BackendUnavailableError('ERR database connection lost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined });
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
     });
   }
 
@@ -250,6 +255,7 @@ export class RedisConnection {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
+    if (this.rtt !== undefined) this.rtt.since(p.t);
     if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
     else p.done!(null, p);
   }

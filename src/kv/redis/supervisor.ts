@@ -43,6 +43,8 @@ export class SupervisedBackend implements Backend {
   readonly readonly: RedisUser;
   readonly protectedUsers: ReadonlySet<string> = new Set([ADMIN_USER, STANDARD_USER, READONLY_USER, 'default']);
   up = false;
+  /** Called each time a restart of a died redis-server begins (metrics). */
+  onRestart: (() => void) | undefined;
   private child: ChildProcess | undefined;
   private stopping = false;
   private attempts = 0;
@@ -198,6 +200,7 @@ export class SupervisedBackend implements Backend {
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
       if (this.stopping) return;
+      this.onRestart?.();
       this.spawnOnce().catch((err: Error) => {
         this.logger.error({ err: err.message }, 'kv: redis-server restart failed');
         // a child that exited already scheduled the next attempt through onExit

@@ -76,7 +76,7 @@ export interface Console {
 export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: AuthBrake): Console {
   const assets = loadAssets();
   const sessions = new SessionStore();
-  const sampler = new OverviewSampler(ctx);
+  const sampler = new OverviewSampler(ctx, () => sessions.anyLive());
   const readonly = ctx.config.mgmt.consoleReadonly;
 
   const sendAsset = (reply: FastifyReply, key: string) => {
@@ -185,6 +185,10 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
       },
     });
   }
+
+  // anything else under /console: a plain 404 (not the management API's Basic challenge, which
+  // would make the browser show its own sign-in dialog)
+  app.all('/console/*', (_req, reply) => jsonError(reply, 404, 'Not Found'));
 
   sampler.start();
   return { sampler, sessions, close: () => sampler.stop() };

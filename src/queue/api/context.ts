@@ -4,6 +4,7 @@
  * {@link QueueApiContext.resolveDestination}.
  */
 import type { Config } from '../../config.js';
+import type { CounterCell } from '../../metrics.js';
 import type { CredentialStore } from '../../credentials.js';
 import type { Target } from '../build.js';
 import type { DlqEntry, NewMessage } from '../model.js';
@@ -15,6 +16,8 @@ export const TOKEN_QUERY_PARAMS = ['svc_token', 'qstash_token'] as const;
 
 export interface QueueApiContext {
   store: QueueStore;
+  /** Counts stored (not deduplicated) messages of publish, batch and enqueue (metrics). */
+  published?: CounterCell;
   dispatcher: Dispatcher;
   config: Config['queue'];
   credentials: CredentialStore;

@@ -109,13 +109,16 @@ export async function enqueueMessages(ctx: QueueApiContext, msgs: NewMessage[]):
   const claimed: StoredMessage[] = [];
   let first = Infinity;
   let held = false;
+  let stored = 0;
   for (let i = 0; i < msgs.length; i++) {
     const r = results[i];
+    if (!r.deduplicated) stored++;
     if (r.claimed) claimed.push(r.claimed);
     else if (!r.deduplicated) first = Math.min(first, msgs[i].dueAt);
     if (msgs[i].held) held = true;
   }
   ctx.dispatcher.accept(claim, claimed);
+  ctx.published?.inc(stored);
   if (first < Infinity) ctx.dispatcher.notify(first);
   if (held) ctx.admission?.kick();
   return results;

@@ -21,6 +21,7 @@ import type { Logger } from '../../logger.js';
 import { buildCallback } from '../build.js';
 import type { AttemptOutcome, NewMessage, StoredMessage } from '../model.js';
 import type { EnqueueClaim, QueueStore } from '../store/types.js';
+import type { DeliveryMetrics } from '../metrics.js';
 import { retryAfterMs, retryDelayMs } from './backoff.js';
 import { NOT_FORWARDED, type HttpSender } from './http.js';
 import { signDelivery } from './signing.js';
@@ -66,6 +67,8 @@ export interface DispatcherOptions {
   onOutcome?: (m: StoredMessage, outcome: AttemptOutcome) => void;
   /** Waits between tries of a failing outcome write (ms); default {@link RECORD_RETRY_MS}. */
   recordRetryMs?: readonly number[];
+  /** Attempt counters and durations (`src/queue/metrics.ts`). */
+  metrics?: DeliveryMetrics;
   /**
    * Short, renewed leases (ms; `SVC_QUEUE_LEASE_MS`) for a store shared by several nodes: every
    * claimed message (ready or in flight) is leased for this long and renewed every third of it
@@ -399,10 +402,14 @@ export class Dispatcher {
     for (const fn of this.startListeners) fn(m, start);
     const headers = deliveryHeaders(m, signDelivery(this.o.signingKey(), m.url, m.body, start), this.o.region);
     const timeoutMs = m.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const sentAt = performance.now();
     const outcome = await this.o.sender.send({ url: m.url, method: m.method, headers, body: m.body, timeoutMs });
+    const metrics = this.o.metrics;
+    metrics?.duration.since(sentAt);
     if (this.abandoned) return;
     const now = this.clock.now();
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    metrics?.[ok ? 'success' : 'failure'].inc();
     const followUps: NewMessage[] = [];
     const cb = buildCallback(m, 'callback', outcome, now);
     if (cb) followUps.push(cb);
@@ -416,6 +423,7 @@ export class Dispatcher {
       if (!nonRetryable && failed <= m.maxRetries) {
         const wait = retryAfterMs(lowerHeaders(outcome.headers), now) ?? retryDelayMs(failed, m.retryDelay);
         recorded = await this.record(m, () => this.o.store.reschedule(m.id, this.owner, now, outcome, now + wait, followUps));
+        metrics?.retries.inc();
         this.notify(now + wait);
       } else {
         const dlqId = `${now}-${m.seq}`;
@@ -423,6 +431,7 @@ export class Dispatcher {
         if (fcb) followUps.push(fcb);
         if (nonRetryable && !outcome.error?.includes('non-retryable')) outcome.error = `${outcome.error ?? ''} (non-retryable)`.trim();
         recorded = await this.record(m, () => this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps));
+        metrics?.deadLettered.inc();
       }
     }
     if (!recorded) this.o.logger.warn({ messageId: m.id }, 'queue: lease lost before the outcome was recorded');

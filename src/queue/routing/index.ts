@@ -4,6 +4,7 @@
  * the scheduler, and the routes of `api/{topics,queues,schedules,flow-control}.ts`.
  */
 import type { FastifyInstance } from 'fastify';
+import type { CounterCell } from '../../metrics.js';
 import type { Logger } from '../../logger.js';
 import type { QueueApiContext } from '../api/context.js';
 import { registerFlowControlRoutes } from '../api/flow-control.js';
@@ -26,14 +27,15 @@ export interface RoutingFeature {
 
 /**
  * Extends `ctx` (resolveDestination, admission), hooks the dispatcher and registers the routes.
- * Call before the server listens. `shared`: the store is shared by several nodes (PostgreSQL).
+ * Call before the server listens. `shared`: the store is shared by several nodes (PostgreSQL);
+ * `scheduleFires` counts fired schedule occurrences (metrics).
  */
 export function attachRouting(
   app: FastifyInstance,
   ctx: QueueApiContext,
   routing: RoutingStore,
   logger: Logger,
-  opts: { shared?: boolean } = {},
+  opts: { shared?: boolean; scheduleFires?: CounterCell } = {},
 ): RoutingFeature {
   const previous = ctx.resolveDestination;
   ctx.resolveDestination = async (dest) => (await resolveUrlGroup(routing, dest)) ?? previous(dest);
@@ -71,6 +73,7 @@ export function attachRouting(
       return msgs;
     },
     fired(msgs, now) {
+      opts.scheduleFires?.inc();
       if (msgs.some((m) => m.held)) gate.kick();
       const first = Math.min(...msgs.filter((m) => !m.held).map((m) => m.dueAt));
       if (first < Infinity) ctx.dispatcher.notify(Math.max(first, now));

@@ -62,6 +62,8 @@ class FileSyncer {
   running = false;
   /** Called each time an fdatasync completes (after its waiters are settled). */
   onSynced: (() => void) | undefined;
+  /** Told the duration of each fdatasync in seconds (metrics). */
+  onDuration: ((seconds: number) => void) | undefined;
   private waiting: { resolve: () => void; reject: (e: unknown) => void }[] = [];
 
   constructor(private readonly file: string) {}
@@ -84,8 +86,10 @@ class FileSyncer {
       return;
     }
     this.running = true;
+    const start = performance.now();
     fs.fdatasync(this.fd, (err) => {
       this.running = false;
+      this.onDuration?.((performance.now() - start) / 1000);
       for (const w of batch) (err ? w.reject(err) : w.resolve());
       this.onSynced?.();
       this.kick();
@@ -114,6 +118,11 @@ export class GroupCommitter {
   private unsynced = false;
   /** Durable writes resolve after the WAL fsync (`always`), else at COMMIT (`everysec`). */
   private readonly waitForSync: boolean;
+
+  /** Told the duration of each WAL fdatasync in seconds (metrics). */
+  set onFsync(observe: ((seconds: number) => void) | undefined) {
+    this.syncer.onDuration = observe;
+  }
 
   /** `walFile` is the database's `-wal` file (fsynced for durable writes, see {@link FsyncPolicy}). */
   constructor(

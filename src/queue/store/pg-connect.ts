@@ -106,12 +106,15 @@ export async function preparePgDatabase(pool: pg.Pool, url: string, schema = 'pu
   } catch (err) {
     throw new PgStartupError(`${variable} (${redactUrl(url)}): cannot connect: ${describe(err, password)}`);
   }
+  const lost = () => undefined; // reported by the failing statement instead (see inTransaction)
+  client.on('error', lost);
   try {
     return await migratePg(client, schema);
   } catch (err) {
     if (err instanceof PgStartupError) throw err;
     throw new PgStartupError(`${variable} (${redactUrl(url)}): schema migration failed: ${describe(err, password)}`);
   } finally {
+    client.off('error', lost);
     client.release();
   }
 }

@@ -65,6 +65,11 @@ export type Queryable = pg.Pool | pg.PoolClient;
 export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const c = await pool.connect();
   let broken: Error | undefined;
+  // A connection lost between two statements is reported as an 'error' event on the checked-out
+  // client (the pool only listens on idle ones): without a listener it would crash the process.
+  // The next statement fails with the same error, which is what the caller sees.
+  const lost = (err: Error) => (broken = err);
+  c.on('error', lost);
   try {
     await c.query('BEGIN');
     const v = await fn(c);
@@ -74,6 +79,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
     await c.query('ROLLBACK').catch((e: Error) => (broken = e));
     throw err;
   } finally {
+    c.off('error', lost);
     c.release(broken);
   }
 }

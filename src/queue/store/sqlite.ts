@@ -99,6 +99,8 @@ export class SqliteQueueStore implements QueueStore {
       getOwned: db.prepare(`SELECT seq, cancel_requested FROM messages WHERE id = ? AND status = 'pending' AND claimed_by = ?`),
       bySeq: db.prepare('SELECT * FROM messages WHERE seq = ?'),
       nextDue: db.prepare(`SELECT MIN(due_at) AS t FROM messages WHERE status = 'pending' AND claimed_by IS NULL`),
+      // readiness (ping())
+      ping: db.prepare('SELECT 1 AS ok'),
       finish: db.prepare(
         `UPDATE messages SET status = ?, finished_at = ?, claimed_by = NULL, lease_until = NULL WHERE seq = ?`,
       ),
@@ -409,6 +411,19 @@ export class SqliteQueueStore implements QueueStore {
       (out[r.state] ??= new Array<number>(buckets).fill(0))[b] += r.n;
     }
     return out;
+  }
+
+  async ping(): Promise<boolean> {
+    if (!this.db.open) return false;
+    try {
+      return (this.st.ping.get() as { ok: number }).ok === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  observeFsync(observe: (seconds: number) => void): void {
+    this.writes.onFsync = observe;
   }
 
   async close(): Promise<void> {

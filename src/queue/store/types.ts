@@ -157,6 +157,15 @@ export interface QueueStore {
    */
   prune(now: number, logsBefore: number, dlqBefore?: number): Promise<void>;
 
+  /**
+   * Readiness: resolves true when the store answers a read on its handle; false once it is
+   * closed or the read fails.
+   */
+  ping?(): Promise<boolean>;
+
+  /** Reports the duration of each WAL fsync in seconds (metrics). Optional: a store without a WAL. */
+  observeFsync?(observe: (seconds: number) => void): void;
+
   close(): Promise<void>;
 
   /**
