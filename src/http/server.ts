@@ -3,7 +3,7 @@
  * registers its own content-type parsers, auth hook and error handler on it (the four
  * wire formats differ; no global error handler guesses).
  */
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from '../logger.js';
 import { baseUrl } from './raw.js';
 
@@ -11,6 +11,12 @@ export interface HttpServerOptions {
   logger: Logger;
   /** Maximum body size in bytes (Fastify answers 413 past it unless the area handles it). */
   bodyLimit: number;
+  /**
+   * The area's error body for errors Fastify answers before any route or error handler runs (a
+   * malformed percent-escape in the path: 400, `FST_ERR_BAD_URL`), e.g. `(m) => ({ error: m })`.
+   * Default: Fastify's own `{statusCode, code, error, message}`.
+   */
+  errorBody?: (message: string) => unknown;
 }
 
 /** A Fastify instance with svc's defaults (no request logging at info level, trusted proxy off). */
@@ -23,6 +29,9 @@ export function createHttpServer(opts: HttpServerOptions): FastifyInstance {
     forceCloseConnections: true,
     // Keep `//` and percent-encoding as sent: the queue puts raw URLs in the path.
     routerOptions: { ignoreDuplicateSlashes: false, ignoreTrailingSlash: false, maxParamLength: 100_000 },
+    ...(opts.errorBody
+      ? { frameworkErrors: (err: FastifyError, _req: unknown, reply: FastifyReply) => void reply.code(err.statusCode ?? 400).send(opts.errorBody!(err.message)) }
+      : {}),
   }) as unknown as FastifyInstance;
 }
 

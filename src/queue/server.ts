@@ -119,7 +119,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   }
 
   const bodyLimit = cfg.maxMessageBytes * 10 + 1024 * 1024;
-  const app = createHttpServer({ logger: actx.logger, bodyLimit });
+  const app = createHttpServer({ logger: actx.logger, bodyLimit, errorBody: (message) => ({ error: message }) });
   // No per-request child logger (pino child creation showed in the publish profile); errors are
   // logged with the URL by the error handler below.
   app.setChildLoggerFactory((logger) => logger);

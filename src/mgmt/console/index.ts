@@ -76,7 +76,7 @@ export interface Console {
 export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: AuthBrake): Console {
   const assets = loadAssets();
   const sessions = new SessionStore();
-  const sampler = new OverviewSampler(ctx);
+  const sampler = new OverviewSampler(ctx, () => sessions.anyLive());
   const readonly = ctx.config.mgmt.consoleReadonly;
 
   const sendAsset = (reply: FastifyReply, key: string) => {

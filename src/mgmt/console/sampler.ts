@@ -1,8 +1,8 @@
 /**
  * The overview's time series: every {@link SAMPLE_INTERVAL_MS} the console samples each area's
- * health and request counters (`src/http/traffic.ts`) and, when the queue area runs, its
- * counters from the queue's public `GET /v2/stats` (through the same forwarding as the browser's
- * calls). The last hour ({@link MAX_SAMPLES} samples) is kept in memory; lost on restart.
+ * health and request counters (`src/http/traffic.ts`) and, when the queue area runs and someone
+ * is signed in, its counters from the queue's public `GET /v2/stats` (through the same forwarding
+ * as the browser's calls). The last hour ({@link MAX_SAMPLES} samples) is kept in memory; lost on restart.
  *
  * Rates are per second over the interval between two samples: `requests` (all responses),
  * `errors` (status >= 500) and `clientErrors` (4xx); queue `deliveries` (attempts that ended
@@ -42,7 +42,16 @@ export class OverviewSampler {
   private lastQueue: { t: number; stats: QueueStats } | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(private readonly ctx: AreaContext, private readonly intervalMs = SAMPLE_INTERVAL_MS) {}
+  /**
+   * `wanted()` says whether anyone looks: the queue's counters (COUNT queries, a few hundred ms
+   * with a million waiting messages) are only read while it is true, so an svc nobody watches
+   * pays nothing but the request counters.
+   */
+  constructor(
+    private readonly ctx: AreaContext,
+    private readonly wanted: () => boolean = () => true,
+    private readonly intervalMs = SAMPLE_INTERVAL_MS,
+  ) {}
 
   /** Starts sampling (first sample at once). The timer does not keep the process alive. */
   start(): void {
@@ -113,7 +122,8 @@ export class OverviewSampler {
       }
     }
     this.lastTraffic = { t: now, totals };
-    const stats = await this.queueStats();
+    const stats = this.wanted() ? await this.queueStats() : undefined;
+    if (!stats) this.lastQueue = undefined;
     if (stats) {
       const prev = this.lastQueue;
       const dt = prev ? Math.max(1, now - prev.t) / 1000 : 1;

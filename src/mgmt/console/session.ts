@@ -57,6 +57,12 @@ export class SessionStore {
     return typeof token === 'string' && token.length > 0 && constantTimeEqual(token, session.csrf);
   }
 
+  /** True when at least one session is live (someone is signed in). */
+  anyLive(): boolean {
+    this.sweep();
+    return this.sessions.size > 0;
+  }
+
   /** Ends a session (logout). */
   delete(id: string | undefined): void {
     if (id) this.sessions.delete(id);
