@@ -25,7 +25,6 @@
 import type http from 'node:http';
 import net from 'node:net';
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
-import type { TrafficCounter } from './traffic.js';
 
 /** Idle keep-alive timeout in ms (Fastify's setting in `src/http/server.ts`; `Keep-Alive: timeout=72`). */
 export const FAST_KEEP_ALIVE_MS = 72_000;
@@ -99,8 +98,6 @@ export interface FastHandler {
    * `Content-Length`/`Content-Type`. Must eventually call `out.send` once; must not throw.
    */
   handle(head: FastHead, body: Buffer | undefined, out: FastResponse): void;
-  /** Counts every response of this server, fast path and Node server alike (`traffic.ts`). */
-  traffic?: TrafficCounter;
   /**
    * The request meter of a request (`src/metrics.ts` `RouteMeter`: pre-bound cells, no per-request
    * labels), told the status and the start time (`performance.now()` ms) when the response is sent.
@@ -290,7 +287,6 @@ class FastConnection implements FastResponse {
       meter.done(status, this.startMs);
     }
     if (this.gone) return;
-    this.handler.traffic?.record(status);
     const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
     const head =
       statusLine(status) +
@@ -339,7 +335,6 @@ class FastConnection implements FastResponse {
 export function createFastServer(handler: FastHandler, fallback: http.Server, keepAliveMs: number, bodyLimit: number): net.Server & { closeAll(): void } {
   const conns = new Set<net.Socket>();
   const bodyMax = Math.min(bodyLimit, FAST_BODY_MAX);
-  handler.traffic?.countServer(fallback);
   // allowHalfOpen: a client that half-closes after its request still gets the answer (as in node:http)
   const server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
     conns.add(socket);

@@ -11,7 +11,6 @@ import type net from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
-import { trafficCounter } from '../http/traffic.js';
 import type { KvGateway } from './gateway.js';
 import type { KvMetrics } from './metrics.js';
 import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
@@ -45,7 +44,6 @@ export function createKvFront(gateway: KvGateway, config: Config, logger: Logger
   const fast: FastHandler = {
     accepts: (_method, path) => !isStreamPath(path),
     handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
-    traffic: trafficCounter('kv'),
     meter: metrics.metrics.enabled ? (head) => metrics.route(head.url) : undefined,
   };
   const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);

@@ -8,7 +8,6 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
 import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
-import { trafficCounter } from '../http/traffic.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
 import { meterFastify } from '../http/metrics.js';
 import { listenRaw } from '../http/raw.js';
@@ -167,7 +166,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     const publishRoute = http.route('/v2/publish/*');
     publishHandler.meter = () => publishRoute;
   }
-  const front = createFastServer({ ...publishHandler, traffic: trafficCounter('queue') }, app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
+  const front = createFastServer(publishHandler, app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
   // inactivity limit for handed-over connections (Node's own checks need a listening server)
   app.server.timeout = FAST_KEEP_ALIVE_MS;
 

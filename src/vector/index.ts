@@ -8,7 +8,6 @@ import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import http from 'node:http';
 import { listenRaw } from '../http/raw.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
-import { trafficCounter } from '../http/traffic.js';
 import { vectorFastHandler } from './fast.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine.js';
@@ -72,7 +71,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
     }
     socket.destroy();
   });
-  const server = createFastServer({ ...vectorFastHandler(deps), traffic: trafficCounter('vector') }, nodeServer, FAST_KEEP_ALIVE_MS, VECTOR_BODY_LIMIT);
+  const server = createFastServer(vectorFastHandler(deps), nodeServer, FAST_KEEP_ALIVE_MS, VECTOR_BODY_LIMIT);
   const timer = setInterval(() => {
     for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
   }, SNAPSHOT_INTERVAL_MS);

@@ -1,6 +1,7 @@
 /**
  * The overview's time series: every {@link SAMPLE_INTERVAL_MS} the console samples each area's
- * health and request counters (`src/http/traffic.ts`) and, when the queue area runs and someone
+ * health and request counters (`svc_http_requests_total` of the process's metrics registry,
+ * `src/metrics.ts`) and, when the queue area runs and someone
  * is signed in, its counters from the queue's public `GET /v2/stats` (through the same forwarding
  * as the browser's calls). The last hour ({@link MAX_SAMPLES} samples) is kept in memory; lost on restart.
  *
@@ -10,7 +11,6 @@
  */
 import type { AreaContext } from '../../area.js';
 import type { AreaName } from '../../config.js';
-import { trafficTotals, type TrafficTotals } from '../../http/traffic.js';
 import { healthReport, type HealthReport } from '../health.js';
 import { forward, proxyTarget } from './proxy.js';
 
@@ -18,6 +18,33 @@ import { forward, proxyTarget } from './proxy.js';
 export const SAMPLE_INTERVAL_MS = 10_000;
 /** Samples kept: one hour. */
 export const MAX_SAMPLES = 360;
+
+/** Responses answered by one area since start (from `svc_http_requests_total`). */
+export interface TrafficTotals {
+  requests: number;
+  /** Status 400..499. */
+  clientErrors: number;
+  /** Status >= 500. */
+  serverErrors: number;
+}
+
+/**
+ * Per-area totals of `svc_http_requests_total{area,route,status_class}` in this process's
+ * registry (kv worker processes, `SVC_KV_WORKERS` > 0, are not included; with `SVC_METRICS=false`
+ * nothing is counted).
+ */
+export async function trafficTotals(ctx: AreaContext): Promise<Record<string, TrafficTotals>> {
+  const out: Record<string, TrafficTotals> = {};
+  const family = (await ctx.metrics.snapshot()).find((f) => f.name === 'svc_http_requests_total');
+  for (const v of family?.values ?? []) {
+    const area = String(v.labels.area);
+    const t = (out[area] ??= { requests: 0, clientErrors: 0, serverErrors: 0 });
+    t.requests += v.value;
+    if (v.labels.status_class === '4xx') t.clientErrors += v.value;
+    if (v.labels.status_class === '5xx') t.serverErrors += v.value;
+  }
+  return out;
+}
 
 /** The queue's `GET /v2/stats` answer (see docs/readme/queue.md). */
 export interface QueueStats {
@@ -108,7 +135,7 @@ export class OverviewSampler {
 
   private async take(): Promise<void> {
     const now = Date.now();
-    const totals = trafficTotals();
+    const totals = await trafficTotals(this.ctx);
     const s: Sample = { t: now, rates: {} };
     if (this.lastTraffic) {
       const dt = Math.max(1, now - this.lastTraffic.t) / 1000;
