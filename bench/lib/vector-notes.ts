@@ -80,11 +80,13 @@ printed next to it; CPU time is inflated too (~2.4× at this load: hnswlib ef 32
   M 16 / efConstruction 100: recall per breadth is the same (ef 32: 0.981 vs 0.982; ef 64: 0.999 vs
   0.998); memory 1.23× raw (USearch) vs 2.27–2.66× (hnswlib-node in the bench process, which also
   holds the stored-form copies it passes in); build with 2 threads barely faster than with 1 under
-  this load. At 100k×128 (trial A, the only USearch row finished by the deadline): a single-thread
-  build took 72.5 s of CPU against 39.3 s for hnswlib-node (same data, same parameters), RSS
-  growth 1.07× raw against 2.27× (the hnswlib figure includes the JS arrays the bench passes in).
-  Query QPS differences are within this machine's noise; the CPU-per-query columns of the next
-  quiet run decide. Not switched: USearch's JS binding has no filtered search (no
+  this load. At 100k×128 (trial A, float32; the f16/i8 rows did not finish by the deadline), same
+  data and parameters, CPU time: build 72.5 s (1 thread; 79.1 s on 2 threads, 577 s wall against
+  906 s) against 39.3 s for hnswlib-node; per query at equal recall 447 µs (expansion 32, recall
+  0.957) against 188 µs (ef 32, 0.957), 737 against 337 µs at 0.994–0.995. RSS growth 1.07× raw
+  against 2.27× (the hnswlib figure includes the JS arrays the bench passes in). So USearch costs
+  about 2× the CPU per query and per insertion through its Node binding; its gains are memory,
+  multi-threaded insertion and f16/i8 storage. **Kept hnswlib-node**; a quiet rerun should confirm. Not switched: USearch's JS binding has no filtered search (no
   predicate), no way to change the search breadth of an open index (re-open per ef), and asks
   Node 22; svc's post-filter path would work with it, the callback fallback would not.
   \`faiss-node\` 0.5.1 cannot be installed here: its install script downloads a prebuilt binary
