@@ -22,7 +22,7 @@ import type { Logger } from '../logger.js';
 import type { IndexDefinition } from './definitions.js';
 import { HnswDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
-import { badRequest, MESSAGES, unprocessable, VectorError } from './errors.js';
+import { badRequest, diskFull, isDiskFull, MESSAGES, unprocessable, VectorError } from './errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
@@ -292,10 +292,14 @@ export class VectorIndex {
       this.commits++;
     } catch (err) {
       this.logger.error({ err, index: this.def.name }, 'vector commit failed');
-      for (const op of batch) op.reject(new VectorError(500, 'commit failed'));
+      // SQLite rolls the whole transaction back by itself on SQLITE_FULL inside one operation;
+      // the COMMIT then fails with "no transaction is active": the operation's error is the cause
+      const full = isDiskFull(err) || results.some((r) => !r.ok && isDiskFull(r.v));
+      const answer = full ? diskFull() : new VectorError(500, 'commit failed');
+      for (const op of batch) op.reject(answer);
       return;
     }
-    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(results[i].v)));
+    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(isDiskFull(results[i].v) ? diskFull() : results[i].v)));
     this.maintain();
     if (this.pendingCount() > 0) this.scheduleIndexing();
   }

@@ -11,7 +11,7 @@
  */
 import { isAscii } from 'node:buffer';
 import type { FastHandler } from '../http/fast.js';
-import { answer, isAnswer, routeRequest, type RouteDeps } from './routes.js';
+import { answer, answerHeaders, isAnswer, routeRequest, type RouteDeps } from './routes.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const METHODS: readonly string[] = ['DELETE'];
@@ -35,7 +35,7 @@ export function vectorFastHandler(deps: RouteDeps): FastHandler {
       const start = performance.now();
       let meter = deps.metrics.route(undefined);
       const send = (status: number, text: string): void => {
-        out.send(status, JSON_TYPE, text, '');
+        out.send(status, JSON_TYPE, text, answerHeaders(status));
         meter.done(status, start);
       };
       try {

@@ -19,7 +19,7 @@ import { rawRequestToken } from '../http/raw.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../http/json-depth.js';
 import type { Logger } from '../logger.js';
 import type { VectorIndex } from './engine.js';
-import { MESSAGES, VectorError } from './errors.js';
+import { DISK_FULL_RETRY_AFTER_S, MESSAGES, VectorError } from './errors.js';
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
 import type { VectorMetrics } from './metrics.js';
 import type { ResumableQueries } from './resumable.js';
@@ -45,6 +45,12 @@ export interface Answer {
   status: number;
   body: string;
 }
+
+/**
+ * Extra response header lines (`name: value\r\n`) of an answer with `status`: a 507 (disk full)
+ * asks the client to retry later (`Retry-After`).
+ */
+export const answerHeaders = (status: number): string => (status === 507 ? `retry-after: ${DISK_FULL_RETRY_AFTER_S}\r\n` : '');
 
 const errorAnswer = (status: number, error: string): Answer => ({ status, body: JSON.stringify({ error, status }) });
 
@@ -186,7 +192,9 @@ function readText(req: IncomingMessage, limit: number): Promise<string | undefin
 
 function send(res: ServerResponse, a: Answer): void {
   if (res.headersSent || res.destroyed) return;
-  res.writeHead(a.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(a.body) });
+  const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(a.body) };
+  if (a.status === 507) headers['retry-after'] = DISK_FULL_RETRY_AFTER_S;
+  res.writeHead(a.status, headers);
   res.end(a.body);
 }
 
