@@ -91,7 +91,9 @@ test('a second svc on the same data directory refuses to start and leaves the fi
 test('a queue area that cannot bind its port has not released leases or claimed messages', { timeout: 120_000 }, async () => {
   const tmp = tempDir('svc-bind-');
   const sink = await startSink(() => ({ delayMs: 3000 }));
-  const q = await startQueue({}, tmp.dir);
+  // reads the SQLite file itself: always the SQLite store, also under SVC_QUEUE_DATABASE_URL=... npm test
+  const sqlite = { SVC_QUEUE_DATABASE_URL: '' };
+  const q = await startQueue(sqlite, tmp.dir);
   try {
     const n = 10;
     for (let i = 0; i < n; i++) await q.client.publish({ url: `${sink.url}/b${i}`, body: String(i), retries: 0 });
@@ -101,7 +103,7 @@ test('a queue area that cannot bind its port has not released leases or claimed 
     const before = leases();
     assert.equal(before.length, n);
     // same directory, same (taken) port, in this process (no lock file involved)
-    const config = testConfig(tmp.dir, { SVC_AREAS: 'queue', SVC_QUEUE_PORT: new URL(q.url).port });
+    const config = testConfig(tmp.dir, { SVC_AREAS: 'queue', SVC_QUEUE_PORT: new URL(q.url).port, ...sqlite });
     const server = await createQueueServer(createContext(config, { logger: createLogger('fatal'), env: {} }));
     await assert.rejects(server.listen(), /EADDRINUSE/);
     await server.close();
