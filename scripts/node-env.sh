@@ -15,7 +15,7 @@
 # an environment cleanup hook that an addon built against it removes in its destructor; better-sqlite3
 # 12 (the newest line that still runs on Node 20) wraps its statements with it, and a statement
 # collected while the process exits then aborts the process ("RemoveEnvironmentCleanupHook ...
-# Assertion failed: (env) != nullptr"; nodejs/node issue 65446). The abort follows the headers the
+# Assertion failed: (env) != nullptr"; nodejs/node#65446). The abort follows the headers the
 # addon was compiled against: built against 24.18.1 it does not happen. better-sqlite3 13 (Node-API)
 # avoids it on every version but needs Node >= 22.
 SVC_NODE_VERSION=24.18.1
