@@ -15,12 +15,16 @@
  * (`/proc/<pid>/stat`, 100 Hz ticks), including children that exited and were reaped by the
  * postmaster (its `cutime`/`cstime`), so short-lived backends are counted too.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { postgresBinDir } from '../../test/helpers/postgres.js';
+import { postgresBinDir, runPg, withPg } from '../../test/helpers/postgres.js';
+
+export { withPg };
+
+const asRoot = process.getuid?.() === 0;
 import { freePort } from './proc.js';
 
 export interface BenchPostgres {
@@ -38,25 +42,6 @@ export interface BenchPostgres {
 
 const USER = 'svc';
 const PASSWORD = 'svc-bench-password';
-const asRoot = process.getuid?.() === 0;
-
-function runPg(bin: string, args: string[]): void {
-  const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
-  const r = spawnSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  if (r.status !== 0) throw new Error(`${path.basename(bin)} failed (${r.status}): ${r.stdout}\n${r.stderr}`);
-}
-
-/** Runs `fn` with one connection to `url`, closed afterwards. */
-export async function withPg<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
 /** Starts the bench's own cluster (module doc). @throws Error when the binaries are missing or it does not start. */
 export async function startBenchPostgres(): Promise<BenchPostgres> {
   const bin = postgresBinDir();

@@ -2,6 +2,7 @@
  * The queue area's error catalogue: every error the API answers with, its status,
  * and the wire body `{"error": "<message>"}` (OpenAPI `Error`).
  */
+import { isDiskFull } from '../disk-full.js';
 
 export class QueueError extends Error {
   constructor(
@@ -33,15 +34,6 @@ export const errors = {
 
 /** Seconds a client is asked to wait (`Retry-After`) after a disk-full answer. */
 export const DISK_FULL_RETRY_AFTER_S = 30;
-
-/**
- * True for "no space left" from SQLite (`SQLITE_FULL`, as better-sqlite3's `SqliteError.code`) or
- * the file system (`ENOSPC`, `EDQUOT` from an fsync or write).
- */
-export function isDiskFull(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT';
-}
 
 /** Seconds a client is asked to wait (`Retry-After`) while the queue's database is unreachable. */
 export const STORE_UNAVAILABLE_RETRY_AFTER_S = 5;

@@ -26,15 +26,6 @@ export const MESSAGES = {
 export const badRequest = (msg: string) => new VectorError(400, msg);
 export const unprocessable = (msg: string) => new VectorError(422, msg);
 
-/**
- * True for "no space left" from SQLite (`SQLITE_FULL`, better-sqlite3's `SqliteError.code`) or the
- * file system (`ENOSPC`, `EDQUOT`).
- */
-export function isDiskFull(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT';
-}
-
 /** Seconds a client is asked to wait (`Retry-After`) after a disk-full answer. */
 export const DISK_FULL_RETRY_AFTER_S = 30;
 

@@ -74,13 +74,14 @@ async function freePort(): Promise<number> {
 const asRoot = process.getuid?.() === 0;
 
 /** Runs a PostgreSQL binary (as user postgres when we are root); throws with its output on failure. */
-function runPg(bin: string, args: string[]): void {
+export function runPg(bin: string, args: string[]): void {
   const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
   const r = spawnSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (r.status !== 0) throw new Error(`${path.basename(bin)} failed (${r.status}): ${r.stdout}\n${r.stderr}`);
 }
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `fn` with one connection to `url`, closed afterwards. */
+export async function withPg<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
@@ -148,7 +149,7 @@ export async function startTestPostgres(opts: { own?: boolean } = {}): Promise<T
     own,
     async newDatabase(prefix = 'svc_test') {
       const name = `${prefix}_${process.pid}_${++dbCounter}_${Date.now().toString(36)}`;
-      await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${name}`));
+      await withPg(adminUrl, (c) => c.query(`CREATE DATABASE ${name}`));
       made.push(name);
       const u = new URL(adminUrl);
       u.pathname = `/${name}`;
@@ -158,7 +159,7 @@ export async function startTestPostgres(opts: { own?: boolean } = {}): Promise<T
     start: () => startFn(),
     async stop() {
       if (external) {
-        await withClient(adminUrl, async (c) => {
+        await withPg(adminUrl, async (c) => {
           for (const name of made) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
         }).catch(() => undefined);
       }

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { toPgParams } from './pg-connect.js';
 import { inTransaction } from './pg.js';
 import { runFilterSql, toRun, toWaiter, type RunRow, type WaiterRow } from './sqlite-workflows.js';
-import type { NewRun, RunFilter, RunState, StoredNotify, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
+import { newRunValues, type NewRun, type RunFilter, type RunState, type StoredNotify, type Waiter, type WorkflowRun, type WorkflowStep, type WorkflowStore } from './workflow-types.js';
 
 export class PgWorkflowStore implements WorkflowStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -16,18 +16,7 @@ export class PgWorkflowStore implements WorkflowStore {
     const r = await this.pool.query<{ seq: number }>(
       `INSERT INTO workflow_runs (run_id, created_at, url, state, initial_body, config, labels, caller_ip, flow_control_key, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq`,
-      [
-        run.runId,
-        run.createdAt,
-        run.url,
-        run.state ?? 'RUN_STARTED',
-        run.initialBody,
-        JSON.stringify(run.config),
-        run.labels?.length ? JSON.stringify(run.labels) : null,
-        run.callerIp ?? null,
-        run.flowControlKey ?? null,
-        now,
-      ],
+      newRunValues(run, now),
     );
     return r.rows[0].seq;
   }

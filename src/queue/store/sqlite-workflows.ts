@@ -6,7 +6,7 @@
 import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';
 import { whereBuilder } from './sqlite-rows.js';
-import type { NewRun, RunConfig, RunFilter, StoredNotify, RunState, Waiter, WorkflowRun, WorkflowStep, WorkflowStore } from './workflow-types.js';
+import { newRunValues, type NewRun, type RunConfig, type RunFilter, type StoredNotify, type RunState, type Waiter, type WorkflowRun, type WorkflowStep, type WorkflowStore } from './workflow-types.js';
 
 /** A `workflow_runs` row (both stores). */
 export interface RunRow {
@@ -95,18 +95,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
              caller_ip, flow_control_key, dlq_id, failure, next, updated_at)
            VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?)`,
         )
-        .run(
-          run.runId,
-          run.createdAt,
-          run.url,
-          run.state ?? 'RUN_STARTED',
-          run.initialBody,
-          JSON.stringify(run.config),
-          run.labels?.length ? JSON.stringify(run.labels) : null,
-          run.callerIp ?? null,
-          run.flowControlKey ?? null,
-          now,
-        );
+        .run(...newRunValues(run, now));
       return Number(info.lastInsertRowid);
     });
   }

@@ -203,3 +203,23 @@ export interface WorkflowStore {
   /** Runs matching `filter`, newest first, after `cursor` (a seq), at most `limit`. */
   listRuns(filter: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]>;
 }
+
+/**
+ * The column values of a new `workflow_runs` row, in the order both stores' INSERT lists them:
+ * run_id, created_at, url, state, initial_body (text or bytes), config (JSON), labels (JSON or null), caller_ip,
+ * flow_control_key, updated_at (`now`, ms).
+ */
+export function newRunValues(run: NewRun, now: number): unknown[] {
+  return [
+    run.runId,
+    run.createdAt,
+    run.url,
+    run.state ?? 'RUN_STARTED',
+    run.initialBody,
+    JSON.stringify(run.config),
+    run.labels?.length ? JSON.stringify(run.labels) : null,
+    run.callerIp ?? null,
+    run.flowControlKey ?? null,
+    now,
+  ];
+}
