@@ -8,12 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
-import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine.js';
-import { shortestFloat32 } from '../../src/vector/float32.js';
+import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine/vector-index.js';
+import { shortestFloat32 } from '../../src/vector/engine/float32.js';
 import { createLogger } from '../../src/logger.js';
-import { runQuery } from '../../src/vector/reads.js';
-import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/resumable.js';
-import { fuseDbsf, fuseRrf } from '../../src/vector/scores.js';
+import { runQuery } from '../../src/vector/query/execute.js';
+import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/http/resumable.js';
+import { fuseDbsf, fuseRrf } from '../../src/vector/engine/scores.js';
 import { tempDir, testConfig } from '../helpers/env.js';
 import { randomVectors } from './helpers.js';
 

@@ -10,7 +10,7 @@
  * requests in slices of at most {@link INDEX_SLICE_MS}. When more than {@link PENDING_LIMIT} vector elements wait, further writes
  * wait for the indexer (back-pressure), which bounds the exact part of every query.
  *
- * Start-up: per namespace, load the graph snapshot (snapshot.ts) when its header matches and
+ * Start-up: per namespace, load the graph snapshot (`snapshot.ts`) when its header matches and
  * queue the records written after its sequence number; otherwise rebuild from SQLite. Deletes
  * mark-delete in the graph; the graph is rebuilt when tombstones exceed {@link REBUILD_RATIO} of
  * the live points (and at least {@link REBUILD_MIN}) — off the request path: a fresh graph is
@@ -18,19 +18,19 @@
  * queries, writes go to both meanwhile, and the fresh one replaces the old when complete.
  */
 import path from 'node:path';
-import type { Logger } from '../logger.js';
-import type { IndexDefinition } from './definitions.js';
+import type { Logger } from '../../logger.js';
+import type { IndexDefinition } from '../definitions.js';
 import { HnswDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
-import { isDiskFull } from '../disk-full.js';
-import { badRequest, diskFull, MESSAGES, unprocessable, VectorError } from './errors.js';
+import { isDiskFull } from '../../disk-full.js';
+import { badRequest, diskFull, MESSAGES, unprocessable, VectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
 import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
-import type { Metadata, UpsertItem } from './validate.js';
-import type { HistogramCell } from '../metrics.js';
+import type { Metadata, UpsertItem } from '../validate.js';
+import type { HistogramCell } from '../../metrics.js';
 
 export const REBUILD_RATIO = 0.5;
 export const REBUILD_MIN = 1000;

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Metric } from './definitions.js';
+import type { Metric } from '../definitions.js';
 import { HnswDense, QuantizedVectors, type HnswParams } from './dense.js';
 
 export const SNAPSHOT_MAGIC = 'SVC-HNSW';
