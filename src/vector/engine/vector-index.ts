@@ -52,8 +52,11 @@ export class VectorIndex {
   readonly snapshotDir: string;
   dimension?: number;
   seq = 0;
-  /** How the last start-up built the graphs: namespaces from a snapshot, records replayed, namespaces rebuilt. */
-  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0 };
+  /**
+   * How the last start-up built the graphs: namespaces from a snapshot, records replayed,
+   * namespaces rebuilt, and of those the ones whose snapshot was damaged (checksum mismatch).
+   */
+  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0, damaged: 0 };
   readonly denseEmbedder?: HttpDenseEmbedder;
   readonly sparseEmbedder?: Bm25Embedder;
   /** Group commits (SQLite transactions of the write queue) since start. */
@@ -120,7 +123,14 @@ export class VectorIndex {
       const snap = ns.count > 0
         ? readSnapshot(this.snapshotDir, ns.row.id, { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation })
         : undefined;
-      if (snap) {
+      if (snap && 'rejected' in snap) {
+        const where = { index: this.def.name, namespace: ns.name, records: ns.count, reason: snap.rejected, detail: snap.detail };
+        if (snap.rejected === 'checksum' || snap.rejected === 'unreadable') {
+          this.loadStats.damaged++;
+          this.logger.warn(where, 'vector snapshot damaged (checksum mismatch or unreadable): not used, rebuilding the graph from the store');
+        } else this.logger.info(where, 'vector snapshot not usable: rebuilding the graph from the store');
+      }
+      if (snap && !('rejected' in snap)) {
         this.loadStats.fromSnapshot++;
         ns.dense = snap.graph;
         for (const label of [...snap.graph.labels()]) if (ns.ids[label] === undefined) snap.graph.remove(label);
