@@ -8,12 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
-import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine.js';
-import { shortestFloat32 } from '../../src/vector/float32.js';
+import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine/vector-index.js';
+import { shortestFloat32 } from '../../src/vector/engine/float32.js';
 import { createLogger } from '../../src/logger.js';
-import { runQuery } from '../../src/vector/reads.js';
-import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/resumable.js';
-import { fuseDbsf, fuseRrf } from '../../src/vector/scores.js';
+import { runQuery } from '../../src/vector/query/execute.js';
+import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/http/resumable.js';
+import { fuseDbsf, fuseRrf } from '../../src/vector/engine/scores.js';
 import { tempDir, testConfig } from '../helpers/env.js';
 import { randomVectors } from './helpers.js';
 
@@ -54,13 +54,13 @@ test('snapshot on close, load + replay of newer records, stale header ignored', 
     await idx.upsert('', vs.slice(0, 200).map((v, i) => ({ id: `v${i}`, vector: v })));
     await idx.close();
     idx = new VectorIndex(def(), tmp.dir, logger);
-    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 0, rebuilt: 0 });
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 0, rebuilt: 0, damaged: 0 });
     await idx.upsert('', vs.slice(200).map((v, i) => ({ id: `v${200 + i}`, vector: v })));
     await idx.delete('', { ids: ['v0'] });
     // Simulate a crash: no close (no new snapshot); reopen replays the 100 newer records.
     idx.store.close();
     idx = new VectorIndex(def(), tmp.dir, logger);
-    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 100, rebuilt: 0 });
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 100, rebuilt: 0, damaged: 0 });
     const ns = idx.ns('')!;
     assert.equal(ns.count, 299);
     assert.equal(ns.dense!.size, 299);
@@ -69,7 +69,7 @@ test('snapshot on close, load + replay of newer records, stale header ignored', 
     await idx.close();
     // A header that does not match (other M) is ignored: rebuilt from SQLite.
     idx = new VectorIndex(def({ hnsw: { ...DEFAULT_HNSW, m: 8 } }), tmp.dir, logger);
-    assert.deepEqual(idx.loadStats, { fromSnapshot: 0, replayed: 0, rebuilt: 1 });
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 0, replayed: 0, rebuilt: 1, damaged: 0 });
     assert.equal(idx.ns('')!.dense!.size, 299);
     await idx.close();
     // Dimension is persisted: a different configured dimension refuses to start.

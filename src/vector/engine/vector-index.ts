@@ -10,7 +10,7 @@
  * requests in slices of at most {@link INDEX_SLICE_MS}. When more than {@link PENDING_LIMIT} vector elements wait, further writes
  * wait for the indexer (back-pressure), which bounds the exact part of every query.
  *
- * Start-up: per namespace, load the graph snapshot (snapshot.ts) when its header matches and
+ * Start-up: per namespace, load the graph snapshot (`snapshot.ts`) when its header matches and
  * queue the records written after its sequence number; otherwise rebuild from SQLite. Deletes
  * mark-delete in the graph; the graph is rebuilt when tombstones exceed {@link REBUILD_RATIO} of
  * the live points (and at least {@link REBUILD_MIN}) — off the request path: a fresh graph is
@@ -18,19 +18,19 @@
  * queries, writes go to both meanwhile, and the fresh one replaces the old when complete.
  */
 import path from 'node:path';
-import type { Logger } from '../logger.js';
-import type { IndexDefinition } from './definitions.js';
+import type { Logger } from '../../logger.js';
+import type { IndexDefinition } from '../definitions.js';
 import { HnswDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
-import { isDiskFull } from '../disk-full.js';
-import { badRequest, diskFull, MESSAGES, unprocessable, VectorError } from './errors.js';
+import { isDiskFull } from '../../disk-full.js';
+import { badRequest, diskFull, MESSAGES, unprocessable, VectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
 import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
-import type { Metadata, UpsertItem } from './validate.js';
-import type { HistogramCell } from '../metrics.js';
+import type { Metadata, UpsertItem } from '../validate.js';
+import type { HistogramCell } from '../../metrics.js';
 
 export const REBUILD_RATIO = 0.5;
 export const REBUILD_MIN = 1000;
@@ -52,8 +52,11 @@ export class VectorIndex {
   readonly snapshotDir: string;
   dimension?: number;
   seq = 0;
-  /** How the last start-up built the graphs: namespaces from a snapshot, records replayed, namespaces rebuilt. */
-  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0 };
+  /**
+   * How the last start-up built the graphs: namespaces from a snapshot, records replayed,
+   * namespaces rebuilt, and of those the ones whose snapshot was damaged (checksum mismatch).
+   */
+  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0, damaged: 0 };
   readonly denseEmbedder?: HttpDenseEmbedder;
   readonly sparseEmbedder?: Bm25Embedder;
   /** Group commits (SQLite transactions of the write queue) since start. */
@@ -120,7 +123,14 @@ export class VectorIndex {
       const snap = ns.count > 0
         ? readSnapshot(this.snapshotDir, ns.row.id, { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation })
         : undefined;
-      if (snap) {
+      if (snap && 'rejected' in snap) {
+        const where = { index: this.def.name, namespace: ns.name, records: ns.count, reason: snap.rejected, detail: snap.detail };
+        if (snap.rejected === 'checksum' || snap.rejected === 'unreadable') {
+          this.loadStats.damaged++;
+          this.logger.warn(where, 'vector snapshot damaged (checksum mismatch or unreadable): not used, rebuilding the graph from the store');
+        } else this.logger.info(where, 'vector snapshot not usable: rebuilding the graph from the store');
+      }
+      if (snap && !('rejected' in snap)) {
         this.loadStats.fromSnapshot++;
         ns.dense = snap.graph;
         for (const label of [...snap.graph.labels()]) if (ns.ids[label] === undefined) snap.graph.remove(label);
