@@ -28,6 +28,7 @@ import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
 import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
+import { EnqueueService } from './enqueue.js';
 import { errorAnswer, errors, QueueError } from './errors.js';
 import { QueueMetrics } from './metrics.js';
 import { openPgQueueStore } from './store/pg.js';
@@ -88,9 +89,10 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   });
   store.onWake?.((dueAt) => dispatcher.notify(dueAt));
   metrics.addGauges(store.counts ? () => store.counts!(clock.now()) : undefined, () => dispatcher.busy);
+  const enqueue = new EnqueueService({ store, dispatcher, clock, dedupWindowMs: cfg.dedupWindowMs, published: metrics.published });
   const ctx: QueueApiContext = {
     store,
-    published: metrics.published,
+    enqueue,
     dispatcher,
     config: cfg,
     credentials: actx.credentials,
@@ -105,14 +107,11 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         notifyLookbackMs: cfg.workflowNotifyLookbackMs,
         logger: actx.logger,
         maxMessageBytes: cfg.maxMessageBytes,
-        admission: () => ctx.admission,
-        enqueue: async (msgs, now) => {
-          await store.enqueue(msgs, now, cfg.dedupWindowMs);
-          for (const m of msgs) dispatcher.notify(m.dueAt);
-        },
+        enqueue,
       })
     : undefined;
   if (workflowEngine) {
+    enqueue.workflows = workflowEngine;
     ctx.workflows = workflowDlqHooks(ctx, workflowEngine);
     dispatcher.addOutcomeListener((m, outcome) => workflowEngine.onOutcome(m, outcome, clock.now()));
   }

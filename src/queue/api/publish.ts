@@ -12,7 +12,7 @@ import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage, type Target } from '../build.js';
 import { blockedHost } from '../delivery/address.js';
 import { errors } from '../errors.js';
-import type { EnqueueResult, NewMessage, StoredMessage } from '../model.js';
+import type { NewMessage } from '../model.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { parseOptions } from './options.js';
 import { workflowPublishExtra } from '../workflows/publish-extra.js';
@@ -89,64 +89,44 @@ function publishResponse(targets: Target[], results: { messageId: string; dedupl
 }
 
 /**
- * Stores new messages (one group-committed transaction, acknowledged after its WAL fsync) and
- * hands the due ones straight to the dispatcher, claimed in that same transaction (one commit on
- * the hot path, no re-read); the rest wait in the store and the dispatcher is told when.
- * Workflow and admission preparation run first (issues 4, 5).
- */
-export async function enqueueMessages(ctx: QueueApiContext, msgs: NewMessage[]): Promise<EnqueueResult[]> {
-  const now = ctx.clock.now();
-  if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings
-  if (ctx.admission) await ctx.admission.prepare(msgs, now); // marks queue/flow-control messages held
-  const claim = ctx.dispatcher.reserve(msgs, now);
-  let results;
-  try {
-    results = await ctx.store.enqueue(msgs, now, ctx.config.dedupWindowMs, claim);
-  } catch (err) {
-    ctx.dispatcher.accept(claim, []);
-    throw err;
-  }
-  const claimed: StoredMessage[] = [];
-  let first = Infinity;
-  let held = false;
-  let stored = 0;
-  for (let i = 0; i < msgs.length; i++) {
-    const r = results[i];
-    if (!r.deduplicated) stored++;
-    if (r.claimed) claimed.push(r.claimed);
-    else if (!r.deduplicated) first = Math.min(first, msgs[i].dueAt);
-    if (msgs[i].held) held = true;
-  }
-  ctx.dispatcher.accept(claim, claimed);
-  ctx.published?.inc(stored);
-  if (first < Infinity) ctx.dispatcher.notify(first);
-  if (held) ctx.admission?.kick();
-  return results;
-}
-
-/**
  * `POST /v2/publish/{destination}` for an already authenticated request, independent of the HTTP
  * front (Fastify route below, or the fast path of `api/fast-publish.ts`). `rawUrl` is the request
  * target as sent, `headers` lower-case, `callerIp` the peer address.
  * Returns the status (200, 202 when every message was a duplicate) and the JSON payload.
  * @throws QueueError for invalid input (400/413), as every route does.
  */
-export async function publishRequest(
+export function publishRequest(
   ctx: QueueApiContext,
   rawUrl: string,
   headers: IncomingHttpHeaders,
   body: Buffer,
   callerIp: string | undefined,
 ): Promise<{ status: number; payload: unknown }> {
-  const dest = destinationFromRawUrl(rawUrl, '/v2/publish/');
+  return publishTo(ctx, destinationFromRawUrl(rawUrl, '/v2/publish/'), headers, body, callerIp);
+}
+
+/**
+ * Publishes `body` to `dest` (a URL or a URL group) with the publish headers `headers`
+ * (lower-case), into queue `queueName` when given (`POST /v2/enqueue/{queue}/...`).
+ * Answers as {@link publishRequest}. @throws QueueError for invalid input (400/413).
+ */
+export async function publishTo(
+  ctx: QueueApiContext,
+  dest: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+  callerIp: string | undefined,
+  queueName?: string,
+): Promise<{ status: number; payload: unknown }> {
   if (!dest) throw errors.invalidDestination(dest, 'missing');
   if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
   const now = ctx.clock.now();
   const cfg = svcHeadersWithPrefix(headers, '');
   const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
   const { targets, isUrl } = await targetsFor(ctx, dest);
-  const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp, extra: workflowPublishExtra(cfg) }));
-  const results = await enqueueMessages(ctx, msgs);
+  const extra = workflowPublishExtra(cfg);
+  const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, extra }));
+  const results = await ctx.enqueue.enqueue(msgs, { now, published: true });
   return { status: results.every((r) => r.deduplicated) ? 202 : 200, payload: publishResponse(targets, results, isUrl) };
 }
 
@@ -188,7 +168,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;
       plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, extra: workflowPublishExtra(cfg) })) });
     }
-    const results = await enqueueMessages(ctx, plan.flatMap((p) => p.msgs));
+    const results = await ctx.enqueue.enqueue(plan.flatMap((p) => p.msgs), { now, published: true });
     let k = 0;
     return plan.map((p) => publishResponse(p.targets, p.msgs.map(() => results[k++]), p.isUrl));
   });

@@ -1,20 +1,17 @@
 /**
- * Queues: `POST /v2/enqueue/{queue}/{destination}` (publish into
- * a queue, created if missing; response as publish), `POST /v2/queues` (upsert `{queueName,
+ * Queues: `POST /v2/enqueue/{queue}/{destination}` (a publish into
+ * a queue, created if missing: `publishTo` of `api/publish.ts`, same answer), `POST /v2/queues` (upsert `{queueName,
  * parallelism, paused}`), `GET /v2/queues`, `GET|DELETE /v2/queues/{name}`,
  * `POST /v2/queues/{name}/pause|resume`. Ordering and parallelism are enforced by the admission
  * gate (`flow-control/gate.ts`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { svcHeadersWithPrefix } from '../../http/headers.js';
-import { buildMessage } from '../build.js';
 import { errors } from '../errors.js';
 import type { AdmissionGate } from '../flow-control/gate.js';
 import type { RoutingStore } from '../store/routing-types.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody } from './messages.js';
-import { parseOptions } from './options.js';
-import { destinationFromRawUrl, targetsFor, tryDecode } from './publish.js';
+import { destinationFromRawUrl, publishTo, tryDecode } from './publish.js';
 import { checkName } from './topics.js';
 
 /** Largest queue parallelism accepted (QStash plans cap it; ours is a sanity bound). */
@@ -32,19 +29,10 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
     if (queueName === undefined) throw errors.badRequest(`invalid queue name ${JSON.stringify(rest.slice(0, slash))}: malformed percent-encoding`);
     checkName('queue', queueName);
     const dest = destinationFromRawUrl(raw, `/v2/enqueue/${rest.slice(0, slash)}/`);
-    if (!dest) throw errors.invalidDestination(dest, 'missing');
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
-    if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
-    const now = ctx.clock.now();
-    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
-    const { targets, isUrl } = await targetsFor(ctx, dest);
-    const msgs = targets.map((t) => buildMessage(opts, { ...t, queueName }, body, now, { callerIp: req.ip }));
-    await gate.prepare(msgs, now);
-    const results = await ctx.store.enqueue(msgs, now, ctx.config.dedupWindowMs);
-    gate.kick();
-    if (results.every((r) => r.deduplicated)) reply.code(202);
-    const items = results.map((r, i) => ({ messageId: r.messageId, url: targets[i].url, ...(r.deduplicated ? { deduplicated: true } : {}) }));
-    return isUrl ? items[0] : items;
+    const { status, payload } = await publishTo(ctx, dest, req.headers, body, req.ip, queueName);
+    reply.code(status);
+    return payload;
   });
 
   app.post('/v2/queues', async (req: FastifyRequest, reply) => {

@@ -22,7 +22,7 @@ import { workflowPublishExtra, type WorkflowPublishInfo } from '../workflows/pub
 import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';
 import { parseOptions } from './options.js';
-import { checkDestination, destinationFromRawUrl, enqueueMessages } from './publish.js';
+import { checkDestination, destinationFromRawUrl } from './publish.js';
 
 /** The trigger message of a new run to `url` with the (lower-case) request headers `h`. */
 function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, string>, body: Buffer, callerIp: string | undefined, now: number) {
@@ -39,9 +39,9 @@ function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, str
 
 /** Stores the trigger messages; answers one `{workflowRunId, workflowCreatedAt, deduplicated?}` each. */
 async function start(ctx: QueueApiContext, engine: WorkflowEngine, runs: { runId: string; message: NewMessage }[]) {
-  const results = await enqueueMessages(
-    ctx,
+  const results = await ctx.enqueue.enqueue(
     runs.map((r) => r.message),
+    { published: true },
   );
   const out: Record<string, unknown>[] = [];
   for (const [i, r] of runs.entries()) {

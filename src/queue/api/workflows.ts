@@ -135,7 +135,7 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
   };
   app.post('/v2/workflows/dlq/callback/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
     const now = ctx.clock.now();
-    const r = await retryFailureCallback(ctx.store, engine, req.params.dlqId, now, ctx.config.dedupWindowMs);
+    const r = await retryFailureCallback(ctx.store, engine, req.params.dlqId, now);
     ctx.dispatcher.notify(now);
     return r;
   });
@@ -239,7 +239,6 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
 /** `GET /v2/dlq?source=workflow` and the workflow fields of plain DLQ listings (hook of `api/dlq.ts`). */
 export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
   return {
-    prepare: (msgs: Parameters<WorkflowEngine['prepare']>[0], now: number) => engine.prepare(msgs, now),
     async dlqFields(entry: Parameters<typeof workflowDlqFields>[0]) {
       if (!entry.message.extra?.workflow) return undefined;
       const run = DLQ_ID.test(entry.dlqId) ? await engine.runs.runByDlqId(entry.dlqId) : undefined;

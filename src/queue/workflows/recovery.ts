@@ -134,9 +134,11 @@ export async function recoverRun(
   };
   engine.decorate(m, newRun, await engine.runs.steps(seq), triggerId(newRun));
   if (isCallback && mode === 'resume') m.body = old.body;
-  const kick = await engine.admit([m], now);
+  // the prepare hooks (a run's flow-control key holds it like a published step), then the DLQ
+  // entry leaves in the transaction that stores the message
+  await engine.enqueue.prepare([m], now);
   const r = await store.retryDlq({ dlqIds: [dlqId] }, 1, now, () => m);
-  kick();
+  if (r.messageIds.length) engine.enqueue.stored([m], now);
   if (r.messageIds.length === 0) {
     await engine.runs.finishRun(seq, 'RUN_CANCELED', now);
     throw errors.notFound(`DLQ entry ${dlqId}`);
@@ -156,7 +158,7 @@ export async function deleteFailedRun(store: QueueStore, engine: WorkflowEngine,
  * `POST /v2/workflows/dlq/callback/{dlqId}`): only when its last attempt failed
  * (`CALLBACK_FAIL`), else 400. Returns the run's id and creation time.
  */
-export async function retryFailureCallback(store: QueueStore, engine: WorkflowEngine, dlqId: string, now: number, dedupWindowMs: number): Promise<RecoveredRun> {
+export async function retryFailureCallback(store: QueueStore, engine: WorkflowEngine, dlqId: string, now: number): Promise<RecoveredRun> {
   const { entry, run } = await failedRun(store, engine, dlqId);
   if (run.failure?.state !== 'CALLBACK_FAIL') {
     throw errors.badRequest(`the failure function of DLQ entry ${dlqId} has not failed (state ${run.failure?.state ?? 'none'})`);
@@ -164,6 +166,7 @@ export async function retryFailureCallback(store: QueueStore, engine: WorkflowEn
   const m = buildCallback(entry.message, 'failure_callback', entry.outcome, now, dlqId);
   if (!m) throw errors.badRequest(`workflow run of DLQ entry ${dlqId} has no failure callback`);
   await engine.runs.updateRun(run.seq, now, { failure: { ...run.failure, state: 'CALLBACK_INPROGRESS', messageId: m.id } });
-  await store.enqueue([m], now, dedupWindowMs);
+  // stored as built: a callback is never held for admission
+  await engine.enqueue.enqueue([m], { now, prepare: false });
   return { workflowRunId: run.runId, workflowCreatedAt: run.createdAt };
 }
