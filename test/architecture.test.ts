@@ -42,7 +42,7 @@ const LAYERS: Record<Area, string[][]> = {
     ['store/'],
     ['model.ts', 'errors.ts', 'clock.ts', 'random.ts'],
   ],
-  kv: [['index.ts'], ['cluster/'], [''], ['json/'], ['redis/'], ['resp.ts']],
+  kv: [['index.ts'], ['cluster/'], [''], ['json/'], ['redis/'], ['resp.ts', 'errors.ts']],
   vector: [
     ['index.ts'],
     ['http/'],
