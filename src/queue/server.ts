@@ -22,11 +22,13 @@ import { registerStatsRoutes } from './api/stats.js';
 import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, workflowDlqHooks } from './api/workflows.js';
 import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
+import { workflowCallbackHooks } from './workflows/callback-fields.js';
 import { WorkflowEngine } from './workflows/engine.js';
 import { validQueueTokens } from './token.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
-import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
+import { systemClock, type Clock } from './clock.js';
+import { Dispatcher } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { EnqueueService } from './enqueue.js';
 import { startCredentialSync } from './credential-sync.js';
@@ -94,6 +96,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     recordRetryMs: opts.recordRetryMs,
     leaseMs: shared ? cfg.leaseMs : undefined,
     metrics: metrics.delivery,
+    // workflow runs add their fields to the callbacks of their messages
+    callbacks: store.workflows ? workflowCallbackHooks : undefined,
   });
   store.onWake?.((dueAt) => dispatcher.notify(dueAt));
   metrics.addGauges(store.counts ? () => store.counts!(clock.now()) : undefined, () => dispatcher.busy);

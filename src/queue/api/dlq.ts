@@ -18,7 +18,7 @@ import type { DlqEntry, MessageFilter, NewMessage, PublishOptions } from '../mod
 import { dlqJson } from '../wire.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody, stringList } from './messages.js';
-import { parseOptions } from './options.js';
+import { parseOptions } from '../options.js';
 import { parseFilter, parsePage, type Query } from './query.js';
 
 const MAX_COUNT = 100;

@@ -14,7 +14,7 @@ import { blockedHost } from '../delivery/address.js';
 import { errors } from '../errors.js';
 import type { NewMessage } from '../model.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
-import { parseOptions } from './options.js';
+import { parseOptions } from '../options.js';
 import { workflowPublishExtra } from '../workflows/publish-extra.js';
 
 const TOKEN_PARAMS = new Set<string>(TOKEN_QUERY_PARAMS);

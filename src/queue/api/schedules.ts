@@ -14,7 +14,7 @@ import type { Scheduler } from '../schedules/scheduler.js';
 import type { RoutingStore, ScheduleRecord } from '../store/routing-types.js';
 import { bodyFields } from '../wire.js';
 import type { QueueApiContext } from './context.js';
-import { parseOptions } from './options.js';
+import { parseOptions } from '../options.js';
 import { destinationFromRawUrl, targetsFor } from './publish.js';
 import { checkName } from './topics.js';
 

@@ -21,7 +21,7 @@ import type { WorkflowEngine } from '../workflows/engine.js';
 import { workflowPublishExtra, type WorkflowPublishInfo } from '../workflows/publish-extra.js';
 import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';
-import { parseOptions } from './options.js';
+import { parseOptions } from '../options.js';
 import { checkDestination, destinationFromRawUrl } from './publish.js';
 
 /** The trigger message of a new run to `url` with the (lower-case) request headers `h`. */

@@ -8,10 +8,11 @@
 import { randomBytes } from 'node:crypto';
 import { buildCallback, newMessageId } from '../build.js';
 import { errors, QueueError } from '../errors.js';
-import { parseFlowControl } from '../api/options.js';
+import { parseFlowControl } from '../options.js';
 import type { DlqEntry, NewMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { RunConfig, WorkflowRun } from '../store/workflow-types.js';
+import { workflowCallbackHooks } from './callback-fields.js';
 import { stepsUpTo, triggerId, type RawStep, type WorkflowEngine } from './engine.js';
 
 /** DLQ ids are `<unix ms>-<seq>` (dispatcher). */
@@ -163,7 +164,7 @@ export async function retryFailureCallback(store: QueueStore, engine: WorkflowEn
   if (run.failure?.state !== 'CALLBACK_FAIL') {
     throw errors.badRequest(`the failure function of DLQ entry ${dlqId} has not failed (state ${run.failure?.state ?? 'none'})`);
   }
-  const m = buildCallback(entry.message, 'failure_callback', entry.outcome, now, dlqId);
+  const m = buildCallback(entry.message, 'failure_callback', entry.outcome, now, dlqId, workflowCallbackHooks);
   if (!m) throw errors.badRequest(`workflow run of DLQ entry ${dlqId} has no failure callback`);
   await engine.runs.updateRun(run.seq, now, { failure: { ...run.failure, state: 'CALLBACK_INPROGRESS', messageId: m.id } });
   // stored as built: a callback is never held for admission

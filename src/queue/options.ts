@@ -7,14 +7,14 @@
  *
  * @throws QueueError 400 naming the bad header.
  */
-import { errors } from '../errors.js';
-import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from '../model.js';
-import { compileExpression } from '../delivery/expr.js';
-import { blockedHost } from '../delivery/address.js';
-import { parseDuration } from '../delivery/backoff.js';
-import { NOT_FORWARDED } from '../delivery/http.js';
-import { MAX_TIMEOUT_MS } from '../delivery/dispatcher.js';
-import { canonicalHeader } from '../wire.js';
+import { errors } from './errors.js';
+import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from './model.js';
+import { compileExpression } from './delivery/expr.js';
+import { blockedHost } from './delivery/address.js';
+import { parseDuration } from './delivery/backoff.js';
+import { NOT_FORWARDED } from './delivery/http.js';
+import { MAX_TIMEOUT_MS } from './delivery/dispatcher.js';
+import { canonicalHeader } from './wire.js';
 
 export const DEFAULT_RETRIES = 3;
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
