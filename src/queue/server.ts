@@ -32,7 +32,7 @@ import { Dispatcher } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { EnqueueService } from './enqueue.js';
 import { startCredentialSync } from './credential-sync.js';
-import { errorAnswer, errors, QueueError } from './errors.js';
+import { errorAnswer, queueError, queueMessage, type QueueError } from './errors.js';
 import { QueueMetrics } from './metrics.js';
 import { openPgQueueStore } from './store/pg.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
@@ -140,17 +140,17 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     // checks the user id, the running run and the random event id in the path instead.
     if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
     const token = requestToken(req, TOKEN_QUERY_PARAMS);
-    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) throw errors.unauthorized();
+    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) throw queueError('unauthorized');
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
     const a = errorAnswer(err);
     if (a.log) actx.logger.error({ err, url: req.url }, 'queue: request failed');
     if (a.retryAfterS !== undefined) reply.header('Retry-After', String(a.retryAfterS));
-    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${bodyLimit} bytes` : a.message;
+    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? queueMessage('bodyTooLarge', bodyLimit) : a.message;
     return reply.code(a.status).send({ error: message });
   });
   app.setNotFoundHandler((req, reply) => {
-    const e = errors.routeNotFound(req.method, req.url.split('?')[0]);
+    const e = queueError('routeNotFound', req.method, req.url.split('?')[0]);
     reply.code(e.statusCode).send({ error: e.message });
   });
   const http = actx.metrics.httpMeter('queue');

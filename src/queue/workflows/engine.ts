@@ -20,7 +20,7 @@
 import type { Logger } from '../../logger.js';
 import { buildMessage } from '../build.js';
 import type { EnqueueService } from '../enqueue.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { InvokerInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
@@ -233,7 +233,7 @@ export class WorkflowEngine {
    */
   private async call(m: NewMessage, p: WorkflowPublishInfo): Promise<void> {
     const run = await this.o.workflows.findRun(p.runId);
-    if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
+    if (!run || run.state !== 'RUN_STARTED') throw queueError('runNotActive', p.runId);
     const cfg = run.config;
     const cb = m.callbackOptions;
     if (m.callback && cb) {
@@ -310,7 +310,7 @@ export class WorkflowEngine {
   private async step(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
     const run = await this.o.workflows.findRun(p.runId);
     if (!run || run.state !== 'RUN_STARTED') {
-      throw errors.badRequest(`workflow run ${p.runId} ${run ? `is finished (${run.state})` : 'does not exist'}`);
+      throw run ? queueError('runFinished', p.runId, run.state) : queueError('runMissing', p.runId);
     }
     this.applyConfig(m, run.config, p.explicit);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
@@ -476,10 +476,10 @@ function invokeRequest(m: NewMessage): InvokerInfo {
   try {
     req = JSON.parse(m.body.toString('utf8'));
   } catch (err) {
-    throw errors.badRequest(`workflow invoke body must be JSON: ${(err as Error).message}`);
+    throw queueError('invokeBodyNotJson', (err as Error).message);
   }
   const ok = req && typeof req === 'object' && typeof req.workflowRunId === 'string' && typeof req.workflowUrl === 'string' && req.step && typeof req.step === 'object';
-  if (!ok) throw errors.badRequest('workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
+  if (!ok) throw queueError('invalidInvokeBody');
   const created = Number(req.workflowRunCreatedAt);
   const invoker: InvokerInfo = {
     runId: req.workflowRunId as string,
