@@ -75,7 +75,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
       if (token !== undefined) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
         if (!m || !constantTimeEqual(m[1], token)) {
-          return reply.code(401).header('WWW-Authenticate', 'Bearer realm="svc metrics"').send({ error: 'missing or wrong bearer token (SVC_METRICS_TOKEN)' });
+          return sendError(reply, 'metricsUnauthorized');
         }
       }
       const text = await metrics.text();

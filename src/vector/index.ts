@@ -9,12 +9,12 @@ import http from 'node:http';
 import { listenRaw } from '../http/raw.js';
 import { startingGate } from '../http/starting.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
-import { vectorFastHandler } from './fast.js';
+import { vectorFastHandler } from './http/fast-front.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
-import { VectorIndex } from './engine.js';
+import { VectorIndex } from './engine/vector-index.js';
 import { VectorMetrics } from './metrics.js';
-import { ResumableQueries } from './resumable.js';
-import { vectorRequestListener } from './routes.js';
+import { ResumableQueries } from './http/resumable.js';
+import { vectorRequestListener } from './http/routes.js';
 
 /** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
 export const VECTOR_BODY_LIMIT = 128 * 1024 * 1024;
@@ -56,8 +56,8 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   const resumable = new ResumableQueries();
   const metrics = new VectorMetrics(ctx.metrics, defs.map((d) => d.name), indexes);
   const deps = { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT, metrics };
-  // The fast HTTP/1.1 front (fast.ts, src/http/fast.ts) serves plain keep-alive requests; the raw
-  // node:http server (routes.ts, not listening itself) serves what it hands over. Same keep-alive
+  // The fast HTTP/1.1 front (http/fast-front.ts on src/http/fast.ts) serves plain keep-alive requests; the raw
+  // node:http server (http/routes.ts, not listening itself) serves what it hands over. Same keep-alive
   // timeout as the shared Fastify factory; `timeout` is the inactivity guard of handed-over
   // connections (Node's header timeout check needs a listening server).
   const nodeServer = http.createServer({ requestTimeout: 0, noDelay: true }, vectorRequestListener(deps));

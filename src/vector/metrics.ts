@@ -11,7 +11,7 @@
  *   svc_vector_snapshot_duration_seconds{index}     writing one namespace's graph snapshot
  */
 import type { HistogramCell, HttpMeter, Metrics, RouteMeter } from '../metrics.js';
-import type { VectorIndex } from './engine.js';
+import type { VectorIndex } from './engine/vector-index.js';
 
 const QUERY_ENDPOINTS = new Set(['query', 'query-data', 'resumable-query', 'resumable-query-data']);
 const UPSERT_ENDPOINTS = new Set(['upsert', 'upsert-data']);

@@ -4,7 +4,7 @@
  * dimension check (422) is done by the index, which knows its dimension.
  */
 import { badRequest } from './errors.js';
-import type { SparseVector } from './store.js';
+import type { SparseVector } from './engine/store.js';
 
 /** At most 1,000 non-zero entries per sparse vector (sparseindexes.mdx). */
 export const MAX_SPARSE_NONZERO = 1000;

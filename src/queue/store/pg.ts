@@ -84,6 +84,24 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
   }
 }
 
+/**
+ * CTE parts of the claim statement (`c` = the claimed rows, `$1` = owner, `$3` = now): the
+ * attempts of claimed flow-control messages start in the same statement as the claim, so a rate
+ * window never misses a running attempt. An admitted row (`started = 0`, made by the admission
+ * round that released the message) becomes the running one; a retry (no admitted row) adds one.
+ */
+const START_ATTEMPTS = `fs AS (UPDATE flow_control_attempts a SET started = 1, owner = $1, started_at = $3 FROM c
+              WHERE a.message_id = c.id AND a.ended_at IS NULL AND a.started = 0 RETURNING a.message_id),
+       fi AS (INSERT INTO flow_control_attempts (key, message_id, owner, started_at, started)
+              SELECT c.flow_control_key, c.id, $1, $3, 1 FROM c
+              WHERE c.flow_control_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fs WHERE fs.message_id = c.id))`;
+
+/**
+ * Ends the running attempt of message `$2` on dispatcher `$3` at `$1` (ms) in the transaction
+ * that records its outcome; it keeps counting against its key's rate for one period.
+ */
+const END_ATTEMPT = `UPDATE flow_control_attempts SET ended_at = $1 WHERE message_id = $2 AND owner = $3 AND ended_at IS NULL AND started = 1`;
+
 const INSERT_PREFIX = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES `;
 const NCOL = MESSAGE_COLUMNS.length;
 
@@ -286,7 +304,8 @@ export class PgQueueStore implements QueueStore {
          SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= $3 ${ex}
          ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED),
        c AS (UPDATE messages m SET claimed_by = $1, lease_until = $2 FROM pick WHERE m.seq = pick.seq RETURNING m.*),
-       l AS (INSERT INTO logs (time, message_seq, state) SELECT $3, seq, 'ACTIVE' FROM c ORDER BY due_at, seq)
+       l AS (INSERT INTO logs (time, message_seq, state) SELECT $3, seq, 'ACTIVE' FROM c ORDER BY due_at, seq),
+       ${START_ATTEMPTS}
        SELECT * FROM c`,
       params,
     );
@@ -316,7 +335,8 @@ export class PgQueueStore implements QueueStore {
 
   async complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
     const sql = `WITH f AS (UPDATE messages SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
-                   WHERE id = $2 AND status = 'pending' AND claimed_by = $3 RETURNING seq)
+                   WHERE id = $2 AND status = 'pending' AND claimed_by = $3 RETURNING seq),
+                 e AS (${END_ATTEMPT} AND EXISTS (SELECT 1 FROM f))
                  INSERT INTO logs (time, message_seq, state, response_status) SELECT $1, seq, 'DELIVERED', $4 FROM f RETURNING message_seq`;
     const params = [now, id, owner, outcome.status ?? null];
     if (!followUps.length) return ((await this.pool.query(sql, params)).rowCount ?? 0) > 0;
@@ -352,6 +372,7 @@ export class PgQueueStore implements QueueStore {
     return inTransaction(this.pool, async (c) => {
       const r = await this.owned(c, id, owner);
       if (!r) return false;
+      await c.query(END_ATTEMPT, [now, id, owner]);
       await this.log(c, now, r.seq, 'ERROR', { error: outcome.error, outcome, next: dueAt });
       await this.followUps(c, followUps, now);
       if (r.cancel_requested) {
@@ -369,6 +390,7 @@ export class PgQueueStore implements QueueStore {
     return inTransaction(this.pool, async (c) => {
       const r = await this.owned(c, id, owner);
       if (!r) return false;
+      await c.query(END_ATTEMPT, [now, id, owner]);
       await this.log(c, now, r.seq, 'ERROR', { error: outcome.error, outcome });
       await this.finish(c, 'failed', now, r.seq);
       await c.query(

@@ -4,6 +4,7 @@
  * (feature `InitialBody`), `workflowRunId`, `workflowCreatedAt` (ms), `workflowUrl`. `{}` for
  * other messages.
  */
+import type { CallbackHooks } from '../build.js';
 import type { StoredMessage } from '../model.js';
 
 export function workflowCallbackFields(m: StoredMessage): Record<string, unknown> {
@@ -33,3 +34,10 @@ export function workflowCallbackExtra(m: StoredMessage, kind: string): Record<st
   const wf = m.extra?.workflow as { call?: boolean; callback?: unknown } | undefined;
   return kind === 'callback' && wf?.call && wf.callback ? { workflow: wf.callback } : undefined;
 }
+
+/** The workflow engine's {@link CallbackHooks}, registered with the dispatcher by the server. */
+export const workflowCallbackHooks: CallbackHooks = {
+  fields: workflowCallbackFields,
+  body: workflowCallbackBody,
+  extra: workflowCallbackExtra,
+};

@@ -19,7 +19,8 @@
  */
 import type { Logger } from '../../logger.js';
 import { buildMessage } from '../build.js';
-import { errors } from '../errors.js';
+import type { EnqueueService } from '../enqueue.js';
+import { queueError } from '../errors.js';
 import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { InvokerInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
@@ -104,12 +105,10 @@ export interface WorkflowEngineOptions {
   workflows: WorkflowStore;
   logger: Logger;
   maxMessageBytes: number;
-  /** Stores and schedules messages the server itself creates (notify / wait-timeout steps). */
-  enqueue(msgs: NewMessage[], now: number): Promise<void>;
+  /** Stores messages the server itself creates (notify / wait-timeout / invoke-result steps, restarts). */
+  enqueue: EnqueueService;
   /** How long (ms) a notify that reached no waiter is kept for a wait that comes after it. */
   notifyLookbackMs?: number;
-  /** The queue / flow-control admission gate, read when used; undefined = none. */
-  admission?: () => { prepare(msgs: NewMessage[], now: number): Promise<void>; kick(): void } | undefined;
 }
 
 export class WorkflowEngine {
@@ -122,6 +121,11 @@ export class WorkflowEngine {
 
   get runs(): WorkflowStore {
     return this.o.workflows;
+  }
+
+  /** The queue's enqueue service (`enqueue.ts`), which the engine's own messages go through. */
+  get enqueue(): EnqueueService {
+    return this.o.enqueue;
   }
 
   /** Look-back window of notifies (ms). */
@@ -229,7 +233,7 @@ export class WorkflowEngine {
    */
   private async call(m: NewMessage, p: WorkflowPublishInfo): Promise<void> {
     const run = await this.o.workflows.findRun(p.runId);
-    if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${p.runId} is not active`);
+    if (!run || run.state !== 'RUN_STARTED') throw queueError('runNotActive', p.runId);
     const cfg = run.config;
     const cb = m.callbackOptions;
     if (m.callback && cb) {
@@ -306,7 +310,7 @@ export class WorkflowEngine {
   private async step(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
     const run = await this.o.workflows.findRun(p.runId);
     if (!run || run.state !== 'RUN_STARTED') {
-      throw errors.badRequest(`workflow run ${p.runId} ${run ? `is finished (${run.state})` : 'does not exist'}`);
+      throw run ? queueError('runFinished', p.runId, run.state) : queueError('runMissing', p.runId);
     }
     this.applyConfig(m, run.config, p.explicit);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
@@ -334,21 +338,9 @@ export class WorkflowEngine {
     this.applyConfig(m, cfg, { retries: false, retryDelay: false, flowControl: false, failureCallback: false, timeout: false });
     await this.o.workflows.addStep(run.seq, m.id, 'step', m.body, now);
     this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
-    const kick = await this.admit([m], now);
-    await this.o.enqueue([m], now);
-    kick();
+    // through the prepare hooks too: a run's flow-control key holds it like a published step
+    await this.o.enqueue.enqueue([m], { now });
     return m.id;
-  }
-
-  /**
-   * Runs the admission gate's `prepare` on messages the server creates itself (restart, resume,
-   * notify), so a run's flow-control key holds them like published ones; returns the gate's kick.
-   */
-  async admit(msgs: NewMessage[], now: number): Promise<() => void> {
-    const gate = this.o.admission?.();
-    if (!gate) return () => undefined;
-    await gate.prepare(msgs, now);
-    return () => (msgs.some((m) => m.held) ? gate.kick() : undefined);
   }
 
   /** Dispatcher outcome listener: never throws; work is chained per run. */
@@ -484,10 +476,10 @@ function invokeRequest(m: NewMessage): InvokerInfo {
   try {
     req = JSON.parse(m.body.toString('utf8'));
   } catch (err) {
-    throw errors.badRequest(`workflow invoke body must be JSON: ${(err as Error).message}`);
+    throw queueError('invokeBodyNotJson', (err as Error).message);
   }
   const ok = req && typeof req === 'object' && typeof req.workflowRunId === 'string' && typeof req.workflowUrl === 'string' && req.step && typeof req.step === 'object';
-  if (!ok) throw errors.badRequest('workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
+  if (!ok) throw queueError('invalidInvokeBody');
   const created = Number(req.workflowRunCreatedAt);
   const invoker: InvokerInfo = {
     runId: req.workflowRunId as string,

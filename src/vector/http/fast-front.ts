@@ -10,7 +10,7 @@
  * objects, streams and `writev` cost about as much per request as a 128-d HNSW search.
  */
 import { isAscii } from 'node:buffer';
-import type { FastHandler } from '../http/fast.js';
+import type { FastHandler } from '../../http/fast.js';
 import { answer, answerHeaders, isAnswer, routeRequest, type RouteDeps } from './routes.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';

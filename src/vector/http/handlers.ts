@@ -2,14 +2,15 @@
  * Endpoint handlers: one function per endpoint, from parsed JSON body
  * to the `result` value. Read-only tokens may call only {@link READONLY_ENDPOINTS}.
  */
-import type { VectorIndex } from './engine.js';
-import { badRequest, MESSAGES, unprocessable } from './errors.js';
-import { fetchRecords, formatScored, HYBRID_DEPTH, info, randomRecord, rangeRecords, runQuery, type ResolvedQuery } from './reads.js';
+import type { VectorIndex } from '../engine/vector-index.js';
+import { badRequest, MESSAGES, unprocessable } from '../errors.js';
+import { HYBRID_DEPTH, runQuery, type ResolvedQuery } from '../query/execute.js';
+import { fetchRecords, formatScored, info, randomRecord, rangeRecords } from '../query/records.js';
 import type { ResumableQueries } from './resumable.js';
 import {
   asList, isObj, parseCursor, parseFilter, parseId, parseInclude, parseQuery, parseSparse, parseUpsert,
   parseUpsertData, parseVector, type QueryRequest, type UpsertItem,
-} from './validate.js';
+} from '../validate.js';
 
 export interface HandlerContext {
   index: VectorIndex;

@@ -12,16 +12,16 @@
  * No per-request logging; unexpected errors are logged and answered 500.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { CredentialStore } from '../credentials.js';
+import type { CredentialStore } from '../../credentials.js';
 import { StringDecoder } from 'node:string_decoder';
-import { SecretMatcher, secretDigest } from '../http/auth.js';
-import { rawRequestToken } from '../http/raw.js';
-import { jsonTooDeep, MAX_JSON_DEPTH } from '../http/json-depth.js';
-import type { Logger } from '../logger.js';
-import type { VectorIndex } from './engine.js';
-import { DISK_FULL_RETRY_AFTER_S, MESSAGES, VectorError } from './errors.js';
+import { SecretMatcher, secretDigest } from '../../http/auth.js';
+import { rawRequestToken } from '../../http/raw.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../../http/json-depth.js';
+import type { Logger } from '../../logger.js';
+import type { VectorIndex } from '../engine/vector-index.js';
+import { DISK_FULL_RETRY_AFTER_S, MESSAGES, VectorError } from '../errors.js';
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
-import type { VectorMetrics } from './metrics.js';
+import type { VectorMetrics } from '../metrics.js';
 import type { ResumableQueries } from './resumable.js';
 
 export interface RouteDeps {

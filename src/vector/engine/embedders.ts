@@ -8,8 +8,8 @@
  *   b = 0.75, avgdl = 32 (fixed, as Upstash); queries carry 1 per distinct token and get IDF at
  *   query time.
  */
-import { VectorError } from './errors.js';
-import type { DenseEmbedderConfig } from './definitions.js';
+import { VectorError } from '../errors.js';
+import type { DenseEmbedderConfig } from '../definitions.js';
 import type { SparseVector } from './store.js';
 
 /** Embedding call timeout in ms. */

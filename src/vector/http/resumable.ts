@@ -10,9 +10,10 @@
  * (even a read-only one) cannot fill a table that other indexes share.
  */
 import { randomUUID } from 'node:crypto';
-import type { VectorIndex } from './engine.js';
-import { badRequest, VectorError } from './errors.js';
-import { formatScored, runQuery, type OutRecord, type ResolvedQuery } from './reads.js';
+import type { VectorIndex } from '../engine/vector-index.js';
+import { badRequest, VectorError } from '../errors.js';
+import { runQuery, type ResolvedQuery } from '../query/execute.js';
+import { formatScored, type OutRecord } from '../query/records.js';
 
 /** Active resumable queries per index. */
 export const MAX_SESSIONS_PER_INDEX = 1000;
