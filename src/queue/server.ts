@@ -31,6 +31,7 @@ import { systemClock, type Clock } from './clock.js';
 import { Dispatcher } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { EnqueueService } from './enqueue.js';
+import { startCredentialSync } from './credential-sync.js';
 import { errorAnswer, queueError, queueMessage, type QueueError } from './errors.js';
 import { QueueMetrics } from './metrics.js';
 import { openPgQueueStore } from './store/pg.js';
@@ -68,6 +69,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       ? await openPgQueueStore(cfg.databaseUrl, { schema: cfg.databaseSchema })
       : openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync));
   const shared = store.renewLeases !== undefined;
+  // several nodes: the token and signing keys live in the database, the same on every node
+  const credentialSync = store.sharedCredentials
+    ? await startCredentialSync(actx.credentials, store.sharedCredentials(), actx.logger, () => clock.now()).catch(async (err) => {
+        if (!opts.store) await store.close().catch(() => undefined);
+        throw err;
+      })
+    : undefined;
   const metrics = new QueueMetrics(actx.metrics);
   if (actx.metrics.enabled) store.observeFsync?.((s) => metrics.fsync.observe(s));
   const sender = new HttpSender({
@@ -219,6 +227,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (waitTimer) clearInterval(waitTimer);
         if (runPruneTimer) clearInterval(runPruneTimer);
         routingFeature?.stop();
+        credentialSync?.stop();
         const wasListening = front.listening;
         const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));
         front.closeAll();
