@@ -27,6 +27,11 @@ export const MGMT_ERRORS = {
   tooManyFailures: { status: 429, error: 'Too many failed authentication attempts from this address; retry later' },
   /** `POST /v2/credentials/vector/{index}/rotate` for an index without tokens in the store. */
   unknownVectorIndex: { status: 404, error: 'vector index not found' },
+  /**
+   * A rotation in effect on this node that could not be written to the database the nodes share
+   * yet (the queue's PostgreSQL store unreachable); written when it is back. Sent with `Retry-After`.
+   */
+  notShared: { status: 503, error: 'the new credential is in effect on this node but the shared database is unreachable; it is written there when the database is back' },
   /** Any route that does not exist. */
   notFound: { status: 404, error: 'Not Found' },
   /** A request body over the management API's 64 KiB limit (Fastify's text). */
@@ -44,5 +49,6 @@ export type MgmtErrorName = keyof typeof MGMT_ERRORS;
 export function sendError(reply: FastifyReply, name: MgmtErrorName, message?: string): FastifyReply {
   const e: { status: number; error: string; challenge?: string } = MGMT_ERRORS[name];
   if (e.challenge !== undefined) reply.header('WWW-Authenticate', e.challenge);
+  if (e.status === 503) reply.header('Retry-After', '5');
   return reply.code(e.status).type('application/json; charset=utf-8').send({ error: message ?? e.error });
 }

@@ -17,7 +17,8 @@
  * after it. Times are Unix ms.
  */
 import type { CounterCell } from '../metrics.js';
-import type { Clock, Dispatcher } from './delivery/dispatcher.js';
+import type { Clock } from './clock.js';
+import type { Dispatcher } from './delivery/dispatcher.js';
 import type { EnqueueResult, NewMessage, StoredMessage } from './model.js';
 import type { QueueStore } from './store/types.js';
 

@@ -7,7 +7,8 @@ import type { Config } from '../../config.js';
 import type { CredentialStore } from '../../credentials.js';
 import type { Target } from '../build.js';
 import type { DlqEntry } from '../model.js';
-import type { Clock, Dispatcher } from '../delivery/dispatcher.js';
+import type { Clock } from '../clock.js';
+import type { Dispatcher } from '../delivery/dispatcher.js';
 import type { EnqueueService } from '../enqueue.js';
 import type { QueueStore } from '../store/types.js';
 

@@ -6,7 +6,7 @@
  * gate (`flow-control/gate.ts`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { AdmissionGate } from '../flow-control/gate.js';
 import type { RoutingStore } from '../store/routing-types.js';
 import type { QueueApiContext } from './context.js';
@@ -24,9 +24,9 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
     const raw = req.raw.url ?? '';
     const rest = raw.slice(raw.indexOf('/v2/enqueue/') + '/v2/enqueue/'.length);
     const slash = rest.indexOf('/');
-    if (slash <= 0) throw errors.badRequest('expected /v2/enqueue/{queueName}/{destination}');
+    if (slash <= 0) throw queueError('enqueuePath');
     const queueName = tryDecode(rest.slice(0, slash));
-    if (queueName === undefined) throw errors.badRequest(`invalid queue name ${JSON.stringify(rest.slice(0, slash))}: malformed percent-encoding`);
+    if (queueName === undefined) throw queueError('queueNameEncoding', rest.slice(0, slash));
     checkName('queue', queueName);
     const dest = destinationFromRawUrl(raw, `/v2/enqueue/${rest.slice(0, slash)}/`);
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
@@ -38,13 +38,13 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
   app.post('/v2/queues', async (req: FastifyRequest, reply) => {
     const b = jsonBody(req);
     const name = b.queueName;
-    if (typeof name !== 'string' || !name) throw errors.badRequest('"queueName" must be a non-empty string');
+    if (typeof name !== 'string' || !name) throw queueError('queueNameRequired');
     checkName('queue', name);
     const p = b.parallelism;
     if (p !== undefined && (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > MAX_QUEUE_PARALLELISM)) {
-      throw errors.badRequest(`"parallelism" must be an integer from 1 to ${MAX_QUEUE_PARALLELISM}`);
+      throw queueError('invalidParallelism', MAX_QUEUE_PARALLELISM);
     }
-    if (b.paused !== undefined && typeof b.paused !== 'boolean') throw errors.badRequest('"paused" must be a boolean');
+    if (b.paused !== undefined && typeof b.paused !== 'boolean') throw queueError('pausedNotBoolean');
     await routing.upsertQueue(name, { parallelism: p as number | undefined, paused: b.paused as boolean | undefined }, ctx.clock.now());
     gate.kick();
     return reply.code(200).send();
@@ -54,19 +54,19 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
 
   app.get('/v2/queues/:name', async (req: P) => {
     const q = await routing.getQueue(req.params.name);
-    if (!q) throw errors.notFound(`queue ${req.params.name}`);
+    if (!q) throw queueError('queueNotFound', req.params.name);
     return q;
   });
 
   app.delete('/v2/queues/:name', async (req: P, reply) => {
     gate.forgetQueue(req.params.name);
-    if (!(await routing.deleteQueue(req.params.name, ctx.clock.now()))) throw errors.notFound(`queue ${req.params.name}`);
+    if (!(await routing.deleteQueue(req.params.name, ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
     return reply.code(200).send();
   });
 
   for (const action of ['pause', 'resume'] as const) {
     app.post(`/v2/queues/:name/${action}`, async (req: P, reply) => {
-      if (!(await routing.setQueuePaused(req.params.name, action === 'pause', ctx.clock.now()))) throw errors.notFound(`queue ${req.params.name}`);
+      if (!(await routing.setQueuePaused(req.params.name, action === 'pause', ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
       if (action === 'resume') gate.kick();
       return reply.code(200).send();
     });

@@ -29,7 +29,7 @@
  * {@link SAFETY_TICK_MS} while anything is held. Rounds never overlap.
  */
 import type { Logger } from '../../logger.js';
-import type { Clock } from '../delivery/dispatcher.js';
+import type { Clock } from '../clock.js';
 import type { FlowControl, NewMessage } from '../model.js';
 import { effectiveLimits, type AdmissionTx, type FlowKeyState, type RoutingStore } from '../store/routing-types.js';
 
