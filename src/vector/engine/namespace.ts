@@ -8,7 +8,7 @@
  */
 import { compileFilter, FilterSyntaxError } from '../filter/index.js';
 import type { HnswDense, Neighbor } from './dense.js';
-import { badRequest } from '../errors.js';
+import { vectorError } from '../errors.js';
 import type { NamespaceRow, SparseVector } from './store.js';
 import type { SparseIndex } from './sparse.js';
 import type { Scored } from './scores.js';
@@ -91,7 +91,7 @@ export class NamespaceState {
     try {
       compiled = compileFilter(filter);
     } catch (err) {
-      if (err instanceof FilterSyntaxError) throw badRequest(err.message);
+      if (err instanceof FilterSyntaxError) throw vectorError('filterSyntax', err.message);
       throw err;
     }
     const bits = new Uint8Array(this.ids.length);
