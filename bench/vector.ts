@@ -49,7 +49,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import hnswlib from 'hnswlib-node';
-import { FlatDense, storedForm } from '../src/vector/dense.js';
+import { FlatDense, storedForm } from '../src/vector/engine/dense.js';
 import { runChroma } from './peers/chroma.js';
 import { ensurePeers, runLanceDb } from './peers/lancedb.js';
 import { runUsearch } from './peers/usearch.js';

@@ -32,6 +32,13 @@ export interface AreaContext {
 export interface AreaServer {
   /** Starts listening on the area's configured port (0 = free port); resolves to the base URL. */
   listen(): Promise<string>;
+  /**
+   * Loads the area's stored state (kv: the database; vector: the indexes), called once every
+   * started area's port is bound, so a start that cannot bind touches nothing stored. Until it
+   * resolves the port answers 503 with `Retry-After` and `ready()` is false. Absent: nothing to load.
+   * @throws Error when the state cannot be loaded (start-up then fails and every area is closed)
+   */
+  start?(): Promise<void>;
   /** Stops accepting, drains in-flight work, releases child processes and files. Idempotent. */
   close(): Promise<void>;
   /** Readiness: true when the area can serve requests (e.g. kv: the database answers). */
@@ -40,7 +47,11 @@ export interface AreaServer {
 
 export interface AreaModule {
   name: AreaName;
-  /** Builds the area (opens stores, starts children); does not listen yet. */
+  /**
+   * Builds the area; does not listen yet. Areas with a `start` open their stores there, after
+   * every port is bound; the others open them here (queue: its store; its dispatcher, which
+   * changes stored leases, only starts in `listen`).
+   */
   create(ctx: AreaContext): Promise<AreaServer>;
   /**
    * The `.env` lines for this area given its base URL: the names the official SDKs read and the

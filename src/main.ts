@@ -70,8 +70,10 @@ export function configuredEnvBlock(ctx: AreaContext): string {
 }
 
 /**
- * Creates and starts every enabled area. On a failure, areas already started are closed and the
- * error is rethrown.
+ * Creates and starts every enabled area: each is created and bound to its port in turn, then the
+ * areas with stored state to load (`AreaServer.start`) load it, so a port that cannot be bound
+ * stops start-up before kv or vector has opened a file. On a failure, areas already started are
+ * closed and the error is rethrown.
  */
 export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
   const started: { name: AreaName; server: AreaServer }[] = [];
@@ -107,6 +109,8 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
       Object.assign(vars, m.env(ctx, url));
       lines.push(`${name.padEnd(6)} ${url}`, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));
     }
+    // every port is bound: now the areas that load stored state after binding load it (kv, vector)
+    for (const { server } of started) await server.start?.();
   } catch (err) {
     await close();
     throw err;

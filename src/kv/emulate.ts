@@ -10,6 +10,7 @@
  * - `COPY k k` (same source and destination, same database): `0` instead of Redis's
  *   `ERR source and destination objects are the same`.
  */
+import { kvMessage } from './errors.js';
 import { RespError, type Arg, type Reply } from './resp.js';
 
 /** A command changed before it is sent: what to send, whether it writes, how to mend the reply. */
@@ -51,7 +52,7 @@ function asBuffer(a: Arg): Buffer {
 
 /** Redis's ACL refusal of the SCAN inside the script, worded as for SCAN itself (no script sha). */
 function scanDenied(r: Reply): Reply {
-  return r instanceof RespError && r.message.includes("can't run this command") ? new RespError("NOPERM this user has no permissions to run the 'scan' command") : r;
+  return r instanceof RespError && r.message.includes("can't run this command") ? new RespError(kvMessage('scanNotPermitted')) : r;
 }
 
 /** `SCAN … WITHTYPE` -> `EVAL_RO <script> 0 <the SCAN arguments without WITHTYPE>`. */

@@ -11,10 +11,15 @@ import type net from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
+import { errorJson } from './encode.js';
+import { KV_ERRORS } from './errors.js';
 import type { KvGateway } from './gateway.js';
 import type { KvMetrics } from './metrics.js';
 import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
 import { setHeartbeatMs, setOutputLimit } from './sse.js';
+
+const BAD_REQUEST = KV_ERRORS.badHttpRequest;
+const BAD_REQUEST_BODY = errorJson(BAD_REQUEST.message);
 
 /** A kv HTTP front: `server` may listen itself, or be handed connections with {@link KvFront.accept}. */
 export interface KvFront {
@@ -49,8 +54,7 @@ export function createKvFront(gateway: KvGateway, config: Config, logger: Logger
   const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
   nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (socket.writable && !socket.destroyed) {
-      const body = '{"error":"ERR bad HTTP request"}';
-      socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(`HTTP/1.1 ${BAD_REQUEST.status} Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${BAD_REQUEST_BODY.length}\r\nconnection: close\r\n\r\n${BAD_REQUEST_BODY}`);
     }
     socket.destroy();
   });

@@ -4,21 +4,19 @@
  * Redis ACL user, applies the command policy, JSON.* translation, the daily limit and the
  * read-your-writes sync token.
  *
- * Whole-request failures are thrown as {@link KvError} (status + `{error}` text); a per-command
- * failure is a {@link RespError} in the reply list.
+ * Whole-request failures are thrown as {@link KvError} (the catalogue in `errors.ts`: status +
+ * `{error}` text); a per-command failure is a {@link RespError} in the reply list.
  */
-import { isTemporaryRedisError, KvError } from './errors.js';
+import { KvError, kvError, kvMessage, redisReplyError, type KvErrorCode } from './errors.js';
 import { DailyQuota, type Quota } from './quota.js';
 import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { HistogramCell } from '../metrics.js';
-import { JSON_LIBRARY, JsonCommandError, translateJsonCommand } from './json/index.js';
+import { JSON_LIBRARY, translateJsonCommand } from './json/index.js';
 import { CommandPolicy, parseCommandTable } from './policy.js';
 import type { Backend } from './redis/backend.js';
 import {
-  AuthFailedError,
-  BackendUnavailableError,
   ConnectionPool,
   RedisConnection,
   type RedisUser,
@@ -29,8 +27,6 @@ import { encodeReply, RespError, type Arg, type Reply } from './resp.js';
 import { type AliasFile, SCRIPT_COMMANDS, ScriptShebangs } from './scripts.js';
 import { SCRIPT_RUNNERS, ScriptWatchdog } from './watchdog.js';
 import type { Identity, KvTokens } from './tokens.js';
-
-export { KvError };
 
 /** Options of {@link KvGateway} beyond the backend, tokens and config. */
 export interface GatewayOptions {
@@ -60,7 +56,7 @@ const MAX_ACL_POOLS = 64;
  * A command ready to send: `fix` mends Redis's reply into the one clients expect (`emulate.ts`,
  * `scripts.ts`); `script` says it runs a Lua script or function (watched by the {@link ScriptWatchdog}).
  */
-type Prepared = { args: Arg[]; write: boolean; fix?: (r: Reply) => Reply; script?: 'eval' | 'function' } | { error: string } | { resttoken: true };
+type Prepared = { args: Arg[]; write: boolean; fix?: (r: Reply) => Reply; script?: 'eval' | 'function' } | { code: KvErrorCode; error: string } | { resttoken: true };
 
 /** Commands whose arguments or reply svc may change before/after Redis (`COMMAND` names). */
 const REWRITTEN: ReadonlySet<string> = new Set([...SCRIPT_COMMANDS, ...EMULATED]);
@@ -142,8 +138,8 @@ export class KvGateway {
   }
 
   private pool(id: Identity): ConnectionPool {
-    if (this.closed) throw new KvError('ERR server is shutting down', 503);
-    if (!this.backend.up) throw new KvError('ERR database unavailable: redis-server is restarting, retry shortly', 503);
+    if (this.closed) throw kvError('shuttingDown');
+    if (!this.backend.up) throw kvError('databaseRestarting');
     const key = id.kind === 'acl' ? `acl:${id.user}\0${id.password}` : id.kind;
     let p = this.pools.get(key);
     if (p === undefined) {
@@ -236,16 +232,16 @@ export class KvGateway {
         return r === undefined ? { args, write: v.write, script } : { args: r.args, write: r.write ?? v.write, fix: r.fix, script };
       }
       case 'refuse':
-        return { error: v.error };
+        return { code: v.code, error: v.error };
       case 'resttoken':
         return { resttoken: true };
       case 'json':
         try {
           const t = translateJsonCommand(args.map((a) => (typeof a === 'string' ? Buffer.from(a) : a)));
-          if (!t) return { error: `ERR unknown command '${String(args[0])}'` };
+          if (!t) return { code: 'unknownCommand', error: kvMessage('unknownCommand', String(args[0])) };
           return { args: t, write: true };
         } catch (err) {
-          if (err instanceof JsonCommandError) return { error: err.message };
+          if (err instanceof KvError) return { code: err.code, error: err.message };
           throw err;
         }
     }
@@ -253,18 +249,14 @@ export class KvGateway {
 
   private async conn(id: Identity): Promise<{ pool: ConnectionPool; c: RedisConnection }> {
     const pool = this.pool(id);
-    try {
-      return { pool, c: await pool.get() };
-    } catch (err) {
-      throw mapError(err);
-    }
+    return { pool, c: await pool.get() };
   }
 
   /**
    * Runs one command without Promises or per-request closures (the hot path): `cb` runs exactly
    * once, with the reply (a Redis error is a {@link RespError} reply) and its raw bytes when
    * `wantRaw`, or with an error: a {@link KvError} (400 refused/limit, 401 ACL user auth failed,
-   * 503 database unavailable) or a connection error that {@link mapError} maps (503 / 401). An
+   * 503 database unavailable), or an unexpected one (answered `internal`, 500). An
    * exception thrown by `cb` is logged, never propagated into the Redis connection's reader.
    * When the command writes, `cb`'s last argument is its read-your-writes token (`sync.ts`).
    * Commands whose reply svc mends (`emulate.ts`, `scripts.ts`) take one closure.
@@ -274,10 +266,10 @@ export class KvGateway {
     let q: KvError | undefined | Promise<KvError | undefined>;
     try {
       p = this.prepare(args);
-      if ('error' in p) throw new KvError(p.error, 400);
+      if ('error' in p) throw new KvError(p.code, p.error);
       q = this.count(1);
     } catch (err) {
-      return this.fire(cb, mapError(err));
+      return this.fire(cb, err as Error);
     }
     if (q === undefined) return this.runSingle(id, p, args, wantRaw, cb);
     if (q instanceof KvError) return this.fire(cb, q);
@@ -306,20 +298,20 @@ export class KvGateway {
     let token: string | undefined;
     try {
       if ('resttoken' in p) {
-        this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, mapError(e)));
+        this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, e as Error));
         return;
       }
-      if ('error' in p) throw new KvError(p.error, 400);
+      if ('error' in p) throw new KvError(p.code, p.error);
       if (p.write) token = this.wrote(); // handed back to `cb` by the connection (no closure per write)
       if (p.fix) done = withFix(cb, p.fix, wantRaw);
       c = this.pool(id).get();
       cmd = p.args;
       if (p.script) done = this.watched(p.script === 'function', done);
     } catch (err) {
-      return this.fire(cb, mapError(err));
+      return this.fire(cb, err as Error);
     }
     if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done, token);
-    else c.then((conn) => conn.sendCb(cmd, wantRaw, done, token), (e: unknown) => this.fire(cb, mapError(e)));
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, done, token), (e: unknown) => this.fire(cb, e as Error));
   }
 
   /** `cb` of a script command, watched by the {@link ScriptWatchdog} until its reply arrives. */
@@ -359,7 +351,7 @@ export class KvGateway {
     for (let i = 0; i < cmds.length; i++) {
       const p = this.prepare(cmds[i]);
       if ('error' in p) replies[i] = new RespError(p.error);
-      else if ('resttoken' in p) replies[i] = new RespError('ERR ACL RESTTOKEN is only supported as a single command');
+      else if ('resttoken' in p) replies[i] = new RespError(kvMessage('restTokenNotSingle'));
       else {
         if (p.write) write = true;
         if (p.script) script = p.script;
@@ -376,8 +368,6 @@ export class KvGateway {
       let r;
       try {
         r = await c.batch(send, wantRaw);
-      } catch (err) {
-        throw mapError(err);
       } finally {
         this.watchdog.end(watch, null);
       }
@@ -406,8 +396,8 @@ export class KvGateway {
     let script: 'eval' | 'function' | undefined;
     for (const cmd of cmds) {
       const p = this.prepare(cmd);
-      if ('error' in p) throw new KvError(p.error, 400);
-      if ('resttoken' in p) throw new KvError('ERR ACL RESTTOKEN is only supported as a single command', 400);
+      if ('error' in p) throw new KvError(p.code, p.error);
+      if ('resttoken' in p) throw kvError('restTokenNotSingle');
       if (p.write) write = true;
       if (p.script) script = p.script;
       if (p.fix) (fixes ??= new Map()).set(prepared.length - 1, p.fix);
@@ -418,27 +408,22 @@ export class KvGateway {
     if (refused) throw refused;
     const token = write ? this.wrote() : undefined;
     const pool = this.pool(id);
-    let c: RedisConnection;
-    try {
-      c = await pool.exclusive();
-    } catch (err) {
-      throw mapError(err);
-    }
+    const c = await pool.exclusive();
     let replies: Reply[];
     const watch = script && this.watchdog.start(script === 'function');
     try {
       replies = this.watchdog.endAll(watch, (await c.batch(prepared, false)).replies);
     } catch (err) {
       this.watchdog.end(watch, null);
-      throw mapError(err);
+      throw err;
     } finally {
       pool.release(c);
     }
     const exec = replies[replies.length - 1];
     if (exec instanceof RespError || exec === null || !Array.isArray(exec)) {
       const first = replies.slice(0, -1).find((r): r is RespError => r instanceof RespError);
-      const message = first?.message ?? (exec instanceof RespError ? exec.message : 'ERR transaction aborted');
-      throw new KvError(message, isTemporaryRedisError(message) ? 503 : 400);
+      if (first) throw redisReplyError(first.message);
+      throw exec instanceof RespError ? redisReplyError(exec.message) : kvError('transactionAborted');
     }
     if (fixes) applyFixes(fixes, exec, undefined);
     return { replies: exec, token };
@@ -446,15 +431,15 @@ export class KvGateway {
 
   /** `ACL RESTTOKEN <user> <password>`: verifies the password with AUTH on a fresh connection. */
   private async restToken(args: Arg[]): Promise<Reply> {
-    if (!this.backend.up) throw new KvError('ERR database unavailable: redis-server is restarting, retry shortly', 503);
+    if (!this.backend.up) throw kvError('databaseRestarting');
     const user = String(args[2]);
     const password = String(args[3]);
     try {
       const c = await RedisConnection.connect(this.backend.endpoint, { user, password });
       c.close();
     } catch (err) {
-      if (err instanceof AuthFailedError) return new RespError(`ERR Wrong password or user "${user}" does not exist`);
-      throw mapError(err);
+      if (err instanceof KvError && err.code === 'aclAuthFailed') return new RespError(kvMessage('restTokenWrongPassword', user));
+      throw err;
     }
     return Buffer.from(this.tokens.mint(user, password));
   }
@@ -462,11 +447,7 @@ export class KvGateway {
   /** A new connection of its own for `id` (SSE streams); the caller closes it. */
   async dedicated(id: Identity): Promise<RedisConnection> {
     this.pool(id); // availability check
-    try {
-      return await RedisConnection.connect(this.backend.endpoint, this.userOf(id));
-    } catch (err) {
-      throw mapError(err);
-    }
+    return RedisConnection.connect(this.backend.endpoint, this.userOf(id));
   }
 
   /** Answers PING within 1 s. */
@@ -509,12 +490,4 @@ function withFix(cb: ReplyCallback, fix: (r: Reply) => Reply, wantRaw: boolean):
     }
     cb(err, reply, raw, token);
   };
-}
-
-/** Connection-level failures -> KvError (503, or 401 for an ACL user whose AUTH fails). */
-export function mapError(err: unknown): KvError {
-  if (err instanceof KvError) return err;
-  if (err instanceof AuthFailedError) return new KvError(err.message, 401);
-  if (err instanceof BackendUnavailableError) return new KvError(err.message, 503);
-  return new KvError(`ERR ${(err as Error).message}`, 500);
 }

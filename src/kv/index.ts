@@ -11,12 +11,12 @@
  * With 0 it serves everything itself, as before.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import { listenRaw } from '../http/raw.js';
 import { KvWorkers } from './cluster/workers.js';
-import { createKvFront } from './front.js';
+import { startingGate } from '../http/starting.js';
+import { createKvFront, type KvFront } from './front.js';
 import { KvGateway } from './gateway.js';
 import { KvMetrics } from './metrics.js';
 import { DailyQuota } from './quota.js';
@@ -35,9 +35,12 @@ export interface KvServer extends AreaServer {
 }
 
 /**
- * Creates the kv area: starts (or connects to) the database, loads its command table, and forks
- * the worker processes (`config.kv.workers`; resolves once they are ready).
- * @throws Error when redis-server cannot be started or the external database cannot be reached.
+ * Creates the kv area without touching stored state: its port's listening socket (a
+ * {@link startingGate}: 503 + `Retry-After` until loaded) and the database backend object. `start`
+ * (called once every area's port is bound, `src/main.ts`) starts (or connects to) the database,
+ * loads its command table, creates the workers' shared files and forks the worker processes
+ * (`config.kv.workers`; resolves once they are ready).
+ * `start` @throws Error when redis-server cannot be started or the external database cannot be reached.
  */
 export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   const { config, credentials, logger } = ctx;
@@ -47,63 +50,73 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   const tokens = new KvTokens(credentials);
   const quota = new DailyQuota(config.kv.dailyRequestLimit);
   const workerCount = Math.min(config.kv.workers, MAX_CLOCK_SLOTS - 1);
-  let clock: SharedSyncClock | undefined;
-  let aliases: AliasFile | undefined;
-  const clockFile = path.join(config.dataDir, 'kv', 'sync-clock');
-  const aliasFile = path.join(config.dataDir, 'kv', 'script-aliases');
-  if (workerCount > 0) {
-    fs.mkdirSync(path.dirname(clockFile), { recursive: true, mode: 0o700 });
-    SharedSyncClock.create(clockFile, workerCount + 1);
-    clock = SharedSyncClock.open(clockFile, workerCount, workerCount + 1);
-    AliasFile.create(aliasFile);
-    aliases = new AliasFile(aliasFile);
-  }
   const kvMetrics = new KvMetrics(ctx.metrics);
-  ctx.metrics.gauge('svc_kv_backend_up', 'kv database state: 1 up, 0 down (restarting or unreachable)').addReader(() => [[[], backend.up ? 1 : 0]]);
+  ctx.metrics.gauge('svc_kv_backend_up', 'kv database state: 1 up, 0 down (restarting or unreachable)').addReader(() => [[[], loaded && backend.up ? 1 : 0]]);
   if (backend instanceof SupervisedBackend) {
     const restarts = ctx.metrics.counter('svc_kv_redis_restarts_total', 'Restarts of the supervised redis-server after it died').labels();
     backend.onRestart = () => restarts.inc();
   }
-  const gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock, scriptAliases: aliases, backendRtt: kvMetrics.backendRtt });
-  await gateway.start();
-  const front = createKvFront(gateway, config, logger, kvMetrics);
-  let server: net.Server = front.server;
+  // the port's socket: every request is answered 503 until start() has loaded the database
+  const gate = startingGate('{"error":"ERR svc is starting: the database is not ready yet, retry shortly"}');
+  let loaded = false;
+  let gateway: KvGateway | undefined;
+  let front: KvFront | undefined;
   let workers: KvWorkers | undefined;
-  if (workerCount > 0) {
-    workers = new KvWorkers(workerCount, ctx, gateway, backend, quota, (socket) => front.accept(socket), clockFile, aliasFile);
-    const pool = workers;
-    // the primary only accepts: each connection goes, unread, to a worker
-    server = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => pool.dispatch(socket));
-    ctx.metrics.addSource(() => pool.collectMetrics());
-    try {
-      await workers.start();
-    } catch (err) {
-      await workers.close();
-      await gateway.close();
-      clock?.close();
-      aliases?.close();
-      throw err;
+  let clock: SharedSyncClock | undefined;
+  let aliases: AliasFile | undefined;
+  let starting: Promise<void> | undefined;
+  const release = async () => {
+    await workers?.close();
+    await front?.close();
+    await gateway?.close();
+    clock?.close();
+    aliases?.close();
+  };
+  const load = async () => {
+    const clockFile = path.join(config.dataDir, 'kv', 'sync-clock');
+    const aliasFile = path.join(config.dataDir, 'kv', 'script-aliases');
+    if (workerCount > 0) {
+      fs.mkdirSync(path.dirname(clockFile), { recursive: true, mode: 0o700 });
+      SharedSyncClock.create(clockFile, workerCount + 1);
+      clock = SharedSyncClock.open(clockFile, workerCount, workerCount + 1);
+      AliasFile.create(aliasFile);
+      aliases = new AliasFile(aliasFile);
     }
-  }
+    const gw = (gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock, scriptAliases: aliases, backendRtt: kvMetrics.backendRtt }));
+    await gw.start();
+    const f = (front = createKvFront(gw, config, logger, kvMetrics));
+    if (workerCount > 0) {
+      const pool = (workers = new KvWorkers(workerCount, ctx, gw, backend, quota, (socket) => f.accept(socket), clockFile, aliasFile));
+      ctx.metrics.addSource(() => pool.collectMetrics());
+      await pool.start();
+      // the primary only accepts: each connection goes, unread, to a worker
+      gate.open((socket) => pool.dispatch(socket));
+    } else gate.open((socket) => f.accept(socket));
+    loaded = true;
+  };
   let closing: Promise<void> | undefined;
   return {
-    gateway,
+    get gateway(): KvGateway {
+      if (!gateway) throw new Error('kv: not started');
+      return gateway;
+    },
     backend,
     workerPids: () => workers?.pids() ?? [],
-    listen: () => listenRaw(server, config.host, config.ports.kv),
-    ready: () => gateway.ping(),
+    listen: () => listenRaw(gate.server, config.host, config.ports.kv),
+    start: () =>
+      (starting ??= load().catch(async (err: unknown) => {
+        await release();
+        throw err;
+      })),
+    ready: () => loaded && gateway!.ping(),
     close: () =>
       (closing ??= (async () => {
-        // stop accepting; the accepting server's close completes once the workers' connections
-        // are gone (Node asks them over IPC), so it is awaited only after the workers exited
-        let accepting: Promise<void> | undefined;
-        if (workers && server.listening) accepting = new Promise<void>((resolve) => server.close(() => resolve()));
-        await workers?.close();
+        await starting?.catch(() => undefined);
+        // stop accepting; the accepting server's close completes once the connections it accepted
+        // are gone (for the workers' ones Node asks them over IPC), so it is awaited last
+        const accepting = gate.close();
+        await release();
         await accepting;
-        await front.close();
-        await gateway.close();
-        clock?.close();
-        aliases?.close();
       })()),
   };
 }

@@ -4,6 +4,7 @@
  * after every backend restart; {@link CommandPolicy.check} is the one function that decides whether
  * a command is forwarded, refused (with the error text) or handled by svc itself.
  */
+import { kvMessage, type KvErrorCode, type KvMessageArgs } from './errors.js';
 import { RespError, type Arg, type Reply } from './resp.js';
 
 /** One row of the table (from `COMMAND`): name lower-case, arity, flags, ACL categories. */
@@ -20,7 +21,7 @@ export type Verdict =
   | { kind: 'forward'; info: CommandInfo | undefined; write: boolean }
   | { kind: 'json' }
   | { kind: 'resttoken' }
-  | { kind: 'refuse'; error: string };
+  | { kind: 'refuse'; code: KvErrorCode; error: string };
 
 /** Commands refused for every token because they would hand over the host or the database process. */
 const FORBIDDEN = new Set(['shutdown', 'debug', 'module', 'replicaof', 'slaveof', 'sync', 'psync', 'failover', 'migrate']);
@@ -70,11 +71,6 @@ function parseRow(row: Reply): CommandInfo | undefined {
   return { name, arity: Number(row[1]), flags, categories, subcommands };
 }
 
-/** Redis's own arity error text. */
-export function arityError(name: string): string {
-  return `ERR wrong number of arguments for '${name}' command`;
-}
-
 /** Most cached verdicts (command names as sent, any case) before the cache starts over. */
 const VERDICT_CACHE_MAX = 1024;
 
@@ -117,10 +113,10 @@ export class CommandPolicy {
    * - `forward`: send to Redis (ACL still applies); `write` false only for commands flagged readonly.
    * - `json`: a JSON.* command to translate (library mode).
    * - `resttoken`: `ACL RESTTOKEN`, handled by svc.
-   * - `refuse`: never sent; `error` is the `{error}` text (status 400).
+   * - `refuse`: never sent; `code` is the catalogue error (`errors.ts`, status 400), `error` its text.
    */
   check(args: readonly Arg[]): Verdict {
-    if (args.length === 0) return { kind: 'refuse', error: 'ERR empty command' };
+    if (args.length === 0) return refuse('emptyCommand');
     const a0 = args[0];
     if (typeof a0 !== 'string') return this.decide(args, lower(a0));
     const hit = this.verdicts.get(a0);
@@ -140,33 +136,33 @@ export class CommandPolicy {
     if (name.startsWith('json.')) {
       if (this.jsonMode === 'native') return { kind: 'forward', info: this.table.get(name), write: true };
       if (this.jsonMode === 'library') return { kind: 'json' };
-      return { kind: 'refuse', error: `ERR Command is not supported by this server: '${name}' (JSON.* needs the RedisJSON module or svc's JSON library)` };
+      return refuse('jsonUnavailable', name);
     }
     const info = this.table.get(name);
-    if (FORBIDDEN.has(name)) return { kind: 'refuse', error: `ERR Command is not allowed: '${name}'` };
-    if (name in ENDPOINT_ONLY) return { kind: 'refuse', error: `ERR Command is not supported as a command: '${name}' (${ENDPOINT_ONLY[name]})` };
+    if (FORBIDDEN.has(name)) return refuse('commandNotAllowed', name);
+    if (name in ENDPOINT_ONLY) return refuse('endpointOnly', name, ENDPOINT_ONLY[name]);
     if (TRANSACTION.has(name)) {
-      return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (use the /multi-exec endpoint for transactions)` };
+      return refuse('transactionCommand', name);
     }
-    if (CLUSTER.has(name)) return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (cluster commands are not available)` };
+    if (CLUSTER.has(name)) return refuse('clusterCommand', name);
     if (info === undefined) return { kind: 'forward', info, write: true }; // Redis answers "unknown command"
     if ((info.categories.has('connection') || CONNECTION_REFUSED.has(name)) && !CONNECTION_ALLOWED.has(name)) {
-      return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (of the connection commands only PING and ECHO are)` };
+      return refuse('connectionCommand', name);
     }
     if (info.flags.has('blocking')) {
       if ((name === 'xread' || name === 'xreadgroup') && !hasBlockOption(args)) return { kind: 'forward', info, write: name === 'xreadgroup' };
-      return { kind: 'refuse', error: `ERR Command is not supported: '${name}' (blocking commands are not available over REST)` };
+      return refuse('blockingCommand', name);
     }
     if (info.subcommands.size && args.length > 1) {
       const sub = lower(args[1]);
-      if (FORBIDDEN_SUB.has(`${name}|${sub}`)) return { kind: 'refuse', error: `ERR Command is not allowed: '${name} ${sub}'` };
+      if (FORBIDDEN_SUB.has(`${name}|${sub}`)) return refuse('commandNotAllowed', `${name} ${sub}`);
       if (name === 'acl') {
-        if (sub === 'resttoken') return args.length === 4 ? { kind: 'resttoken' } : { kind: 'refuse', error: arityError('acl|resttoken') };
+        if (sub === 'resttoken') return args.length === 4 ? { kind: 'resttoken' } : refuse('wrongArity', 'acl|resttoken');
         if ((sub === 'setuser' || sub === 'deluser') && args.length > 2) {
           const targets = sub === 'setuser' ? [args[2]] : args.slice(2);
           for (const t of targets) {
             const u = typeof t === 'string' ? t : t.toString('utf8');
-            if (this.protectedUsers.has(u)) return { kind: 'refuse', error: `ERR ACL user '${u}' is managed by svc and cannot be changed` };
+            if (this.protectedUsers.has(u)) return refuse('protectedUser', u);
           }
         }
       }
@@ -183,6 +179,11 @@ export class CommandPolicy {
     if (name === 'scan' || name === 'keys') return false;
     return info.categories.has('read') && !info.categories.has('dangerous');
   }
+}
+
+/** The verdict refusing a command with catalogue error `code`. */
+function refuse<C extends KvErrorCode>(code: C, ...args: KvMessageArgs<C>): Verdict {
+  return { kind: 'refuse', code, error: kvMessage(code, ...args) };
 }
 
 function hasBlockOption(args: readonly Arg[]): boolean {

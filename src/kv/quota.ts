@@ -12,7 +12,7 @@
  * number of workers; within the last `4 x workers` commands leases are exact). A lease is lost when
  * its worker dies or the UTC day changes.
  */
-import { KvError } from './errors.js';
+import { kvError, type KvError } from './errors.js';
 
 /** Largest lease a worker takes at once, in commands. */
 export const LEASE_MAX = 1000;
@@ -22,14 +22,9 @@ export function utcDay(now = Date.now()): number {
   return Math.floor(now / 86_400_000);
 }
 
-/** The error of a request past the limit (status 400). */
-export function limitError(limit: number, usage: number): KvError {
-  return new KvError(`ERR max daily request limit exceeded. Limit: ${limit}, Usage: ${usage}`, 400);
-}
-
 /**
  * Takes quota for requests. `take(n)` answers `undefined` (allowed, counted), a {@link KvError}
- * (refused: over the limit), or a Promise of either when the answer needs the primary process.
+ * (refused: `dailyLimitExceeded`, or `dailyLimitUnavailable` when a worker cannot reach the primary), or a Promise of either when the answer needs the primary process.
  */
 export interface Quota {
   take(n: number): KvError | undefined | Promise<KvError | undefined>;
@@ -63,7 +58,7 @@ export class DailyQuota implements Quota {
   take(n: number): KvError | undefined {
     if (this.limit <= 0) return undefined;
     this.roll();
-    if (this.used + n > this.limit) return limitError(this.limit, this.used);
+    if (this.used + n > this.limit) return kvError('dailyLimitExceeded', this.limit, this.used);
     this.used += n;
     return undefined;
   }
@@ -120,11 +115,11 @@ export class LeasedQuota implements Quota {
     return this.request(n - this.left).then(
       (r) => {
         this.add(r);
-        if (this.left < n) return limitError(this.limit, r.usage);
+        if (this.left < n) return kvError('dailyLimitExceeded', this.limit, r.usage);
         this.left -= n;
         return undefined;
       },
-      (err: Error) => new KvError(`ERR daily request limit unavailable: ${err.message}`, 503),
+      (err: Error) => kvError('dailyLimitUnavailable', err.message),
     );
   }
 

@@ -3,10 +3,8 @@
  * percent-decoded path segments, query-string arguments in order (`_token` excluded), and JSON
  * array bodies (numbers and booleans stringified as the SDK sends them).
  */
+import { kvError } from './errors.js';
 import type { Arg } from './resp.js';
-
-/** A request input error: answered 400 with `message`. */
-export class RequestError extends Error {}
 
 /** Percent-decodes one URL piece to an argument; invalid UTF-8 stays binary (a Buffer). */
 export function decodePiece(s: string, plusIsSpace = false): Arg {
@@ -57,7 +55,7 @@ export function queryArgs(query: string): Arg[] {
   return out;
 }
 
-/** One JSON value of a command array as an argument. @throws RequestError for other types */
+/** One JSON value of a command array as an argument. @throws KvError `invalidArgument` for other types */
 function toArg(v: unknown, i: number): Arg {
   switch (typeof v) {
     case 'string':
@@ -66,32 +64,32 @@ function toArg(v: unknown, i: number): Arg {
     case 'boolean':
       return String(v);
     default:
-      throw new RequestError(`ERR invalid command: argument ${i} must be a string, number or boolean, got ${v === null ? 'null' : typeof v}`);
+      throw kvError('invalidArgument', i, v === null ? 'null' : typeof v);
   }
 }
 
-/** `["SET","k",1]` -> args. @throws RequestError */
+/** `["SET","k",1]` -> args. @throws KvError `invalidCommand`, `emptyCommand`, `invalidArgument` */
 export function commandFromJson(v: unknown): Arg[] {
-  if (!Array.isArray(v)) throw new RequestError('ERR invalid command: expected a JSON array of a command name and its arguments');
-  if (v.length === 0) throw new RequestError('ERR empty command');
+  if (!Array.isArray(v)) throw kvError('invalidCommand');
+  if (v.length === 0) throw kvError('emptyCommand');
   // converted in place: the parsed array is ours (hot path: no copy)
   for (let i = 0; i < v.length; i++) if (typeof v[i] !== 'string') v[i] = toArg(v[i], i);
   return v as Arg[];
 }
 
-/** `[["SET","k",1],["GET","k"]]` -> commands. @throws RequestError */
+/** `[["SET","k",1],["GET","k"]]` -> commands. @throws KvError `invalidPipeline`, `emptyPipeline`, or those of {@link commandFromJson} */
 export function commandsFromJson(v: unknown): Arg[][] {
-  if (!Array.isArray(v)) throw new RequestError('ERR invalid request: expected a two-dimensional JSON array of commands');
-  if (v.length === 0) throw new RequestError('ERR empty pipeline: expected at least one command');
+  if (!Array.isArray(v)) throw kvError('invalidPipeline');
+  if (v.length === 0) throw kvError('emptyPipeline');
   return v.map(commandFromJson);
 }
 
-/** Parses a JSON body. @throws RequestError on missing or malformed JSON */
+/** Parses a JSON body. @throws KvError `missingBody`, `invalidJson` */
 export function parseJsonBody(body: unknown): unknown {
-  if (!Buffer.isBuffer(body) || body.length === 0) throw new RequestError('ERR missing request body: expected a JSON array');
+  if (!Buffer.isBuffer(body) || body.length === 0) throw kvError('missingBody');
   try {
     return JSON.parse(body.toString('utf8'));
   } catch (err) {
-    throw new RequestError(`ERR invalid JSON body: ${(err as Error).message}`);
+    throw kvError('invalidJson', (err as Error).message);
   }
 }

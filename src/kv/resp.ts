@@ -10,6 +10,8 @@
  * - null bulk / array    -> `null`
  * - array `*2 ...`       -> `Reply[]`
  */
+import { kvError } from './errors.js';
+
 
 /** A RESP simple string (`+PONG`). */
 export class SimpleString {
@@ -31,8 +33,6 @@ const PONG = new SimpleString('PONG');
 /** A command argument: strings are sent as UTF-8, Buffers as they are. */
 export type Arg = string | Buffer;
 
-/** Thrown by {@link RespParser.feed} when the stream is not valid RESP2 (the connection must close). */
-export class RespProtocolError extends Error {}
 
 interface Frame {
   arr: Reply[];
@@ -67,7 +67,7 @@ export class RespParser {
     private readonly wantRaw: () => boolean = () => false,
   ) {}
 
-  /** Parses as much of `chunk` (plus any leftover) as possible. @throws RespProtocolError */
+  /** Parses as much of `chunk` (plus any leftover) as possible. @throws KvError `databaseProtocolError` (the stream is not valid RESP2: the connection must close) */
   feed(chunk: Buffer): void {
     if (this.bulk) {
       const need = this.bulk.length - this.bulkFilled;
@@ -127,7 +127,7 @@ export class RespParser {
       const type = buf[start];
       const eol = buf.indexOf(13, start + 1);
       if (eol < 0 || eol + 1 >= len) return; // incomplete line: wait for more
-      if (buf[eol + 1] !== 10) throw new RespProtocolError('expected CRLF');
+      if (buf[eol + 1] !== 10) throw kvError('databaseProtocolError', 'expected CRLF');
       let value: Reply;
       switch (type) {
         case 43: /* + */ {
@@ -178,7 +178,7 @@ export class RespParser {
           break;
         }
         default:
-          throw new RespProtocolError(`unexpected RESP type byte ${type}`);
+          throw kvError('databaseProtocolError', `unexpected RESP type byte ${type}`);
       }
       if (this.push(value)) this.finish();
     }
@@ -220,7 +220,7 @@ function parseLength(buf: Buffer, from: number, to: number): number {
   let n = 0;
   for (let i = from; i < to; i++) {
     const c = buf[i] - 48;
-    if (c < 0 || c > 9) throw new RespProtocolError('bad length');
+    if (c < 0 || c > 9) throw kvError('databaseProtocolError', 'bad length');
     n = n * 10 + c;
   }
   return n;

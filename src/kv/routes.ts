@@ -6,19 +6,19 @@
  * cost of the framework alone was above the whole budget of webdis's throughput (measurements in
  * `docs/readme/kv-perf.md`).
  *
- * Status codes: 200; 204 (CORS preflight); 400 (syntax, refused/unsupported command, Redis error,
- * bad format header, request too large, daily limit); 401 (token); 404 (a request target that is
- * not a path); 405 (method); 500 (unexpected); 503 (database down, fast).
+ * Status codes: 200; 204 (CORS preflight); otherwise the catalogued errors of `errors.ts` (400
+ * syntax, refused command, Redis error, format header, size, daily limit; 401 token; 404 a request
+ * target that is not a path; 405 method; 500 unexpected; 503 database down or a temporary Redis
+ * condition, with `Retry-After`).
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
 import { rawRequestToken, readBody } from '../http/raw.js';
 import { errorJson, itemJson, itemsJson } from './encode.js';
-import { isTemporaryRedisError, RETRY_AFTER_SECONDS } from './errors.js';
-import { KvError, mapError, type KvGateway } from './gateway.js';
+import { errorAnswer, isTemporaryRedisError, KV_ERRORS, kvError, kvMessage, RETRY_AFTER_SECONDS, type KvErrorCode, type KvMessageArgs } from './errors.js';
+import type { KvGateway } from './gateway.js';
 import type { KvMetrics } from './metrics.js';
-import { AuthFailedError, BackendUnavailableError } from './redis/connection.js';
-import { commandFromJson, commandsFromJson, parseJsonBody, pathSegments, queryArgs, RequestError } from './request.js';
+import { commandFromJson, commandsFromJson, parseJsonBody, pathSegments, queryArgs } from './request.js';
 import { encodeError, RespError, type Arg, type Reply } from './resp.js';
 import { openStream } from './sse.js';
 import type { Identity } from './tokens.js';
@@ -90,9 +90,14 @@ function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, 
   out.send(status, type, body, status === 503 ? `${headers}retry-after: ${RETRY_AFTER_SECONDS}\r\n` : headers);
 }
 
-/** Status of a single command's reply: 200, 503 for a temporary Redis condition, else 400 for an error. */
+/** Answers catalogue error `code` (`{"error": ...}` with its status). */
+function sendError<C extends KvErrorCode>(out: KvOut, gw: KvGateway, code: C, ...args: KvMessageArgs<C>): void {
+  send(out, gw, KV_ERRORS[code].status, errorJson(kvMessage(code, ...args)));
+}
+
+/** Status of a single command's reply: 200, else that of `redisTemporary` (503) or `redisError` (400). */
 function replyStatus(r: Reply): number {
-  return r instanceof RespError ? (isTemporaryRedisError(r.message) ? 503 : 400) : 200;
+  return r instanceof RespError ? (isTemporaryRedisError(r.message) ? KV_ERRORS.redisTemporary.status : KV_ERRORS.redisError.status) : 200;
 }
 
 /**
@@ -117,7 +122,7 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 /**
  * Output format from `Svc-Encoding` / `Svc-Response-Format` (and their `Upstash-` aliases; `Svc-`
  * wins). The public docs misspell the header
- * "Upstash-Reponse-Format"; that spelling is accepted too. @throws RequestError
+ * "Upstash-Reponse-Format"; that spelling is accepted too. @throws KvError `invalidResponseFormat`, `resp2WithBase64`
  */
 function formatOf(h: IncomingHttpHeaders): Format {
   const enc = header(h, 'svc-encoding') ?? header(h, 'upstash-encoding');
@@ -127,8 +132,8 @@ function formatOf(h: IncomingHttpHeaders): Format {
   if (fmt === undefined) return b64 ? JSON_B64 : JSON_PLAIN;
   const f = fmt.trim().toLowerCase();
   if (f === 'json') return b64 ? JSON_B64 : JSON_PLAIN;
-  if (f !== 'resp2') throw new RequestError(`ERR invalid response format '${fmt}': expected json or resp2`);
-  if (b64) throw new RequestError('ERR resp2 response format cannot be combined with base64 encoding');
+  if (f !== 'resp2') throw kvError('invalidResponseFormat', fmt);
+  if (b64) throw kvError('resp2WithBase64');
   return RESP2;
 }
 
@@ -164,9 +169,9 @@ export function createKvHandler(gw: KvGateway, opts: KvHandlerOptions, core: KvC
         res.end();
         return;
       }
-      return send(nodeOut(res), gw, 405, errorJson(`ERR method ${method} not allowed`));
+      return sendError(nodeOut(res), gw, 'methodNotAllowed', String(method));
     }
-    if (url.charCodeAt(0) !== 47 /* / */) return send(nodeOut(res), gw, 404, errorJson('ERR not found'));
+    if (url.charCodeAt(0) !== 47 /* / */) return sendError(nodeOut(res), gw, 'notFound');
     const h = req.headers;
     const stream = { req, res, streams };
     if (method === 'GET' || method === 'HEAD' || !hasBody(h)) return core.handle(h, url, undefined, nodeOut(res), stream);
@@ -174,7 +179,7 @@ export function createKvHandler(gw: KvGateway, opts: KvHandlerOptions, core: KvC
       if (err === 'aborted') return;
       if (err === 'too-large') {
         res.shouldKeepAlive = false; // the rest of the body is not read
-        return send(nodeOut(res), gw, 400, errorJson('ERR max request size exceeded'));
+        return sendError(nodeOut(res), gw, 'requestTooLarge');
       }
       core.handle(h, url, body, nodeOut(res), stream);
     });
@@ -229,14 +234,9 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
   /** Answers a failed request whose `commands` commands did not run. */
   const fail = (out: KvOut, err: unknown, commands = 1): void => {
     rejected.inc(commands);
-    if (err instanceof RequestError) return send(out, gw, 400, errorJson(err.message));
-    if (err instanceof KvError) return send(out, gw, err.status, errorJson(err.message));
-    if (err instanceof AuthFailedError || err instanceof BackendUnavailableError) {
-      const e = mapError(err);
-      return send(out, gw, e.status, errorJson(e.message));
-    }
-    logger.error({ err }, 'kv: unexpected error');
-    send(out, gw, 500, errorJson(`ERR internal error: ${(err as Error).message}`));
+    const answer = errorAnswer(err);
+    if (answer.log) logger.error({ err }, 'kv: unexpected error');
+    send(out, gw, answer.status, errorJson(answer.message));
   };
 
   const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined, token: string | undefined): void => {
@@ -254,7 +254,7 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
     gw.pipeline(id, cmds, fmt.resp2).then(({ replies, raws, token }) => {
       countReplies(replies);
       const busy = temporaryPipelineError(replies);
-      if (busy) return send(out, gw, 503, errorJson(busy.message));
+      if (busy) return sendError(out, gw, 'redisTemporary', busy.message);
       if (!fmt.resp2) return send(out, gw, 200, itemsJson(replies, fmt.b64), JSON_TYPE, token);
       const parts = replies.map((r, i) => raws?.[i] ?? encodeError(r instanceof RespError ? r.message : 'ERR no reply'));
       send(out, gw, 200, Buffer.concat(parts), RAW_TYPE, token);
@@ -273,7 +273,7 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
 
   /** Opens an SSE stream (Node server only). */
   const stream = (ctx: StreamContext | undefined, out: KvOut, id: Identity, kind: 'monitor' | 'subscribe' | 'psubscribe', target: string | undefined): void => {
-    if (!ctx) return send(out, gw, 400, errorJson('ERR streams are not served on this connection'));
+    if (!ctx) return sendError(out, gw, 'streamUnavailable');
     openStream(ctx.req, ctx.res, gw, id, kind, target, ctx.streams, logger).catch((err: unknown) => fail(out, err));
   };
 
@@ -282,7 +282,7 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
     const path = qi < 0 ? url : url.slice(0, qi);
     const fmt = formatOf(headers);
     if (path === '/') {
-      if (body === undefined) throw new RequestError('ERR no command: send a JSON array body or put the command in the path');
+      if (body === undefined) throw kvError('noCommand');
       return single(out, id, commandFromJson(parseJsonBody(body)), fmt);
     }
     const segs = pathSegments(path);
@@ -308,7 +308,7 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
       const id = gw.tokens.resolve(rawRequestToken(headers, qi < 0 ? undefined : url.slice(qi + 1), TOKEN_QUERY));
       if (!id) {
         rejected.inc();
-        return send(out, gw, 401, errorJson('WRONGPASS invalid or missing auth token'));
+        return sendError(out, gw, 'unauthorized');
       }
       try {
         dispatch(headers, out, id, url, qi, body, ctx);

@@ -10,7 +10,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { startRawSse, type SseOutputLimit } from '../http/raw.js';
 import type { Logger } from '../logger.js';
-import { KvError, type KvGateway } from './gateway.js';
+import { redisReplyError } from './errors.js';
+import type { KvGateway } from './gateway.js';
 import { decodePiece } from './request.js';
 import { RespError, SimpleString, type Reply } from './resp.js';
 import type { Identity } from './tokens.js';
@@ -68,11 +69,11 @@ export async function openStream(
     first = await conn.send(kind === 'monitor' ? ['MONITOR'] : [kind.toUpperCase(), target!]);
   } catch (err) {
     conn.close();
-    throw err instanceof KvError ? err : new KvError((err as Error).message, 503);
+    throw err;
   }
   if (first instanceof RespError) {
     conn.close();
-    throw new KvError(first.message, 400);
+    throw redisReplyError(first.message);
   }
   if (res.destroyed || req.socket?.destroyed) {
     conn.close(); // the client left while we were subscribing

@@ -3,7 +3,7 @@
  * `_RO` forms) that runs longer than `SVC_KV_SCRIPT_TIMEOUT_MS` ms (default 5000) is killed with
  * `SCRIPT KILL` (or `FUNCTION KILL`) sent on a side connection, so one `EVAL "while true do end" 0`
  * cannot make every other request answer `BUSY` until someone kills it by hand. The caller of the
- * killed script gets {@link killedMessage} (400).
+ * killed script gets the catalogue's `scriptKilled` error (400, `errors.ts`).
  *
  * Redis only reads the kill once the script has run `busy-reply-threshold` ms (it does not serve
  * other connections before); svc sets that threshold to the same limit on the redis-server it
@@ -11,6 +11,7 @@
  * other commands) is tried again one limit later while the request is still unanswered. A script
  * that already wrote cannot be killed (`UNKILLABLE`): Redis keeps answering `BUSY` (503) until it ends.
  */
+import { kvMessage } from './errors.js';
 import { RespError, type Reply } from './resp.js';
 
 /** Names (lower case, as `COMMAND` lists them) of the commands that run a script or a function. */
@@ -18,11 +19,6 @@ export const SCRIPT_RUNNERS: ReadonlySet<string> = new Set(['eval', 'evalsha', '
 
 /** Sends one kill command (`['SCRIPT', 'KILL']` / `['FUNCTION', 'KILL']`) on a side connection; resolves to Redis's reply. */
 export type KillSender = (cmd: string[]) => Promise<Reply>;
-
-/** The error text a caller gets for a script svc killed. */
-export function killedMessage(limitMs: number): string {
-  return `ERR script killed by svc: it ran longer than ${limitMs} ms (SVC_KV_SCRIPT_TIMEOUT_MS)`;
-}
 
 /** One watched request (returned by {@link ScriptWatchdog.start}). */
 export interface Watch {
@@ -61,13 +57,13 @@ export class ScriptWatchdog {
 
   /**
    * Stops watching. Returns the reply to give the caller: a script-killed error becomes
-   * {@link killedMessage} when this watchdog killed it.
+   * `scriptKilled` when this watchdog killed it.
    */
   end(w: Watch | undefined, reply: Reply): Reply {
     if (w === undefined) return reply;
     w.done = true;
     if (w.timer) clearTimeout(w.timer);
-    if (w.killed && reply instanceof RespError && /killed by user/i.test(reply.message)) return new RespError(killedMessage(this.limitMs));
+    if (w.killed && reply instanceof RespError && /killed by user/i.test(reply.message)) return new RespError(kvMessage('scriptKilled', this.limitMs));
     return reply;
   }
 

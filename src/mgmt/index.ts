@@ -35,6 +35,7 @@ async function buildApp(ctx: AreaContext): Promise<{ app: FastifyInstance; conso
       req.log.error({ err }, 'management API: request failed');
       return sendError(reply, 'internal');
     }
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendError(reply, 'bodyTooLarge');
     return reply.code(status).type('application/json; charset=utf-8').send({ error: err.message });
   });
   app.setNotFoundHandler((_req, reply) => sendError(reply, 'notFound'));

@@ -29,6 +29,20 @@ function secret(reply: FastifyReply, body: object): FastifyReply {
   return reply.header('Cache-Control', 'no-store').send(body);
 }
 
+/**
+ * Answers a rotation once the credential store's listeners are done (the queue writes its
+ * credentials to the database its nodes share); 503 `notShared` when that write failed.
+ */
+async function rotated(ctx: AreaContext, reply: FastifyReply, body: object): Promise<FastifyReply> {
+  try {
+    await ctx.credentials.settled();
+  } catch (err) {
+    ctx.logger.warn({ err }, 'management API: a rotated credential could not be written to the shared database yet');
+    return sendError(reply, 'notShared');
+  }
+  return secret(reply, body);
+}
+
 /** Registers every management route on `app` (auth is added separately, see `auth.ts`). */
 export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   const store = ctx.credentials;
@@ -38,13 +52,13 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   app.post('/v2/credentials/queue/token/rotate', async (_req, reply) => {
     const r = rotateQueueToken(store);
     ctx.logger.info({ credential: 'queue.token' }, 'management API: queue token rotated');
-    return secret(reply, r);
+    return rotated(ctx, reply, r);
   });
 
   app.post('/v2/credentials/queue/signing-keys/rotate', async (_req, reply) => {
     const r = rotateQueueSigningKeys(store);
     ctx.logger.info({ credential: 'queue signing keys' }, 'management API: signing keys rotated');
-    return secret(reply, r);
+    return rotated(ctx, reply, r);
   });
 
   app.post('/v2/credentials/kv/reset-password', async (_req, reply) => {
@@ -75,7 +89,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
       if (token !== undefined) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
         if (!m || !constantTimeEqual(m[1], token)) {
-          return reply.code(401).header('WWW-Authenticate', 'Bearer realm="svc metrics"').send({ error: 'missing or wrong bearer token (SVC_METRICS_TOKEN)' });
+          return sendError(reply, 'metricsUnauthorized');
         }
       }
       const text = await metrics.text();

@@ -4,8 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { randomChunk } from './random.js';
-import { workflowCallbackBody, workflowCallbackExtra, workflowCallbackFields } from './workflows/callback-fields.js';
-import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage } from './model.js';
+import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage, WorkflowMessageInfo, WorkflowPublishInfo } from './model.js';
 
 /**
  * A message id: `msg_` + 27 base64url characters (id shapes) encoding 20 bytes:
@@ -39,7 +38,7 @@ export function buildMessage(
   target: Target,
   body: Buffer,
   now: number,
-  extra: { kind?: MessageKind; callerIp?: string; extra?: Record<string, unknown> } = {},
+  extra: { kind?: MessageKind; callerIp?: string; workflow?: WorkflowMessageInfo; workflowPublish?: WorkflowPublishInfo } = {},
 ): NewMessage {
   const dueAt = opts.notBefore ?? (opts.delayMs ? now + opts.delayMs : now);
   let dedupKey: string | undefined;
@@ -75,13 +74,28 @@ export function buildMessage(
     scheduleId: target.scheduleId,
     flowControlKey: opts.flowControlKey,
     flowControl: opts.flowControl,
-    extra: extra.extra,
+    workflow: extra.workflow,
+    workflowPublish: extra.workflowPublish,
     dedupKey,
   };
 }
 
-/** The callback payload of (failure callbacks add `dlqId`). */
-export function callbackPayload(m: StoredMessage, outcome: AttemptOutcome, dlqId?: string): Record<string, unknown> {
+/**
+ * What a feature that owns some messages adds to the callback and failure-callback messages they
+ * spawn (the workflow engine: `workflows/callback-fields.ts`). Registered with the dispatcher
+ * (`DispatcherOptions.callbacks`), so the message builder never imports the feature.
+ */
+export interface CallbackHooks {
+  /** Extra fields of the callback payload of `m` (`{}` for none). */
+  fields(m: StoredMessage): Record<string, unknown>;
+  /** The body of the `kind` callback message of `m`, given its JSON payload (`payload` unchanged for none). */
+  body(m: StoredMessage, kind: 'callback' | 'failure_callback', payload: Buffer): Buffer;
+  /** The workflow run the `kind` callback message of `m` belongs to (undefined for none). */
+  workflow(m: StoredMessage, kind: 'callback' | 'failure_callback'): WorkflowMessageInfo | undefined;
+}
+
+/** The callback payload of `m`'s attempt `outcome` (failure callbacks add `dlqId`). */
+export function callbackPayload(m: StoredMessage, outcome: AttemptOutcome, dlqId?: string, hooks?: CallbackHooks): Record<string, unknown> {
   const sourceHeader: Record<string, string[]> = m.headers;
   return {
     status: outcome.status ?? 0,
@@ -101,7 +115,7 @@ export function callbackPayload(m: StoredMessage, outcome: AttemptOutcome, dlqId
     createdAt: String(m.createdAt),
     scheduleId: m.scheduleId,
     callerIP: m.callerIp,
-    ...workflowCallbackFields(m), // workflow runs: initial payload as sourceBody, run id
+    ...hooks?.fields(m), // workflow runs: initial payload as sourceBody, run id
     ...(dlqId !== undefined ? { dlqId } : {}),
   };
 }
@@ -110,7 +124,7 @@ const DEFAULT_CALLBACK_OPTIONS = (m: StoredMessage): PublishOptions => ({ method
 
 /**
  * The callback (`kind` 'callback', to `m.callback`) or failure-callback message for attempt
- * `outcome` of `m`; undefined when `m` has none configured.
+ * `outcome` of `m`, with what `hooks` add; undefined when `m` has none configured.
  */
 export function buildCallback(
   m: StoredMessage,
@@ -118,13 +132,15 @@ export function buildCallback(
   outcome: AttemptOutcome,
   now: number,
   dlqId?: string,
+  hooks?: CallbackHooks,
 ): NewMessage | undefined {
   const url = kind === 'callback' ? m.callback : m.failureCallback;
   if (!url) return undefined;
   const opts = (kind === 'callback' ? m.callbackOptions : m.failureCallbackOptions) ?? DEFAULT_CALLBACK_OPTIONS(m);
   const headers = { ...opts.headers };
   if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) headers['Content-Type'] = ['application/json'];
-  const body = workflowCallbackBody(m, kind, Buffer.from(JSON.stringify(callbackPayload(m, outcome, dlqId))));
+  const payload = Buffer.from(JSON.stringify(callbackPayload(m, outcome, dlqId, hooks)));
+  const body = hooks ? hooks.body(m, kind, payload) : payload;
   return buildMessage(
     { ...opts, headers, deduplicationId: undefined, contentBasedDeduplication: false },
     // queueName kept: a queue's slot stays taken until the callbacks of its message are done
@@ -132,6 +148,6 @@ export function buildCallback(
     { url, topicName: undefined, queueName: m.queueName, scheduleId: m.scheduleId },
     body,
     now,
-    { kind, callerIp: m.callerIp, extra: workflowCallbackExtra(m, kind) },
+    { kind, callerIp: m.callerIp, workflow: hooks?.workflow(m, kind) },
   );
 }

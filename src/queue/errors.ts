@@ -1,36 +1,206 @@
 /**
- * The queue area's error catalogue: every error the API answers with, its status,
- * and the wire body `{"error": "<message>"}` (OpenAPI `Error`).
+ * The queue area's error catalogue: every error the API answers with, once, with its HTTP status
+ * and the text of the wire body `{"error": "<message>"}` (OpenAPI `Error`). The official
+ * `@upstash/qstash` and `@upstash/workflow` SDKs read the status (404 ends a workflow's step
+ * lookup, 400 ends a step append to a finished run, 412 is non-retryable) and show the body's
+ * text to the user; svc's tests match some texts, so a text here is a wire contract.
+ *
+ * Callers throw {@link queueError}`(code, ...args)`; {@link errorAnswer} is the one mapping of a
+ * thrown value to the answer (status, text, `Retry-After`). `docs/readme/queue.md` ("Errors")
+ * lists every code; `test/errors-docs.test.ts` keeps the two in step.
  */
 import { isDiskFull } from '../disk-full.js';
 
+/** One catalogue entry: HTTP status and the error text (or a builder of it). */
+interface Entry {
+  status: number;
+  message: string | ((...args: never[]) => string);
+}
+
+/** A 400 for a malformed `Upstash-<name>` header: the value and the expected form are named. */
+function header(name: string, expected: string) {
+  return { status: 400, message: (value: string) => `invalid Upstash-${name} header ${JSON.stringify(value)}: ${expected}` } as const;
+}
+
+/** A 400 for a destination that is not one: the URL and `why` are named. */
+function destination(why: string) {
+  return { status: 400, message: (dest: string) => `invalid destination url ${JSON.stringify(dest)}: ${why}` } as const;
+}
+
+/** A 404 for `<what> <id> not found`. */
+function notFound(what: string) {
+  return { status: 404, message: (id: string) => `${what} ${id} not found` } as const;
+}
+
+export const QUEUE_ERRORS = {
+  // --- every route
+  /** Missing or wrong token (`Authorization: Bearer` or `?qstash_token=`). */
+  unauthorized: { status: 401, message: 'unauthorized' },
+  /** A path or method no route serves. */
+  routeNotFound: { status: 404, message: (method: string, path: string) => `route ${method} ${path} not found` },
+  /** A request body over the HTTP limit (`SVC_QUEUE_MAX_MESSAGE_BYTES` plus headroom for batches). */
+  bodyTooLarge: { status: 413, message: (limit: number) => `request body exceeds the limit of ${limit} bytes` },
+  /** A body that must be JSON and is not. */
+  invalidJson: { status: 400, message: (why: string) => `invalid JSON body: ${why}` },
+  /** The disk holding the queue is full: nothing was stored (with `Retry-After`). */
+  diskFull: {
+    status: 507,
+    message: (code: string) => `insufficient storage: the disk holding the queue is full (${code}); nothing was stored, retry once space is freed`,
+  },
+  /** The PostgreSQL store cannot reach its database: nothing was acknowledged (with `Retry-After`). */
+  storeUnavailable: { status: 503, message: 'the queue database is unavailable; nothing was acknowledged, retry shortly' },
+  /** An unexpected failure (logged). */
+  internal: { status: 500, message: 'internal error' },
+
+  // --- publish: destination, size, headers
+  missingDestination: destination('missing'),
+  destinationNotUrl: destination('not an absolute URL'),
+  destinationScheme: destination('only http and https are supported'),
+  unknownDestination: destination('not an http(s) URL and no URL group of that name exists'),
+  invalidWorkflowUrl: destination('expected the workflow endpoint URL (http or https)'),
+  /** A destination or callback URL on a private address while `SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS` is on. */
+  privateDestination: {
+    status: 400,
+    message: (what: string, url: string, why: string) =>
+      `${what} ${JSON.stringify(url)} refused: ${why}; this server refuses loopback and private addresses (SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS)`,
+  },
+  /** A message body over `SVC_QUEUE_MAX_MESSAGE_BYTES`. */
+  messageTooLarge: { status: 413, message: (size: number, max: number) => `message size ${size} bytes exceeds the limit of ${max} bytes` },
+  invalidMethod: header('Method', 'expected GET, POST, PUT, PATCH or DELETE'),
+  invalidNotBefore: header('Not-Before', 'expected unix seconds'),
+  invalidDelay: header('Delay', 'expected a duration such as 10s, 5m, 2h, 1d or 1d10h30m'),
+  invalidRetries: header('Retries', 'expected an integer from 0 to 100'),
+  invalidTimeout: header('Timeout', 'expected a positive duration up to 2h, such as 30s or 5m'),
+  invalidRedactFields: header('Redact-Fields', 'expected a comma list of body, header, header[Name]'),
+  invalidScheduleId: header('Schedule-Id', 'expected 1 to 256 characters'),
+  /** `Upstash-Retry-Delay` that is not an expression of `retried` (`why` names the problem). */
+  invalidRetryDelay: { status: 400, message: (value: string, why: string) => `invalid Upstash-Retry-Delay header ${JSON.stringify(value)}: ${why}` },
+  /** `Upstash-Callback` / `Upstash-Failure-Callback` that is not an absolute http(s) URL. */
+  invalidCallbackUrl: {
+    status: 400,
+    message: (name: string, url: string) => `invalid Upstash-${name} header ${JSON.stringify(url)}: expected an absolute http(s) URL`,
+  },
+  /** `Upstash-Flow-Control-Value` that is neither `rate=X`, `parallelism=Y` nor both. */
+  invalidFlowControlValue: { status: 400, message: 'Upstash-Flow-Control-Value should be either rate=X or parallelism=Y, or both as comma-separated values' },
+  invalidFlowControlPeriod: { status: 400, message: (value: string) => `invalid flow control period ${JSON.stringify(value)}` },
+  invalidFlowControlNumber: { status: 400, message: (name: string, value: string) => `invalid flow control ${name} ${JSON.stringify(value)}` },
+  flowControlKeyRequired: { status: 400, message: 'Upstash-Flow-Control-Value needs a flow control key (Upstash-Flow-Control-Key)' },
+  flowControlValueRequired: { status: 400, message: 'Upstash-Flow-Control-Key needs a value (Upstash-Flow-Control-Value)' },
+
+  // --- batch publish
+  batchNotArray: { status: 400, message: 'batch body must be a JSON array of {destination, headers?, body?}' },
+  batchEntryNotObject: { status: 400, message: (i: number) => `batch entry ${i} must be an object` },
+  batchEntryDestination: { status: 400, message: (i: number) => `batch entry ${i}: "destination" must be a non-empty string` },
+  batchEntryBody: { status: 400, message: (i: number) => `batch entry ${i}: "body" must be a string` },
+  batchEntryQueue: { status: 400, message: (i: number) => `batch entry ${i}: "queue" must be a queue name (letters, digits, '-', '_', '.')` },
+  batchEntryHeaders: { status: 400, message: 'batch entry "headers" must be an object of strings' },
+  batchEntryHeader: { status: 400, message: (name: string) => `batch entry header ${JSON.stringify(name)} must be a string` },
+
+  // --- names, URL groups, queues, schedules, flow control
+  /** A URL group or queue name outside `[A-Za-z0-9_.-]`. */
+  invalidName: {
+    status: 400,
+    message: (kind: string, name: string) => `invalid ${kind} name ${JSON.stringify(name)}: only letters, digits, '-', '_' and '.' are allowed`,
+  },
+  endpointsNotArray: { status: 400, message: '"endpoints" must be a non-empty array of {url, name?}' },
+  endpointNotObject: { status: 400, message: (i: number) => `endpoints[${i}] must be an object` },
+  endpointUrlType: { status: 400, message: (i: number) => `endpoints[${i}].url must be a string` },
+  endpointNameType: { status: 400, message: (i: number) => `endpoints[${i}].name must be a string` },
+  endpointUrlRequired: { status: 400, message: (i: number) => `endpoints[${i}].url is required` },
+  endpointNeedsUrlOrName: { status: 400, message: (i: number) => `endpoints[${i}] needs a url or a name` },
+  enqueuePath: { status: 400, message: 'expected /v2/enqueue/{queueName}/{destination}' },
+  queueNameEncoding: { status: 400, message: (raw: string) => `invalid queue name ${JSON.stringify(raw)}: malformed percent-encoding` },
+  queueNameRequired: { status: 400, message: '"queueName" must be a non-empty string' },
+  invalidParallelism: { status: 400, message: (max: number) => `"parallelism" must be an integer from 1 to ${max}` },
+  pausedNotBoolean: { status: 400, message: '"paused" must be a boolean' },
+  cronRequired: { status: 400, message: 'the Upstash-Cron header is required' },
+  /** `Upstash-Cron` that does not parse (`why`: field count, bad field, unknown zone). */
+  invalidCron: { status: 400, message: (value: string, why: string) => `invalid Upstash-Cron ${JSON.stringify(value)}: ${why}` },
+  invalidPinNumber: { status: 400, message: (name: string, value: string) => `invalid ${name} ${JSON.stringify(value)}: expected a positive integer` },
+  invalidPinPeriod: { status: 400, message: (value: string) => `invalid period ${JSON.stringify(value)}: expected seconds or a duration` },
+  emptyPin: { status: 400, message: 'pin needs parallelism and/or rate' },
+
+  // --- listings and bulk operations (query strings, bodies)
+  invalidTimestamp: {
+    status: 400,
+    message: (name: string, value: string) => `invalid ${name} ${JSON.stringify(value)}: expected unix milliseconds / a non-negative integer`,
+  },
+  invalidInteger: { status: 400, message: (name: string, value: string) => `invalid ${name} ${JSON.stringify(value)}: expected a non-negative integer` },
+  invalidRange: { status: 400, message: (name: string, min: number, max: number) => `${name} must be an integer from ${min} to ${max}` },
+  invalidState: { status: 400, message: (value: string, expected: string) => `invalid state ${JSON.stringify(value)}: expected one of ${expected}` },
+  unsupportedFilter: { status: 400, message: (name: string) => `filter field ${JSON.stringify(name)} is not supported on this endpoint` },
+  unknownQueryField: { status: 400, message: (name: string, expected: string) => `unknown query field ${JSON.stringify(name)}: expected one of ${expected}` },
+  invalidResponseStatus: { status: 400, message: (value: string) => `invalid responseStatus ${JSON.stringify(value)}` },
+  invalidCount: { status: 400, message: 'count must be at least 1' },
+  invalidCursor: { status: 400, message: (value: string) => `invalid cursor ${JSON.stringify(value)}` },
+  invalidOrder: { status: 400, message: (value: string) => `invalid order ${JSON.stringify(value)}: expected latestFirst or earliestFirst` },
+  bodyNotObject: { status: 400, message: 'body must be a JSON object' },
+  notStringArray: { status: 400, message: (name: string) => `"${name}" must be an array of strings` },
+
+  // --- not found
+  messageNotFound: notFound('message'),
+  dlqMessageNotFound: notFound('DLQ message'),
+  urlGroupNotFound: notFound('URL group'),
+  queueNotFound: notFound('queue'),
+  scheduleNotFound: notFound('schedule'),
+  flowControlKeyNotFound: notFound('flow-control key'),
+  workflowRunNotFound: notFound('workflow run'),
+  webhookNotFound: notFound('webhook of workflow run'),
+  failedRunNotFound: notFound('DLQ entry'),
+
+  // --- workflow runs
+  triggerBatchNotArray: { status: 400, message: 'batch trigger body must be a JSON array of {destination, body?, headers?}' },
+  triggerEntryNotObject: { status: 400, message: (i: number) => `batch trigger entry ${i} must be an object` },
+  triggerEntryDestination: { status: 400, message: (i: number) => `batch trigger entry ${i}: "destination" must be the workflow URL` },
+  triggerEntryBody: { status: 400, message: (i: number) => `batch trigger entry ${i}: "body" must be a string` },
+  triggerEntryHeaders: { status: 400, message: (i: number) => `batch trigger entry ${i}: "headers" must be an object of strings` },
+  /** A step, wait or notify for a run that is not running (the SDK ends the step quietly on 400). */
+  runNotActive: { status: 400, message: (runId: string) => `workflow run ${runId} is not active` },
+  runFinished: { status: 400, message: (runId: string, state: string) => `workflow run ${runId} is finished (${state})` },
+  runMissing: { status: 400, message: (runId: string) => `workflow run ${runId} does not exist` },
+  invalidWaitBody: { status: 400, message: 'wait body must be {url, timeout, step, ...}' },
+  waitBodyTooDeep: { status: 400, message: (max: number) => `wait body nests deeper than ${max} levels` },
+  missingRunId: { status: 400, message: 'missing Upstash-Workflow-RunId header' },
+  invalidWaitTimeout: { status: 400, message: (value: unknown) => `invalid wait timeout ${JSON.stringify(value)}` },
+  invokeBodyNotJson: { status: 400, message: (why: string) => `workflow invoke body must be JSON: ${why}` },
+  invalidInvokeBody: { status: 400, message: 'workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}' },
+  invalidDlqId: { status: 400, message: (id: string) => `invalid DLQ id ${JSON.stringify(id)}: expected <timestamp>-<sequence>` },
+  notWorkflowRun: { status: 400, message: (id: string) => `DLQ entry ${id} is not a failed workflow run` },
+  /** Restarting or resuming a failed run whose id is running again. */
+  runAlreadyRunning: { status: 409, message: (runId: string) => `workflow run ${runId} is already running` },
+  failureNotFailed: { status: 400, message: (id: string, state: string) => `the failure function of DLQ entry ${id} has not failed (state ${state})` },
+  noFailureCallback: { status: 400, message: (id: string) => `workflow run of DLQ entry ${id} has no failure callback` },
+} as const satisfies Record<string, Entry>;
+
+export type QueueErrorCode = keyof typeof QUEUE_ERRORS;
+
+/** The arguments of the message builder of `C` (none for a fixed text). */
+export type QueueMessageArgs<C extends QueueErrorCode> = (typeof QUEUE_ERRORS)[C]['message'] extends (...args: infer A) => string ? A : [];
+
+/** The error text of catalogue entry `code`. */
+export function queueMessage<C extends QueueErrorCode>(code: C, ...args: QueueMessageArgs<C>): string {
+  const m: Entry['message'] = QUEUE_ERRORS[code].message;
+  return typeof m === 'string' ? m : (m as (...a: QueueMessageArgs<C>) => string)(...args);
+}
+
+/** A catalogued queue failure: answered with `statusCode` and `{"error": message}`. */
 export class QueueError extends Error {
+  readonly statusCode: number;
+
   constructor(
-    readonly statusCode: number,
+    readonly code: QueueErrorCode,
     message: string,
   ) {
     super(message);
     this.name = 'QueueError';
+    this.statusCode = QUEUE_ERRORS[code].status;
   }
 }
 
-/** Constructors for every error the queue API answers with. */
-export const errors = {
-  unauthorized: () => new QueueError(401, 'unauthorized'),
-  notFound: (what: string) => new QueueError(404, `${what} not found`),
-  routeNotFound: (method: string, path: string) => new QueueError(404, `route ${method} ${path} not found`),
-  badRequest: (message: string) => new QueueError(400, message),
-  invalidHeader: (name: string, value: string, expected: string) =>
-    new QueueError(400, `invalid Upstash-${name} header ${JSON.stringify(value)}: ${expected}`),
-  invalidDestination: (dest: string, why: string) =>
-    new QueueError(400, `invalid destination url ${JSON.stringify(dest)}: ${why}`),
-  /** `what` names the URL (`destination`, `Upstash-Callback url`), `why` the address rule it broke. */
-  privateDestination: (what: string, url: string, why: string) =>
-    new QueueError(400, `${what} ${JSON.stringify(url)} refused: ${why}; this server refuses loopback and private addresses (SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS)`),
-  tooLarge: (size: number, max: number) =>
-    new QueueError(413, `message size ${size} bytes exceeds the limit of ${max} bytes`),
-  invalidJson: (why: string) => new QueueError(400, `invalid JSON body: ${why}`),
-};
+/** Builds catalogue error `code` with its text. */
+export function queueError<C extends QueueErrorCode>(code: C, ...args: QueueMessageArgs<C>): QueueError {
+  return new QueueError(code, queueMessage(code, ...args));
+}
 
 /** Seconds a client is asked to wait (`Retry-After`) after a disk-full answer. */
 export const DISK_FULL_RETRY_AFTER_S = 30;
@@ -55,30 +225,31 @@ export function isStoreUnavailable(err: unknown): boolean {
 }
 
 /**
- * The answer for an error that escaped a route: the error's own 4xx; 503 with `Retry-After` when
- * the queue's database (PostgreSQL store) is unreachable (the write was not committed, or its
- * commit was not confirmed: the publish is not acknowledged); 507 Insufficient Storage
- * with `Retry-After` when the disk is full (the write was rolled back: nothing was stored, and
- * the same request succeeds once space is freed); otherwise 500 `internal error` (`log` is true).
+ * The one mapping of an error that escaped a route to its answer: a {@link QueueError}'s (or the
+ * HTTP framework's) own 4xx; `storeUnavailable` (503, `Retry-After`) when the queue's database
+ * (PostgreSQL store) is unreachable (the write was not committed, or its commit was not confirmed:
+ * the publish is not acknowledged); `diskFull` (507 Insufficient Storage, `Retry-After`) when the
+ * disk is full (the write was rolled back: nothing was stored, and the same request succeeds once
+ * space is freed); otherwise `internal` (500; `log` is true).
  */
 export function errorAnswer(err: Error & { statusCode?: number }): { status: number; message: string; retryAfterS?: number; log: boolean } {
   if (isDiskFull(err)) {
     return {
-      status: 507,
-      message: `insufficient storage: the disk holding the queue is full (${(err as { code?: string }).code}); nothing was stored, retry once space is freed`,
+      status: QUEUE_ERRORS.diskFull.status,
+      message: queueMessage('diskFull', String((err as { code?: string }).code)),
       retryAfterS: DISK_FULL_RETRY_AFTER_S,
       log: true,
     };
   }
   if (isStoreUnavailable(err)) {
     return {
-      status: 503,
-      message: 'the queue database is unavailable; nothing was acknowledged, retry shortly',
+      status: QUEUE_ERRORS.storeUnavailable.status,
+      message: queueMessage('storeUnavailable'),
       retryAfterS: STORE_UNAVAILABLE_RETRY_AFTER_S,
       log: true,
     };
   }
   const status = err.statusCode ?? 500;
-  if (status >= 500) return { status: 500, message: 'internal error', log: true };
+  if (status >= 500) return { status: QUEUE_ERRORS.internal.status, message: queueMessage('internal'), log: true };
   return { status, message: err.message, log: false };
 }

@@ -22,13 +22,17 @@ import { registerStatsRoutes } from './api/stats.js';
 import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, workflowDlqHooks } from './api/workflows.js';
 import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
+import { workflowCallbackHooks } from './workflows/callback-fields.js';
 import { WorkflowEngine } from './workflows/engine.js';
 import { validQueueTokens } from './token.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
-import { Dispatcher, systemClock, type Clock } from './delivery/dispatcher.js';
+import { systemClock, type Clock } from './clock.js';
+import { Dispatcher } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
-import { errorAnswer, errors, QueueError } from './errors.js';
+import { EnqueueService } from './enqueue.js';
+import { startCredentialSync } from './credential-sync.js';
+import { errorAnswer, queueError, queueMessage, type QueueError } from './errors.js';
 import { QueueMetrics } from './metrics.js';
 import { openPgQueueStore } from './store/pg.js';
 import { openSqliteQueueStore } from './store/sqlite.js';
@@ -65,6 +69,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       ? await openPgQueueStore(cfg.databaseUrl, { schema: cfg.databaseSchema })
       : openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync));
   const shared = store.renewLeases !== undefined;
+  // several nodes: the token and signing keys live in the database, the same on every node
+  const credentialSync = store.sharedCredentials
+    ? await startCredentialSync(actx.credentials, store.sharedCredentials(), actx.logger, () => clock.now()).catch(async (err) => {
+        if (!opts.store) await store.close().catch(() => undefined);
+        throw err;
+      })
+    : undefined;
   const metrics = new QueueMetrics(actx.metrics);
   if (actx.metrics.enabled) store.observeFsync?.((s) => metrics.fsync.observe(s));
   const sender = new HttpSender({
@@ -85,12 +96,15 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     recordRetryMs: opts.recordRetryMs,
     leaseMs: shared ? cfg.leaseMs : undefined,
     metrics: metrics.delivery,
+    // workflow runs add their fields to the callbacks of their messages
+    callbacks: store.workflows ? workflowCallbackHooks : undefined,
   });
   store.onWake?.((dueAt) => dispatcher.notify(dueAt));
   metrics.addGauges(store.counts ? () => store.counts!(clock.now()) : undefined, () => dispatcher.busy);
+  const enqueue = new EnqueueService({ store, dispatcher, clock, dedupWindowMs: cfg.dedupWindowMs, published: metrics.published });
   const ctx: QueueApiContext = {
     store,
-    published: metrics.published,
+    enqueue,
     dispatcher,
     config: cfg,
     credentials: actx.credentials,
@@ -105,14 +119,11 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         notifyLookbackMs: cfg.workflowNotifyLookbackMs,
         logger: actx.logger,
         maxMessageBytes: cfg.maxMessageBytes,
-        admission: () => ctx.admission,
-        enqueue: async (msgs, now) => {
-          await store.enqueue(msgs, now, cfg.dedupWindowMs);
-          for (const m of msgs) dispatcher.notify(m.dueAt);
-        },
+        enqueue,
       })
     : undefined;
   if (workflowEngine) {
+    enqueue.workflows = workflowEngine;
     ctx.workflows = workflowDlqHooks(ctx, workflowEngine);
     dispatcher.addOutcomeListener((m, outcome) => workflowEngine.onOutcome(m, outcome, clock.now()));
   }
@@ -129,17 +140,17 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     // checks the user id, the running run and the random event id in the path instead.
     if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
     const token = requestToken(req, TOKEN_QUERY_PARAMS);
-    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) throw errors.unauthorized();
+    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) throw queueError('unauthorized');
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
     const a = errorAnswer(err);
     if (a.log) actx.logger.error({ err, url: req.url }, 'queue: request failed');
     if (a.retryAfterS !== undefined) reply.header('Retry-After', String(a.retryAfterS));
-    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body exceeds the limit of ${bodyLimit} bytes` : a.message;
+    const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? queueMessage('bodyTooLarge', bodyLimit) : a.message;
     return reply.code(a.status).send({ error: message });
   });
   app.setNotFoundHandler((req, reply) => {
-    const e = errors.routeNotFound(req.method, req.url.split('?')[0]);
+    const e = queueError('routeNotFound', req.method, req.url.split('?')[0]);
     reply.code(e.statusCode).send({ error: e.message });
   });
   const http = actx.metrics.httpMeter('queue');
@@ -222,6 +233,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (waitTimer) clearInterval(waitTimer);
         if (runPruneTimer) clearInterval(runPruneTimer);
         routingFeature?.stop();
+        credentialSync?.stop();
         const wasListening = front.listening;
         const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));
         front.closeAll();

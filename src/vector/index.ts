@@ -7,13 +7,14 @@
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import http from 'node:http';
 import { listenRaw } from '../http/raw.js';
+import { startingGate } from '../http/starting.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
-import { vectorFastHandler } from './fast.js';
+import { vectorFastHandler } from './http/fast-front.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
-import { VectorIndex } from './engine.js';
+import { VectorIndex } from './engine/vector-index.js';
 import { VectorMetrics } from './metrics.js';
-import { ResumableQueries } from './resumable.js';
-import { vectorRequestListener } from './routes.js';
+import { ResumableQueries } from './http/resumable.js';
+import { vectorRequestListener } from './http/routes.js';
 
 /** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
 export const VECTOR_BODY_LIMIT = 128 * 1024 * 1024;
@@ -39,25 +40,24 @@ export interface VectorServer extends AreaServer {
   indexes: Map<string, VectorIndex>;
 }
 
+/**
+ * Creates the vector area without touching stored state: its HTTP front behind a
+ * {@link startingGate} (503 + `Retry-After` until loaded). `start` (called once every area's port
+ * is bound, `src/main.ts`) opens each index (snapshot + write-log replay) and then opens the gate.
+ * `start` @throws Error when an index cannot be opened (e.g. its stored dimension differs).
+ */
 async function create(ctx: AreaContext): Promise<VectorServer> {
   const defs = loadIndexDefinitions(ctx.config);
-  const indexes = new Map<string, VectorIndex>();
-  try {
-    for (const d of defs) {
-      ctx.credentials.get(tokenName(d.name));
-      ctx.credentials.get(readonlyTokenName(d.name));
-      indexes.set(d.name, new VectorIndex(d, ctx.config.dataDir, ctx.logger));
-    }
-  } catch (err) {
-    for (const i of indexes.values()) await i.close();
-    throw err;
+  for (const d of defs) {
+    ctx.credentials.get(tokenName(d.name));
+    ctx.credentials.get(readonlyTokenName(d.name));
   }
+  const indexes = new Map<string, VectorIndex>();
   const resumable = new ResumableQueries();
-  const metrics = new VectorMetrics(ctx.metrics, indexes);
-  for (const [name, index] of indexes) index.snapshotTimer = metrics.snapshot(name);
+  const metrics = new VectorMetrics(ctx.metrics, defs.map((d) => d.name), indexes);
   const deps = { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT, metrics };
-  // The fast HTTP/1.1 front (fast.ts, src/http/fast.ts) serves plain keep-alive requests; the raw
-  // node:http server (routes.ts, not listening itself) serves what it hands over. Same keep-alive
+  // The fast HTTP/1.1 front (http/fast-front.ts on src/http/fast.ts) serves plain keep-alive requests; the raw
+  // node:http server (http/routes.ts, not listening itself) serves what it hands over. Same keep-alive
   // timeout as the shared Fastify factory; `timeout` is the inactivity guard of handed-over
   // connections (Node's header timeout check needs a listening server).
   const nodeServer = http.createServer({ requestTimeout: 0, noDelay: true }, vectorRequestListener(deps));
@@ -72,26 +72,49 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
     socket.destroy();
   });
   const server = createFastServer(vectorFastHandler(deps), nodeServer, FAST_KEEP_ALIVE_MS, VECTOR_BODY_LIMIT);
-  const timer = setInterval(() => {
-    for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
-  }, SNAPSHOT_INTERVAL_MS);
-  timer.unref();
+  // the port's socket: every request is answered 503 until start() has loaded the indexes
+  const gate = startingGate('{"error":"svc is starting: the vector indexes are not loaded yet, retry shortly","status":503}');
+  let timer: NodeJS.Timeout | undefined;
+  let loaded = false;
+  let starting: Promise<void> | undefined;
+  const load = async () => {
+    try {
+      for (const d of defs) indexes.set(d.name, new VectorIndex(d, ctx.config.dataDir, ctx.logger));
+    } catch (err) {
+      for (const i of indexes.values()) await i.close();
+      indexes.clear();
+      throw err;
+    }
+    for (const [name, index] of indexes) index.snapshotTimer = metrics.snapshot(name);
+    timer = setInterval(() => {
+      for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
+    }, SNAPSHOT_INTERVAL_MS);
+    timer.unref();
+    gate.open((socket) => {
+      server.emit('connection', socket);
+      socket.resume();
+    });
+    loaded = true;
+  };
   let closing: Promise<void> | undefined;
   return {
     indexes,
-    listen: () => listenRaw(server, ctx.config.host, ctx.config.ports.vector),
+    listen: () => listenRaw(gate.server, ctx.config.host, ctx.config.ports.vector),
+    start: () => (starting ??= load()),
     close: () =>
       (closing ??= (async () => {
-        clearInterval(timer);
-        const wasListening = server.listening;
+        await starting?.catch(() => undefined);
+        if (timer) clearInterval(timer);
+        const accepting = gate.close();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAll();
-        if (wasListening) await closed;
+        await accepting;
+        if (server.listening) await closed;
         resumable.close();
         for (const i of indexes.values()) await i.close();
       })()),
-    // every index was loaded by its constructor; ready while listening and each SQLite file answers
-    ready: () => server.listening && [...indexes.values()].every((i) => i.ready()),
+    // every index was loaded by start(); ready while listening and each SQLite file answers
+    ready: () => loaded && gate.server.listening && [...indexes.values()].every((i) => i.ready()),
   };
 }
 

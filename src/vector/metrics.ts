@@ -11,7 +11,7 @@
  *   svc_vector_snapshot_duration_seconds{index}     writing one namespace's graph snapshot
  */
 import type { HistogramCell, HttpMeter, Metrics, RouteMeter } from '../metrics.js';
-import type { VectorIndex } from './engine.js';
+import type { VectorIndex } from './engine/vector-index.js';
 
 const QUERY_ENDPOINTS = new Set(['query', 'query-data', 'resumable-query', 'resumable-query-data']);
 const UPSERT_ENDPOINTS = new Set(['upsert', 'upsert-data']);
@@ -24,13 +24,17 @@ export class VectorMetrics {
   private readonly timers = new Map<string, Map<string, HistogramCell>>();
   private readonly snapshots = new Map<string, HistogramCell>();
 
-  constructor(metrics: Metrics, indexes: Map<string, VectorIndex>) {
+  /**
+   * @param names every index served (cells are bound for each)
+   * @param indexes the loaded indexes, read at scrape time (empty while the area loads)
+   */
+  constructor(metrics: Metrics, names: readonly string[], indexes: Map<string, VectorIndex>) {
     this.http = metrics.httpMeter('vector');
     this.unmatched = this.http.route('unmatched');
     const query = metrics.histogram('svc_vector_query_duration_seconds', 'One vector query request, embedding included', ['index']);
     const upsert = metrics.histogram('svc_vector_upsert_duration_seconds', 'One vector upsert request until its records are committed', ['index']);
     const snapshot = metrics.histogram('svc_vector_snapshot_duration_seconds', 'Writing the graph snapshot of one namespace', ['index']);
-    for (const name of indexes.keys()) {
+    for (const name of names) {
       const q = query.labels(name);
       const u = upsert.labels(name);
       const byEndpoint = new Map<string, HistogramCell>();

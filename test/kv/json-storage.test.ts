@@ -5,7 +5,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { JSON_LIBRARY, JSON_READ_COMMANDS, JsonCommandError, translateJsonCommand } from '../../src/kv/json/index.js';
+import { KvError } from '../../src/kv/errors.js';
+import { JSON_LIBRARY, JSON_READ_COMMANDS, translateJsonCommand } from '../../src/kv/json/index.js';
 import { RespClient, RespError, errorOf, runJson, startRedis, type Reply, type TestRedis } from './json-helpers.js';
 
 let r: TestRedis;
@@ -213,12 +214,12 @@ describe('translateJsonCommand', () => {
     assert.equal(translateJsonCommand([]), undefined);
   });
 
-  test('wrong arity throws JsonCommandError with the Redis text', () => {
+  test('wrong arity throws the catalogue error wrongArity with the Redis text', () => {
     const cases: string[][] = [['JSON.GET'], ['JSON.SET', 'k', '$'], ['JSON.MSET', 'a', '$', '1', 'b'], ['JSON.MGET', 'k'],
       ['JSON.NUMINCRBY', 'k', '$'], ['JSON.TOGGLE', 'k'], ['JSON.ARRTRIM', 'k', '$', '0'], ['JSON.CLEAR', 'k', '$', 'x'],
       ['JSON.ARRAPPEND', 'k', '$'], ['JSON.ARRINSERT', 'k', '$', '0']];
     for (const c of cases) {
-      assert.throws(() => t(...c), (e: unknown) => e instanceof JsonCommandError &&
+      assert.throws(() => t(...c), (e: unknown) => e instanceof KvError && e.code === 'wrongArity' &&
         e.message === `ERR wrong number of arguments for '${c[0].toLowerCase()}' command`, c.join(' '));
     }
   });

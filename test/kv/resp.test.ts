@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { maskMonitorLine } from '../../src/kv/sse.js';
 import { decodePiece, pathSegments, queryArgs } from '../../src/kv/request.js';
-import { encodeCommand, encodeCommands, OK, RespError, RespParser, RespProtocolError, SimpleString, type Reply } from '../../src/kv/resp.js';
+import { encodeCommand, encodeCommands, OK, RespError, RespParser, SimpleString, type Reply } from '../../src/kv/resp.js';
 import { replyJson } from '../../src/kv/encode.js';
+import { KvError } from '../../src/kv/errors.js';
 
 function parseAll(chunks: Buffer[], wantRaw = true): { replies: Reply[]; raws: (Buffer | undefined)[] } {
   const replies: Reply[] = [];
@@ -87,7 +88,7 @@ describe('RESP parser', () => {
 
   test('no raw capture unless asked; protocol errors throw', () => {
     assert.equal(parseAll([stream], false).raws.every((r) => r === undefined), true);
-    assert.throws(() => parseAll([Buffer.from('?what\r\n')]), RespProtocolError);
+    assert.throws(() => parseAll([Buffer.from('?what\r\n')]), (e: unknown) => e instanceof KvError && e.code === 'databaseProtocolError');
   });
 });
 

@@ -3,7 +3,7 @@
  * the run-time assets (queue migrations `*.sql`, the kv JSON module `*.lua`, the web console's
  * `public/` files); the result is started
  * the way an operator does after `npm ci --omit=dev` — `node bin/svc.js serve` with neither tsx nor
- * TypeScript resolvable — and answers on every area, with a kv worker process forked from the
+ * TypeScript installed — and answers on every area, with a kv worker process forked from the
  * built `worker.js`. Start-up time and RSS are printed as test diagnostics (docs/readme/operations.md).
  */
 import assert from 'node:assert/strict';
@@ -15,23 +15,26 @@ import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/env.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-/** Dev-only packages an `npm ci --omit=dev` install does not have. */
-const DEV_ONLY = new Set(['.bin', 'tsx', 'typescript', 'esbuild', '@esbuild', 'get-tsconfig', '@types']);
-
 /**
- * A production-like app dir: package.json, bin/, dist/ (built here) and a node_modules of symlinks
- * to the installed packages minus {@link DEV_ONLY}.
+ * A production install beside a fresh build: package.json, package-lock.json, bin/, dist/ (built
+ * here) and node_modules as `npm prune --omit=dev` leaves it — a hard-linked copy of the installed
+ * tree that npm itself prunes to the lock file's production dependencies (offline, about 1 s),
+ * which is what `npm ci --omit=dev` installs without rebuilding the native addons.
  */
 function productionApp(dir: string): string {
   const app = path.join(dir, 'app');
   execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), '--out', path.join(app, 'dist')], { stdio: 'pipe' });
   fs.mkdirSync(path.join(app, 'bin'));
   fs.copyFileSync(path.join(ROOT, 'bin/svc.js'), path.join(app, 'bin/svc.js'));
-  fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(app, 'package.json'));
-  fs.mkdirSync(path.join(app, 'node_modules'));
-  for (const name of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
-    if (!DEV_ONLY.has(name)) fs.symlinkSync(path.join(ROOT, 'node_modules', name), path.join(app, 'node_modules', name));
+  for (const file of ['package.json', 'package-lock.json']) fs.copyFileSync(path.join(ROOT, file), path.join(app, file));
+  try {
+    execFileSync('cp', ['-al', path.join(ROOT, 'node_modules'), path.join(app, 'node_modules')], { stdio: 'pipe' });
+  } catch {
+    // another file system: hard links are impossible, copy
+    fs.rmSync(path.join(app, 'node_modules'), { recursive: true, force: true });
+    execFileSync('cp', ['-a', path.join(ROOT, 'node_modules'), path.join(app, 'node_modules')], { stdio: 'pipe' });
   }
+  execFileSync('npm', ['prune', '--omit=dev', '--offline', '--no-audit', '--no-fund'], { cwd: app, stdio: 'pipe', env: { ...process.env, npm_config_loglevel: 'error' } });
   return app;
 }
 
@@ -67,7 +70,8 @@ test('the built server (dist/) starts without tsx or TypeScript and serves every
     assert.ok(fs.existsSync(path.join(app, 'dist/queue/store/migrations/0001_init.sql')));
     assert.ok(fs.existsSync(path.join(app, 'dist/kv/json/lua/register.lua')));
     assert.ok(fs.existsSync(path.join(app, 'dist/mgmt/console/public/index.html')));
-    assert.equal(fs.existsSync(path.join(app, 'node_modules/tsx')), false);
+    for (const devOnly of ['tsx', 'typescript', 'esbuild']) assert.equal(fs.existsSync(path.join(app, 'node_modules', devOnly)), false, devOnly);
+    assert.ok(fs.existsSync(path.join(app, 'node_modules/fastify')));
 
     // `dist/cli.js env`: the compiled CLI alone, no server
     const data = path.join(dir, 'data');

@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { QueryMode } from '@upstash/vector';
-import { Bm25Embedder, tokenize } from '../../src/vector/embedders.js';
+import { Bm25Embedder, tokenize } from '../../src/vector/engine/embedders.js';
 import { raw, startVector } from './helpers.js';
 
 const DIM = 64;

@@ -1,19 +1,21 @@
 /**
  * Engine pieces in-process on real SQLite files: float32 printing, merge patch (RFC 7396),
  * fusion formulas, snapshot + replay and header checks, tombstone rebuild, group commit,
- * resumable-query idle expiry with an injected clock, index definition validation.
+ * resumable-query idle expiry with an injected clock, index definition validation, and memory
+ * restored from SQLite after a write fails inside a group commit (store failures injected on the
+ * index's own store; the disk-full end-to-end case is in disk-full.test.ts).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
-import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine.js';
-import { shortestFloat32 } from '../../src/vector/float32.js';
+import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine/vector-index.js';
+import { shortestFloat32 } from '../../src/vector/engine/float32.js';
 import { createLogger } from '../../src/logger.js';
-import { runQuery } from '../../src/vector/reads.js';
-import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/resumable.js';
-import { fuseDbsf, fuseRrf } from '../../src/vector/scores.js';
+import { runQuery } from '../../src/vector/query/execute.js';
+import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/http/resumable.js';
+import { fuseDbsf, fuseRrf } from '../../src/vector/engine/scores.js';
 import { tempDir, testConfig } from '../helpers/env.js';
 import { randomVectors } from './helpers.js';
 
@@ -54,13 +56,13 @@ test('snapshot on close, load + replay of newer records, stale header ignored', 
     await idx.upsert('', vs.slice(0, 200).map((v, i) => ({ id: `v${i}`, vector: v })));
     await idx.close();
     idx = new VectorIndex(def(), tmp.dir, logger);
-    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 0, rebuilt: 0 });
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 0, rebuilt: 0, damaged: 0 });
     await idx.upsert('', vs.slice(200).map((v, i) => ({ id: `v${200 + i}`, vector: v })));
     await idx.delete('', { ids: ['v0'] });
     // Simulate a crash: no close (no new snapshot); reopen replays the 100 newer records.
     idx.store.close();
     idx = new VectorIndex(def(), tmp.dir, logger);
-    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 100, rebuilt: 0 });
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 1, replayed: 100, rebuilt: 0, damaged: 0 });
     const ns = idx.ns('')!;
     assert.equal(ns.count, 299);
     assert.equal(ns.dense!.size, 299);
@@ -69,7 +71,7 @@ test('snapshot on close, load + replay of newer records, stale header ignored', 
     await idx.close();
     // A header that does not match (other M) is ignored: rebuilt from SQLite.
     idx = new VectorIndex(def({ hnsw: { ...DEFAULT_HNSW, m: 8 } }), tmp.dir, logger);
-    assert.deepEqual(idx.loadStats, { fromSnapshot: 0, replayed: 0, rebuilt: 1 });
+    assert.deepEqual(idx.loadStats, { fromSnapshot: 0, replayed: 0, rebuilt: 1, damaged: 0 });
     assert.equal(idx.ns('')!.dense!.size, 299);
     await idx.close();
     // Dimension is persisted: a different configured dimension refuses to start.
@@ -105,6 +107,66 @@ test('group commit: concurrent upserts share a transaction; tombstones trigger a
     assert.equal(g2.size, vs.length - REBUILD_MIN * 2 - 10);
     await idx.close();
   } finally {
+    tmp.cleanup();
+  }
+});
+
+test('a write that fails inside a group commit leaves memory as SQLite has it; its neighbours commit', async () => {
+  const tmp = tempDir();
+  const vs = randomVectors(40, 8, 3);
+  const idx = new VectorIndex(def(), tmp.dir, logger);
+  try {
+    await idx.upsert('', vs.slice(0, 10).map((v, i) => ({ id: `k${i}`, vector: v, metadata: { i } })));
+    await idx.upsert('other', [{ id: 'o0', vector: vs[30] }]);
+    const store = idx.store;
+    const fail = <K extends 'upsert' | 'resetNamespace' | 'dropNamespace' | 'renameNamespace'>(name: K, when: (...a: Parameters<typeof store[K]>) => boolean) => {
+      const real = store[name].bind(store) as (...a: unknown[]) => unknown;
+      (store as unknown as Record<string, unknown>)[name] = (...a: Parameters<typeof store[K]>) => {
+        if (when(...a)) throw new Error(`injected ${name} failure`);
+        return real(...a);
+      };
+      return () => ((store as unknown as Record<string, unknown>)[name] = real);
+    };
+    // one batch: a failing upsert (its first records and a rewrite of k1 already applied), a good one
+    let restore = fail('upsert', (_ns, r) => r.id === 'boom');
+    const bad = idx.upsert('', [{ id: 'new0', vector: vs[20] }, { id: 'k1', vector: vs[21], metadata: { i: 99 } }, { id: 'boom', vector: vs[22] }, { id: 'new1', vector: vs[23] }]);
+    const good = idx.upsert('', [{ id: 'k2', vector: vs[24], metadata: { i: 42 } }]);
+    const late = idx.upsert('fresh', [{ id: 'f0', vector: vs[25] }, { id: 'boom', vector: vs[26] }]);
+    await assert.rejects(bad, /injected upsert failure/);
+    await assert.rejects(late, /injected upsert failure/);
+    assert.equal(await good, 'Success');
+    restore();
+    const ns = idx.ns('')!;
+    assert.equal(ns.byId.has('new0'), false);
+    assert.equal(ns.byId.has('new1'), false);
+    assert.deepEqual(ns.metas[ns.byId.get('k1')!], { i: 1 });
+    assert.deepEqual(ns.metas[ns.byId.get('k2')!], { i: 42 });
+    assert.equal(ns.count, 10);
+    assert.equal(ns.row.next_pos, 10);
+    assert.equal(idx.ns('fresh'), undefined, 'namespace created by the failed write');
+    assert.equal(runQuery(idx, ns, q(vs[1], 1), 1, 1)[0].label, ns.byId.get('k1'));
+    assert.equal(runQuery(idx, ns, q(vs[24], 1), 1, 1)[0].label, ns.byId.get('k2'));
+    assert.equal(ns.match('i = 99')!.count, 0);
+    // namespace-level writes: reset, delete, rename fail -> namespaces unchanged
+    restore = fail('resetNamespace', () => true);
+    await assert.rejects(idx.reset('', true), /injected/);
+    restore();
+    restore = fail('dropNamespace', () => true);
+    await assert.rejects(idx.deleteNamespace('other'), /injected/);
+    restore();
+    restore = fail('renameNamespace', () => true);
+    await assert.rejects(idx.renameNamespace('other', 'renamed', false), /injected/);
+    restore();
+    assert.deepEqual([...idx.namespaces.keys()].sort(), ['', 'other']);
+    assert.equal(idx.ns('')!.count, 10);
+    assert.equal(idx.ns('other')!.count, 1);
+    assert.equal(runQuery(idx, idx.ns('')!, q(vs[5], 1), 1, 1)[0].label, idx.ns('')!.byId.get('k5'));
+    assert.equal(runQuery(idx, idx.ns('other')!, q(vs[30], 1), 1, 1)[0].label, idx.ns('other')!.byId.get('o0'));
+    // and the index goes on: writes after the failures commit and are found
+    await idx.upsert('', [{ id: 'after', vector: vs[35] }]);
+    assert.equal(runQuery(idx, idx.ns('')!, q(vs[35], 1), 1, 1)[0].label, idx.ns('')!.byId.get('after'));
+  } finally {
+    await idx.close();
     tmp.cleanup();
   }
 });

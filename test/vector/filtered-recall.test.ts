@@ -15,9 +15,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
-import { FlatDense } from '../../src/vector/dense.js';
-import { VectorIndex } from '../../src/vector/engine.js';
-import { runQuery } from '../../src/vector/reads.js';
+import { FlatDense } from '../../src/vector/engine/dense.js';
+import { VectorIndex } from '../../src/vector/engine/vector-index.js';
+import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
 import { randomVectors, startVector } from './helpers.js';

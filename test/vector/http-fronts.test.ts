@@ -1,5 +1,5 @@
 /**
- * The vector port's two HTTP fronts (src/vector/fast.ts on src/http/fast.ts, and the node:http
+ * The vector port's two HTTP fronts (src/vector/http/fast-front.ts on src/http/fast.ts, and the node:http
  * server it hands connections to, routes.ts): the same answers on both, over raw sockets so the
  * exact bytes on the wire are controlled — pipelined keep-alive queries on the fast path, a
  * chunked upsert and a body above 1 MiB (handed over), HEAD (handed over, 405), UTF-8 ids and

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { FlatDense, HnswDense } from '../../src/vector/dense.js';
+import { FlatDense, HnswDense } from '../../src/vector/engine/dense.js';
 import { randomVectors, rng, startVector } from './helpers.js';
 
 const N = 20_000;

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { MAX_SESSIONS_PER_INDEX } from '../../src/vector/resumable.js';
+import { MAX_SESSIONS_PER_INDEX } from '../../src/vector/http/resumable.js';
 import { raw, startVector } from './helpers.js';
 
 let svc: Awaited<ReturnType<typeof startVector>>;

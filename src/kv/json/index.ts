@@ -7,6 +7,7 @@
  * Storage format, reply shapes and differences from RedisJSON: `docs/readme/kv-json.md`.
  */
 import { readFileSync } from 'node:fs';
+import { kvError, type KvError } from '../errors.js';
 
 /**
  * The library is split into modules (`./lua/`). Library code may not touch Lua's standard
@@ -39,9 +40,6 @@ export const JSON_LIBRARY: string = [
   'end',
   readLua('register.lua'),
 ].join('\n');
-
-/** Error for a JSON.* command that is malformed before it reaches Redis (message is the wire text). */
-export class JsonCommandError extends Error {}
 
 interface JsonCommandSpec {
   /** Redis arity: > 0 exact argument count including the name, < 0 minimum (`-n`). */
@@ -83,8 +81,8 @@ const COMMANDS: Readonly<Record<string, JsonCommandSpec>> = {
   'JSON.ARRTRIM': { arity: 5, read: false, keys: 'one' },
 };
 
-function arityError(name: string): JsonCommandError {
-  return new JsonCommandError(`ERR wrong number of arguments for '${name.toLowerCase()}' command`);
+function arityError(name: string): KvError {
+  return kvError('wrongArity', name.toLowerCase());
 }
 
 /**
@@ -94,7 +92,7 @@ function arityError(name: string): JsonCommandError {
  * Read commands use `FCALL_RO` (the read-only ACL user may call only that).
  * Returns undefined when `args` is not a JSON.* command this library provides (the caller then
  * handles it like any other command, e.g. JSON.DEBUG -> unknown command).
- * @throws JsonCommandError for a JSON.* command with the wrong number of arguments (Redis text).
+ * @throws KvError `wrongArity` for a JSON.* command with the wrong number of arguments (Redis text).
  */
 export function translateJsonCommand(args: Buffer[]): Buffer[] | undefined {
   const first = args[0];

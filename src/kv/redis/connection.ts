@@ -3,12 +3,14 @@
  * RESP pipelining: any number of commands may be in flight; replies are matched to requests in
  * FIFO order (Redis answers in order on a connection). Also a tiny pool of such connections.
  *
- * Errors: every in-flight request is rejected with {@link BackendUnavailableError} when the socket
- * closes (redis-server died, network error); {@link AuthFailedError} when AUTH is refused.
+ * Errors (catalogue `../errors.ts`): every in-flight request is rejected with a {@link KvError}
+ * `databaseConnectionLost` when the socket closes (redis-server died, network error), and connecting
+ * fails with `databaseUnreachable` / `databaseTimeout` (503), or `aclAuthFailed` (401) when AUTH is refused.
  */
 import net from 'node:net';
 import tls from 'node:tls';
 import type { HistogramCell } from '../../metrics.js';
+import { KvError, kvError } from '../errors.js';
 import { encodeCommand, encodeCommands, RespError, RespParser, type Arg, type Reply } from '../resp.js';
 
 /** Where Redis listens: a unix socket `path`, or `host:port` (optionally TLS). */
@@ -28,12 +30,6 @@ export interface RedisUser {
   user?: string;
   password?: string;
 }
-
-/** The database cannot be reached or the connection was lost (answered 503). */
-export class BackendUnavailableError extends Error {}
-
-/** AUTH was refused; `message` is Redis's text (e.g. `WRONGPASS invalid username-password pair...`). */
-export class AuthFailedError extends Error {}
 
 interface Pending {
   n: number;
@@ -92,20 +88,20 @@ export class RedisConnection {
       try {
         this.parser.feed(chunk);
       } catch (err) {
-        this.fail(new BackendUnavailableError(`ERR protocol error from database: ${(err as Error).message}`));
+        this.fail(err instanceof KvError ? err : kvError('databaseProtocolError', (err as Error).message));
         socket.destroy();
       }
     });
     socket.on('error', () => {
       /* 'close' follows */
     });
-    socket.on('close', () => this.fail(new BackendUnavailableError('ERR database connection lost')));
+    socket.on('close', () => this.fail(kvError('databaseConnectionLost')));
   }
 
   /**
    * Connects and authenticates. Resolves once AUTH (if any) succeeded. `clientName` (optional) is
    * set with `CLIENT SETNAME` (no spaces; errors ignored).
-   * @throws BackendUnavailableError (connect failed / timed out after `timeoutMs` ms), AuthFailedError
+   * @throws KvError `databaseUnreachable` (connect failed), `databaseTimeout` (after `timeoutMs` ms), `aclAuthFailed`
    */
   static connect(endpoint: Endpoint, who: RedisUser, timeoutMs = 3000, clientName?: string): Promise<RedisConnection> {
     return new Promise((resolve, reject) => {
@@ -123,11 +119,11 @@ export class RedisConnection {
       else socket = net.connect({ host: endpoint.host ?? '127.0.0.1', port: endpoint.port ?? 6379 });
       const timer = setTimeout(() => {
         socket.destroy();
-        reject(new BackendUnavailableError('ERR database connection timed out'));
+        reject(kvError('databaseTimeout'));
       }, timeoutMs);
       const onError = (err: Error) => {
         clearTimeout(timer);
-        reject(new BackendUnavailableError(`ERR database unavailable: ${err.message}`));
+        reject(kvError('databaseUnreachable', err.message));
       };
       socket.once('error', onError);
       socket.once(event, () => {
@@ -147,7 +143,7 @@ export class RedisConnection {
             const err = replies.slice(0, checked).find((r): r is RespError => r instanceof RespError);
             if (err) {
               conn.close();
-              reject(new AuthFailedError(err.message));
+              reject(kvError('aclAuthFailed', err.message));
             } else resolve(conn);
           },
           (e: Error) => reject(e),
@@ -194,18 +190,18 @@ export class RedisConnection {
   /**
    * Sends one command without a Promise (the gateway's hot path): `cb` runs once with its reply
    * (a {@link RespError} reply is not an error) and, when `wantRaw`, its exact bytes; or with
-   * {@link BackendUnavailableError} when the connection is lost. What `cb` throws goes to
+   * a {@link KvError} `databaseConnectionLost` when the connection is lost. What `cb` throws goes to
    * {@link onCallbackError}.
    */
   sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
-    if (this.isClosed) return cb(new BackendUnavailableError('ERR database connection lost'), null, undefined, tag);
+    if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
     // no closure and no arrays per command (hot path)
     this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
   }
 
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
-    if (this.isClosed) return Promise.reject(new BackendUnavailableError('ERR database connection lost'));
+    if (this.isClosed) return Promise.reject(kvError('databaseConnectionLost'));
     return new Promise<Pending>((resolve, reject) => {
       this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
     });
@@ -295,7 +291,7 @@ export class RedisConnection {
   /** Closes the socket; in-flight requests are rejected. Idempotent. */
   close(): void {
     this.socket.destroy();
-    this.fail(new BackendUnavailableError('ERR database connection closed'));
+    this.fail(kvError('databaseConnectionClosed'));
   }
 }
 
@@ -369,7 +365,7 @@ export class ConnectionPool {
     const c = await p;
     if (this.isClosed) {
       c.close();
-      throw new BackendUnavailableError('ERR database connection closed');
+      throw kvError('databaseConnectionClosed');
     }
     this.all.add(c);
     c.onClose(() => this.all.delete(c));

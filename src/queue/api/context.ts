@@ -4,11 +4,12 @@
  * {@link QueueApiContext.resolveDestination}.
  */
 import type { Config } from '../../config.js';
-import type { CounterCell } from '../../metrics.js';
 import type { CredentialStore } from '../../credentials.js';
 import type { Target } from '../build.js';
-import type { DlqEntry, NewMessage } from '../model.js';
-import type { Clock, Dispatcher } from '../delivery/dispatcher.js';
+import type { DlqEntry } from '../model.js';
+import type { Clock } from '../clock.js';
+import type { Dispatcher } from '../delivery/dispatcher.js';
+import type { EnqueueService } from '../enqueue.js';
 import type { QueueStore } from '../store/types.js';
 
 /** Query parameters that may carry the queue token instead of `Authorization: Bearer` (every route). */
@@ -16,8 +17,8 @@ export const TOKEN_QUERY_PARAMS = ['svc_token', 'qstash_token'] as const;
 
 export interface QueueApiContext {
   store: QueueStore;
-  /** Counts stored (not deduplicated) messages of publish, batch and enqueue (metrics). */
-  published?: CounterCell;
+  /** The one way new messages are stored (`enqueue.ts`): prepare hooks, store, dispatcher wake-up. */
+  enqueue: EnqueueService;
   dispatcher: Dispatcher;
   config: Config['queue'];
   credentials: CredentialStore;
@@ -27,26 +28,12 @@ export interface QueueApiContext {
    * to its targets; undefined = unknown destination (400). Default: nothing resolves.
    */
   resolveDestination(destination: string): Promise<Target[] | undefined>;
-  /**
-   * Queue / flow-control admission (`flow-control/gate.ts`): `prepare` marks the new
-   * messages that must wait for a slot as `held` (and creates missing queues, records flow-control
-   * limits) before they are stored; `kick` tells the gate new held messages exist. Absent = no gating.
-   */
-  /**
-   * Workflow runs (`workflows/engine.ts`): `prepare` turns messages carrying
-   * `Upstash-Workflow-*` headers into run steps (creates the run on a trigger, applies the run's
-   * settings, sets the delivered body to the step list) before they are stored. Absent = none.
-   */
+  /** Workflow runs in the DLQ (`api/workflows.ts`); absent when the store keeps no workflow runs. */
   workflows?: {
-    prepare(msgs: NewMessage[], now: number): Promise<void>;
     /** Workflow fields of a DLQ entry (`workflowRunId`, ...), or undefined for a plain message. */
     dlqFields(entry: DlqEntry): Promise<Record<string, unknown> | undefined>;
     /** `GET /v2/dlq?source=workflow`: `{messages, cursor?}` of failed runs. */
     listDlq(query: Record<string, string | string[] | undefined>): Promise<Record<string, unknown>>;
-  };
-  admission?: {
-    prepare(msgs: NewMessage[], now: number): Promise<void>;
-    kick(): void;
   };
 }
 

@@ -13,12 +13,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { newMessageId } from '../build.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { DlqEntry, MessageFilter, NewMessage, PublishOptions } from '../model.js';
 import { dlqJson } from '../wire.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody, stringList } from './messages.js';
-import { parseOptions } from './options.js';
+import { parseOptions } from '../options.js';
 import { parseFilter, parsePage, type Query } from './query.js';
 
 const MAX_COUNT = 100;
@@ -74,13 +74,13 @@ export function registerDlqRoutes(app: FastifyInstance, ctx: QueueApiContext): v
 
   app.get('/v2/dlq/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
     const e = await ctx.store.getDlq(req.params.dlqId);
-    if (!e) throw errors.notFound(`DLQ message ${req.params.dlqId}`);
+    if (!e) throw queueError('dlqMessageNotFound', req.params.dlqId);
     return { ...dlqJson(e), ...(await ctx.workflows?.dlqFields(e)) };
   });
 
   app.delete('/v2/dlq/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
     const r = await ctx.store.deleteDlq({ dlqIds: [req.params.dlqId] }, 1);
-    if (r.deleted === 0) throw errors.notFound(`DLQ message ${req.params.dlqId}`);
+    if (r.deleted === 0) throw queueError('dlqMessageNotFound', req.params.dlqId);
     return { deleted: 1 };
   });
 
@@ -101,7 +101,7 @@ export function registerDlqRoutes(app: FastifyInstance, ctx: QueueApiContext): v
 
   app.post('/v2/dlq/retry/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>, reply) => {
     const r = await retry(req, { dlqIds: [req.params.dlqId] }, 1);
-    if (r.messageIds.length === 0) throw errors.notFound(`DLQ message ${req.params.dlqId}`);
+    if (r.messageIds.length === 0) throw queueError('dlqMessageNotFound', req.params.dlqId);
     reply.code(201);
     return { messageId: r.messageIds[0] };
   });

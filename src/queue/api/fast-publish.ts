@@ -15,7 +15,7 @@ import { SecretMatcher, secretDigest } from '../../http/auth.js';
 import type { FastHandler, FastResponse } from '../../http/fast.js';
 import { rawRequestToken } from '../../http/raw.js';
 import type { Logger } from '../../logger.js';
-import { errorAnswer, errors } from '../errors.js';
+import { errorAnswer, queueError } from '../errors.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { publishRequest } from './publish.js';
 
@@ -47,7 +47,7 @@ export function fastPublishHandler(ctx: QueueApiContext, tokens: () => readonly 
       const q = head.url.indexOf('?');
       const t = rawRequestToken(head.headers, q < 0 ? undefined : head.url.slice(q + 1), TOKEN_QUERY_PARAMS);
       if (!t || !valid(t)) {
-        const e = errors.unauthorized();
+        const e = queueError('unauthorized');
         return fail(out, e.statusCode, e.message);
       }
       publishRequest(ctx, head.url, head.headers, body ?? Buffer.alloc(0), out.remoteAddress).then(

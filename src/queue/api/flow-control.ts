@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseDuration } from '../delivery/backoff.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import { effectiveLimits, type AdmissionGate } from '../flow-control/gate.js';
 import type { FlowKeyState, RoutingStore } from '../store/routing-types.js';
 import type { QueueApiContext } from './context.js';
@@ -18,7 +18,7 @@ const one = (q: Q, k: string) => (Array.isArray(q[k]) ? (q[k] as string[])[0] : 
 function positiveInt(q: Q, k: string): number | undefined {
   const v = one(q, k);
   if (v === undefined || v === '') return undefined;
-  if (!/^\d+$/.test(v) || Number(v) <= 0) throw errors.badRequest(`invalid ${k} ${JSON.stringify(v)}: expected a positive integer`);
+  if (!/^\d+$/.test(v) || Number(v) <= 0) throw queueError('invalidPinNumber', k, v);
   return Number(v);
 }
 
@@ -44,7 +44,7 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
   };
   const known = async (key: string) => {
     const k = await routing.getFlowKey(key);
-    if (!k) throw errors.notFound(`flow-control key ${key}`);
+    if (!k) throw queueError('flowControlKeyNotFound', key);
     return k;
   };
 
@@ -54,7 +54,7 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
 
   for (const action of ['pause', 'resume'] as const) {
     app.post(`/v2/flowControl/:key/${action}`, async (req: P, reply) => {
-      if (!(await routing.setFlowPaused(req.params.key, action === 'pause', ctx.clock.now()))) throw errors.notFound(`flow-control key ${req.params.key}`);
+      if (!(await routing.setFlowPaused(req.params.key, action === 'pause', ctx.clock.now()))) throw queueError('flowControlKeyNotFound', req.params.key);
       gate.kick();
       return reply.code(200).send();
     });
@@ -67,11 +67,11 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
     let periodS: number | undefined;
     if (p !== undefined && p !== '') {
       const ms = /^\d+$/.test(p) ? Number(p) * 1000 : parseDuration(p);
-      if (ms === undefined || ms <= 0) throw errors.badRequest(`invalid period ${JSON.stringify(p)}: expected seconds or a duration`);
+      if (ms === undefined || ms <= 0) throw queueError('invalidPinPeriod', p);
       periodS = Math.round(ms / 1000);
     }
-    if (parallelism === undefined && rate === undefined) throw errors.badRequest('pin needs parallelism and/or rate');
-    if (!(await routing.pinFlow(req.params.key, { parallelism, rate, periodS }, ctx.clock.now()))) throw errors.notFound(`flow-control key ${req.params.key}`);
+    if (parallelism === undefined && rate === undefined) throw queueError('emptyPin');
+    if (!(await routing.pinFlow(req.params.key, { parallelism, rate, periodS }, ctx.clock.now()))) throw queueError('flowControlKeyNotFound', req.params.key);
     gate.resetRate(req.params.key); // pin resets the rate state
     return reply.code(200).send();
   });
@@ -79,7 +79,7 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
   app.post('/v2/flowControl/:key/unpin', async (req: P, reply) => {
     const flag = (k: string) => one(req.query, k) === 'true';
     if (!(await routing.unpinFlow(req.params.key, { parallelism: flag('parallelism'), rate: flag('rate') }, ctx.clock.now()))) {
-      throw errors.notFound(`flow-control key ${req.params.key}`);
+      throw queueError('flowControlKeyNotFound', req.params.key);
     }
     gate.kick();
     return reply.code(200).send();

@@ -4,7 +4,7 @@
  * parameters (SDK >= 2.10) or the older JSON body `{"messageIds": [...]}` (SDK <= 2.8).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import { messageJson } from '../wire.js';
 import type { QueueApiContext } from './context.js';
 import { checkQueryFields, parseFilter, QUERY_FIELDS, type Query } from './query.js';
@@ -17,9 +17,9 @@ export function jsonBody(req: FastifyRequest): Record<string, unknown> {
   try {
     v = JSON.parse(raw.toString('utf8'));
   } catch (err) {
-    throw errors.invalidJson((err as Error).message);
+    throw queueError('invalidJson', (err as Error).message);
   }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw errors.badRequest('body must be a JSON object');
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw queueError('bodyNotObject');
   return v as Record<string, unknown>;
 }
 
@@ -27,20 +27,20 @@ export function jsonBody(req: FastifyRequest): Record<string, unknown> {
 export function stringList(body: Record<string, unknown>, name: string): string[] | undefined {
   const v = body[name];
   if (v === undefined) return undefined;
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw errors.badRequest(`"${name}" must be an array of strings`);
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw queueError('notStringArray', name);
   return v as string[];
 }
 
 export function registerMessageRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
   app.get('/v2/messages/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
     const m = await ctx.store.getMessage(req.params.id);
-    if (!m) throw errors.notFound(`message ${req.params.id}`);
+    if (!m) throw queueError('messageNotFound', req.params.id);
     return messageJson(m);
   });
 
   app.delete('/v2/messages/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
     const m = await ctx.store.getMessage(req.params.id);
-    if (!m) throw errors.notFound(`message ${req.params.id}`);
+    if (!m) throw queueError('messageNotFound', req.params.id);
     const cancelled = await ctx.store.cancel({ messageIds: [req.params.id] }, ctx.clock.now());
     return { cancelled };
   });

@@ -11,11 +11,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage, type Target } from '../build.js';
 import { blockedHost } from '../delivery/address.js';
-import { errors } from '../errors.js';
-import type { EnqueueResult, NewMessage, StoredMessage } from '../model.js';
+import { queueError } from '../errors.js';
+import type { NewMessage } from '../model.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
-import { parseOptions } from './options.js';
-import { workflowPublishExtra } from '../workflows/publish-extra.js';
+import { parseOptions } from '../options.js';
+import { workflowPublishInfo } from '../workflows/publish-headers.js';
 
 const TOKEN_PARAMS = new Set<string>(TOKEN_QUERY_PARAMS);
 
@@ -50,11 +50,11 @@ export function checkDestination(dest: string, blockPrivate: boolean): void {
   try {
     u = new URL(dest);
   } catch {
-    throw errors.invalidDestination(dest, 'not an absolute URL');
+    throw queueError('destinationNotUrl', dest);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw errors.invalidDestination(dest, 'only http and https are supported');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw queueError('destinationScheme', dest);
   const why = blockPrivate ? blockedHost(u.hostname) : undefined;
-  if (why) throw errors.privateDestination('destination', dest, why);
+  if (why) throw queueError('privateDestination', 'destination', dest, why);
 }
 
 /** The targets of a publish destination: the URL itself, or a URL group's endpoints (`resolveDestination`). */
@@ -64,17 +64,17 @@ export async function targetsFor(ctx: QueueApiContext, dest: string): Promise<{ 
     return { targets: [{ url: dest }], isUrl: true };
   }
   const resolved = await ctx.resolveDestination(dest);
-  if (!resolved) throw errors.invalidDestination(dest, 'not an http(s) URL and no URL group of that name exists');
+  if (!resolved) throw queueError('unknownDestination', dest);
   for (const t of resolved) checkDestination(t.url, ctx.config.blockPrivateDestinations);
   return { targets: resolved, isUrl: false };
 }
 
 function lowerStringHeaders(h: unknown): Record<string, string> {
   if (h === undefined || h === null) return {};
-  if (typeof h !== 'object' || Array.isArray(h)) throw errors.badRequest('batch entry "headers" must be an object of strings');
+  if (typeof h !== 'object' || Array.isArray(h)) throw queueError('batchEntryHeaders');
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(h as Record<string, unknown>)) {
-    if (typeof v !== 'string') throw errors.badRequest(`batch entry header ${JSON.stringify(k)} must be a string`);
+    if (typeof v !== 'string') throw queueError('batchEntryHeader', k);
     out[k.toLowerCase()] = v;
   }
   return out;
@@ -89,64 +89,44 @@ function publishResponse(targets: Target[], results: { messageId: string; dedupl
 }
 
 /**
- * Stores new messages (one group-committed transaction, acknowledged after its WAL fsync) and
- * hands the due ones straight to the dispatcher, claimed in that same transaction (one commit on
- * the hot path, no re-read); the rest wait in the store and the dispatcher is told when.
- * Workflow and admission preparation run first (issues 4, 5).
- */
-export async function enqueueMessages(ctx: QueueApiContext, msgs: NewMessage[]): Promise<EnqueueResult[]> {
-  const now = ctx.clock.now();
-  if (ctx.workflows) await ctx.workflows.prepare(msgs, now); // workflow runs: step list, run settings
-  if (ctx.admission) await ctx.admission.prepare(msgs, now); // marks queue/flow-control messages held
-  const claim = ctx.dispatcher.reserve(msgs, now);
-  let results;
-  try {
-    results = await ctx.store.enqueue(msgs, now, ctx.config.dedupWindowMs, claim);
-  } catch (err) {
-    ctx.dispatcher.accept(claim, []);
-    throw err;
-  }
-  const claimed: StoredMessage[] = [];
-  let first = Infinity;
-  let held = false;
-  let stored = 0;
-  for (let i = 0; i < msgs.length; i++) {
-    const r = results[i];
-    if (!r.deduplicated) stored++;
-    if (r.claimed) claimed.push(r.claimed);
-    else if (!r.deduplicated) first = Math.min(first, msgs[i].dueAt);
-    if (msgs[i].held) held = true;
-  }
-  ctx.dispatcher.accept(claim, claimed);
-  ctx.published?.inc(stored);
-  if (first < Infinity) ctx.dispatcher.notify(first);
-  if (held) ctx.admission?.kick();
-  return results;
-}
-
-/**
  * `POST /v2/publish/{destination}` for an already authenticated request, independent of the HTTP
  * front (Fastify route below, or the fast path of `api/fast-publish.ts`). `rawUrl` is the request
  * target as sent, `headers` lower-case, `callerIp` the peer address.
  * Returns the status (200, 202 when every message was a duplicate) and the JSON payload.
  * @throws QueueError for invalid input (400/413), as every route does.
  */
-export async function publishRequest(
+export function publishRequest(
   ctx: QueueApiContext,
   rawUrl: string,
   headers: IncomingHttpHeaders,
   body: Buffer,
   callerIp: string | undefined,
 ): Promise<{ status: number; payload: unknown }> {
-  const dest = destinationFromRawUrl(rawUrl, '/v2/publish/');
-  if (!dest) throw errors.invalidDestination(dest, 'missing');
-  if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
+  return publishTo(ctx, destinationFromRawUrl(rawUrl, '/v2/publish/'), headers, body, callerIp);
+}
+
+/**
+ * Publishes `body` to `dest` (a URL or a URL group) with the publish headers `headers`
+ * (lower-case), into queue `queueName` when given (`POST /v2/enqueue/{queue}/...`).
+ * Answers as {@link publishRequest}. @throws QueueError for invalid input (400/413).
+ */
+export async function publishTo(
+  ctx: QueueApiContext,
+  dest: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+  callerIp: string | undefined,
+  queueName?: string,
+): Promise<{ status: number; payload: unknown }> {
+  if (!dest) throw queueError('missingDestination', dest);
+  if (body.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', body.length, ctx.config.maxMessageBytes);
   const now = ctx.clock.now();
   const cfg = svcHeadersWithPrefix(headers, '');
   const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
   const { targets, isUrl } = await targetsFor(ctx, dest);
-  const msgs = targets.map((t) => buildMessage(opts, t, body, now, { callerIp, extra: workflowPublishExtra(cfg) }));
-  const results = await enqueueMessages(ctx, msgs);
+  const workflowPublish = workflowPublishInfo(cfg);
+  const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, workflowPublish }));
+  const results = await ctx.enqueue.enqueue(msgs, { now, published: true });
   return { status: results.every((r) => r.deduplicated) ? 202 : 200, payload: publishResponse(targets, results, isUrl) };
 }
 
@@ -165,30 +145,30 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
     try {
       entries = JSON.parse(raw.toString('utf8'));
     } catch (err) {
-      throw errors.invalidJson((err as Error).message);
+      throw queueError('invalidJson', (err as Error).message);
     }
-    if (!Array.isArray(entries)) throw errors.badRequest('batch body must be a JSON array of {destination, headers?, body?}');
+    if (!Array.isArray(entries)) throw queueError('batchNotArray');
     const now = ctx.clock.now();
     const plan: { targets: Target[]; isUrl: boolean; msgs: NewMessage[] }[] = [];
     for (const [i, e] of entries.entries()) {
-      if (!e || typeof e !== 'object') throw errors.badRequest(`batch entry ${i} must be an object`);
+      if (!e || typeof e !== 'object') throw queueError('batchEntryNotObject', i);
       const { destination, headers, body, queue } = e as Record<string, unknown>;
-      if (typeof destination !== 'string' || !destination) throw errors.badRequest(`batch entry ${i}: "destination" must be a non-empty string`);
-      if (body !== undefined && body !== null && typeof body !== 'string') throw errors.badRequest(`batch entry ${i}: "body" must be a string`);
+      if (typeof destination !== 'string' || !destination) throw queueError('batchEntryDestination', i);
+      if (body !== undefined && body !== null && typeof body !== 'string') throw queueError('batchEntryBody', i);
       if (queue !== undefined && (typeof queue !== 'string' || !/^[A-Za-z0-9._-]+$/.test(queue))) {
-        throw errors.badRequest(`batch entry ${i}: "queue" must be a queue name (letters, digits, '-', '_', '.')`);
+        throw queueError('batchEntryQueue', i);
       }
       const h = lowerStringHeaders(headers);
       const bytes = Buffer.from((body as string | undefined) ?? '', 'utf8');
-      if (bytes.length > ctx.config.maxMessageBytes) throw errors.tooLarge(bytes.length, ctx.config.maxMessageBytes);
+      if (bytes.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', bytes.length, ctx.config.maxMessageBytes);
       const cfg = svcHeadersWithPrefix(h, '');
       const opts = parseOptions(cfg, h['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
       const resolved = await targetsFor(ctx, destination);
       const isUrl = resolved.isUrl;
       const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;
-      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, extra: workflowPublishExtra(cfg) })) });
+      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, workflowPublish: workflowPublishInfo(cfg) })) });
     }
-    const results = await enqueueMessages(ctx, plan.flatMap((p) => p.msgs));
+    const results = await ctx.enqueue.enqueue(plan.flatMap((p) => p.msgs), { now, published: true });
     let k = 0;
     return plan.map((p) => publishResponse(p.targets, p.msgs.map(() => results[k++]), p.isUrl));
   });

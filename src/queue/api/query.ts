@@ -5,7 +5,7 @@
  *
  * @throws QueueError 400 for malformed numbers, unknown states or orders.
  */
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import { LOG_STATES, type LogState, type MessageFilter, type Page } from '../model.js';
 import { TOKEN_QUERY_PARAMS } from './context.js';
 
@@ -28,7 +28,7 @@ function values(q: Query, ...names: string[]): string[] | undefined {
 function int(q: Query, name: string): number | undefined {
   const v = values(q, name);
   if (!v) return undefined;
-  if (!/^\d+$/.test(v[0])) throw errors.badRequest(`invalid ${name} ${JSON.stringify(v[0])}: expected unix milliseconds / a non-negative integer`);
+  if (!/^\d+$/.test(v[0])) throw queueError('invalidTimestamp', name, v[0]);
   return Number(v[0]);
 }
 
@@ -42,7 +42,7 @@ function states(q: Query): LogState[] | undefined {
     if (s === 'IN_PROGRESS') ['ACTIVE', 'RETRY', 'ERROR'].forEach((x) => out.add(x as LogState));
     else if (s === 'CANCELED') out.add('CANCELLED');
     else if (s === 'CANCEL_REQUESTED' || (LOG_STATES as readonly string[]).includes(s)) out.add(s as LogState);
-    else throw errors.badRequest(`invalid state ${JSON.stringify(raw)}: expected one of ${LOG_STATES.join(', ')}, IN_PROGRESS`);
+    else throw queueError('invalidState', raw, `${LOG_STATES.join(', ')}, IN_PROGRESS`);
   }
   return [...out];
 }
@@ -96,8 +96,8 @@ export const UNSUPPORTED_FIELDS = {
 export function checkQueryFields(q: Query, allowed: ReadonlySet<string>, unsupported: ReadonlySet<string> = UNSUPPORTED_FIELDS.none): void {
   for (const name of Object.keys(q)) {
     if (allowed.has(name) || q[name] === undefined) continue;
-    if (unsupported.has(name)) throw errors.badRequest(`filter field ${JSON.stringify(name)} is not supported on this endpoint`);
-    throw errors.badRequest(`unknown query field ${JSON.stringify(name)}: expected one of ${[...allowed].filter((n) => !TOKEN_FIELDS.includes(n)).join(', ')}`);
+    if (unsupported.has(name)) throw queueError('unsupportedFilter', name);
+    throw queueError('unknownQueryField', name, [...allowed].filter((n) => !TOKEN_FIELDS.includes(n)).join(', '));
   }
 }
 
@@ -125,7 +125,7 @@ export function parseFilter(q: Query, kind: 'dlq' | 'logs' | 'messages'): Messag
     f.dlqIds = values(q, 'dlqIds', 'dlqId');
     const rs = values(q, 'responseStatus');
     if (rs) {
-      if (!rs.every((s) => /^\d{3}$/.test(s))) throw errors.badRequest(`invalid responseStatus ${JSON.stringify(rs.join(','))}`);
+      if (!rs.every((s) => /^\d{3}$/.test(s))) throw queueError('invalidResponseStatus', rs.join(','));
       f.responseStatus = rs.map(Number);
     }
   }
@@ -136,12 +136,12 @@ export function parseFilter(q: Query, kind: 'dlq' | 'logs' | 'messages'): Messag
 /** `count` (default = max = `maxCount`), `cursor`, `order` (default latestFirst). */
 export function parsePage(q: Query, maxCount: number, defaultCount = maxCount): Page {
   const c = int(q, 'count');
-  if (c !== undefined && c < 1) throw errors.badRequest('count must be at least 1');
+  if (c !== undefined && c < 1) throw queueError('invalidCount');
   const cursorRaw = values(q, 'cursor')?.[0];
-  if (cursorRaw !== undefined && !/^\d+$/.test(cursorRaw)) throw errors.badRequest(`invalid cursor ${JSON.stringify(cursorRaw)}`);
+  if (cursorRaw !== undefined && !/^\d+$/.test(cursorRaw)) throw queueError('invalidCursor', cursorRaw);
   const order = values(q, 'order')?.[0] ?? 'latestFirst';
   if (order !== 'latestFirst' && order !== 'earliestFirst') {
-    throw errors.badRequest(`invalid order ${JSON.stringify(order)}: expected latestFirst or earliestFirst`);
+    throw queueError('invalidOrder', order);
   }
   return { count: Math.min(maxCount, c ?? defaultCount), cursor: cursorRaw, order };
 }

@@ -1,20 +1,17 @@
 /**
- * Queues: `POST /v2/enqueue/{queue}/{destination}` (publish into
- * a queue, created if missing; response as publish), `POST /v2/queues` (upsert `{queueName,
+ * Queues: `POST /v2/enqueue/{queue}/{destination}` (a publish into
+ * a queue, created if missing: `publishTo` of `api/publish.ts`, same answer), `POST /v2/queues` (upsert `{queueName,
  * parallelism, paused}`), `GET /v2/queues`, `GET|DELETE /v2/queues/{name}`,
  * `POST /v2/queues/{name}/pause|resume`. Ordering and parallelism are enforced by the admission
  * gate (`flow-control/gate.ts`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { svcHeadersWithPrefix } from '../../http/headers.js';
-import { buildMessage } from '../build.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { AdmissionGate } from '../flow-control/gate.js';
 import type { RoutingStore } from '../store/routing-types.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody } from './messages.js';
-import { parseOptions } from './options.js';
-import { destinationFromRawUrl, targetsFor, tryDecode } from './publish.js';
+import { destinationFromRawUrl, publishTo, tryDecode } from './publish.js';
 import { checkName } from './topics.js';
 
 /** Largest queue parallelism accepted (QStash plans cap it; ours is a sanity bound). */
@@ -27,36 +24,27 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
     const raw = req.raw.url ?? '';
     const rest = raw.slice(raw.indexOf('/v2/enqueue/') + '/v2/enqueue/'.length);
     const slash = rest.indexOf('/');
-    if (slash <= 0) throw errors.badRequest('expected /v2/enqueue/{queueName}/{destination}');
+    if (slash <= 0) throw queueError('enqueuePath');
     const queueName = tryDecode(rest.slice(0, slash));
-    if (queueName === undefined) throw errors.badRequest(`invalid queue name ${JSON.stringify(rest.slice(0, slash))}: malformed percent-encoding`);
+    if (queueName === undefined) throw queueError('queueNameEncoding', rest.slice(0, slash));
     checkName('queue', queueName);
     const dest = destinationFromRawUrl(raw, `/v2/enqueue/${rest.slice(0, slash)}/`);
-    if (!dest) throw errors.invalidDestination(dest, 'missing');
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
-    if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
-    const now = ctx.clock.now();
-    const opts = parseOptions(svcHeadersWithPrefix(req.headers, ''), req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
-    const { targets, isUrl } = await targetsFor(ctx, dest);
-    const msgs = targets.map((t) => buildMessage(opts, { ...t, queueName }, body, now, { callerIp: req.ip }));
-    await gate.prepare(msgs, now);
-    const results = await ctx.store.enqueue(msgs, now, ctx.config.dedupWindowMs);
-    gate.kick();
-    if (results.every((r) => r.deduplicated)) reply.code(202);
-    const items = results.map((r, i) => ({ messageId: r.messageId, url: targets[i].url, ...(r.deduplicated ? { deduplicated: true } : {}) }));
-    return isUrl ? items[0] : items;
+    const { status, payload } = await publishTo(ctx, dest, req.headers, body, req.ip, queueName);
+    reply.code(status);
+    return payload;
   });
 
   app.post('/v2/queues', async (req: FastifyRequest, reply) => {
     const b = jsonBody(req);
     const name = b.queueName;
-    if (typeof name !== 'string' || !name) throw errors.badRequest('"queueName" must be a non-empty string');
+    if (typeof name !== 'string' || !name) throw queueError('queueNameRequired');
     checkName('queue', name);
     const p = b.parallelism;
     if (p !== undefined && (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > MAX_QUEUE_PARALLELISM)) {
-      throw errors.badRequest(`"parallelism" must be an integer from 1 to ${MAX_QUEUE_PARALLELISM}`);
+      throw queueError('invalidParallelism', MAX_QUEUE_PARALLELISM);
     }
-    if (b.paused !== undefined && typeof b.paused !== 'boolean') throw errors.badRequest('"paused" must be a boolean');
+    if (b.paused !== undefined && typeof b.paused !== 'boolean') throw queueError('pausedNotBoolean');
     await routing.upsertQueue(name, { parallelism: p as number | undefined, paused: b.paused as boolean | undefined }, ctx.clock.now());
     gate.kick();
     return reply.code(200).send();
@@ -66,19 +54,19 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
 
   app.get('/v2/queues/:name', async (req: P) => {
     const q = await routing.getQueue(req.params.name);
-    if (!q) throw errors.notFound(`queue ${req.params.name}`);
+    if (!q) throw queueError('queueNotFound', req.params.name);
     return q;
   });
 
   app.delete('/v2/queues/:name', async (req: P, reply) => {
     gate.forgetQueue(req.params.name);
-    if (!(await routing.deleteQueue(req.params.name, ctx.clock.now()))) throw errors.notFound(`queue ${req.params.name}`);
+    if (!(await routing.deleteQueue(req.params.name, ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
     return reply.code(200).send();
   });
 
   for (const action of ['pause', 'resume'] as const) {
     app.post(`/v2/queues/:name/${action}`, async (req: P, reply) => {
-      if (!(await routing.setQueuePaused(req.params.name, action === 'pause', ctx.clock.now()))) throw errors.notFound(`queue ${req.params.name}`);
+      if (!(await routing.setQueuePaused(req.params.name, action === 'pause', ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
       if (action === 'resume') gate.kick();
       return reply.code(200).send();
     });

@@ -8,13 +8,13 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import { parseCron } from '../schedules/cron.js';
 import type { Scheduler } from '../schedules/scheduler.js';
 import type { RoutingStore, ScheduleRecord } from '../store/routing-types.js';
 import { bodyFields } from '../wire.js';
 import type { QueueApiContext } from './context.js';
-import { parseOptions } from './options.js';
+import { parseOptions } from '../options.js';
 import { destinationFromRawUrl, targetsFor } from './publish.js';
 import { checkName } from './topics.js';
 
@@ -56,12 +56,12 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
 
   app.post('/v2/schedules/*', async (req: FastifyRequest) => {
     const dest = destinationFromRawUrl(req.raw.url ?? '', '/v2/schedules/');
-    if (!dest) throw errors.invalidDestination(dest, 'missing');
+    if (!dest) throw queueError('missingDestination', dest);
     const cfg = svcHeadersWithPrefix(req.headers, '');
-    if (cfg['cron'] === undefined) throw errors.badRequest('the Upstash-Cron header is required');
+    if (cfg['cron'] === undefined) throw queueError('cronRequired');
     const cron = parseCron(cfg['cron']);
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
-    if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
+    if (body.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', body.length, ctx.config.maxMessageBytes);
     const now = ctx.clock.now();
     const opts = parseOptions(cfg, req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
     delete opts.deduplicationId;
@@ -71,7 +71,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
     const queueName = cfg['queue-name'];
     if (queueName !== undefined) checkName('queue', queueName);
     const id = cfg['schedule-id'] ?? `scd_${randomBytes(16).toString('base64url')}`;
-    if (!id || id.length > 256) throw errors.invalidHeader('Schedule-Id', id, 'expected 1 to 256 characters');
+    if (!id || id.length > 256) throw queueError('invalidScheduleId', id);
     const old = await routing.getSchedule(id);
     await routing.upsertSchedule({
       id,
@@ -94,19 +94,19 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
 
   app.get('/v2/schedules/:id', async (req: P) => {
     const s = await routing.getSchedule(req.params.id);
-    if (!s) throw errors.notFound(`schedule ${req.params.id}`);
+    if (!s) throw queueError('scheduleNotFound', req.params.id);
     return scheduleJson(s, routing);
   });
 
   app.delete('/v2/schedules/:id', async (req: P, reply) => {
-    if (!(await routing.deleteSchedule(req.params.id))) throw errors.notFound(`schedule ${req.params.id}`);
+    if (!(await routing.deleteSchedule(req.params.id))) throw queueError('scheduleNotFound', req.params.id);
     return reply.code(200).send();
   });
 
   for (const action of ['pause', 'resume'] as const) {
     const handler = async (req: P, reply: import('fastify').FastifyReply) => {
       const s = await routing.getSchedule(req.params.id);
-      if (!s) throw errors.notFound(`schedule ${req.params.id}`);
+      if (!s) throw queueError('scheduleNotFound', req.params.id);
       const next = action === 'pause' ? undefined : parseCron(s.cron).next(ctx.clock.now());
       await routing.setSchedulePaused(s.id, action === 'pause', next);
       scheduler.poke();

@@ -19,7 +19,7 @@
  * partial indexes (see `QueueStore.counts`); they are read at most once a second (cached).
  */
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { MessageCounts } from '../store/types.js';
 import type { QueueApiContext } from './context.js';
 
@@ -48,7 +48,7 @@ export function registerStatsRoutes(app: FastifyInstance, ctx: QueueApiContext):
     const int = (name: string, def: number, min: number, max: number): number => {
       const v = q[name];
       if (v === undefined || v === '') return def;
-      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw errors.badRequest(`${name} must be an integer from ${min} to ${max}`);
+      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw queueError('invalidRange', name, min, max);
       return Number(v);
     };
     const now = ctx.clock.now();

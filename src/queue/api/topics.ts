@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Target } from '../build.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { RoutingStore, UrlGroupEndpoint } from '../store/routing-types.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody } from './messages.js';
@@ -18,19 +18,19 @@ export const NAME_RE = /^[A-Za-z0-9._-]+$/;
 
 /** @throws QueueError 400 when `name` breaks the naming rule. */
 export function checkName(kind: string, name: string): void {
-  if (!NAME_RE.test(name)) throw errors.badRequest(`invalid ${kind} name ${JSON.stringify(name)}: only letters, digits, '-', '_' and '.' are allowed`);
+  if (!NAME_RE.test(name)) throw queueError('invalidName', kind, name);
 }
 
 function endpointsOf(body: Record<string, unknown>, needUrl: boolean): UrlGroupEndpoint[] {
   const v = body.endpoints;
-  if (!Array.isArray(v) || v.length === 0) throw errors.badRequest('"endpoints" must be a non-empty array of {url, name?}');
+  if (!Array.isArray(v) || v.length === 0) throw queueError('endpointsNotArray');
   return v.map((e, i) => {
-    if (!e || typeof e !== 'object') throw errors.badRequest(`endpoints[${i}] must be an object`);
+    if (!e || typeof e !== 'object') throw queueError('endpointNotObject', i);
     const { url, name } = e as Record<string, unknown>;
-    if (url !== undefined && typeof url !== 'string') throw errors.badRequest(`endpoints[${i}].url must be a string`);
-    if (name !== undefined && name !== null && typeof name !== 'string') throw errors.badRequest(`endpoints[${i}].name must be a string`);
-    if (needUrl && !url) throw errors.badRequest(`endpoints[${i}].url is required`);
-    if (!needUrl && !url && !name) throw errors.badRequest(`endpoints[${i}] needs a url or a name`);
+    if (url !== undefined && typeof url !== 'string') throw queueError('endpointUrlType', i);
+    if (name !== undefined && name !== null && typeof name !== 'string') throw queueError('endpointNameType', i);
+    if (needUrl && !url) throw queueError('endpointUrlRequired', i);
+    if (!needUrl && !url && !name) throw queueError('endpointNeedsUrlOrName', i);
     const out: UrlGroupEndpoint = { url: (url as string | undefined) ?? (undefined as unknown as string) };
     if (typeof name === 'string' && name) out.name = name;
     return out;
@@ -59,7 +59,7 @@ export function registerTopicRoutes(app: FastifyInstance, ctx: QueueApiContext, 
   app.delete('/v2/topics/:name/endpoints', async (req: P, reply) => {
     checkName('URL group', req.params.name);
     const eps = endpointsOf(jsonBody(req), false);
-    if (!(await routing.removeEndpoints(req.params.name, eps, ctx.clock.now()))) throw errors.notFound(`URL group ${req.params.name}`);
+    if (!(await routing.removeEndpoints(req.params.name, eps, ctx.clock.now()))) throw queueError('urlGroupNotFound', req.params.name);
     return reply.code(200).send();
   });
 
@@ -67,12 +67,12 @@ export function registerTopicRoutes(app: FastifyInstance, ctx: QueueApiContext, 
 
   app.get('/v2/topics/:name', async (req: P) => {
     const g = await routing.getGroup(req.params.name);
-    if (!g) throw errors.notFound(`URL group ${req.params.name}`);
+    if (!g) throw queueError('urlGroupNotFound', req.params.name);
     return g;
   });
 
   app.delete('/v2/topics/:name', async (req: P, reply) => {
-    if (!(await routing.deleteGroup(req.params.name))) throw errors.notFound(`URL group ${req.params.name}`);
+    if (!(await routing.deleteGroup(req.params.name))) throw queueError('urlGroupNotFound', req.params.name);
     return reply.code(200).send();
   });
 }

@@ -15,33 +15,32 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage } from '../build.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { NewMessage } from '../model.js';
 import type { WorkflowEngine } from '../workflows/engine.js';
-import { workflowPublishExtra, type WorkflowPublishInfo } from '../workflows/publish-extra.js';
+import { workflowPublishInfo } from '../workflows/publish-headers.js';
 import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';
-import { parseOptions } from './options.js';
-import { checkDestination, destinationFromRawUrl, enqueueMessages } from './publish.js';
+import { parseOptions } from '../options.js';
+import { checkDestination, destinationFromRawUrl } from './publish.js';
 
 /** The trigger message of a new run to `url` with the (lower-case) request headers `h`. */
 function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, string>, body: Buffer, callerIp: string | undefined, now: number) {
-  if (!/^https?:\/\//i.test(url)) throw errors.invalidDestination(url, 'expected the workflow endpoint URL (http or https)');
+  if (!/^https?:\/\//i.test(url)) throw queueError('invalidWorkflowUrl', url);
   checkDestination(url, ctx.config.blockPrivateDestinations);
-  if (body.length > ctx.config.maxMessageBytes) throw errors.tooLarge(body.length, ctx.config.maxMessageBytes);
+  if (body.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', body.length, ctx.config.maxMessageBytes);
   const cfg = svcHeadersWithPrefix(h, '');
   const runId = cfg['workflow-runid'] || newRunId();
   const opts = parseOptions(cfg, h['content-type'], now);
-  const extra = workflowPublishExtra({ ...cfg, 'workflow-runid': runId, 'workflow-init': 'true', 'workflow-url': url })!;
-  (extra.wfPublish as WorkflowPublishInfo).unknownSdk = true;
-  return { runId, message: buildMessage(opts, { url }, body, now, { callerIp, extra }) };
+  const workflowPublish = { ...workflowPublishInfo({ ...cfg, 'workflow-runid': runId, 'workflow-init': 'true', 'workflow-url': url })!, unknownSdk: true };
+  return { runId, message: buildMessage(opts, { url }, body, now, { callerIp, workflowPublish }) };
 }
 
 /** Stores the trigger messages; answers one `{workflowRunId, workflowCreatedAt, deduplicated?}` each. */
 async function start(ctx: QueueApiContext, engine: WorkflowEngine, runs: { runId: string; message: NewMessage }[]) {
-  const results = await enqueueMessages(
-    ctx,
+  const results = await ctx.enqueue.enqueue(
     runs.map((r) => r.message),
+    { published: true },
   );
   const out: Record<string, unknown>[] = [];
   for (const [i, r] of runs.entries()) {
@@ -71,18 +70,18 @@ export function registerWorkflowTriggerRoutes(app: FastifyInstance, ctx: QueueAp
     try {
       entries = JSON.parse(((req.body as Buffer | undefined) ?? Buffer.alloc(0)).toString('utf8'));
     } catch (err) {
-      throw errors.invalidJson((err as Error).message);
+      throw queueError('invalidJson', (err as Error).message);
     }
-    if (!Array.isArray(entries)) throw errors.badRequest('batch trigger body must be a JSON array of {destination, body?, headers?}');
+    if (!Array.isArray(entries)) throw queueError('triggerBatchNotArray');
     const now = ctx.clock.now();
     const runs = entries.map((e, i) => {
-      if (!e || typeof e !== 'object') throw errors.badRequest(`batch trigger entry ${i} must be an object`);
+      if (!e || typeof e !== 'object') throw queueError('triggerEntryNotObject', i);
       const { destination, workflowUrl, body, headers } = e as Record<string, unknown>;
       const url = destination ?? workflowUrl;
-      if (typeof url !== 'string' || !url) throw errors.badRequest(`batch trigger entry ${i}: "destination" must be the workflow URL`);
-      if (body !== undefined && body !== null && typeof body !== 'string') throw errors.badRequest(`batch trigger entry ${i}: "body" must be a string`);
+      if (typeof url !== 'string' || !url) throw queueError('triggerEntryDestination', i);
+      if (body !== undefined && body !== null && typeof body !== 'string') throw queueError('triggerEntryBody', i);
       if (headers !== undefined && (headers === null || typeof headers !== 'object' || Array.isArray(headers))) {
-        throw errors.badRequest(`batch trigger entry ${i}: "headers" must be an object of strings`);
+        throw queueError('triggerEntryHeaders', i);
       }
       const h = lowerHeaders((headers ?? {}) as Record<string, unknown>);
       return triggerMessage(ctx, url, h, Buffer.from((body as string | undefined) ?? '', 'utf8'), req.ip, now);

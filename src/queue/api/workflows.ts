@@ -20,7 +20,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { queueTokenUserId } from '../../credentials.js';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { RunFilter, RunState, WorkflowRun } from '../store/workflow-types.js';
 import { dlqJson } from '../wire.js';
 import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/engine.js';
@@ -51,7 +51,7 @@ function values(q: Query, ...names: string[]): string[] | undefined {
 function int(q: Query, name: string): number | undefined {
   const v = values(q, name)?.[0];
   if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v)) throw errors.badRequest(`invalid ${name} ${JSON.stringify(v)}: expected a non-negative integer`);
+  if (!/^\d+$/.test(v)) throw queueError('invalidInteger', name, v);
   return Number(v);
 }
 
@@ -83,7 +83,7 @@ export function parseRunFilter(q: Query, kind: 'dlq' | 'logs' | 'cancel'): RunFi
     if (st) {
       const up = st.map((s) => s.toUpperCase());
       const bad = up.find((s) => !RUN_STATES.includes(s as RunState));
-      if (bad) throw errors.badRequest(`invalid state ${JSON.stringify(bad)}: expected one of ${RUN_STATES.join(', ')}`);
+      if (bad) throw queueError('invalidState', bad, RUN_STATES.join(', '));
       f.states = up as RunState[];
     }
   }
@@ -92,7 +92,7 @@ export function parseRunFilter(q: Query, kind: 'dlq' | 'logs' | 'cancel'): RunFi
 
 function page(q: Query, def: number, max: number): { count: number; cursor?: number } {
   const c = int(q, 'count');
-  if (c !== undefined && c < 1) throw errors.badRequest('count must be at least 1');
+  if (c !== undefined && c < 1) throw queueError('invalidCount');
   return { count: Math.min(max, c ?? def), cursor: int(q, 'cursor') };
 }
 
@@ -135,7 +135,7 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
   };
   app.post('/v2/workflows/dlq/callback/:dlqId', async (req: FastifyRequest<{ Params: { dlqId: string } }>) => {
     const now = ctx.clock.now();
-    const r = await retryFailureCallback(ctx.store, engine, req.params.dlqId, now, ctx.config.dedupWindowMs);
+    const r = await retryFailureCallback(ctx.store, engine, req.params.dlqId, now);
     ctx.dispatcher.notify(now);
     return r;
   });
@@ -178,7 +178,7 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
     const cancel = values(req.query, 'cancel')?.[0] === 'true';
     const created = svcHeadersWithPrefix(req.headers, '')['workflow-createdat'];
     const run = await engine.runs.findRun(req.params.id, created && /^\d+$/.test(created) ? Number(created) : undefined);
-    if (!run) throw errors.notFound(`workflow run ${req.params.id}`);
+    if (!run) throw queueError('workflowRunNotFound', req.params.id);
     if (run.state !== 'RUN_STARTED') return { workflowRunId: run.runId, state: run.state };
     const now = ctx.clock.now();
     if (cancel) {
@@ -212,7 +212,7 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
 
   app.get('/v2/workflows/runs/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
     const run = await engine.runs.findRun(req.params.id);
-    if (!run || run.state !== 'RUN_STARTED') throw errors.notFound(`workflow run ${req.params.id}`);
+    if (!run || run.state !== 'RUN_STARTED') throw queueError('workflowRunNotFound', req.params.id);
     return rawSteps(run, await engine.runs.steps(run.seq), triggerId(run));
   });
 
@@ -239,9 +239,8 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
 /** `GET /v2/dlq?source=workflow` and the workflow fields of plain DLQ listings (hook of `api/dlq.ts`). */
 export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
   return {
-    prepare: (msgs: Parameters<WorkflowEngine['prepare']>[0], now: number) => engine.prepare(msgs, now),
     async dlqFields(entry: Parameters<typeof workflowDlqFields>[0]) {
-      if (!entry.message.extra?.workflow) return undefined;
+      if (!entry.message.workflow) return undefined;
       const run = DLQ_ID.test(entry.dlqId) ? await engine.runs.runByDlqId(entry.dlqId) : undefined;
       return workflowDlqFields(entry, run);
     },
@@ -288,7 +287,7 @@ export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiC
     const { userId, runId, eventId } = req.params;
     const run = await engine.runs.findRun(runId);
     if (userId !== queueTokenUserId(sdkQueueToken(ctx.credentials.get(CREDENTIALS.token))) || run?.state !== 'RUN_STARTED') {
-      throw errors.notFound(`webhook of workflow run ${runId}`);
+      throw queueError('webhookNotFound', runId);
     }
     const data = webhookEventData({
       proto: req.protocol,

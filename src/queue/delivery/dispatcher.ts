@@ -18,7 +18,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../logger.js';
-import { buildCallback } from '../build.js';
+import { buildCallback, type CallbackHooks } from '../build.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { AttemptOutcome, NewMessage, StoredMessage } from '../model.js';
 import type { EnqueueClaim, QueueStore } from '../store/types.js';
 import type { DeliveryMetrics } from '../metrics.js';
@@ -26,12 +27,6 @@ import { retryAfterMs, retryDelayMs } from './backoff.js';
 import { NOT_FORWARDED, type HttpSender } from './http.js';
 import { signDelivery } from './signing.js';
 import { originOf } from './url-cache.js';
-
-/** Injectable time source (ms). */
-export interface Clock {
-  now(): number;
-}
-export const systemClock: Clock = { now: () => Date.now() };
 
 /** Default per-attempt timeout when the message has none (15 min on the free plan). */
 export const DEFAULT_TIMEOUT_MS = 15 * 60_000;
@@ -69,6 +64,8 @@ export interface DispatcherOptions {
   recordRetryMs?: readonly number[];
   /** Attempt counters and durations (`src/queue/metrics.ts`). */
   metrics?: DeliveryMetrics;
+  /** What features add to callback messages (workflow runs: `workflows/callback-fields.ts`). */
+  callbacks?: CallbackHooks;
   /**
    * Short, renewed leases (ms; `SVC_QUEUE_LEASE_MS`) for a store shared by several nodes: every
    * claimed message (ready or in flight) is leased for this long and renewed every third of it
@@ -411,7 +408,7 @@ export class Dispatcher {
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     metrics?.[ok ? 'success' : 'failure'].inc();
     const followUps: NewMessage[] = [];
-    const cb = buildCallback(m, 'callback', outcome, now);
+    const cb = buildCallback(m, 'callback', outcome, now, undefined, this.o.callbacks);
     if (cb) followUps.push(cb);
     let recorded: boolean;
     if (ok) {
@@ -427,7 +424,7 @@ export class Dispatcher {
         this.notify(now + wait);
       } else {
         const dlqId = `${now}-${m.seq}`;
-        const fcb = buildCallback(m, 'failure_callback', outcome, now, dlqId);
+        const fcb = buildCallback(m, 'failure_callback', outcome, now, dlqId, this.o.callbacks);
         if (fcb) followUps.push(fcb);
         if (nonRetryable && !outcome.error?.includes('non-retryable')) outcome.error = `${outcome.error ?? ''} (non-retryable)`.trim();
         recorded = await this.record(m, () => this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps));

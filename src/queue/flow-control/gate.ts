@@ -18,7 +18,10 @@
  *   destination received at r ended at e >= r, and nothing new is admitted before e + period.
  *   The state lives in memory (a restart starts a fresh window), or, on a
  *   store shared by several nodes, in the store (`flow_control_attempts`: every node's attempts
- *   count, read under the admission lock); nothing while paused. Pinned limits win over the ones of incoming messages.
+ *   count; a round counts and records its releases under the admission lock, a claim turns the
+ *   admitted row into a running one in the same statement, and the outcome's transaction ends
+ *   it, so no moment exists where a node's attempt is invisible to another node's round);
+ *   nothing while paused. Pinned limits win over the ones of incoming messages.
  *
  * In-flight counts are read from the store in the round itself, so they survive restarts and
  * stay exact when messages are cancelled. Rounds run when messages are held, after every
@@ -26,7 +29,7 @@
  * {@link SAFETY_TICK_MS} while anything is held. Rounds never overlap.
  */
 import type { Logger } from '../../logger.js';
-import type { Clock } from '../delivery/dispatcher.js';
+import type { Clock } from '../clock.js';
 import type { FlowControl, NewMessage } from '../model.js';
 import { effectiveLimits, type AdmissionTx, type FlowKeyState, type RoutingStore } from '../store/routing-types.js';
 
@@ -45,8 +48,8 @@ export interface GateOptions {
   onRelease: (now: number) => void;
   /**
    * Id of this node's dispatcher: set when the store keeps the rate windows (several nodes share
-   * them, `RoutingStore.attemptStarted`); then starts and ends are written there and rounds read
-   * the rate use from the store instead of this process's memory.
+   * them, `RoutingStore.attemptEnded`); then the store records starts and ends (with the claim
+   * and the outcome) and rounds read the rate use from it instead of this process's memory.
    */
   owner?: string;
 }
@@ -126,9 +129,6 @@ export class AdmissionGate {
   onStart(m: { id?: string; flowControlKey?: string; retried: number }, at: number = this.o.clock.now()): void {
     const k = m.flowControlKey;
     if (k === undefined) return;
-    if (this.shared && m.id !== undefined) {
-      this.o.routing.attemptStarted!(k, m.id, this.o.owner!, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt start failed'));
-    }
     this.runningAttempts.set(k, (this.runningAttempts.get(k) ?? 0) + 1);
     const p = this.pending.get(k) ?? 0;
     if (m.retried === 0 && p > 0) {
@@ -142,7 +142,7 @@ export class AdmissionGate {
     const k = m.flowControlKey;
     if (k === undefined) return;
     if (this.shared && m.id !== undefined) {
-      this.o.routing.attemptEnded!(m.id, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt end failed'));
+      this.o.routing.attemptEnded!(m.id, this.o.owner!, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt end failed'));
     }
     const r = (this.runningAttempts.get(k) ?? 1) - 1;
     if (r > 0) this.runningAttempts.set(k, r);
@@ -167,7 +167,7 @@ export class AdmissionGate {
 
   /** The store keeps the rate windows (shared by several nodes). */
   private get shared(): boolean {
-    return this.o.owner !== undefined && this.o.routing.attemptStarted !== undefined;
+    return this.o.owner !== undefined && this.o.routing.attemptEnded !== undefined;
   }
 
   /** Rate state of a key for the API: from the store when it keeps the windows, else {@link rateState}. */

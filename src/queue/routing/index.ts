@@ -47,7 +47,7 @@ export function attachRouting(
     onRelease: (now) => ctx.dispatcher.notify(now),
     owner: opts.shared ? ctx.dispatcher.owner : undefined,
   });
-  ctx.admission = { prepare: (msgs, now) => gate.prepare(msgs, now), kick: () => gate.kick() };
+  ctx.enqueue.admission = gate;
   ctx.dispatcher.addStartListener((m, at) => gate.onStart(m, at));
   // every started attempt ends once, recorded or not (a running count must not leak)
   ctx.dispatcher.addEndListener((m, at) => {
@@ -69,14 +69,12 @@ export function attachRouting(
         return [];
       }
       const msgs = targets.map((t) => buildMessage(s.options, { ...t, scheduleId: s.id, queueName: s.queueName }, s.body, now, { callerIp: s.callerIp }));
-      await gate.prepare(msgs, now);
+      await ctx.enqueue.prepare(msgs, now);
       return msgs;
     },
     fired(msgs, now) {
       opts.scheduleFires?.inc();
-      if (msgs.some((m) => m.held)) gate.kick();
-      const first = Math.min(...msgs.filter((m) => !m.held).map((m) => m.dueAt));
-      if (first < Infinity) ctx.dispatcher.notify(Math.max(first, now));
+      ctx.enqueue.stored(msgs, now);
     },
   });
 

@@ -4,7 +4,7 @@
  * next-occurrence computation use `croner`.
  */
 import { Cron } from 'croner';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 
 export interface ParsedCron {
   /** The expression as stored and returned (trimmed, single spaces). */
@@ -26,13 +26,13 @@ export function parseCron(raw: string): ParsedCron {
     expr = m[2];
   }
   const fields = expr.split(' ').filter(Boolean);
-  if (fields.length !== 5) throw errors.badRequest(`invalid Upstash-Cron ${JSON.stringify(raw)}: expected 5 fields (minute hour day-of-month month day-of-week), optionally prefixed with CRON_TZ=<zone>`);
+  if (fields.length !== 5) throw queueError('invalidCron', raw, 'expected 5 fields (minute hour day-of-month month day-of-week), optionally prefixed with CRON_TZ=<zone>');
   let cron: Cron;
   try {
     cron = new Cron(fields.join(' '), { timezone, paused: true });
     cron.nextRun(new Date());
   } catch (err) {
-    throw errors.badRequest(`invalid Upstash-Cron ${JSON.stringify(raw)}: ${(err as Error).message}`);
+    throw queueError('invalidCron', raw, (err as Error).message);
   }
   return {
     text,

@@ -8,7 +8,7 @@
  * injectable {@link Clock}; `tick()` can be driven directly by tests.
  */
 import type { Logger } from '../../logger.js';
-import type { Clock } from '../delivery/dispatcher.js';
+import type { Clock } from '../clock.js';
 import type { NewMessage } from '../model.js';
 import type { RoutingStore, ScheduleRecord } from '../store/routing-types.js';
 import { parseCron } from './cron.js';

@@ -275,7 +275,8 @@ export class PgRoutingStore implements RoutingStore {
       const out = fn(tx);
       if (released.length) {
         await c.query(`UPDATE messages SET claimed_by = NULL WHERE seq = ANY($1::bigint[]) AND claimed_by = 'held'`, [released]);
-        // rate-limited keys: the released messages take their place in the window (admitted, not started)
+        // rate-limited keys: the released messages take their place in the window (admitted, not
+        // started) in this transaction, so the next round (any node) counts them
         const rated = [...snap.rates.keys()];
         if (rated.length) {
           await c.query(
@@ -370,7 +371,9 @@ export class PgRoutingStore implements RoutingStore {
    * running rows of a dispatcher that is no longer alive (its node died) end now.
    */
   private async rateRows(c: pg.PoolClient, keys: string[], periodsS: number[], now: number): Promise<Map<string, { ended: number[]; open: number }>> {
-    const out = new Map<string, { ended: number[]; open: number }>();
+    // every rate-limited key gets an entry, also one without rows yet: the releases of a round are
+    // recorded for exactly these keys
+    const out = new Map<string, { ended: number[]; open: number }>(keys.map((k) => [k, { ended: [], open: 0 }]));
     if (!keys.length) return out;
     await c.query(
       `DELETE FROM flow_control_attempts a WHERE a.key = ANY($1::text[]) AND a.ended_at IS NULL AND a.started = 0
@@ -390,33 +393,17 @@ export class PgRoutingStore implements RoutingStore {
       [keys, periodsS.map((p) => now - p * 1000)],
     );
     for (const row of r.rows) {
-      const e = out.get(row.key) ?? { ended: [], open: 0 };
+      const e = out.get(row.key)!;
       if (row.ended_at === null) e.open++;
       else e.ended.push(row.ended_at);
-      out.set(row.key, e);
     }
     return out;
   }
 
   // ---- rate windows ----
 
-  async attemptStarted(key: string, messageId: string, owner: string, at: number): Promise<void> {
-    await this.pool.query(
-      `WITH u AS (UPDATE flow_control_attempts SET started = 1, owner = $3, started_at = $4
-                  WHERE seq = (SELECT seq FROM flow_control_attempts WHERE message_id = $2 AND ended_at IS NULL AND started = 0 ORDER BY seq LIMIT 1)
-                  RETURNING 1)
-       INSERT INTO flow_control_attempts (key, message_id, owner, started_at, started)
-       SELECT $1, $2, $3, $4, 1 WHERE NOT EXISTS (SELECT 1 FROM u)`,
-      [key, messageId, owner, at],
-    );
-  }
-
-  async attemptEnded(messageId: string, at: number): Promise<void> {
-    await this.pool.query(
-      `UPDATE flow_control_attempts SET ended_at = $2
-       WHERE seq = (SELECT seq FROM flow_control_attempts WHERE message_id = $1 AND ended_at IS NULL AND started = 1 ORDER BY seq LIMIT 1)`,
-      [messageId, at],
-    );
+  async attemptEnded(messageId: string, owner: string, at: number): Promise<void> {
+    await this.pool.query(`UPDATE flow_control_attempts SET ended_at = $3 WHERE message_id = $1 AND owner = $2 AND ended_at IS NULL AND started = 1`, [messageId, owner, at]);
   }
 
   async resetRateWindow(key: string): Promise<void> {

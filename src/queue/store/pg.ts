@@ -29,6 +29,7 @@ import type {
   StoredMessage,
 } from '../model.js';
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
+import { PgSharedCredentials } from './pg-credentials.js';
 import { PgRoutingStore } from './pg-routing.js';
 import { PgWorkflowStore } from './pg-workflows.js';
 import type { RoutingStore } from './routing-types.js';
@@ -46,11 +47,13 @@ import {
   type LogRow,
   type MessageRow,
 } from './sqlite-rows.js';
-import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
+import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, SharedCredentials } from './types.js';
 import type { WorkflowStore } from './workflow-types.js';
 
 /** The notification channel of due messages (payload: earliest due time, ms); `_<schema>` appended outside `public`. */
 export const WAKE_CHANNEL = 'svc_queue';
+/** The notification channel of credential changes (`queue_credentials`); `_<schema>` appended outside `public`. */
+export const CREDENTIALS_CHANNEL = 'svc_queue_credentials';
 /** First key of the advisory locks that mark a dispatcher alive (second key: hash of its id). */
 export const LIVENESS_LOCK_CLASS = 73_164_513;
 /** Most messages per multi-row INSERT (31 parameters each; PostgreSQL allows 65 535). */
@@ -83,6 +86,24 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
     c.release(broken);
   }
 }
+
+/**
+ * CTE parts of the claim statement (`c` = the claimed rows, `$1` = owner, `$3` = now): the
+ * attempts of claimed flow-control messages start in the same statement as the claim, so a rate
+ * window never misses a running attempt. An admitted row (`started = 0`, made by the admission
+ * round that released the message) becomes the running one; a retry (no admitted row) adds one.
+ */
+const START_ATTEMPTS = `fs AS (UPDATE flow_control_attempts a SET started = 1, owner = $1, started_at = $3 FROM c
+              WHERE a.message_id = c.id AND a.ended_at IS NULL AND a.started = 0 RETURNING a.message_id),
+       fi AS (INSERT INTO flow_control_attempts (key, message_id, owner, started_at, started)
+              SELECT c.flow_control_key, c.id, $1, $3, 1 FROM c
+              WHERE c.flow_control_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fs WHERE fs.message_id = c.id))`;
+
+/**
+ * Ends the running attempt of message `$2` on dispatcher `$3` at `$1` (ms) in the transaction
+ * that records its outcome; it keeps counting against its key's rate for one period.
+ */
+const END_ATTEMPT = `UPDATE flow_control_attempts SET ended_at = $1 WHERE message_id = $2 AND owner = $3 AND ended_at IS NULL AND started = 1`;
 
 const INSERT_PREFIX = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES `;
 const NCOL = MESSAGE_COLUMNS.length;
@@ -149,6 +170,8 @@ export async function openPgQueueStore(url: string, opts: PgStoreOptions = {}): 
 
 export class PgQueueStore implements QueueStore {
   private readonly wakeListeners = new Set<(dueAt: number) => void>();
+  /** Told of credential changes (NOTIFY) and of every (re)connect of the LISTEN connection. */
+  private readonly credentialListeners = new Set<() => void>();
   /** Dispatcher ids of this node, each marked alive by an advisory lock on the LISTEN connection. */
   private readonly owners = new Set<string>();
   /** Resolves when the LISTEN connection holds the liveness locks of {@link owners}. */
@@ -159,6 +182,8 @@ export class PgQueueStore implements QueueStore {
 
   /** NOTIFY channel of this schema's nodes. */
   private readonly channel: string;
+  /** NOTIFY channel of this schema's credential changes. */
+  private readonly credentialsChannel: string;
 
   constructor(
     readonly pool: pg.Pool,
@@ -166,6 +191,7 @@ export class PgQueueStore implements QueueStore {
     private readonly schema = 'public',
   ) {
     this.channel = schema === 'public' ? WAKE_CHANNEL : `${WAKE_CHANNEL}_${schema}`;
+    this.credentialsChannel = schema === 'public' ? CREDENTIALS_CHANNEL : `${CREDENTIALS_CHANNEL}_${schema}`;
   }
 
   // ---- wake-ups (LISTEN/NOTIFY) ----
@@ -195,6 +221,10 @@ export class PgQueueStore implements QueueStore {
     c.on('error', retry);
     c.on('end', retry);
     c.on('notification', (n) => {
+      if (n.channel === this.credentialsChannel) {
+        for (const fn of this.credentialListeners) fn();
+        return;
+      }
       const at = Number(n.payload);
       for (const fn of this.wakeListeners) fn(Number.isFinite(at) ? at : 0);
     });
@@ -202,7 +232,10 @@ export class PgQueueStore implements QueueStore {
       .connect()
       .then(async () => {
         await c.query(`LISTEN ${this.channel}`);
+        await c.query(`LISTEN ${this.credentialsChannel}`);
         for (const o of this.owners) await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, o]);
+        // changes made while this connection was down were not notified: re-read
+        for (const fn of this.credentialListeners) fn();
       })
       .catch(retry);
   }
@@ -286,7 +319,8 @@ export class PgQueueStore implements QueueStore {
          SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= $3 ${ex}
          ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED),
        c AS (UPDATE messages m SET claimed_by = $1, lease_until = $2 FROM pick WHERE m.seq = pick.seq RETURNING m.*),
-       l AS (INSERT INTO logs (time, message_seq, state) SELECT $3, seq, 'ACTIVE' FROM c ORDER BY due_at, seq)
+       l AS (INSERT INTO logs (time, message_seq, state) SELECT $3, seq, 'ACTIVE' FROM c ORDER BY due_at, seq),
+       ${START_ATTEMPTS}
        SELECT * FROM c`,
       params,
     );
@@ -316,7 +350,8 @@ export class PgQueueStore implements QueueStore {
 
   async complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
     const sql = `WITH f AS (UPDATE messages SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
-                   WHERE id = $2 AND status = 'pending' AND claimed_by = $3 RETURNING seq)
+                   WHERE id = $2 AND status = 'pending' AND claimed_by = $3 RETURNING seq),
+                 e AS (${END_ATTEMPT} AND EXISTS (SELECT 1 FROM f))
                  INSERT INTO logs (time, message_seq, state, response_status) SELECT $1, seq, 'DELIVERED', $4 FROM f RETURNING message_seq`;
     const params = [now, id, owner, outcome.status ?? null];
     if (!followUps.length) return ((await this.pool.query(sql, params)).rowCount ?? 0) > 0;
@@ -352,6 +387,7 @@ export class PgQueueStore implements QueueStore {
     return inTransaction(this.pool, async (c) => {
       const r = await this.owned(c, id, owner);
       if (!r) return false;
+      await c.query(END_ATTEMPT, [now, id, owner]);
       await this.log(c, now, r.seq, 'ERROR', { error: outcome.error, outcome, next: dueAt });
       await this.followUps(c, followUps, now);
       if (r.cancel_requested) {
@@ -369,6 +405,7 @@ export class PgQueueStore implements QueueStore {
     return inTransaction(this.pool, async (c) => {
       const r = await this.owned(c, id, owner);
       if (!r) return false;
+      await c.query(END_ATTEMPT, [now, id, owner]);
       await this.log(c, now, r.seq, 'ERROR', { error: outcome.error, outcome });
       await this.finish(c, 'failed', now, r.seq);
       await c.query(
@@ -578,6 +615,14 @@ export class PgQueueStore implements QueueStore {
     for (const row of r.rows) (out[row.state] ??= new Array<number>(buckets).fill(0))[Math.min(buckets - 1, row.b)] += row.n;
     return out;
   }
+
+  sharedCredentials(): SharedCredentials {
+    return (this.credentialStore ??= new PgSharedCredentials(this.pool, this.credentialsChannel, (fn) => {
+      this.credentialListeners.add(fn);
+      return () => this.credentialListeners.delete(fn);
+    }));
+  }
+  private credentialStore: SharedCredentials | undefined;
 
   routing(): RoutingStore {
     return (this.routingStore ??= new PgRoutingStore(this.pool, this));

@@ -107,7 +107,7 @@ export interface AdmissionTx {
   nextHeldDue(now: number): number | undefined;
   /**
    * Rate use of a key shared by several nodes (stores that keep rate windows, see
-   * {@link RoutingStore.attemptStarted}): attempts admitted or running plus attempts that ended
+   * {@link RoutingStore.attemptEnded}): attempts admitted or running plus attempts that ended
    * within the last `periodS` seconds, and the oldest such end (ms). Absent: the gate keeps the
    * windows in memory.
    */
@@ -153,10 +153,12 @@ export interface RoutingStore {
   admit<T>(fn: (tx: AdmissionTx) => T, now?: number): Promise<T>;
 
   // rate windows kept in the store (several nodes); optional
-  /** An attempt of message `messageId` with rate-limited `key` started on dispatcher `owner` at `at` (ms). */
-  attemptStarted?(key: string, messageId: string, owner: string, at: number): Promise<void>;
-  /** The running attempt of `messageId` ended at `at` (ms): it counts one more period. */
-  attemptEnded?(messageId: string, at: number): Promise<void>;
+  /**
+   * The running attempt of `messageId` on dispatcher `owner` ended at `at` (ms): it counts one more
+   * period. Such a store starts attempts in the claim itself and ends them with the recorded
+   * outcome (atomically); this call covers an attempt whose outcome could not be recorded.
+   */
+  attemptEnded?(messageId: string, owner: string, at: number): Promise<void>;
   /** Forgets the ended attempts of `key` (resetRate, pin). */
   resetRateWindow?(key: string): Promise<void>;
   /** Attempts counted against `key`'s rate now, and the start of its window (for the API). */

@@ -11,7 +11,7 @@
  * A waiter is taken atomically (`takeWaiter`), so a notify racing the timeout appends one step.
  */
 import { parseDuration } from '../delivery/backoff.js';
-import { errors } from '../errors.js';
+import { queueError } from '../errors.js';
 import type { Waiter } from '../store/workflow-types.js';
 import type { WorkflowEngine } from './engine.js';
 
@@ -55,15 +55,15 @@ export async function wait(engine: WorkflowEngine, eventId: string, runId: strin
   try {
     body = JSON.parse(raw.toString('utf8'));
   } catch (err) {
-    throw errors.invalidJson((err as Error).message);
+    throw queueError('invalidJson', (err as Error).message);
   }
-  if (!body || typeof body !== 'object' || !body.step || typeof body.step !== 'object') throw errors.badRequest('wait body must be {url, timeout, step, ...}');
-  if (nestedDeeperThan(body, MAX_WAIT_BODY_DEPTH)) throw errors.badRequest(`wait body nests deeper than ${MAX_WAIT_BODY_DEPTH} levels`);
-  if (!runId) throw errors.badRequest('missing Upstash-Workflow-RunId header');
+  if (!body || typeof body !== 'object' || !body.step || typeof body.step !== 'object') throw queueError('invalidWaitBody');
+  if (nestedDeeperThan(body, MAX_WAIT_BODY_DEPTH)) throw queueError('waitBodyTooDeep', MAX_WAIT_BODY_DEPTH);
+  if (!runId) throw queueError('missingRunId');
   const run = await engine.runs.findRun(runId);
-  if (!run || run.state !== 'RUN_STARTED') throw errors.badRequest(`workflow run ${runId} is not active`);
+  if (!run || run.state !== 'RUN_STARTED') throw queueError('runNotActive', runId);
   const t = body.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(String(body.timeout));
-  if (t === undefined) throw errors.badRequest(`invalid wait timeout ${JSON.stringify(body.timeout)}`);
+  if (t === undefined) throw queueError('invalidWaitTimeout', body.timeout);
   const waiter: Omit<Waiter, 'seq'> = {
     eventId,
     runSeq: run.seq,

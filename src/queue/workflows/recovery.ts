@@ -7,11 +7,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { buildCallback, newMessageId } from '../build.js';
-import { errors, QueueError } from '../errors.js';
-import { parseFlowControl } from '../api/options.js';
+import { queueError } from '../errors.js';
+import { parseFlowControl } from '../options.js';
 import type { DlqEntry, NewMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { RunConfig, WorkflowRun } from '../store/workflow-types.js';
+import { workflowCallbackHooks } from './callback-fields.js';
 import { stepsUpTo, triggerId, type RawStep, type WorkflowEngine } from './engine.js';
 
 /** DLQ ids are `<unix ms>-<seq>` (dispatcher). */
@@ -34,11 +35,11 @@ export interface RecoveredRun {
  * @throws QueueError 400 malformed id, 404 unknown entry, 400 entry that is not a workflow run.
  */
 export async function failedRun(store: QueueStore, engine: WorkflowEngine, dlqId: string): Promise<{ entry: DlqEntry; run: WorkflowRun }> {
-  if (!DLQ_ID.test(dlqId)) throw errors.badRequest(`invalid DLQ id ${JSON.stringify(dlqId)}: expected <timestamp>-<sequence>`);
+  if (!DLQ_ID.test(dlqId)) throw queueError('invalidDlqId', dlqId);
   const entry = await store.getDlq(dlqId);
-  if (!entry) throw errors.notFound(`DLQ entry ${dlqId}`);
+  if (!entry) throw queueError('failedRunNotFound', dlqId);
   const run = await engine.runs.runByDlqId(dlqId);
-  if (!run || !entry.message.extra?.workflow) throw new QueueError(400, `DLQ entry ${dlqId} is not a failed workflow run`);
+  if (!run || !entry.message.workflow) throw queueError('notWorkflowRun', dlqId);
   return { entry, run };
 }
 
@@ -46,17 +47,17 @@ function overrides(cfg: Record<string, string>, base: RunConfig): RunConfig {
   const out: RunConfig = { ...base };
   if (cfg['retries'] !== undefined) {
     const v = cfg['retries'].trim();
-    if (!/^\d+$/.test(v) || Number(v) > 100) throw errors.invalidHeader('Retries', v, 'expected an integer from 0 to 100');
+    if (!/^\d+$/.test(v) || Number(v) > 100) throw queueError('invalidRetries', v);
     out.retries = Number(v);
   }
   const key = cfg['flow-control-key'];
   const value = cfg['flow-control-value'];
   if (key !== undefined || value !== undefined) {
     const k = key ?? base.flowControlKey;
-    if (!k) throw errors.badRequest('Upstash-Flow-Control-Value needs a flow control key (Upstash-Flow-Control-Key)');
+    if (!k) throw queueError('flowControlKeyRequired');
     out.flowControlKey = k;
     if (value !== undefined) out.flowControl = parseFlowControl(value);
-    if (!out.flowControl) throw errors.badRequest('Upstash-Flow-Control-Key needs a value (Upstash-Flow-Control-Value)');
+    if (!out.flowControl) throw queueError('flowControlValueRequired');
   }
   return out;
 }
@@ -77,7 +78,7 @@ export async function recoverRun(
   const { entry, run } = await failedRun(store, engine, dlqId);
   const runId = cfg['workflow-runid'] || (mode === 'resume' ? run.runId : newRunId());
   const active = await engine.runs.findRun(runId);
-  if (active?.state === 'RUN_STARTED') throw new QueueError(409, `workflow run ${runId} is already running`);
+  if (active?.state === 'RUN_STARTED') throw queueError('runAlreadyRunning', runId);
   const config = overrides(cfg, run.config);
   const createdAt = Math.max(now, run.createdAt + 1);
   const messageId = newMessageId();
@@ -130,16 +131,18 @@ export async function recoverRun(
     flowControl: config.flowControl,
     dedupKey: undefined,
     held: undefined,
-    extra: undefined,
+    workflow: undefined,
   };
   engine.decorate(m, newRun, await engine.runs.steps(seq), triggerId(newRun));
   if (isCallback && mode === 'resume') m.body = old.body;
-  const kick = await engine.admit([m], now);
+  // the prepare hooks (a run's flow-control key holds it like a published step), then the DLQ
+  // entry leaves in the transaction that stores the message
+  await engine.enqueue.prepare([m], now);
   const r = await store.retryDlq({ dlqIds: [dlqId] }, 1, now, () => m);
-  kick();
+  if (r.messageIds.length) engine.enqueue.stored([m], now);
   if (r.messageIds.length === 0) {
     await engine.runs.finishRun(seq, 'RUN_CANCELED', now);
-    throw errors.notFound(`DLQ entry ${dlqId}`);
+    throw queueError('failedRunNotFound', dlqId);
   }
   return { workflowRunId: runId, workflowCreatedAt: createdAt };
 }
@@ -148,7 +151,7 @@ export async function recoverRun(
 export async function deleteFailedRun(store: QueueStore, engine: WorkflowEngine, dlqId: string): Promise<void> {
   await failedRun(store, engine, dlqId);
   const r = await store.deleteDlq({ dlqIds: [dlqId] }, 1);
-  if (r.deleted === 0) throw errors.notFound(`DLQ entry ${dlqId}`);
+  if (r.deleted === 0) throw queueError('failedRunNotFound', dlqId);
 }
 
 /**
@@ -156,14 +159,15 @@ export async function deleteFailedRun(store: QueueStore, engine: WorkflowEngine,
  * `POST /v2/workflows/dlq/callback/{dlqId}`): only when its last attempt failed
  * (`CALLBACK_FAIL`), else 400. Returns the run's id and creation time.
  */
-export async function retryFailureCallback(store: QueueStore, engine: WorkflowEngine, dlqId: string, now: number, dedupWindowMs: number): Promise<RecoveredRun> {
+export async function retryFailureCallback(store: QueueStore, engine: WorkflowEngine, dlqId: string, now: number): Promise<RecoveredRun> {
   const { entry, run } = await failedRun(store, engine, dlqId);
   if (run.failure?.state !== 'CALLBACK_FAIL') {
-    throw errors.badRequest(`the failure function of DLQ entry ${dlqId} has not failed (state ${run.failure?.state ?? 'none'})`);
+    throw queueError('failureNotFailed', dlqId, run.failure?.state ?? 'none');
   }
-  const m = buildCallback(entry.message, 'failure_callback', entry.outcome, now, dlqId);
-  if (!m) throw errors.badRequest(`workflow run of DLQ entry ${dlqId} has no failure callback`);
+  const m = buildCallback(entry.message, 'failure_callback', entry.outcome, now, dlqId, workflowCallbackHooks);
+  if (!m) throw queueError('noFailureCallback', dlqId);
   await engine.runs.updateRun(run.seq, now, { failure: { ...run.failure, state: 'CALLBACK_INPROGRESS', messageId: m.id } });
-  await store.enqueue([m], now, dedupWindowMs);
+  // stored as built: a callback is never held for admission
+  await engine.enqueue.enqueue([m], { now, prepare: false });
   return { workflowRunId: run.runId, workflowCreatedAt: run.createdAt };
 }

@@ -2,10 +2,10 @@
  * Scores: dense scores normalized to 0..1 per metric, computed in
  * float32 arithmetic on the original vectors (so identical COSINE vectors score exactly 1 and the
  * reference's float32 literals are reproduced) — HNSW hits are scored from the graph distance
- * instead, within a float32 step of this (reads.ts `scoreHits`); sparse inner product with optional IDF; hybrid
+ * instead, within a float32 step of this (`query/execute.ts` `scoreHits`); sparse inner product with optional IDF; hybrid
  * fusion with RRF (K = 60, 0-based rank) or DBSF (mean ± 3 sample standard deviations).
  */
-import type { Metric } from './definitions.js';
+import type { Metric } from '../definitions.js';
 
 const f = Math.fround;
 

@@ -4,11 +4,11 @@
  * evaluated over the namespace once per namespace version (cached), then the dense search picks
  * exact scan or post-filtered HNSW by measured cost ({@link NamespaceState.denseCandidates}).
  * Dense vectors are not held here (the graph holds them, with 8-bit codes for scans; SQLite holds
- * the originals); HNSW hits are scored from the graph distances by the read path (reads.ts).
+ * the originals); HNSW hits are scored from the graph distances by the query execution (`query/execute.ts`).
  */
-import { compileFilter, FilterSyntaxError } from './filter/index.js';
+import { compileFilter, FilterSyntaxError } from '../filter/index.js';
 import type { HnswDense, Neighbor } from './dense.js';
-import { badRequest } from './errors.js';
+import { vectorError } from '../errors.js';
 import type { NamespaceRow, SparseVector } from './store.js';
 import type { SparseIndex } from './sparse.js';
 import type { Scored } from './scores.js';
@@ -18,7 +18,7 @@ import type { Scored } from './scores.js';
  * scan of the in-memory 8-bit codes, re-ranked on the original vectors).
  */
 export type ExactSearch = (labels: number[], k: number) => Scored[];
-/** Final score of an HNSW hit from its graph distance (see reads.ts `scoreHits`). */
+/** Final score of an HNSW hit from its graph distance (see `query/execute.ts` `scoreHits`). */
 export type DistanceScorer = (hits: Neighbor[]) => Scored[];
 /** Upper bound of the search breadth used for filtered or resumed HNSW searches. */
 export const MAX_EF = 4096;
@@ -39,7 +39,7 @@ export class NamespaceState {
   metas: (Record<string, unknown> | undefined)[] = [];
   readonly byId = new Map<string, number>();
   dense?: HnswDense;
-  /** A graph rebuild in progress (engine.ts): the fresh graph and the labels still to add. */
+  /** A graph rebuild in progress (`vector-index.ts`): the fresh graph and the labels still to add. */
   rebuilding?: { graph: HnswDense; todo: number[]; at: number };
   sparse?: SparseIndex;
   /** Bumped on every change (filter cache key). */
@@ -91,7 +91,7 @@ export class NamespaceState {
     try {
       compiled = compileFilter(filter);
     } catch (err) {
-      if (err instanceof FilterSyntaxError) throw badRequest(err.message);
+      if (err instanceof FilterSyntaxError) throw vectorError('filterSyntax', err.message);
       throw err;
     }
     const bits = new Uint8Array(this.ids.length);

@@ -7,14 +7,14 @@
  *
  * @throws QueueError 400 naming the bad header.
  */
-import { errors } from '../errors.js';
-import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from '../model.js';
-import { compileExpression } from '../delivery/expr.js';
-import { blockedHost } from '../delivery/address.js';
-import { parseDuration } from '../delivery/backoff.js';
-import { NOT_FORWARDED } from '../delivery/http.js';
-import { MAX_TIMEOUT_MS } from '../delivery/dispatcher.js';
-import { canonicalHeader } from '../wire.js';
+import { queueError } from './errors.js';
+import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from './model.js';
+import { compileExpression } from './delivery/expr.js';
+import { blockedHost } from './delivery/address.js';
+import { parseDuration } from './delivery/backoff.js';
+import { NOT_FORWARDED } from './delivery/http.js';
+import { MAX_TIMEOUT_MS } from './delivery/dispatcher.js';
+import { canonicalHeader } from './wire.js';
 
 export const DEFAULT_RETRIES = 3;
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
@@ -47,36 +47,36 @@ export function parseOptions(cfg: Record<string, string>, contentType: string | 
   if (contentType) headers['Content-Type'] = [contentType];
 
   const method = (cfg['method'] ?? 'POST').toUpperCase();
-  if (!METHODS.has(method)) throw errors.invalidHeader('Method', cfg['method'], 'expected GET, POST, PUT, PATCH or DELETE');
+  if (!METHODS.has(method)) throw queueError('invalidMethod', cfg['method']);
 
   const opts: PublishOptions = { method, headers, maxRetries: defaultRetries };
 
   if (cfg['not-before'] !== undefined) {
     const v = cfg['not-before'].trim();
-    if (!/^\d+$/.test(v)) throw errors.invalidHeader('Not-Before', v, 'expected unix seconds');
+    if (!/^\d+$/.test(v)) throw queueError('invalidNotBefore', v);
     opts.notBefore = Number(v) * 1000;
   } else if (cfg['delay'] !== undefined) {
     const ms = parseDuration(cfg['delay']);
-    if (ms === undefined) throw errors.invalidHeader('Delay', cfg['delay'], 'expected a duration such as 10s, 5m, 2h, 1d or 1d10h30m');
+    if (ms === undefined) throw queueError('invalidDelay', cfg['delay']);
     if (ms > 0) opts.delayMs = ms;
   }
   if (cfg['retries'] !== undefined) {
     const v = cfg['retries'].trim();
-    if (!/^\d+$/.test(v) || Number(v) > 100) throw errors.invalidHeader('Retries', v, 'expected an integer from 0 to 100');
+    if (!/^\d+$/.test(v) || Number(v) > 100) throw queueError('invalidRetries', v);
     opts.maxRetries = Number(v);
   }
   if (cfg['retry-delay'] !== undefined) {
     try {
       compileExpression(cfg['retry-delay']);
     } catch (err) {
-      throw errors.invalidHeader('Retry-Delay', cfg['retry-delay'], (err as Error).message);
+      throw queueError('invalidRetryDelay', cfg['retry-delay'], (err as Error).message);
     }
     opts.retryDelay = cfg['retry-delay'];
   }
   if (cfg['timeout'] !== undefined) {
     const ms = parseDuration(cfg['timeout']);
     if (ms === undefined || ms <= 0 || ms > MAX_TIMEOUT_MS) {
-      throw errors.invalidHeader('Timeout', cfg['timeout'], 'expected a positive duration up to 2h, such as 30s or 5m');
+      throw queueError('invalidTimeout', cfg['timeout']);
     }
     opts.timeoutMs = ms;
   }
@@ -115,11 +115,11 @@ function checkUrl(url: string, header: string, blockPrivate: boolean): void {
   try {
     u = new URL(url);
   } catch {
-    throw errors.invalidHeader(header, url, 'expected an absolute http(s) URL');
+    throw queueError('invalidCallbackUrl', header, url);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw errors.invalidHeader(header, url, 'expected an absolute http(s) URL');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw queueError('invalidCallbackUrl', header, url);
   const why = blockPrivate ? blockedHost(u.hostname) : undefined;
-  if (why) throw errors.privateDestination(`Upstash-${header} url`, url, why);
+  if (why) throw queueError('privateDestination', `Upstash-${header} url`, url, why);
 }
 
 /** `body`, `header`/`headers`, `header[Name]` comma list. */
@@ -130,7 +130,7 @@ export function parseRedact(v: string): RedactSpec {
     else if (part === 'header' || part === 'headers') spec.header = true;
     else {
       const m = /^headers?\[(.+)\]$/.exec(part);
-      if (!m) throw errors.invalidHeader('Redact-Fields', v, 'expected a comma list of body, header, header[Name]');
+      if (!m) throw queueError('invalidRedactFields', v);
       if (spec.header !== true) spec.header = [...(spec.header ?? []), canonicalHeader(m[1].trim())];
     }
   }
@@ -142,18 +142,18 @@ export function parseFlowControl(v: string): FlowControl {
   const fc: FlowControl = {};
   for (const part of v.split(',').map((s) => s.trim()).filter(Boolean)) {
     const m = /^(parallelism|rate|period)=(.+)$/.exec(part);
-    if (!m) throw errors.badRequest('Upstash-Flow-Control-Value should be either rate=X or parallelism=Y, or both as comma-separated values');
+    if (!m) throw queueError('invalidFlowControlValue');
     if (m[1] === 'period') {
       const ms = parseDuration(m[2]);
-      if (ms === undefined || ms <= 0) throw errors.badRequest(`invalid flow control period ${JSON.stringify(m[2])}`);
+      if (ms === undefined || ms <= 0) throw queueError('invalidFlowControlPeriod', m[2]);
       fc.period = Math.round(ms / 1000);
     } else {
-      if (!/^\d+$/.test(m[2]) || Number(m[2]) <= 0) throw errors.badRequest(`invalid flow control ${m[1]} ${JSON.stringify(m[2])}`);
+      if (!/^\d+$/.test(m[2]) || Number(m[2]) <= 0) throw queueError('invalidFlowControlNumber', m[1], m[2]);
       fc[m[1] as 'parallelism' | 'rate'] = Number(m[2]);
     }
   }
   if (fc.parallelism === undefined && fc.rate === undefined) {
-    throw errors.badRequest('Upstash-Flow-Control-Value should be either rate=X or parallelism=Y, or both as comma-separated values');
+    throw queueError('invalidFlowControlValue');
   }
   if (fc.rate !== undefined && fc.period === undefined) fc.period = 1;
   return fc;

@@ -5,12 +5,15 @@
  * Writes go through a group-commit queue: requests arriving in the same event-loop turn run in
  * one SQLite transaction (each in its own savepoint), memory is updated in the same synchronous
  * step, and every request is answered only after the commit — so an acknowledged write is durable
- * and visible to the next query. HNSW insertion is not part of the write: new dense vectors are
- * queued in the graph (dense.ts `enqueue`; searched exactly until inserted) and inserted between
+ * and visible to the next query. A write that fails (its savepoint, or the whole commit, e.g. on
+ * a full disk) leaves no trace in memory: each write keeps a journal of what it touched, and after
+ * the rollback those records (and, for namespace-level writes, the namespaces) are restored from
+ * SQLite, the source of truth (`undo`). HNSW insertion is not part of the write: new dense
+ * vectors are queued in the graph (dense.ts `enqueue`; searched exactly until inserted) and inserted between
  * requests in slices of at most {@link INDEX_SLICE_MS}. When more than {@link PENDING_LIMIT} vector elements wait, further writes
  * wait for the indexer (back-pressure), which bounds the exact part of every query.
  *
- * Start-up: per namespace, load the graph snapshot (snapshot.ts) when its header matches and
+ * Start-up: per namespace, load the graph snapshot (`snapshot.ts`) when its header matches and
  * queue the records written after its sequence number; otherwise rebuild from SQLite. Deletes
  * mark-delete in the graph; the graph is rebuilt when tombstones exceed {@link REBUILD_RATIO} of
  * the live points (and at least {@link REBUILD_MIN}) — off the request path: a fresh graph is
@@ -18,19 +21,19 @@
  * queries, writes go to both meanwhile, and the fresh one replaces the old when complete.
  */
 import path from 'node:path';
-import type { Logger } from '../logger.js';
-import type { IndexDefinition } from './definitions.js';
+import type { Logger } from '../../logger.js';
+import type { IndexDefinition } from '../definitions.js';
 import { HnswDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
-import { isDiskFull } from '../disk-full.js';
-import { badRequest, diskFull, MESSAGES, unprocessable, VectorError } from './errors.js';
+import { isDiskFull } from '../../disk-full.js';
+import { vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
 import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
-import type { Metadata, UpsertItem } from './validate.js';
-import type { HistogramCell } from '../metrics.js';
+import type { Metadata, UpsertItem } from '../validate.js';
+import type { HistogramCell } from '../../metrics.js';
 
 export const REBUILD_RATIO = 0.5;
 export const REBUILD_MIN = 1000;
@@ -52,8 +55,11 @@ export class VectorIndex {
   readonly snapshotDir: string;
   dimension?: number;
   seq = 0;
-  /** How the last start-up built the graphs: namespaces from a snapshot, records replayed, namespaces rebuilt. */
-  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0 };
+  /**
+   * How the last start-up built the graphs: namespaces from a snapshot, records replayed,
+   * namespaces rebuilt, and of those the ones whose snapshot was damaged (checksum mismatch).
+   */
+  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0, damaged: 0 };
   readonly denseEmbedder?: HttpDenseEmbedder;
   readonly sparseEmbedder?: Bm25Embedder;
   /** Group commits (SQLite transactions of the write queue) since start. */
@@ -72,6 +78,8 @@ export class VectorIndex {
   private indexing = false;
   /** Writes waiting for the indexer (back-pressure, {@link PENDING_LIMIT}). */
   private blocked: (() => void)[] = [];
+  /** What the running write changed in memory (undone from SQLite when it rolls back). */
+  private journal: WriteJournal | undefined;
 
   constructor(readonly def: IndexDefinition, dataDir: string, private readonly logger: Logger) {
     const dir = path.join(dataDir, 'vector');
@@ -120,7 +128,14 @@ export class VectorIndex {
       const snap = ns.count > 0
         ? readSnapshot(this.snapshotDir, ns.row.id, { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation })
         : undefined;
-      if (snap) {
+      if (snap && 'rejected' in snap) {
+        const where = { index: this.def.name, namespace: ns.name, records: ns.count, reason: snap.rejected, detail: snap.detail };
+        if (snap.rejected === 'checksum' || snap.rejected === 'unreadable') {
+          this.loadStats.damaged++;
+          this.logger.warn(where, 'vector snapshot damaged (checksum mismatch or unreadable): not used, rebuilding the graph from the store');
+        } else this.logger.info(where, 'vector snapshot not usable: rebuilding the graph from the store');
+      }
+      if (snap && !('rejected' in snap)) {
         this.loadStats.fromSnapshot++;
         ns.dense = snap.graph;
         for (const label of [...snap.graph.labels()]) if (ns.ids[label] === undefined) snap.graph.remove(label);
@@ -160,6 +175,7 @@ export class VectorIndex {
   private ensureNs(name: string): NamespaceState {
     let ns = this.namespaces.get(name);
     if (!ns) {
+      this.touchNamespaces();
       ns = new NamespaceState(this.store.createNamespace(name));
       if (this.hasSparse) ns.sparse = new SparseIndex();
       if (this.hasDense && this.dimension !== undefined) ns.dense = this.newGraph();
@@ -188,7 +204,7 @@ export class VectorIndex {
    * than {@link PENDING_LIMIT} vector elements are queued for the graph.
    */
   write<T>(fn: () => T): Promise<T> {
-    if (this.closed) return Promise.reject(new VectorError(500, 'index is closing'));
+    if (this.closed) return Promise.reject(vectorError('indexClosing'));
     return new Promise<T>((resolve, reject) => {
       const enter = () => {
         this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
@@ -279,51 +295,146 @@ export class VectorIndex {
     this.queue = [];
     if (batch.length === 0) return;
     const results: { ok: boolean; v: unknown }[] = [];
+    const all = newJournal();
     try {
       this.store.transaction(() => {
         for (const op of batch) {
+          // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL): the
+          // ops left would otherwise run in transactions of their own and commit unseen
+          if (!this.store.db.inTransaction) {
+            results.push({ ok: false, v: results.find((r) => !r.ok)?.v ?? vectorError('commitFailed') });
+            continue;
+          }
+          const j = (this.journal = newJournal());
           try {
             results.push({ ok: true, v: this.store.transaction(op.fn) });
           } catch (err) {
             results.push({ ok: false, v: err });
+            // its savepoint was rolled back: so is its change in memory
+            this.undo(j);
+          } finally {
+            this.journal = undefined;
+            mergeJournal(all, j);
           }
         }
-        this.store.setMeta('seq', String(this.seq));
+        if (this.store.db.inTransaction) this.store.setMeta('seq', String(this.seq));
       });
       this.commits++;
     } catch (err) {
       this.logger.error({ err, index: this.def.name }, 'vector commit failed');
+      // the whole transaction was rolled back: no write of the batch stays visible
+      this.undo(all);
       // SQLite rolls the whole transaction back by itself on SQLITE_FULL inside one operation;
       // the COMMIT then fails with "no transaction is active": the operation's error is the cause
       const full = isDiskFull(err) || results.some((r) => !r.ok && isDiskFull(r.v));
-      const answer = full ? diskFull() : new VectorError(500, 'commit failed');
+      const answer = vectorError(full ? 'diskFull' : 'commitFailed');
       for (const op of batch) op.reject(answer);
       return;
     }
-    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(isDiskFull(results[i].v) ? diskFull() : results[i].v)));
+    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(isDiskFull(results[i].v) ? vectorError('diskFull') : results[i].v)));
     this.maintain();
     if (this.pendingCount() > 0) this.scheduleIndexing();
+  }
+
+  /** Notes that the running write changes record `id` of `ns` in memory. */
+  private touch(ns: NamespaceState, id: string): void {
+    if (!this.journal) return;
+    let ids = this.journal.records.get(ns);
+    if (!ids) this.journal.records.set(ns, (ids = new Set()));
+    ids.add(id);
+  }
+
+  /** Notes that the running write changes namespaces (create, reset, delete, rename) or the dimension. */
+  private touchNamespaces(): void {
+    if (this.journal) this.journal.namespaces = true;
+  }
+
+  /**
+   * Makes memory agree with SQLite again after the writes of `j` were rolled back: namespaces
+   * (when touched) are matched to their rows — created ones dropped, renamed ones renamed back,
+   * reset or deleted ones reloaded from the store — then every touched record is re-read: gone from
+   * memory when SQLite has no row, otherwise its position, metadata, vector (queued for the graph
+   * again) and sparse vector as stored. Costs one SQLite read per touched record (a whole
+   * namespace for a failed reset or delete). Never throws: a store that cannot be read is logged.
+   */
+  private undo(j: WriteJournal): void {
+    try {
+      if (j.namespaces) this.reconcileNamespaces();
+      const rows = new Map(this.store.namespaces().map((r) => [r.id, r]));
+      for (const [ns, ids] of j.records) {
+        if (this.namespaces.get(ns.name) !== ns) continue; // dropped or reloaded whole
+        ns.row.next_pos = rows.get(ns.row.id)?.next_pos ?? ns.row.next_pos;
+        for (const id of ids) this.restoreRecord(ns, id);
+      }
+    } catch (err) {
+      this.logger.error({ err, index: this.def.name }, 'vector write rolled back, but memory could not be restored from the store');
+    }
+  }
+
+  /** Memory state of record `id` of `ns` from its SQLite row (or its absence). */
+  private restoreRecord(ns: NamespaceState, id: string): void {
+    const row = this.store.get(ns.row.id, id);
+    const at = ns.byId.get(id);
+    if (at !== undefined && at !== row?.pos) ns.drop(id);
+    if (!row) return;
+    ns.put(row.pos, id, row.metadata ? (JSON.parse(row.metadata) as Metadata) : undefined);
+    if (row.vector && ns.dense) {
+      const v = blobToF32(row.vector);
+      ns.dense.enqueue(row.pos, v, row.seq);
+      ns.rebuilding?.graph.enqueue(row.pos, v, row.seq);
+    } else {
+      ns.dense?.remove(row.pos);
+      ns.rebuilding?.graph.remove(row.pos);
+    }
+    if (row.sparse && ns.sparse) ns.sparse.add(row.pos, blobToSparse(row.sparse));
+    else ns.sparse?.remove(row.pos);
+  }
+
+  /** Namespaces and dimension in memory from SQLite after a rolled-back namespace-level write. */
+  private reconcileNamespaces(): void {
+    if (this.store.getMeta('dimension') === undefined && this.def.dimension === undefined && this.dimension !== undefined) {
+      this.dimension = undefined;
+      for (const ns of this.namespaces.values()) {
+        ns.dense = undefined;
+        ns.rebuilding = undefined;
+      }
+    }
+    const known = new Map([...this.namespaces.values()].map((ns) => [ns.row.id, ns]));
+    this.namespaces.clear();
+    for (const row of this.store.namespaces()) {
+      let ns = known.get(row.id);
+      if (ns && ns.row.generation === row.generation) {
+        ns.row.name = row.name;
+        ns.row.next_pos = row.next_pos;
+      } else {
+        ns = new NamespaceState(row);
+        for (const h of this.store.heads(row.id)) ns.put(h.pos, h.id, h.metadata ? (JSON.parse(h.metadata) as Metadata) : undefined);
+        this.loadIndexes(ns);
+      }
+      this.namespaces.set(row.name, ns);
+    }
   }
 
   /** Checks dimensions/parts of records for this index type. @throws VectorError 400/422. */
   checkRecord(item: { vector?: number[]; sparse?: unknown }, where = ''): void {
     const t = this.def.type;
-    if (t === 'DENSE' && !item.vector) throw badRequest(`${where}vector is required for a DENSE index`);
-    if (t === 'DENSE' && item.sparse) throw badRequest(`${where}sparseVector is not allowed for a DENSE index`);
-    if (t === 'SPARSE' && !item.sparse) throw badRequest(`${where}sparseVector is required for a SPARSE index`);
-    if (t === 'SPARSE' && item.vector) throw badRequest(`${where}vector is not allowed for a SPARSE index`);
-    if (t === 'HYBRID' && (!item.vector || !item.sparse)) throw badRequest(`${where}both vector and sparseVector are required for a HYBRID index`);
+    if (t === 'DENSE' && !item.vector) throw vectorError('denseNeedsVector', where);
+    if (t === 'DENSE' && item.sparse) throw vectorError('denseNoSparse', where);
+    if (t === 'SPARSE' && !item.sparse) throw vectorError('sparseNeedsSparse', where);
+    if (t === 'SPARSE' && item.vector) throw vectorError('sparseNoDense', where);
+    if (t === 'HYBRID' && (!item.vector || !item.sparse)) throw vectorError('hybridNeedsBoth', where);
     this.checkDimension(item.vector);
   }
 
   /** 422 when `v` does not have the index dimension (once fixed). */
   checkDimension(v: ArrayLike<number> | undefined): void {
-    if (v && this.dimension !== undefined && v.length !== this.dimension) throw unprocessable(MESSAGES.dimension(v.length, this.dimension));
+    if (v && this.dimension !== undefined && v.length !== this.dimension) throw vectorError('dimensionMismatch', v.length, this.dimension);
   }
 
   /** Fixes the dimension at the first dense write (persisted) and creates the graphs. */
   private fixDimension(d: number): void {
     if (this.dimension !== undefined) return;
+    this.touchNamespaces();
     this.dimension = d;
     this.store.setMeta('dimension', String(d));
     for (const ns of this.namespaces.values()) ns.dense = this.newGraph();
@@ -333,7 +444,7 @@ export class VectorIndex {
   upsert(name: string, items: UpsertItem[]): Promise<string> {
     items.forEach((it, i) => this.checkRecord(it, items.length > 1 ? `[${i}]: ` : ''));
     const dims = new Set(items.filter((i) => i.vector).map((i) => i.vector!.length));
-    if (dims.size > 1) throw unprocessable(MESSAGES.dimension([...dims][1], [...dims][0]));
+    if (dims.size > 1) throw vectorError('dimensionMismatch', [...dims][1], [...dims][0]);
     return this.write(() => {
       for (const it of items) this.checkDimension(it.vector);
       if (items[0].vector) this.fixDimension(items[0].vector.length);
@@ -346,6 +457,7 @@ export class VectorIndex {
 
   /** Writes one record (SQL + memory). Keeps the position of an existing id. */
   private putRecord(ns: NamespaceState, it: UpsertItem): void {
+    this.touch(ns, it.id);
     const existing = ns.byId.get(it.id);
     const pos = existing ?? ns.row.next_pos++;
     let vec: Float32Array | undefined;
@@ -390,6 +502,7 @@ export class VectorIndex {
       else ids = (ns.match(by.filter) ?? { labels: [] as number[] }).labels.map((l) => ns.ids[l]!);
       let n = 0;
       for (const id of ids) {
+        this.touch(ns, id);
         if (ns.byId.has(id) && this.store.delete(ns.row.id, id)) {
           ns.drop(id);
           n++;
@@ -404,8 +517,8 @@ export class VectorIndex {
    * Resolves to 1, or 0 when the id does not exist.
    */
   update(name: string, u: { id: string; vector?: number[]; sparse?: UpsertItem['sparse']; data?: string; metadata?: Metadata; patch: boolean }): Promise<number> {
-    if (this.def.type === 'DENSE' && u.sparse) throw badRequest('sparseVector is not allowed for a DENSE index');
-    if (this.def.type === 'SPARSE' && u.vector) throw badRequest('vector is not allowed for a SPARSE index');
+    if (this.def.type === 'DENSE' && u.sparse) throw vectorError('denseNoSparse', '');
+    if (this.def.type === 'SPARSE' && u.vector) throw vectorError('sparseNoDense', '');
     this.checkDimension(u.vector);
     return this.write(() => {
       const ns = this.ns(name);
@@ -428,6 +541,7 @@ export class VectorIndex {
   /** Empties one namespace (or all with `all`); namespaces stay listed. */
   reset(name: string, all: boolean): Promise<string> {
     return this.write(() => {
+      this.touchNamespaces();
       const targets = all ? [...this.namespaces.values()] : [this.ns(name)].filter((n): n is NamespaceState => !!n);
       for (const ns of targets) {
         this.store.resetNamespace(ns.row.id);
@@ -446,9 +560,10 @@ export class VectorIndex {
   /** Deletes a namespace. @throws VectorError 404 when absent, 400 for the default namespace. */
   deleteNamespace(name: string): Promise<string> {
     return this.write(() => {
-      if (name === '') throw badRequest('The default namespace cannot be deleted');
+      this.touchNamespaces();
+      if (name === '') throw vectorError('defaultNamespaceDelete');
       const ns = this.ns(name);
-      if (!ns) throw new VectorError(404, MESSAGES.namespaceMissing(name, this.def.name));
+      if (!ns) throw vectorError('namespaceNotFound', name, this.def.name);
       this.store.dropNamespace(ns.row.id);
       this.namespaces.delete(name);
       dropSnapshot(this.snapshotDir, ns.row.id);
@@ -459,13 +574,14 @@ export class VectorIndex {
   /** Renames a namespace; `deleteExisting` replaces an existing target. */
   renameNamespace(from: string, to: string, deleteExisting: boolean): Promise<boolean> {
     return this.write(() => {
-      if (from === '' || to === '') throw badRequest('The default namespace cannot be renamed');
+      this.touchNamespaces();
+      if (from === '' || to === '') throw vectorError('defaultNamespaceRename');
       const ns = this.ns(from);
-      if (!ns) throw new VectorError(404, MESSAGES.namespaceMissing(from, this.def.name));
+      if (!ns) throw vectorError('namespaceNotFound', from, this.def.name);
       if (from === to) return true;
       const target = this.ns(to);
       if (target) {
-        if (!deleteExisting) throw badRequest(`Namespace ${to} already exists`);
+        if (!deleteExisting) throw vectorError('namespaceExists', to);
         this.store.dropNamespace(target.row.id);
         this.namespaces.delete(to);
         dropSnapshot(this.snapshotDir, target.row.id);
@@ -533,4 +649,22 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
     else out[k] = mergePatch(out[k], v);
   }
   return out;
+}
+
+/** What one write (or a batch of them) changed in memory: records by namespace, and whether namespaces. */
+interface WriteJournal {
+  records: Map<NamespaceState, Set<string>>;
+  namespaces: boolean;
+}
+
+const newJournal = (): WriteJournal => ({ records: new Map(), namespaces: false });
+
+/** Adds `from` to `into`. */
+function mergeJournal(into: WriteJournal, from: WriteJournal): void {
+  into.namespaces ||= from.namespaces;
+  for (const [ns, ids] of from.records) {
+    const set = into.records.get(ns);
+    if (set) for (const id of ids) set.add(id);
+    else into.records.set(ns, new Set(ids));
+  }
 }

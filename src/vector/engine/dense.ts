@@ -8,7 +8,7 @@
  * Final scores are computed elsewhere from the original vectors (scores.ts).
  */
 import hnswlib from 'hnswlib-node';
-import type { Metric } from './definitions.js';
+import type { Metric } from '../definitions.js';
 
 export interface Neighbor {
   label: number;
@@ -107,7 +107,7 @@ export interface HnswParams {
  * and squared norm: what exact scans over filter matches read instead of SQLite or the graph
  * (`getPoint` builds a JS array per call, ~14 µs at 128-d). 0.25× the memory of float32; ranking
  * from the codes is approximate, so callers re-rank a few more candidates than they return on the
- * original vectors (reads.ts). Grows by doubling with the largest label.
+ * original vectors (`query/execute.ts`). Grows by doubling with the largest label.
  */
 export class QuantizedVectors {
   codes: Int8Array;

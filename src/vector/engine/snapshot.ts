@@ -1,0 +1,210 @@
+/**
+ * Persisted HNSW graph snapshots. hnswlib's own
+ * file has no header, so each snapshot is two files in `<dataDir>/vector/<index>.snapshots/`:
+ * - `ns-<nsId>-<generation>-<seq>.hnsw`: `writeIndexSync` output, written to a temp name then renamed;
+ * - `ns-<nsId>-<generation>-<seq>.codes`: the 8-bit codes of the vectors (dense.ts
+ *   `QuantizedVectors`: `labels` × dimension bytes, then `labels` float32 scales and squared norms);
+ * - `ns-<nsId>.json`: the header `{magic, version, dimension, metric, m, efConstruction, count,
+ *   seq, generation, file, bytes, labels, codesBytes, hnswSha256, codesSha256, sha256}`, written to
+ *   a temp name then renamed (the commit point).
+ * Every file is fsynced before its rename and the directory after the renames, in the order
+ * graph → codes → header, so a header on disk never names files that are not (a crash leaves the
+ * previous snapshot or none). The header carries the SHA-256 of both files and of its own other
+ * fields (`sha256`); a snapshot whose sums do not match (a bit flip, a torn or truncated file) is
+ * not loaded — hnswlib reads its file without checks, so a damaged graph could otherwise crash the
+ * process or answer wrong neighbours.
+ * A snapshot covers every record write with sequence number <= `seq` (the graph's covered
+ * sequence: writes still pending insertion are newer); on start the graph and codes are loaded and
+ * only newer records are replayed. A header that does not match (magic, version, dimension,
+ * metric, M, efConstruction, generation, size, checksums) is ignored and the graph is rebuilt from
+ * SQLite.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Metric } from '../definitions.js';
+import { HnswDense, QuantizedVectors, type HnswParams } from './dense.js';
+
+export const SNAPSHOT_MAGIC = 'SVC-HNSW';
+/** 3: checksums in the header (version-2 snapshots, without them, are rebuilt once). */
+export const SNAPSHOT_VERSION = 3;
+
+export interface SnapshotHeader {
+  magic: string;
+  version: number;
+  dimension: number;
+  metric: Metric;
+  m: number;
+  efConstruction: number;
+  count: number;
+  seq: number;
+  generation: number;
+  file: string;
+  bytes: number;
+  /** Entries in the codes file. */
+  labels: number;
+  codesBytes: number;
+  /** SHA-256 (hex) of the graph file. */
+  hnswSha256: string;
+  /** SHA-256 (hex) of the codes file. */
+  codesSha256: string;
+  /** SHA-256 (hex) of this header's JSON without this field (written last). */
+  sha256?: string;
+}
+
+const codesName = (graphFile: string) => graphFile.replace(/\.hnsw$/, '.codes');
+const headerPath = (dir: string, nsId: number) => path.join(dir, `ns-${nsId}.json`);
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** SHA-256 (hex) of a file, read in 1 MiB chunks. */
+function fileSha256(file: string): string {
+  const h = createHash('sha256');
+  const buf = Buffer.allocUnsafe(1 << 20);
+  const fd = fs.openSync(file, 'r');
+  try {
+    for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n));
+  } finally {
+    fs.closeSync(fd);
+  }
+  return h.digest('hex');
+}
+
+/** fsync of a file or directory by path. Directories that cannot be opened for fsync (not Linux) are skipped. */
+function fsyncPath(p: string, directory = false): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(p, directory ? 'r' : 'r+');
+  } catch (err) {
+    if (directory && ['EISDIR', 'EPERM', 'EACCES'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+    throw err;
+  }
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Writes `parts` to `file` (temp name, fsync, rename); returns their SHA-256 (hex). */
+function writeDurably(file: string, parts: Buffer[]): string {
+  const h = createHash('sha256');
+  const fd = fs.openSync(`${file}.tmp`, 'w');
+  try {
+    for (const part of parts) {
+      fs.writeSync(fd, part);
+      h.update(part);
+    }
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(`${file}.tmp`, file);
+  return h.digest('hex');
+}
+
+/**
+ * Writes a snapshot of `graph` covering sequence number `seq`; replaces the previous one.
+ * Durable when it returns (files and directory fsynced). @throws on I/O errors (the previous
+ * snapshot then stays in force).
+ */
+export function writeSnapshot(dir: string, nsId: number, generation: number, seq: number, graph: HnswDense): void {
+  fs.mkdirSync(dir, { recursive: true });
+  const file = `ns-${nsId}-${generation}-${seq}.hnsw`;
+  const tmp = path.join(dir, `${file}.tmp`);
+  graph.index.writeIndexSync(tmp);
+  fsyncPath(tmp);
+  const hnswSha256 = fileSha256(tmp);
+  fs.renameSync(tmp, path.join(dir, file));
+  const labels = Math.min(graph.labelSpan, graph.codes.capacity);
+  const codesFile = codesName(file);
+  const codesSha256 = writeDurably(path.join(dir, codesFile), graph.codes.serialize(labels));
+  fsyncPath(dir, true);
+  const header: SnapshotHeader = {
+    magic: SNAPSHOT_MAGIC,
+    version: SNAPSHOT_VERSION,
+    dimension: graph.dimension,
+    metric: graph.metric,
+    m: graph.params.m,
+    efConstruction: graph.params.efConstruction,
+    count: graph.size,
+    seq,
+    generation,
+    file,
+    bytes: fs.statSync(path.join(dir, file)).size,
+    labels,
+    codesBytes: fs.statSync(path.join(dir, codesFile)).size,
+    hnswSha256,
+    codesSha256,
+  };
+  header.sha256 = sha256(JSON.stringify(header));
+  const hp = headerPath(dir, nsId);
+  let previous: string | undefined;
+  try {
+    previous = (JSON.parse(fs.readFileSync(hp, 'utf8')) as SnapshotHeader).file;
+  } catch {
+    /* none */
+  }
+  writeDurably(hp, [Buffer.from(JSON.stringify(header))]);
+  fsyncPath(dir, true);
+  if (previous && previous !== file) {
+    fs.rmSync(path.join(dir, previous), { force: true });
+    fs.rmSync(path.join(dir, codesName(previous)), { force: true });
+  }
+}
+
+/** Why a snapshot was not used (start-up logs it). */
+export type SnapshotRejection = 'absent' | 'stale' | 'checksum' | 'unreadable';
+
+/**
+ * Loads the snapshot of namespace `nsId` when its header matches and its checksums agree;
+ * otherwise says why not: `absent` (no header), `stale` (another version, dimension, metric, HNSW
+ * parameters or generation — expected after a reset or a configuration change), `checksum` (a
+ * file or the header was damaged), `unreadable` (anything else). Never throws.
+ */
+export function readSnapshot(
+  dir: string,
+  nsId: number,
+  expect: { dimension: number; metric: Metric; params: HnswParams; generation: number },
+): { graph: HnswDense; header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string } {
+  let text: string;
+  try {
+    text = fs.readFileSync(headerPath(dir, nsId), 'utf8');
+  } catch {
+    return { rejected: 'absent' };
+  }
+  try {
+    let h: SnapshotHeader;
+    try {
+      h = JSON.parse(text) as SnapshotHeader;
+    } catch {
+      return { rejected: 'checksum', detail: 'header is not JSON' };
+    }
+    if (h.magic !== SNAPSHOT_MAGIC || h.version !== SNAPSHOT_VERSION) return { rejected: 'stale', detail: `version ${h.version}` };
+    const { sha256: sum, ...rest } = h;
+    if (sum !== sha256(JSON.stringify(rest))) return { rejected: 'checksum', detail: 'header' };
+    if (
+      h.dimension !== expect.dimension || h.metric !== expect.metric || h.m !== expect.params.m ||
+      h.efConstruction !== expect.params.efConstruction || h.generation !== expect.generation
+    ) return { rejected: 'stale' };
+    const file = path.join(dir, h.file);
+    const codesFile = path.join(dir, codesName(h.file));
+    if (fs.statSync(file).size !== h.bytes || fileSha256(file) !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
+    const codesBuf = fs.readFileSync(codesFile);
+    if (codesBuf.byteLength !== h.codesBytes || createHash('sha256').update(codesBuf).digest('hex') !== h.codesSha256) {
+      return { rejected: 'checksum', detail: codesName(h.file) };
+    }
+    const codes = QuantizedVectors.deserialize(codesBuf, expect.dimension, h.labels);
+    return { graph: HnswDense.load(file, codes, expect.dimension, expect.metric, expect.params), header: h };
+  } catch (err) {
+    return { rejected: 'unreadable', detail: (err as Error).message };
+  }
+}
+
+/** Removes every snapshot file of a namespace (after delete-namespace or reset). */
+export function dropSnapshot(dir: string, nsId: number): void {
+  try {
+    for (const f of fs.readdirSync(dir)) if (f.startsWith(`ns-${nsId}-`) || f === `ns-${nsId}.json`) fs.rmSync(path.join(dir, f), { force: true });
+  } catch {
+    /* no dir */
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Query execution on one namespace: dense (HNSW graph, or an exact scan of the filter's matches),
+ * sparse (inverted index), hybrid fusion (RRF / DBSF), and the final float32 scores.
+ * Output shapes are in `records.ts`.
+ */
+import type { VectorIndex } from '../engine/vector-index.js';
+import { vectorError } from '../errors.js';
+import { blobToF32 } from '../engine/float32.js';
+import type { Neighbor } from '../engine/dense.js';
+import type { NamespaceState } from '../engine/namespace.js';
+import { denseScore, fuseDbsf, fuseRrf, byScore, type Scored } from '../engine/scores.js';
+import type { SparseVector } from '../engine/store.js';
+import type { QueryRequest } from '../validate.js';
+
+/** Per-component candidate depth of a regular hybrid query: max(topK, this). */
+export const HYBRID_DEPTH = 100;
+
+/** A query whose text parts were already embedded. */
+export interface ResolvedQuery extends QueryRequest {
+  vector?: number[];
+  sparse?: SparseVector;
+}
+
+const f = Math.fround;
+
+/**
+ * COSINE hits whose graph distance is at most this (cosine >= 1 - 1e-6) get their score
+ * recomputed from the original vector in SQLite, so identical vectors score exactly 1 even
+ * though the graph's float32 dot product of two unit vectors may round just below 1.
+ */
+export const NEAR_DUPLICATE_DISTANCE = 1e-6;
+
+/**
+ * Final float32 scores of HNSW hits from the graph distances (dense.ts: stored-form vectors; `ip`
+ * distance = 1 − dot, `l2` distance = squared Euclidean, both computed by hnswlib in float32):
+ * COSINE `(1 + cos)/2` with cos = 1 − d of the unit vectors, DOT_PRODUCT `(1 + dot)/2`,
+ * EUCLIDEAN `1/(1 + d)`. This avoids reading the result vectors back (a SQLite read costs ~10 µs
+ * per vector, more than the whole graph search at 128-d); the result agrees with
+ * {@link denseScore} on the original vectors to within a float32 rounding step. Near-duplicates
+ * under COSINE are recomputed exactly ({@link NEAR_DUPLICATE_DISTANCE}). Sorted best first.
+ */
+function scoreHits(index: VectorIndex, ns: NamespaceState, q: number[], hits: Neighbor[], exactAll: boolean): Scored[] {
+  const metric = index.def.metric;
+  if (exactAll) return rescoreExact(index, ns, q, hits.map((h) => h.label));
+  const out: Scored[] = new Array(hits.length);
+  let qf: Float32Array | undefined;
+  for (let i = 0; i < hits.length; i++) {
+    const { label, distance: d } = hits[i];
+    let score: number;
+    if (metric === 'EUCLIDEAN') score = f(1 / f(1 + Math.max(0, d)));
+    else {
+      const dot = f(1 - d);
+      score = f(f(1 + (metric === 'COSINE' ? Math.min(1, Math.max(-1, dot)) : dot)) / 2);
+      if (metric === 'COSINE' && d <= NEAR_DUPLICATE_DISTANCE) {
+        const v = index.store.vectorAt(ns.row.id, label);
+        if (v) score = denseScore(metric, (qf ??= Float32Array.from(q)), blobToF32(v));
+      }
+    }
+    out[i] = { label, score };
+  }
+  return out.sort(byScore);
+}
+
+/**
+ * Final scores of `labels` from their original vectors ({@link denseScore}, one SQLite statement):
+ * used where score values feed further arithmetic (DBSF fusion), so the reference's float32
+ * literals are reproduced bit for bit. Sorted best first.
+ */
+function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[]): Scored[] {
+  const qf = Float32Array.from(q);
+  const out: Scored[] = [];
+  if (labels.length === 0) return out;
+  for (const r of index.store.vectorsByPos(ns.row.id, labels)) {
+    if (r.vector) out.push({ label: r.pos, score: denseScore(index.def.metric, qf, blobToF32(r.vector)) });
+  }
+  return out.sort(byScore);
+}
+
+/**
+ * Candidates re-ranked on the original vectors per exact scan: k + this. Reading them from SQLite
+ * is most of the cost of a selective filtered query (~10 µs per vector: index lookup by position,
+ * then the row), so few: the 8-bit ranking errs only between near-ties.
+ */
+export const RERANK_EXTRA = 6;
+
+/**
+ * Exact top-`k` among `labels`: the graph's scan of the in-memory 8-bit codes keeps the best
+ * k + {@link RERANK_EXTRA}, whose original vectors (SQLite, one statement) give the final float32
+ * scores of {@link denseScore} and the order. Best first.
+ */
+function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): Scored[] {
+  const n = Math.min(labels.length, k + RERANK_EXTRA);
+  const cands = ns.dense!.scan(q, n, labels);
+  return rescoreExact(index, ns, q, cands.map((c) => c.label)).slice(0, k);
+}
+
+/**
+ * Runs one query on namespace `ns`: scored labels, best first, at most `k`.
+ * `depth` = candidates per component for fusion (regular: max(k, 100); resumable: k);
+ * `exclude` = ids already returned (resumable queries).
+ * @throws VectorError 400 (missing part, bad filter) / 422 (dimension).
+ */
+export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: ResolvedQuery, k: number, depth: number, exclude?: Set<string>): Scored[] {
+  const t = index.def.type;
+  if (t === 'DENSE' && q.sparse) throw vectorError('denseNoSparse', '');
+  if (t === 'SPARSE' && q.vector) throw vectorError('sparseNoDense', '');
+  if (q.vector && index.dimension !== undefined && q.vector.length !== index.dimension) {
+    throw vectorError('dimensionMismatch', q.vector.length, index.dimension);
+  }
+  if (!ns || k === 0) {
+    ns?.match(q.filter);
+    return [];
+  }
+  const match = ns.match(q.filter);
+  const ef = index.def.hnsw.efSearch;
+  const exact = (labels: number[], n: number) => exactDense(index, ns, q.vector!, labels, n);
+  const dbsf = !!(q.vector && q.sparse && q.fusion === 'DBSF');
+  const fromGraph = (hits: Neighbor[]) => scoreHits(index, ns, q.vector!, hits, dbsf);
+  const dense = (n: number) => ns.denseCandidates(q.vector!, n, ef, match, exclude, exact, fromGraph);
+  const sparse = (n: number) => ns.sparseSearch(q.sparse!, n, q.useIdf, match, exclude);
+  if (q.vector && q.sparse) {
+    const lists = [dense(depth), sparse(depth)];
+    return (q.fusion === 'DBSF' ? fuseDbsf(lists) : fuseRrf(lists)).slice(0, k);
+  }
+  if (q.vector) return dense(k).slice(0, k);
+  return sparse(k);
+}
