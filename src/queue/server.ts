@@ -193,9 +193,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       await app.ready();
       // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
       // state; the dispatcher then releases leases and claims messages. Publishes accepted in
-      // between are stored and picked up by start().
-      // several listening handles: new connections are accepted while keep-alive clients keep
-      // the loop busy (src/http/accept.ts)
+      // between are stored and picked up by start(). Several listening handles: new connections
+      // are accepted while keep-alive clients keep the loop busy (src/http/accept.ts).
       const { url } = await listenAccepting(front, actx.config.host, actx.config.ports.queue, {
         backlog: cfg.listenBacklog,
         acceptHandles: cfg.acceptHandles,
