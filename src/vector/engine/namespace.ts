@@ -139,6 +139,7 @@ export class NamespaceState {
     const ef = Math.max(efSearch, want);
     if (!accept) return score(g.search(q, want, undefined, ef));
     const pool = () => {
+      if (match && !exclude?.size) return match.labels;
       const all = match ? match.labels : g.labels();
       const out: number[] = [];
       for (const l of all) if (accept(l)) out.push(l);
@@ -149,7 +150,7 @@ export class NamespaceState {
     // The breadth plus efSearch: the top `breadth` at the quality efSearch gives the top k
     // (ef = breadth alone gave recall@10 0.94 at 50 % selectivity with efSearch 32).
     const postCost = breadth <= MAX_EF ? g.costs.hnswNs * (ef + breadth) : Infinity;
-    const exactCost = g.costs.scanNs * (match ? match.count : g.size);
+    const exactCost = g.scanCost(match ? match.count : g.size);
     if (exactCost <= postCost) return exact(pool(), want);
     // Post-filter; one retry at twice the breadth (cheaper than the callback traversal) when the
     // first keeps too few.
