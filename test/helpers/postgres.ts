@@ -22,6 +22,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { alive } from '../../src/data-dir.js';
 
 export interface TestPostgres {
   /** URL of the maintenance database (`postgres`) with the test role's password. */
@@ -97,16 +98,6 @@ let dbCounter = 0;
 
 /** Prefix of the clusters' temp directories: `svc-pg-<pid of the test process>-<random>`. */
 const DIR_PREFIX = 'svc-pg-';
-
-/** True when process `pid` exists (signal 0; EPERM: it exists, owned by another user). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Removes the clusters of earlier test processes that were killed before they could stop theirs
