@@ -76,6 +76,8 @@ export class VectorIndex {
   private scheduled = false;
   private closed = false;
   private indexing = false;
+  /** Start-up's metadata parse is scheduled ({@link scheduleMetadataParse}). */
+  private parsing = false;
   /** Writes waiting for the indexer (back-pressure, {@link PENDING_LIMIT}). */
   private blocked: (() => void)[] = [];
   /** What the running write changed in memory (undone from SQLite when it rolls back). */
@@ -111,11 +113,46 @@ export class VectorIndex {
     for (const row of this.store.namespaces()) {
       const ns = new NamespaceState(row);
       this.namespaces.set(row.name, ns);
-      for (const h of this.store.heads(row.id)) ns.put(h.pos, h.id, h.metadata ? (JSON.parse(h.metadata) as Metadata) : undefined);
+      this.loadHeads(ns);
       replayed += this.loadIndexes(ns);
     }
     this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0 }, 'vector index loaded');
     this.scheduleIndexing();
+  }
+
+  /**
+   * Ids, labels and metadata of every record of `ns` from SQLite (one pass in primary-key order,
+   * rows as arrays); metadata stays JSON text, parsed after start-up in slices
+   * ({@link scheduleMetadataParse}) or on first use (namespace.ts `meta`).
+   */
+  private loadHeads(ns: NamespaceState): void {
+    ns.presize(ns.row.next_pos);
+    for (const [id, pos, metadata] of this.store.headsRaw(ns.row.id)) ns.load(pos, id, metadata);
+    this.scheduleMetadataParse();
+  }
+
+  /**
+   * Parses the metadata text start-up left in memory, in slices of at most {@link INDEX_SLICE_MS}
+   * between turns of the event loop (queries run in between; a filter reaching text not parsed
+   * yet parses it itself).
+   */
+  private scheduleMetadataParse(): void {
+    if (this.parsing || this.closed) return;
+    this.parsing = true;
+    const tick = () => {
+      if (this.closed) return void (this.parsing = false);
+      const deadline = performance.now() + INDEX_SLICE_MS;
+      let done = true;
+      for (const ns of this.namespaces.values()) {
+        if (!ns.parseMetadata(deadline)) {
+          done = false;
+          break;
+        }
+      }
+      if (done) this.parsing = false;
+      else setImmediate(tick);
+    };
+    setImmediate(tick);
   }
 
   /** Builds the dense graph (snapshot + replay when possible) and the sparse index of `ns`. */
@@ -408,7 +445,7 @@ export class VectorIndex {
         ns.row.next_pos = row.next_pos;
       } else {
         ns = new NamespaceState(row);
-        for (const h of this.store.heads(row.id)) ns.put(h.pos, h.id, h.metadata ? (JSON.parse(h.metadata) as Metadata) : undefined);
+        this.loadHeads(ns);
         this.loadIndexes(ns);
       }
       this.namespaces.set(row.name, ns);
