@@ -87,12 +87,20 @@ export function rotateSigningKeys(store: CredentialStore): { current: string; ne
   return signingKeys(store);
 }
 
-export type CredentialListener = (name: string, value: string) => void;
+/**
+ * Told of every change. It may return a promise (e.g. a write to a database shared by several
+ * nodes); {@link CredentialStore.settled} waits for those.
+ */
+export type CredentialListener = (name: string, value: string) => unknown;
 
 export class CredentialStore {
   private readonly values = new Map<string, string>();
   private readonly fromEnv = new Set<string>();
   private readonly listeners = new Set<CredentialListener>();
+  /** Promises returned by listeners and not yet settled (see {@link settled}). */
+  private pending: Promise<unknown>[] = [];
+  /** Names whose value is kept in a store shared by several nodes (see {@link markShared}). */
+  private readonly shared = new Set<string>();
 
   private constructor(
     private readonly file: string,
@@ -155,9 +163,34 @@ export class CredentialStore {
     return [...this.values.keys()].sort();
   }
 
-  /** True when `name` was given by env (it reverts to the env value on restart). */
+  /** True when `name` was given by env (it reverts to the env value on restart, unless {@link isShared}). */
   isFromEnv(name: string): boolean {
     return this.fromEnv.has(name);
+  }
+
+  /**
+   * Marks `names` as kept in a store shared by several nodes (the queue's PostgreSQL store): a
+   * rotation of them reaches every node and survives restarts even when env gave the first value
+   * (only a changed env value replaces it).
+   */
+  markShared(names: string[]): void {
+    for (const n of names) this.shared.add(n);
+  }
+
+  /** True when `name` is kept in a shared store ({@link markShared}). */
+  isShared(name: string): boolean {
+    return this.shared.has(name);
+  }
+
+  /**
+   * Resolves when what the listeners started for the changes so far (e.g. writing them to a shared
+   * database) is done. @throws the first listener failure (the change is in effect in this
+   * process only).
+   */
+  async settled(): Promise<void> {
+    const p = this.pending;
+    this.pending = [];
+    await Promise.all(p);
   }
 
   /** Replaces (rotates) a credential: persisted, then every listener is told. */
@@ -166,7 +199,11 @@ export class CredentialStore {
     this.persist();
     for (const l of this.listeners) {
       try {
-        l(name, value);
+        const r = l(name, value);
+        if (r instanceof Promise) {
+          r.catch(() => undefined); // reported by settled(); never an unhandled rejection
+          this.pending.push(r);
+        }
       } catch {
         /* a listener's failure must not stop the rotation */
       }

@@ -32,7 +32,7 @@ type Area = (typeof AREAS)[number];
  */
 const LAYERS: Record<Area, string[][]> = {
   queue: [
-    ['index.ts', 'server.ts'],
+    ['index.ts', 'server.ts', 'credential-sync.ts'],
     ['routing/'],
     ['api/'],
     ['workflows/', 'schedules/'],

@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { KV_ERRORS } from '../src/kv/errors.js';
 import { MGMT_ERRORS } from '../src/mgmt/errors.js';
 import { QUEUE_ERRORS } from '../src/queue/errors.js';
+import { VECTOR_ERRORS } from '../src/vector/errors.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -26,6 +27,7 @@ const AREAS: Area[] = [
   { name: 'kv', catalogue: KV_ERRORS, doc: 'docs/readme/kv.md' },
   { name: 'mgmt', catalogue: MGMT_ERRORS, doc: 'docs/readme/mgmt.md' },
   { name: 'queue', catalogue: QUEUE_ERRORS, doc: 'docs/readme/queue.md' },
+  { name: 'vector', catalogue: VECTOR_ERRORS, doc: 'docs/readme/vector.md' },
 ];
 
 /**

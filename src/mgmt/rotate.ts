@@ -5,7 +5,10 @@
  * (areas never import each other; the store is the one shared module).
  *
  * A credential pinned by env (`CredentialStore.isFromEnv`) is still rotated in the running
- * process, but on restart the env value wins again; each result lists such cases in `warnings`.
+ * process, but on restart the env value wins again; each result lists such cases in `warnings`
+ * (not for credentials kept in a shared database, `CredentialStore.isShared`: their rotation
+ * reaches every node and survives restarts). Callers await `CredentialStore.settled()` before
+ * answering, so the answer comes after such a database write.
  * Credential names: `src/credentials.ts`.
  */
 import { credentialShapes, ENV_NAMES, generateSecret, rotateSigningKeys, type CredentialStore } from '../credentials.js';
@@ -18,7 +21,7 @@ export interface Rotated {
 /** A warning for each of `names` that env pins (it reverts to the env value on restart). */
 function pinWarnings(store: CredentialStore, names: string[]): string[] {
   return names
-    .filter((name) => store.isFromEnv(name))
+    .filter((name) => store.isFromEnv(name) && !store.isShared(name))
     .map((name) => {
       const env = ENV_NAMES[name] ?? 'env';
       return `${name} is pinned by ${env}: the new value is in effect now and saved in credentials.json, but on restart ${env} wins again; update ${env} too`;

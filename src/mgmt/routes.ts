@@ -29,6 +29,20 @@ function secret(reply: FastifyReply, body: object): FastifyReply {
   return reply.header('Cache-Control', 'no-store').send(body);
 }
 
+/**
+ * Answers a rotation once the credential store's listeners are done (the queue writes its
+ * credentials to the database its nodes share); 503 `notShared` when that write failed.
+ */
+async function rotated(ctx: AreaContext, reply: FastifyReply, body: object): Promise<FastifyReply> {
+  try {
+    await ctx.credentials.settled();
+  } catch (err) {
+    ctx.logger.warn({ err }, 'management API: a rotated credential could not be written to the shared database yet');
+    return sendError(reply, 'notShared');
+  }
+  return secret(reply, body);
+}
+
 /** Registers every management route on `app` (auth is added separately, see `auth.ts`). */
 export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   const store = ctx.credentials;
@@ -38,13 +52,13 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   app.post('/v2/credentials/queue/token/rotate', async (_req, reply) => {
     const r = rotateQueueToken(store);
     ctx.logger.info({ credential: 'queue.token' }, 'management API: queue token rotated');
-    return secret(reply, r);
+    return rotated(ctx, reply, r);
   });
 
   app.post('/v2/credentials/queue/signing-keys/rotate', async (_req, reply) => {
     const r = rotateQueueSigningKeys(store);
     ctx.logger.info({ credential: 'queue signing keys' }, 'management API: signing keys rotated');
-    return secret(reply, r);
+    return rotated(ctx, reply, r);
   });
 
   app.post('/v2/credentials/kv/reset-password', async (_req, reply) => {
@@ -55,7 +69,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
 
   app.post<{ Params: { index: string } }>('/v2/credentials/vector/:index/rotate', async (req, reply) => {
     const r = rotateVectorTokens(store, req.params.index);
-    if (!r) return sendError(reply, 'unknownVectorIndex', `vector index not found: ${JSON.stringify(req.params.index.slice(0, 200))}`);
+    if (!r) return sendError(reply, 'unknownVectorIndex', req.params.index);
     ctx.logger.info({ credential: `vector.${r.index}` }, 'management API: vector index tokens rotated');
     return secret(reply, r);
   });

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { randomChunk } from './random.js';
-import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage } from './model.js';
+import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage, WorkflowMessageInfo, WorkflowPublishInfo } from './model.js';
 
 /**
  * A message id: `msg_` + 27 base64url characters (id shapes) encoding 20 bytes:
@@ -38,7 +38,7 @@ export function buildMessage(
   target: Target,
   body: Buffer,
   now: number,
-  extra: { kind?: MessageKind; callerIp?: string; extra?: Record<string, unknown> } = {},
+  extra: { kind?: MessageKind; callerIp?: string; workflow?: WorkflowMessageInfo; workflowPublish?: WorkflowPublishInfo } = {},
 ): NewMessage {
   const dueAt = opts.notBefore ?? (opts.delayMs ? now + opts.delayMs : now);
   let dedupKey: string | undefined;
@@ -74,7 +74,8 @@ export function buildMessage(
     scheduleId: target.scheduleId,
     flowControlKey: opts.flowControlKey,
     flowControl: opts.flowControl,
-    extra: extra.extra,
+    workflow: extra.workflow,
+    workflowPublish: extra.workflowPublish,
     dedupKey,
   };
 }
@@ -89,8 +90,8 @@ export interface CallbackHooks {
   fields(m: StoredMessage): Record<string, unknown>;
   /** The body of the `kind` callback message of `m`, given its JSON payload (`payload` unchanged for none). */
   body(m: StoredMessage, kind: 'callback' | 'failure_callback', payload: Buffer): Buffer;
-  /** `extra` of the `kind` callback message of `m` (undefined for none). */
-  extra(m: StoredMessage, kind: 'callback' | 'failure_callback'): NewMessage['extra'];
+  /** The workflow run the `kind` callback message of `m` belongs to (undefined for none). */
+  workflow(m: StoredMessage, kind: 'callback' | 'failure_callback'): WorkflowMessageInfo | undefined;
 }
 
 /** The callback payload of `m`'s attempt `outcome` (failure callbacks add `dlqId`). */
@@ -147,6 +148,6 @@ export function buildCallback(
     { url, topicName: undefined, queueName: m.queueName, scheduleId: m.scheduleId },
     body,
     now,
-    { kind, callerIp: m.callerIp, extra: hooks?.extra(m, kind) },
+    { kind, callerIp: m.callerIp, workflow: hooks?.workflow(m, kind) },
   );
 }

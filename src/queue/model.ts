@@ -65,6 +65,62 @@ export interface PublishOptions {
 
 export type MessageKind = 'message' | 'callback' | 'failure_callback';
 
+/**
+ * A message delivered to the workflow URL as a step of a run (its start, a step, the callback of
+ * a `context.call`), as the workflow engine (`workflows/engine.ts`) stores it with the message.
+ */
+export interface WorkflowStepInfo {
+  runSeq: number;
+  runId: string;
+  createdAt: number;
+  url: string;
+  /** base64 of the run's initial payload (failure callbacks send it as `sourceBody`). */
+  initialBody: string;
+  call?: undefined;
+  /**
+   * The run's start, delivered to an endpoint that must answer as a workflow endpoint (with
+   * `Upstash-Workflow-Sdk-Version`); a 2xx answer without it fails the run.
+   */
+  detectTrigger?: boolean;
+}
+
+/** A `context.call` request of a run to a third party: not a step of the list. */
+export interface WorkflowCallInfo {
+  call: true;
+  runId: string;
+  /** What the call's callback (a delivery of the run) carries. */
+  callback: WorkflowStepInfo;
+}
+
+/** The workflow run a stored message belongs to (`NewMessage.workflow`). */
+export type WorkflowMessageInfo = WorkflowStepInfo | WorkflowCallInfo;
+
+/**
+ * The workflow headers of a published message (`workflows/publish-headers.ts`), handed to the workflow
+ * engine's prepare hook in `NewMessage.workflowPublish`; never stored.
+ */
+export interface WorkflowPublishInfo {
+  runId: string;
+  init: boolean;
+  url?: string;
+  callType?: string;
+  featureSet?: string;
+  createdAt?: number;
+  /**
+   * `Upstash-Workflow-Trigger-By-Sdk: true`: the SDK's own trigger of a run that svc started for
+   * an endpoint whose SDK was not known (`POST /v2/trigger/...`, delivered with
+   * `Upstash-Workflow-Unknown-Sdk: true`); it joins the active run instead of being deduplicated.
+   */
+  triggerBySdk: boolean;
+  /** Set by `POST /v2/trigger/...`: the first delivery asks the SDK to trigger the run itself. */
+  unknownSdk?: boolean;
+  /** `Upstash-Workflow-Invoke: true`: a run started by `context.invoke` (body = `InvokeWorkflowRequest`). */
+  invoke: boolean;
+  /** Settings present on this message itself. */
+  explicit: { retries: boolean; retryDelay: boolean; flowControl: boolean; failureCallback: boolean; timeout: boolean; callbackRetries?: boolean };
+}
+
+
 /** A message ready to be stored (built by the API layer or the dispatcher for callbacks). */
 export interface NewMessage {
   id: string;
@@ -93,8 +149,10 @@ export interface NewMessage {
   scheduleId?: string;
   flowControlKey?: string;
   flowControl?: FlowControl;
-  /** Free-form JSON for later features (workflow run fields); stored as is. */
-  extra?: Record<string, unknown>;
+  /** The workflow run the message belongs to; stored (as `{"workflow": …}` in the `extra` column). */
+  workflow?: WorkflowMessageInfo;
+  /** Workflow headers of a published message, consumed by the workflow engine before storing; never stored. */
+  workflowPublish?: WorkflowPublishInfo;
   /** Dedup key (already hashed for content-based dedup); undefined = no dedup. */
   dedupKey?: string;
   /**

@@ -8,9 +8,9 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
 import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
-import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
+import { listenAccepting } from '../http/accept.js';
+import { FAST_KEEP_ALIVE_MS, FAST_SERVER_OPTIONS, createFastServer } from '../http/fast.js';
 import { meterFastify } from '../http/metrics.js';
-import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
@@ -31,6 +31,7 @@ import { systemClock, type Clock } from './clock.js';
 import { Dispatcher } from './delivery/dispatcher.js';
 import { HttpSender, type HttpSenderOptions } from './delivery/http.js';
 import { EnqueueService } from './enqueue.js';
+import { startCredentialSync } from './credential-sync.js';
 import { errorAnswer, queueError, queueMessage, type QueueError } from './errors.js';
 import { QueueMetrics } from './metrics.js';
 import { openPgQueueStore } from './store/pg.js';
@@ -68,6 +69,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       ? await openPgQueueStore(cfg.databaseUrl, { schema: cfg.databaseSchema })
       : openSqliteQueueStore(path.join(actx.config.dataDir, 'queue.sqlite'), actx.config.queue.fsync));
   const shared = store.renewLeases !== undefined;
+  // several nodes: the token and signing keys live in the database, the same on every node
+  const credentialSync = store.sharedCredentials
+    ? await startCredentialSync(actx.credentials, store.sharedCredentials(), actx.logger, () => clock.now()).catch(async (err) => {
+        if (!opts.store) await store.close().catch(() => undefined);
+        throw err;
+      })
+    : undefined;
   const metrics = new QueueMetrics(actx.metrics);
   if (actx.metrics.enabled) store.observeFsync?.((s) => metrics.fsync.observe(s));
   const sender = new HttpSender({
@@ -185,8 +193,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       await app.ready();
       // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
       // state; the dispatcher then releases leases and claims messages. Publishes accepted in
-      // between are stored and picked up by start().
-      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
+      // between are stored and picked up by start(). Several listening handles: new connections
+      // are accepted while keep-alive clients keep the loop busy (src/http/accept.ts).
+      const { url } = await listenAccepting(front, actx.config.host, actx.config.ports.queue, {
+        backlog: cfg.listenBacklog,
+        acceptHandles: cfg.acceptHandles,
+        serverOptions: FAST_SERVER_OPTIONS,
+      });
       await dispatcher.start();
       routingFeature?.start();
       pruneTimer = setInterval(() => {
@@ -219,6 +232,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (waitTimer) clearInterval(waitTimer);
         if (runPruneTimer) clearInterval(runPruneTimer);
         routingFeature?.stop();
+        credentialSync?.stop();
         const wasListening = front.listening;
         const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));
         front.closeAll();

@@ -3,7 +3,7 @@
  * Every function throws {@link VectorError} 400 with a readable message on bad input; the
  * dimension check (422) is done by the index, which knows its dimension.
  */
-import { badRequest } from './errors.js';
+import { vectorError } from './errors.js';
 import type { SparseVector } from './engine/store.js';
 
 /** At most 1,000 non-zero entries per sparse vector (sparseindexes.mdx). */
@@ -48,13 +48,13 @@ const isObj = (x: unknown): x is Record<string, unknown> => !!x && typeof x === 
 export function parseId(x: unknown, where = 'id'): string {
   if (typeof x === 'number' && Number.isFinite(x)) return String(x);
   if (typeof x === 'string' && x.length > 0) return x;
-  throw badRequest(`${where} must be a non-empty string or a number`);
+  throw vectorError('invalidId', where);
 }
 
 /** A dense vector of finite numbers (dimension checked by the index). */
 export function parseVector(x: unknown, where = 'vector'): number[] {
-  if (!Array.isArray(x) || x.length === 0) throw badRequest(`${where} must be a non-empty array of numbers`);
-  for (const v of x) if (typeof v !== 'number' || !Number.isFinite(v)) throw badRequest(`${where} must contain only finite numbers`);
+  if (!Array.isArray(x) || x.length === 0) throw vectorError('invalidVector', where);
+  for (const v of x) if (typeof v !== 'number' || !Number.isFinite(v)) throw vectorError('nonFiniteVector', where);
   return x as number[];
 }
 
@@ -65,19 +65,19 @@ export function parseVector(x: unknown, where = 'vector'): number[] {
  */
 export function parseSparse(x: unknown, where = 'sparseVector'): SparseVector {
   if (!isObj(x) || !Array.isArray(x.indices) || !Array.isArray(x.values)) {
-    throw badRequest(`${where} must be an object with indices and values arrays`);
+    throw vectorError('invalidSparseVector', where);
   }
   const { indices, values } = x as { indices: unknown[]; values: unknown[] };
-  if (indices.length !== values.length) throw badRequest(`${where}: indices and values must have the same length`);
-  if (indices.length > MAX_SPARSE_NONZERO) throw badRequest(`${where}: at most ${MAX_SPARSE_NONZERO} non-zero values are allowed, got ${indices.length}`);
+  if (indices.length !== values.length) throw vectorError('sparseLengthMismatch', where);
+  if (indices.length > MAX_SPARSE_NONZERO) throw vectorError('sparseTooLarge', where, MAX_SPARSE_NONZERO, indices.length);
   /** index -> its position in the output */
   const at = new Map<number, number>();
   const sums: number[] = [];
   for (let i = 0; i < indices.length; i++) {
     const ix = indices[i];
     const v = values[i];
-    if (typeof ix !== 'number' || !Number.isInteger(ix) || ix < 0 || ix > 2 ** 31 - 1) throw badRequest(`${where}: indices must be non-negative 32-bit integers`);
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw badRequest(`${where}: values must be finite numbers`);
+    if (typeof ix !== 'number' || !Number.isInteger(ix) || ix < 0 || ix > 2 ** 31 - 1) throw vectorError('invalidSparseIndex', where);
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw vectorError('invalidSparseValue', where);
     const k = at.get(ix);
     if (k === undefined) {
       at.set(ix, sums.length);
@@ -96,35 +96,35 @@ export function parseSparse(x: unknown, where = 'sparseVector'): SparseVector {
 
 function parseMetadata(x: unknown, where: string): Metadata | undefined {
   if (x === undefined || x === null) return undefined;
-  if (!isObj(x)) throw badRequest(`${where}.metadata must be a JSON object`);
+  if (!isObj(x)) throw vectorError('invalidMetadata', where);
   return x;
 }
 
 function parseData(x: unknown, where: string): string | undefined {
   if (x === undefined || x === null) return undefined;
-  if (typeof x !== 'string') throw badRequest(`${where}.data must be a string`);
+  if (typeof x !== 'string') throw vectorError('invalidData', where);
   return x;
 }
 
 /** Object or array of objects -> array (with `wasArray`). */
 export function asList(body: unknown, what: string): { items: unknown[]; wasArray: boolean } {
   if (Array.isArray(body)) {
-    if (body.length === 0) throw badRequest(`${what}: the request array is empty`);
+    if (body.length === 0) throw vectorError('requestArrayEmpty', what);
     return { items: body, wasArray: true };
   }
   if (isObj(body)) return { items: [body], wasArray: false };
-  throw badRequest(`${what}: expected a JSON object or an array of objects`);
+  throw vectorError('requestNotObjectOrArray', what);
 }
 
 /** `/upsert` items: each needs `vector` and/or `sparseVector` (which ones the index checks). */
 export function parseUpsert(body: unknown): UpsertItem[] {
   return asList(body, 'upsert').items.map((it, i) => {
     const where = `[${i}]`;
-    if (!isObj(it)) throw badRequest(`${where}: expected an object`);
+    if (!isObj(it)) throw vectorError('itemNotObject', where);
     const id = parseId(it.id, `${where}.id`);
     const vector = it.vector === undefined || it.vector === null ? undefined : parseVector(it.vector, `${where}.vector`);
     const sparse = it.sparseVector === undefined || it.sparseVector === null ? undefined : parseSparse(it.sparseVector, `${where}.sparseVector`);
-    if (!vector && !sparse) throw badRequest(`${where}: vector or sparseVector is required for /upsert (use /upsert-data for raw data)`);
+    if (!vector && !sparse) throw vectorError('upsertNeedsVector', where);
     return { id, vector, sparse, metadata: parseMetadata(it.metadata, where), data: parseData(it.data, where) };
   });
 }
@@ -133,11 +133,11 @@ export function parseUpsert(body: unknown): UpsertItem[] {
 export function parseUpsertData(body: unknown): (UpsertItem & { data: string })[] {
   return asList(body, 'upsert-data').items.map((it, i) => {
     const where = `[${i}]`;
-    if (!isObj(it)) throw badRequest(`${where}: expected an object`);
+    if (!isObj(it)) throw vectorError('itemNotObject', where);
     const id = parseId(it.id, `${where}.id`);
     const data = parseData(it.data, where);
-    if (data === undefined) throw badRequest(`${where}.data is required for /upsert-data`);
-    if (it.vector !== undefined || it.sparseVector !== undefined) throw badRequest(`${where}: vectors are not allowed in /upsert-data`);
+    if (data === undefined) throw vectorError('upsertDataNeedsData', where);
+    if (it.vector !== undefined || it.sparseVector !== undefined) throw vectorError('upsertDataNoVectors', where);
     return { id, data, metadata: parseMetadata(it.metadata, where) };
   });
 }
@@ -145,7 +145,7 @@ export function parseUpsertData(body: unknown): (UpsertItem & { data: string })[
 function bool(o: Record<string, unknown>, k: string): boolean {
   const v = o[k];
   if (v === undefined || v === null) return false;
-  if (typeof v !== 'boolean') throw badRequest(`${k} must be a boolean`);
+  if (typeof v !== 'boolean') throw vectorError('notBoolean', k);
   return v;
 }
 
@@ -157,24 +157,24 @@ export function parseInclude(o: Record<string, unknown>): Include {
 /** A filter string; `""`/absent = none. */
 export function parseFilter(x: unknown): string | undefined {
   if (x === undefined || x === null || x === '') return undefined;
-  if (typeof x !== 'string') throw badRequest('filter must be a string');
+  if (typeof x !== 'string') throw vectorError('filterNotString');
   return x;
 }
 
 /** One query object (`data` only when `dataEndpoint`). */
 export function parseQuery(x: unknown, dataEndpoint: boolean): QueryRequest {
-  if (!isObj(x)) throw badRequest('query: expected a JSON object');
+  if (!isObj(x)) throw vectorError('bodyNotObject', 'query');
   let topK = DEFAULT_TOP_K;
   if (x.topK !== undefined && x.topK !== null) {
-    if (typeof x.topK !== 'number' || !Number.isInteger(x.topK) || x.topK < 0) throw badRequest('topK must be a non-negative integer');
+    if (typeof x.topK !== 'number' || !Number.isInteger(x.topK) || x.topK < 0) throw vectorError('invalidTopK');
     topK = x.topK;
   }
   const ws = x.weightingStrategy;
-  if (ws !== undefined && ws !== null && ws !== 'IDF' && ws !== '') throw badRequest('weightingStrategy must be IDF');
+  if (ws !== undefined && ws !== null && ws !== 'IDF' && ws !== '') throw vectorError('invalidWeightingStrategy');
   const fusion = x.fusionAlgorithm ?? 'RRF';
-  if (fusion !== 'RRF' && fusion !== 'DBSF') throw badRequest('fusionAlgorithm must be RRF or DBSF');
+  if (fusion !== 'RRF' && fusion !== 'DBSF') throw vectorError('invalidFusion');
   const mode = x.queryMode ?? 'HYBRID';
-  if (mode !== 'HYBRID' && mode !== 'DENSE' && mode !== 'SPARSE') throw badRequest('queryMode must be HYBRID, DENSE or SPARSE');
+  if (mode !== 'HYBRID' && mode !== 'DENSE' && mode !== 'SPARSE') throw vectorError('invalidQueryMode');
   const q: QueryRequest = {
     topK,
     filter: parseFilter(x.filter),
@@ -185,12 +185,12 @@ export function parseQuery(x: unknown, dataEndpoint: boolean): QueryRequest {
     ...parseInclude(x),
   };
   if (dataEndpoint) {
-    if (typeof x.data !== 'string') throw badRequest('data must be a string');
+    if (typeof x.data !== 'string') throw vectorError('dataNotString');
     q.data = x.data;
   } else {
     if (x.vector !== undefined && x.vector !== null) q.vector = parseVector(x.vector);
     if (x.sparseVector !== undefined && x.sparseVector !== null) q.sparse = parseSparse(x.sparseVector);
-    if (!q.vector && !q.sparse) throw badRequest('vector or sparseVector is required (use /query-data for raw data)');
+    if (!q.vector && !q.sparse) throw vectorError('queryNeedsVector');
   }
   return q;
 }
@@ -198,9 +198,9 @@ export function parseQuery(x: unknown, dataEndpoint: boolean): QueryRequest {
 /** A range cursor: `0`, `"0"`, `""` -> 0; a decimal position otherwise. */
 export function parseCursor(x: unknown): number {
   if (x === undefined || x === null || x === '' || x === 0) return 0;
-  if (typeof x !== 'string' && typeof x !== 'number') throw badRequest('invalid cursor: expected a string or a number');
+  if (typeof x !== 'string' && typeof x !== 'number') throw vectorError('cursorType');
   const s = String(x);
-  if (!/^\d{1,15}$/.test(s)) throw badRequest(`invalid cursor: ${JSON.stringify(s.slice(0, 100))}`);
+  if (!/^\d{1,15}$/.test(s)) throw vectorError('invalidCursor', s.slice(0, 100));
   return Number(s);
 }
 

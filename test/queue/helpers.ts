@@ -106,7 +106,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
  * 0) on `dataDir` with extra `env`, and resolves once the banner names its URL (30 s deadline).
  * Used by the kill -9 tests, which SIGKILL the child and start another on the same data dir.
  */
-export async function spawnQueueSvc(dataDir: string, env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+export async function spawnQueueSvc(dataDir: string, env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', ...queueDatabaseEnv(dataDir), ...env },
@@ -119,7 +119,7 @@ export async function spawnQueueSvc(dataDir: string, env: Record<string, string>
     child.kill('SIGKILL');
     throw new Error(`${(err as Error).message}\n${out}`);
   });
-  return { child, url };
+  return { child, url, output: () => out };
 }
 
 /**

@@ -78,13 +78,13 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
         topicName: 't',
         endpointName: 'e',
         scheduleId: 's',
-        extra: { workflowRunId: 'wfr_1' },
+        workflow: { runSeq: 1, runId: 'wfr_1', createdAt: T0, url: 'http://f.test:8080/p', initialBody: 'e30=' },
       });
       const other = msg('http://g.test/');
       await store.enqueue([full, other], T0, 0);
       const got = await store.getMessage(full.id);
       assert.ok(got);
-      for (const k of ['url', 'method', 'headers', 'body', 'createdAt', 'notBefore', 'dueAt', 'maxRetries', 'retryDelay', 'timeoutMs', 'callback', 'callbackOptions', 'failureCallback', 'callerIp', 'labels', 'topicName', 'endpointName', 'scheduleId', 'extra'] as const) {
+      for (const k of ['url', 'method', 'headers', 'body', 'createdAt', 'notBefore', 'dueAt', 'maxRetries', 'retryDelay', 'timeoutMs', 'callback', 'callbackOptions', 'failureCallback', 'callerIp', 'labels', 'topicName', 'endpointName', 'scheduleId', 'workflow'] as const) {
         assert.deepEqual(got[k], full[k], k);
       }
       assert.equal(got.status, 'pending');

@@ -15,7 +15,7 @@ import { queueError } from '../errors.js';
 import type { NewMessage } from '../model.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { parseOptions } from '../options.js';
-import { workflowPublishExtra } from '../workflows/publish-extra.js';
+import { workflowPublishInfo } from '../workflows/publish-headers.js';
 
 const TOKEN_PARAMS = new Set<string>(TOKEN_QUERY_PARAMS);
 
@@ -124,8 +124,8 @@ export async function publishTo(
   const cfg = svcHeadersWithPrefix(headers, '');
   const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
   const { targets, isUrl } = await targetsFor(ctx, dest);
-  const extra = workflowPublishExtra(cfg);
-  const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, extra }));
+  const workflowPublish = workflowPublishInfo(cfg);
+  const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, workflowPublish }));
   const results = await ctx.enqueue.enqueue(msgs, { now, published: true });
   return { status: results.every((r) => r.deduplicated) ? 202 : 200, payload: publishResponse(targets, results, isUrl) };
 }
@@ -166,7 +166,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       const resolved = await targetsFor(ctx, destination);
       const isUrl = resolved.isUrl;
       const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;
-      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, extra: workflowPublishExtra(cfg) })) });
+      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, workflowPublish: workflowPublishInfo(cfg) })) });
     }
     const results = await ctx.enqueue.enqueue(plan.flatMap((p) => p.msgs), { now, published: true });
     let k = 0;

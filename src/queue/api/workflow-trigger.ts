@@ -18,7 +18,7 @@ import { buildMessage } from '../build.js';
 import { queueError } from '../errors.js';
 import type { NewMessage } from '../model.js';
 import type { WorkflowEngine } from '../workflows/engine.js';
-import { workflowPublishExtra, type WorkflowPublishInfo } from '../workflows/publish-extra.js';
+import { workflowPublishInfo } from '../workflows/publish-headers.js';
 import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';
 import { parseOptions } from '../options.js';
@@ -32,9 +32,8 @@ function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, str
   const cfg = svcHeadersWithPrefix(h, '');
   const runId = cfg['workflow-runid'] || newRunId();
   const opts = parseOptions(cfg, h['content-type'], now);
-  const extra = workflowPublishExtra({ ...cfg, 'workflow-runid': runId, 'workflow-init': 'true', 'workflow-url': url })!;
-  (extra.wfPublish as WorkflowPublishInfo).unknownSdk = true;
-  return { runId, message: buildMessage(opts, { url }, body, now, { callerIp, extra }) };
+  const workflowPublish = { ...workflowPublishInfo({ ...cfg, 'workflow-runid': runId, 'workflow-init': 'true', 'workflow-url': url })!, unknownSdk: true };
+  return { runId, message: buildMessage(opts, { url }, body, now, { callerIp, workflowPublish }) };
 }
 
 /** Stores the trigger messages; answers one `{workflowRunId, workflowCreatedAt, deduplicated?}` each. */

@@ -240,7 +240,7 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
 export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
   return {
     async dlqFields(entry: Parameters<typeof workflowDlqFields>[0]) {
-      if (!entry.message.extra?.workflow) return undefined;
+      if (!entry.message.workflow) return undefined;
       const run = DLQ_ID.test(entry.dlqId) ? await engine.runs.runByDlqId(entry.dlqId) : undefined;
       return workflowDlqFields(entry, run);
     },

@@ -29,6 +29,7 @@ import type {
   StoredMessage,
 } from '../model.js';
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
+import { PgSharedCredentials } from './pg-credentials.js';
 import { PgRoutingStore } from './pg-routing.js';
 import { PgWorkflowStore } from './pg-workflows.js';
 import type { RoutingStore } from './routing-types.js';
@@ -46,11 +47,13 @@ import {
   type LogRow,
   type MessageRow,
 } from './sqlite-rows.js';
-import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
+import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, SharedCredentials } from './types.js';
 import type { WorkflowStore } from './workflow-types.js';
 
 /** The notification channel of due messages (payload: earliest due time, ms); `_<schema>` appended outside `public`. */
 export const WAKE_CHANNEL = 'svc_queue';
+/** The notification channel of credential changes (`queue_credentials`); `_<schema>` appended outside `public`. */
+export const CREDENTIALS_CHANNEL = 'svc_queue_credentials';
 /** First key of the advisory locks that mark a dispatcher alive (second key: hash of its id). */
 export const LIVENESS_LOCK_CLASS = 73_164_513;
 /** Most messages per multi-row INSERT (31 parameters each; PostgreSQL allows 65 535). */
@@ -167,6 +170,8 @@ export async function openPgQueueStore(url: string, opts: PgStoreOptions = {}): 
 
 export class PgQueueStore implements QueueStore {
   private readonly wakeListeners = new Set<(dueAt: number) => void>();
+  /** Told of credential changes (NOTIFY) and of every (re)connect of the LISTEN connection. */
+  private readonly credentialListeners = new Set<() => void>();
   /** Dispatcher ids of this node, each marked alive by an advisory lock on the LISTEN connection. */
   private readonly owners = new Set<string>();
   /** Resolves when the LISTEN connection holds the liveness locks of {@link owners}. */
@@ -177,6 +182,8 @@ export class PgQueueStore implements QueueStore {
 
   /** NOTIFY channel of this schema's nodes. */
   private readonly channel: string;
+  /** NOTIFY channel of this schema's credential changes. */
+  private readonly credentialsChannel: string;
 
   constructor(
     readonly pool: pg.Pool,
@@ -184,6 +191,7 @@ export class PgQueueStore implements QueueStore {
     private readonly schema = 'public',
   ) {
     this.channel = schema === 'public' ? WAKE_CHANNEL : `${WAKE_CHANNEL}_${schema}`;
+    this.credentialsChannel = schema === 'public' ? CREDENTIALS_CHANNEL : `${CREDENTIALS_CHANNEL}_${schema}`;
   }
 
   // ---- wake-ups (LISTEN/NOTIFY) ----
@@ -213,6 +221,10 @@ export class PgQueueStore implements QueueStore {
     c.on('error', retry);
     c.on('end', retry);
     c.on('notification', (n) => {
+      if (n.channel === this.credentialsChannel) {
+        for (const fn of this.credentialListeners) fn();
+        return;
+      }
       const at = Number(n.payload);
       for (const fn of this.wakeListeners) fn(Number.isFinite(at) ? at : 0);
     });
@@ -220,7 +232,10 @@ export class PgQueueStore implements QueueStore {
       .connect()
       .then(async () => {
         await c.query(`LISTEN ${this.channel}`);
-        for (const o of this.owners) await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, o]);
+        await c.query(`LISTEN ${this.credentialsChannel}`);
+        for (const o of this.owners) await this.lockOwner(c, o);
+        // changes made while this connection was down were not notified: re-read
+        for (const fn of this.credentialListeners) fn();
       })
       .catch(retry);
   }
@@ -235,7 +250,22 @@ export class PgQueueStore implements QueueStore {
     this.owners.add(owner);
     await this.listening;
     const c = this.listener;
-    if (c) await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, owner]).catch(() => undefined);
+    if (c) await this.lockOwner(c, owner).catch(() => undefined);
+  }
+
+  /**
+   * Takes the liveness lock of `owner` on the LISTEN connection `c`. A session of this node that
+   * still holds it is one the server kept after this node lost its connection without the server
+   * noticing (a network partition): it is ended first, or the lock would wait for it forever.
+   */
+  private async lockOwner(c: pg.Client, owner: string): Promise<void> {
+    await c.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_locks
+       WHERE locktype = 'advisory' AND classid = $1::int::oid AND objid = hashtext($2)::oid AND objsubid = 2 AND granted
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND pid <> pg_backend_pid()`,
+      [LIVENESS_LOCK_CLASS, owner],
+    );
+    await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, owner]);
   }
 
   /** Sends a wake-up for messages due at `dueAt` (delivered to every node at commit). */
@@ -600,6 +630,14 @@ export class PgQueueStore implements QueueStore {
     for (const row of r.rows) (out[row.state] ??= new Array<number>(buckets).fill(0))[Math.min(buckets - 1, row.b)] += row.n;
     return out;
   }
+
+  sharedCredentials(): SharedCredentials {
+    return (this.credentialStore ??= new PgSharedCredentials(this.pool, this.credentialsChannel, (fn) => {
+      this.credentialListeners.add(fn);
+      return () => this.credentialListeners.delete(fn);
+    }));
+  }
+  private credentialStore: SharedCredentials | undefined;
 
   routing(): RoutingStore {
     return (this.routingStore ??= new PgRoutingStore(this.pool, this));

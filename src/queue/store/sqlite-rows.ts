@@ -72,12 +72,18 @@ export function rowToMessage(r: MessageRow): StoredMessage {
     scheduleId: u(r.schedule_id),
     flowControlKey: u(r.flow_control_key),
     flowControl: j(r.flow_control),
-    extra: j(r.extra),
+    workflow: j(r.extra)?.workflow,
     cancelRequested: r.cancel_requested === 1,
   };
 }
 
 const js = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+/**
+ * The `extra` column: `{"workflow": …}` for a message of a workflow run (the column's JSON shape
+ * since the first schema, so rows written before the typed field read back the same), else NULL.
+ */
+const extraColumn = (m: NewMessage): string | null => (m.workflow ? JSON.stringify({ workflow: m.workflow }) : null);
 const n = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
 
 /** Named parameters for the INSERT of a new message. */
@@ -122,7 +128,7 @@ export function messageParams(m: NewMessage): Record<string, unknown> {
     schedule_id: n(m.scheduleId),
     flow_control_key: n(m.flowControlKey),
     flow_control: js(m.flowControl),
-    extra: js(m.extra),
+    extra: extraColumn(m),
     claimed_by: m.held ? 'held' : null, // 'held' = waiting for admission (migration 0002)
     lease_until: null,
   };
@@ -166,7 +172,7 @@ export function messageValues(m: NewMessage, claim?: { owner: string; leaseUntil
     n(m.notBefore), m.dueAt, m.maxRetries, n(m.retryDelay), n(m.timeoutMs), n(m.callback), js(m.callbackOptions),
     n(m.failureCallback), js(m.failureCallbackOptions), n(m.callerIp), m.labels?.length ? JSON.stringify(m.labels) : null,
     js(m.redact), n(m.topicName), n(m.endpointName), n(m.queueName), n(m.scheduleId), n(m.flowControlKey),
-    js(m.flowControl), js(m.extra), claim ? claim.owner : m.held ? 'held' : null, claim ? claim.leaseUntil : null,
+    js(m.flowControl), extraColumn(m), claim ? claim.owner : m.held ? 'held' : null, claim ? claim.leaseUntil : null,
   ];
 }
 

@@ -5,10 +5,10 @@
  * other messages.
  */
 import type { CallbackHooks } from '../build.js';
-import type { StoredMessage } from '../model.js';
+import type { StoredMessage, WorkflowStepInfo } from '../model.js';
 
 export function workflowCallbackFields(m: StoredMessage): Record<string, unknown> {
-  const wf = m.extra?.workflow as { runId?: string; createdAt?: number; url?: string; initialBody?: string; call?: boolean } | undefined;
+  const wf = m.workflow;
   if (!wf || wf.call || wf.initialBody === undefined) return {};
   return { sourceBody: wf.initialBody, workflowRunId: wf.runId, workflowCreatedAt: wf.createdAt, workflowUrl: wf.url };
 }
@@ -20,24 +20,23 @@ export function workflowCallbackFields(m: StoredMessage): Record<string, unknown
  * callbacks keep `payload` as is.
  */
 export function workflowCallbackBody(m: StoredMessage, kind: string, payload: Buffer): Buffer {
-  const wf = m.extra?.workflow as { call?: boolean } | undefined;
-  if (kind !== 'callback' || !wf?.call) return payload;
+  if (kind !== 'callback' || !m.workflow?.call) return payload;
   return Buffer.from(JSON.stringify([{ messageId: m.id, body: payload.toString('base64'), callType: 'fromCallback' }]));
 }
 
 /**
- * `extra` of the callback of a `context.call` request: the run's `extra.workflow`, which makes the
+ * `workflow` of the callback of a `context.call` request: the run's step info, which makes the
  * callback a delivery of the run (its failure fails the run; its DLQ entry names the run).
  * Undefined for other messages.
  */
-export function workflowCallbackExtra(m: StoredMessage, kind: string): Record<string, unknown> | undefined {
-  const wf = m.extra?.workflow as { call?: boolean; callback?: unknown } | undefined;
-  return kind === 'callback' && wf?.call && wf.callback ? { workflow: wf.callback } : undefined;
+export function workflowCallbackRun(m: StoredMessage, kind: string): WorkflowStepInfo | undefined {
+  const wf = m.workflow;
+  return kind === 'callback' && wf?.call && wf.callback ? wf.callback : undefined;
 }
 
 /** The workflow engine's {@link CallbackHooks}, registered with the dispatcher by the server. */
 export const workflowCallbackHooks: CallbackHooks = {
   fields: workflowCallbackFields,
   body: workflowCallbackBody,
-  extra: workflowCallbackExtra,
+  workflow: workflowCallbackRun,
 };

@@ -21,33 +21,13 @@ import type { Logger } from '../../logger.js';
 import { buildMessage } from '../build.js';
 import type { EnqueueService } from '../enqueue.js';
 import { queueError } from '../errors.js';
-import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage } from '../model.js';
+import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage, WorkflowPublishInfo, WorkflowStepInfo } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { InvokerInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
-import type { WorkflowPublishInfo } from './publish-extra.js';
 
 /** The error of a run whose start reached an endpoint that is not a workflow endpoint. */
 export const NON_WORKFLOW_DESTINATION =
   'detected a non-workflow destination for trigger/invoke. make sure you are sending the request to the correct endpoint';
-
-/** What a stored workflow message carries in `extra.workflow`. */
-export interface WorkflowMessageInfo {
-  runSeq: number;
-  runId: string;
-  createdAt: number;
-  url: string;
-  /** base64 of the run's initial payload (failure callbacks send it as `sourceBody`). */
-  initialBody: string;
-  /** context.call request to a third party: not a step of the list. */
-  call?: boolean;
-  /** On a context.call request: the `extra.workflow` its callback (a delivery of the run) gets. */
-  callback?: WorkflowMessageInfo;
-  /**
-   * The run's start, delivered to an endpoint that must answer as a workflow endpoint (with
-   * `Upstash-Workflow-Sdk-Version`); a 2xx answer without it fails the run.
-   */
-  detectTrigger?: boolean;
-}
 
 /** A raw step as delivered. */
 export interface RawStep {
@@ -181,11 +161,11 @@ export class WorkflowEngine {
     const list = Buffer.from(JSON.stringify(rawSteps(run, steps, triggerMessageId)));
     m.body = list.length > this.o.maxMessageBytes ? Buffer.alloc(0) : list;
     if (!headerOf(m.headers, 'content-type')) m.headers['Content-Type'] = ['application/json'];
-    m.extra = { ...(m.extra ?? {}), workflow: this.messageInfo(run) };
+    m.workflow = this.messageInfo(run);
   }
 
-  /** `extra.workflow` of a message delivered to the workflow URL for `run`. */
-  private messageInfo(run: WorkflowRun): WorkflowMessageInfo {
+  /** `workflow` of a message delivered to the workflow URL for `run`. */
+  private messageInfo(run: WorkflowRun): WorkflowStepInfo {
     return { runSeq: run.seq, runId: run.runId, createdAt: run.createdAt, url: run.url, initialBody: run.initialBody.toString('base64') };
   }
 
@@ -208,10 +188,9 @@ export class WorkflowEngine {
   /** Publish-time hook (see the module comment). @throws QueueError 400 for a step of an inactive run. */
   async prepare(msgs: NewMessage[], now: number): Promise<void> {
     for (const m of msgs) {
-      const p = m.extra?.wfPublish as WorkflowPublishInfo | undefined;
+      const p = m.workflowPublish;
       if (!p) continue;
-      const { wfPublish: _drop, ...rest } = m.extra!;
-      m.extra = Object.keys(rest).length ? rest : undefined;
+      delete m.workflowPublish;
       if (p.callType === 'toCallback') {
         await this.call(m, p);
         continue;
@@ -227,7 +206,7 @@ export class WorkflowEngine {
    * publishes the call's result step from it. The callback carries what a step delivery carries:
    * the run headers, the headers the run was triggered with, and the run's retries, retry delay
    * and failure callback where the call did not set its callback's own; it is a message of the
-   * run (`extra.workflow` of the callback, `workflowCallbackExtra`), so when it fails for good the
+   * run (`workflow` of the callback, `workflowCallbackHooks`), so when it fails for good the
    * run ends RUN_FAILED with its DLQ entry.
    * @throws QueueError 400 when the run is not active.
    */
@@ -248,7 +227,7 @@ export class WorkflowEngine {
         failureCallbackOptions: failureOptions && { ...failureOptions, headers: withRunHeaders(failureOptions.headers, run) },
       };
     }
-    m.extra = { ...(m.extra ?? {}), workflow: { runId: p.runId, call: true, callback: this.messageInfo(run) } };
+    m.workflow = { runId: p.runId, call: true, callback: this.messageInfo(run) };
   }
 
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
@@ -304,7 +283,7 @@ export class WorkflowEngine {
    */
   private markTrigger(m: NewMessage, p: WorkflowPublishInfo): void {
     const detect = p.unknownSdk || (p.featureSet ?? '').split(',').some((f) => f.trim() === 'WF_DetectTrigger');
-    if (detect) (m.extra!.workflow as WorkflowMessageInfo).detectTrigger = true;
+    if (detect && m.workflow && !m.workflow.call) m.workflow.detectTrigger = true;
   }
 
   private async step(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
@@ -345,7 +324,7 @@ export class WorkflowEngine {
 
   /** Dispatcher outcome listener: never throws; work is chained per run. */
   onOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): void {
-    const info = m.extra?.workflow as WorkflowMessageInfo | undefined;
+    const info = m.workflow;
     const failureRunId = m.kind === 'failure_callback' ? headerOf(m.headers, 'upstash-workflow-runid') : undefined;
     if ((!info || info.call) && !failureRunId) return;
     const key = info?.runId ?? failureRunId!;
@@ -364,7 +343,7 @@ export class WorkflowEngine {
     await Promise.all([...this.chains.values()]);
   }
 
-  private async stepOutcome(m: StoredMessage, info: WorkflowMessageInfo, outcome: AttemptOutcome, now: number): Promise<void> {
+  private async stepOutcome(m: StoredMessage, info: WorkflowStepInfo, outcome: AttemptOutcome, now: number): Promise<void> {
     const run = await this.o.workflows.getRun(info.runSeq);
     if (!run) return;
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;

@@ -39,7 +39,7 @@ export async function failedRun(store: QueueStore, engine: WorkflowEngine, dlqId
   const entry = await store.getDlq(dlqId);
   if (!entry) throw queueError('failedRunNotFound', dlqId);
   const run = await engine.runs.runByDlqId(dlqId);
-  if (!run || !entry.message.extra?.workflow) throw queueError('notWorkflowRun', dlqId);
+  if (!run || !entry.message.workflow) throw queueError('notWorkflowRun', dlqId);
   return { entry, run };
 }
 
@@ -131,7 +131,7 @@ export async function recoverRun(
     flowControl: config.flowControl,
     dedupKey: undefined,
     held: undefined,
-    extra: undefined,
+    workflow: undefined,
   };
   engine.decorate(m, newRun, await engine.runs.steps(seq), triggerId(newRun));
   if (isCallback && mode === 'resume') m.body = old.body;

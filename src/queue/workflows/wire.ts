@@ -5,11 +5,11 @@
  */
 import type { DlqEntry } from '../model.js';
 import type { WorkflowRun, WorkflowStep } from '../store/workflow-types.js';
-import { triggerId, type WorkflowMessageInfo } from './engine.js';
+import { triggerId } from './engine.js';
 
 /** `workflowRunId, workflowCreatedAt, workflowUrl, failureCallback, failureCallbackInfo, label(s)`. */
 export function workflowDlqFields(entry: DlqEntry, run: WorkflowRun | undefined): Record<string, unknown> | undefined {
-  const info = entry.message.extra?.workflow as WorkflowMessageInfo | undefined;
+  const info = entry.message.workflow;
   if (!info || info.call) return undefined;
   const f = run?.failure;
   return {

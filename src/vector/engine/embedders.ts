@@ -8,7 +8,7 @@
  *   b = 0.75, avgdl = 32 (fixed, as Upstash); queries carry 1 per distinct token and get IDF at
  *   query time.
  */
-import { VectorError } from '../errors.js';
+import { vectorError } from '../errors.js';
 import type { DenseEmbedderConfig } from '../definitions.js';
 import type { SparseVector } from './store.js';
 
@@ -32,22 +32,22 @@ export class HttpDenseEmbedder {
         signal: AbortSignal.timeout(EMBED_TIMEOUT_MS),
       });
     } catch (err) {
-      throw new VectorError(422, `Embedding request failed: ${(err as Error).message}`);
+      throw vectorError('embeddingRequestFailed', (err as Error).message);
     }
     const text = await res.text();
-    if (!res.ok) throw new VectorError(422, `Embedding endpoint answered ${res.status}: ${text.slice(0, 200)}`);
+    if (!res.ok) throw vectorError('embeddingStatus', res.status, text.slice(0, 200));
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      throw new VectorError(422, 'Embedding endpoint answered with invalid JSON');
+      throw vectorError('embeddingInvalidJson');
     }
     const data = (body as { data?: { index?: number; embedding?: unknown }[] })?.data;
-    if (!Array.isArray(data) || data.length !== texts.length) throw new VectorError(422, 'Embedding endpoint answered without one embedding per input');
+    if (!Array.isArray(data) || data.length !== texts.length) throw vectorError('embeddingCount');
     const out: number[][] = new Array(texts.length);
     data.forEach((d, i) => {
       const e = d?.embedding;
-      if (!Array.isArray(e) || e.some((x) => typeof x !== 'number')) throw new VectorError(422, 'Embedding endpoint answered a non-numeric embedding');
+      if (!Array.isArray(e) || e.some((x) => typeof x !== 'number')) throw vectorError('embeddingNotNumeric');
       out[typeof d.index === 'number' ? d.index : i] = e as number[];
     });
     return out;

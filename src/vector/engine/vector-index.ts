@@ -26,7 +26,7 @@ import type { IndexDefinition } from '../definitions.js';
 import { HnswDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
 import { isDiskFull } from '../../disk-full.js';
-import { badRequest, diskFull, MESSAGES, unprocessable, VectorError } from '../errors.js';
+import { vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
@@ -204,7 +204,7 @@ export class VectorIndex {
    * than {@link PENDING_LIMIT} vector elements are queued for the graph.
    */
   write<T>(fn: () => T): Promise<T> {
-    if (this.closed) return Promise.reject(new VectorError(500, 'index is closing'));
+    if (this.closed) return Promise.reject(vectorError('indexClosing'));
     return new Promise<T>((resolve, reject) => {
       const enter = () => {
         this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
@@ -302,7 +302,7 @@ export class VectorIndex {
           // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL): the
           // ops left would otherwise run in transactions of their own and commit unseen
           if (!this.store.db.inTransaction) {
-            results.push({ ok: false, v: results.find((r) => !r.ok)?.v ?? new VectorError(500, 'commit failed') });
+            results.push({ ok: false, v: results.find((r) => !r.ok)?.v ?? vectorError('commitFailed') });
             continue;
           }
           const j = (this.journal = newJournal());
@@ -327,11 +327,11 @@ export class VectorIndex {
       // SQLite rolls the whole transaction back by itself on SQLITE_FULL inside one operation;
       // the COMMIT then fails with "no transaction is active": the operation's error is the cause
       const full = isDiskFull(err) || results.some((r) => !r.ok && isDiskFull(r.v));
-      const answer = full ? diskFull() : new VectorError(500, 'commit failed');
+      const answer = vectorError(full ? 'diskFull' : 'commitFailed');
       for (const op of batch) op.reject(answer);
       return;
     }
-    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(isDiskFull(results[i].v) ? diskFull() : results[i].v)));
+    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(isDiskFull(results[i].v) ? vectorError('diskFull') : results[i].v)));
     this.maintain();
     if (this.pendingCount() > 0) this.scheduleIndexing();
   }
@@ -418,17 +418,17 @@ export class VectorIndex {
   /** Checks dimensions/parts of records for this index type. @throws VectorError 400/422. */
   checkRecord(item: { vector?: number[]; sparse?: unknown }, where = ''): void {
     const t = this.def.type;
-    if (t === 'DENSE' && !item.vector) throw badRequest(`${where}vector is required for a DENSE index`);
-    if (t === 'DENSE' && item.sparse) throw badRequest(`${where}sparseVector is not allowed for a DENSE index`);
-    if (t === 'SPARSE' && !item.sparse) throw badRequest(`${where}sparseVector is required for a SPARSE index`);
-    if (t === 'SPARSE' && item.vector) throw badRequest(`${where}vector is not allowed for a SPARSE index`);
-    if (t === 'HYBRID' && (!item.vector || !item.sparse)) throw badRequest(`${where}both vector and sparseVector are required for a HYBRID index`);
+    if (t === 'DENSE' && !item.vector) throw vectorError('denseNeedsVector', where);
+    if (t === 'DENSE' && item.sparse) throw vectorError('denseNoSparse', where);
+    if (t === 'SPARSE' && !item.sparse) throw vectorError('sparseNeedsSparse', where);
+    if (t === 'SPARSE' && item.vector) throw vectorError('sparseNoDense', where);
+    if (t === 'HYBRID' && (!item.vector || !item.sparse)) throw vectorError('hybridNeedsBoth', where);
     this.checkDimension(item.vector);
   }
 
   /** 422 when `v` does not have the index dimension (once fixed). */
   checkDimension(v: ArrayLike<number> | undefined): void {
-    if (v && this.dimension !== undefined && v.length !== this.dimension) throw unprocessable(MESSAGES.dimension(v.length, this.dimension));
+    if (v && this.dimension !== undefined && v.length !== this.dimension) throw vectorError('dimensionMismatch', v.length, this.dimension);
   }
 
   /** Fixes the dimension at the first dense write (persisted) and creates the graphs. */
@@ -444,7 +444,7 @@ export class VectorIndex {
   upsert(name: string, items: UpsertItem[]): Promise<string> {
     items.forEach((it, i) => this.checkRecord(it, items.length > 1 ? `[${i}]: ` : ''));
     const dims = new Set(items.filter((i) => i.vector).map((i) => i.vector!.length));
-    if (dims.size > 1) throw unprocessable(MESSAGES.dimension([...dims][1], [...dims][0]));
+    if (dims.size > 1) throw vectorError('dimensionMismatch', [...dims][1], [...dims][0]);
     return this.write(() => {
       for (const it of items) this.checkDimension(it.vector);
       if (items[0].vector) this.fixDimension(items[0].vector.length);
@@ -517,8 +517,8 @@ export class VectorIndex {
    * Resolves to 1, or 0 when the id does not exist.
    */
   update(name: string, u: { id: string; vector?: number[]; sparse?: UpsertItem['sparse']; data?: string; metadata?: Metadata; patch: boolean }): Promise<number> {
-    if (this.def.type === 'DENSE' && u.sparse) throw badRequest('sparseVector is not allowed for a DENSE index');
-    if (this.def.type === 'SPARSE' && u.vector) throw badRequest('vector is not allowed for a SPARSE index');
+    if (this.def.type === 'DENSE' && u.sparse) throw vectorError('denseNoSparse', '');
+    if (this.def.type === 'SPARSE' && u.vector) throw vectorError('sparseNoDense', '');
     this.checkDimension(u.vector);
     return this.write(() => {
       const ns = this.ns(name);
@@ -561,9 +561,9 @@ export class VectorIndex {
   deleteNamespace(name: string): Promise<string> {
     return this.write(() => {
       this.touchNamespaces();
-      if (name === '') throw badRequest('The default namespace cannot be deleted');
+      if (name === '') throw vectorError('defaultNamespaceDelete');
       const ns = this.ns(name);
-      if (!ns) throw new VectorError(404, MESSAGES.namespaceMissing(name, this.def.name));
+      if (!ns) throw vectorError('namespaceNotFound', name, this.def.name);
       this.store.dropNamespace(ns.row.id);
       this.namespaces.delete(name);
       dropSnapshot(this.snapshotDir, ns.row.id);
@@ -575,13 +575,13 @@ export class VectorIndex {
   renameNamespace(from: string, to: string, deleteExisting: boolean): Promise<boolean> {
     return this.write(() => {
       this.touchNamespaces();
-      if (from === '' || to === '') throw badRequest('The default namespace cannot be renamed');
+      if (from === '' || to === '') throw vectorError('defaultNamespaceRename');
       const ns = this.ns(from);
-      if (!ns) throw new VectorError(404, MESSAGES.namespaceMissing(from, this.def.name));
+      if (!ns) throw vectorError('namespaceNotFound', from, this.def.name);
       if (from === to) return true;
       const target = this.ns(to);
       if (target) {
-        if (!deleteExisting) throw badRequest(`Namespace ${to} already exists`);
+        if (!deleteExisting) throw vectorError('namespaceExists', to);
         this.store.dropNamespace(target.row.id);
         this.namespaces.delete(to);
         dropSnapshot(this.snapshotDir, target.row.id);
@@ -611,7 +611,8 @@ export class VectorIndex {
           const start = performance.now();
           writeSnapshot(this.snapshotDir, ns.row.id, ns.row.generation, ns.dense!.coveredSeq(this.seq), ns.dense!);
           this.snapshotTimer?.since(start);
-          ns.unsnapshotted = 0;
+          // points still queued for the graph are not covered: the closing snapshot must take them
+          ns.unsnapshotted = ns.dense!.pending;
         }
       } catch (err) {
         this.logger.error({ err, index: this.def.name, namespace: ns.name }, 'vector maintenance failed');

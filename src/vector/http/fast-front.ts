@@ -11,10 +11,13 @@
  */
 import { isAscii } from 'node:buffer';
 import type { FastHandler } from '../../http/fast.js';
+import { errorBody, VECTOR_ERRORS, vectorMessage } from '../errors.js';
 import { answer, answerHeaders, isAnswer, routeRequest, type RouteDeps } from './routes.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const METHODS: readonly string[] = ['DELETE'];
+const INTERNAL = VECTOR_ERRORS.internal.status;
+const INTERNAL_BODY = errorBody(INTERNAL, vectorMessage('internal'));
 
 /** Body bytes as text (UTF-8; invalid sequences become U+FFFD as in the node:http front's decoder). */
 function bodyText(body: Buffer | undefined): string {
@@ -47,7 +50,7 @@ export function vectorFastHandler(deps: RouteDeps): FastHandler {
         else send(a.status, a.body);
       } catch (err) {
         deps.logger.error({ err }, 'vector request failed');
-        send(500, '{"error":"Internal server error","status":500}');
+        send(INTERNAL, INTERNAL_BODY);
       }
     },
   };

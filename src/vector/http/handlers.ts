@@ -3,7 +3,7 @@
  * to the `result` value. Read-only tokens may call only {@link READONLY_ENDPOINTS}.
  */
 import type { VectorIndex } from '../engine/vector-index.js';
-import { badRequest, MESSAGES, unprocessable } from '../errors.js';
+import { vectorError } from '../errors.js';
 import { HYBRID_DEPTH, runQuery, type ResolvedQuery } from '../query/execute.js';
 import { fetchRecords, formatScored, info, randomRecord, rangeRecords } from '../query/records.js';
 import type { ResumableQueries } from './resumable.js';
@@ -35,7 +35,7 @@ async function resolve(index: VectorIndex, q: QueryRequest): Promise<ResolvedQue
   const t = index.def.type;
   const wantDense = t === 'DENSE' || (t === 'HYBRID' && q.mode !== 'SPARSE');
   const wantSparse = t === 'SPARSE' || (t === 'HYBRID' && q.mode !== 'DENSE');
-  if ((wantDense && !index.denseEmbedder) || (wantSparse && !index.sparseEmbedder)) throw unprocessable(MESSAGES.noEmbedder);
+  if ((wantDense && !index.denseEmbedder) || (wantSparse && !index.sparseEmbedder)) throw vectorError('noEmbedder');
   const out: ResolvedQuery = { ...q };
   if (wantDense) out.vector = (await index.denseEmbedder!.embed([q.data]))[0];
   if (wantSparse) {
@@ -47,7 +47,7 @@ async function resolve(index: VectorIndex, q: QueryRequest): Promise<ResolvedQue
 
 /** Embeds upsert-data items into records for this index type. */
 async function embedItems(index: VectorIndex, items: (UpsertItem & { data: string })[]): Promise<UpsertItem[]> {
-  if ((index.hasDense && !index.denseEmbedder) || (index.hasSparse && !index.sparseEmbedder)) throw unprocessable(MESSAGES.noEmbedder);
+  if ((index.hasDense && !index.denseEmbedder) || (index.hasSparse && !index.sparseEmbedder)) throw vectorError('noEmbedder');
   const dense = index.hasDense ? await index.denseEmbedder!.embed(items.map((i) => i.data)) : undefined;
   return items.map((it, i) => ({
     ...it,
@@ -74,13 +74,13 @@ function query(c: HandlerContext, data: boolean): unknown {
 }
 
 async function resumableStart(c: HandlerContext, data: boolean): Promise<unknown> {
-  if (!isObj(c.body)) throw badRequest('resumable-query: expected a JSON object');
+  if (!isObj(c.body)) throw vectorError('bodyNotObject', 'resumable-query');
   const q = await resolve(c.index, parseQuery(c.body, data));
   return c.resumable.start(c.index, c.ns, q, c.body.maxIdle);
 }
 
 function obj(body: unknown, what: string): Record<string, unknown> {
-  if (!isObj(body)) throw badRequest(`${what}: expected a JSON object`);
+  if (!isObj(body)) throw vectorError('bodyNotObject', what);
   return body;
 }
 
@@ -98,32 +98,32 @@ export const HANDLERS: Record<string, Handler> = {
     const b = obj(c.body, 'fetch');
     const hasIds = b.ids !== undefined && b.ids !== null;
     const hasPrefix = b.prefix !== undefined && b.prefix !== null;
-    if (hasIds && hasPrefix) throw badRequest(MESSAGES.fetchOneOf);
-    if (!hasIds && !hasPrefix) throw badRequest('Either ids or prefix must be provided.');
-    if (hasPrefix && typeof b.prefix !== 'string') throw badRequest('prefix must be a string');
+    if (hasIds && hasPrefix) throw vectorError('fetchOneOf');
+    if (!hasIds && !hasPrefix) throw vectorError('fetchNeedsIdsOrPrefix');
+    if (hasPrefix && typeof b.prefix !== 'string') throw vectorError('prefixNotString');
     return fetchRecords(c.index, c.ns, hasIds ? { ids: idList(b.ids) } : { prefix: b.prefix as string }, parseInclude(b));
   },
   delete: async (c) => {
     const b = Array.isArray(c.body) ? { ids: c.body } : obj(c.body, 'delete');
     const given = ['ids', 'prefix', 'filter'].filter((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
-    if (given.length !== 1) throw badRequest(MESSAGES.deleteOneOf);
-    if (given[0] === 'prefix' && typeof b.prefix !== 'string') throw badRequest('prefix must be a string');
+    if (given.length !== 1) throw vectorError('deleteOneOf');
+    if (given[0] === 'prefix' && typeof b.prefix !== 'string') throw vectorError('prefixNotString');
     const by = given[0] === 'ids' ? { ids: idList(b.ids) } : given[0] === 'prefix' ? { prefix: b.prefix as string } : { filter: parseFilter(b.filter) };
     return { deleted: await c.index.delete(c.ns, by) };
   },
   range: (c) => {
     const b = obj(c.body, 'range');
     const limit = b.limit;
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) throw badRequest('limit must be a non-negative integer');
-    if (b.prefix !== undefined && b.prefix !== null && typeof b.prefix !== 'string') throw badRequest('prefix must be a string');
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) throw vectorError('invalidLimit');
+    if (b.prefix !== undefined && b.prefix !== null && typeof b.prefix !== 'string') throw vectorError('prefixNotString');
     return rangeRecords(c.index, c.ns, parseCursor(b.cursor), limit, (b.prefix as string | undefined) || undefined, parseInclude(b));
   },
   update: async (c) => {
     const b = obj(c.body, 'update');
     const mode = b.metadataUpdateMode ?? 'OVERWRITE';
-    if (mode !== 'OVERWRITE' && mode !== 'PATCH') throw badRequest('metadataUpdateMode must be PATCH or OVERWRITE');
-    if (b.metadata !== undefined && b.metadata !== null && !isObj(b.metadata)) throw badRequest('metadata must be a JSON object');
-    if (b.data !== undefined && b.data !== null && typeof b.data !== 'string') throw badRequest('data must be a string');
+    if (mode !== 'OVERWRITE' && mode !== 'PATCH') throw vectorError('invalidUpdateMode');
+    if (b.metadata !== undefined && b.metadata !== null && !isObj(b.metadata)) throw vectorError('metadataNotObject');
+    if (b.data !== undefined && b.data !== null && typeof b.data !== 'string') throw vectorError('dataNotString');
     const updated = await c.index.update(c.ns, {
       id: parseId(b.id),
       vector: b.vector == null ? undefined : parseVector(b.vector),
@@ -140,8 +140,8 @@ export const HANDLERS: Record<string, Handler> = {
   'delete-namespace': (c) => c.index.deleteNamespace(c.ns),
   'rename-namespace': async (c) => {
     const b = obj(c.body, 'rename-namespace');
-    if (typeof b.namespace !== 'string' || typeof b.newNamespace !== 'string') throw badRequest('namespace and newNamespace must be strings');
-    if (b.deleteExisting !== undefined && typeof b.deleteExisting !== 'boolean') throw badRequest('deleteExisting must be a boolean');
+    if (typeof b.namespace !== 'string' || typeof b.newNamespace !== 'string') throw vectorError('renameNamesNotStrings');
+    if (b.deleteExisting !== undefined && typeof b.deleteExisting !== 'boolean') throw vectorError('deleteExistingNotBoolean');
     return { renamed: await c.index.renameNamespace(b.namespace, b.newNamespace, b.deleteExisting === true) };
   },
   random: (c) => randomRecord(c.index, c.ns),

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { VectorIndex } from '../engine/vector-index.js';
-import { badRequest, VectorError } from '../errors.js';
+import { vectorError } from '../errors.js';
 import { runQuery, type ResolvedQuery } from '../query/execute.js';
 import { formatScored, type OutRecord } from '../query/records.js';
 
@@ -75,15 +75,12 @@ export class ResumableQueries {
   start(index: VectorIndex, ns: string, query: ResolvedQuery, maxIdle: unknown): { uuid: string; scores: OutRecord[] } {
     let idle = DEFAULT_MAX_IDLE_S;
     if (maxIdle !== undefined && maxIdle !== null) {
-      if (typeof maxIdle !== 'number' || !(maxIdle > 0)) throw badRequest('maxIdle must be a positive number of seconds');
+      if (typeof maxIdle !== 'number' || !(maxIdle > 0)) throw vectorError('invalidMaxIdle');
       idle = Math.min(maxIdle, MAX_IDLE_S);
     }
     if (this.activeOf(index) >= MAX_SESSIONS_PER_INDEX) this.reap();
     if (this.activeOf(index) >= MAX_SESSIONS_PER_INDEX) {
-      throw new VectorError(
-        429,
-        `Too many active resumable queries for this index (max ${MAX_SESSIONS_PER_INDEX}): end them with resumable-query-end or wait until they expire`,
-      );
+      throw vectorError('tooManySessions', MAX_SESSIONS_PER_INDEX);
     }
     const s: Session = { index, ns, query, returned: new Set(), idleMs: idle * 1000, lastUsed: this.now() };
     const scores = this.batch(s, query.topK);
@@ -103,16 +100,16 @@ export class ResumableQueries {
 
   /** The session `uuid` of `index`; one of another index is treated as unknown. */
   private get(index: VectorIndex, uuid: unknown): Session {
-    if (typeof uuid !== 'string') throw badRequest('uuid must be a string');
+    if (typeof uuid !== 'string') throw vectorError('uuidNotString');
     const s = this.sessions.get(uuid);
-    if (!s || s.index !== index || this.now() - s.lastUsed > s.idleMs) throw badRequest(`Resumable query ${uuid} does not exist or has expired`);
+    if (!s || s.index !== index || this.now() - s.lastUsed > s.idleMs) throw vectorError('resumableExpired', uuid);
     return s;
   }
 
   /** Next `additionalK` results of `index`'s session `uuid`. @throws VectorError 400 unknown/expired/other index's id */
   next(index: VectorIndex, uuid: unknown, additionalK: unknown): OutRecord[] {
     const s = this.get(index, uuid);
-    if (typeof additionalK !== 'number' || !Number.isInteger(additionalK) || additionalK < 0) throw badRequest('additionalK must be a non-negative integer');
+    if (typeof additionalK !== 'number' || !Number.isInteger(additionalK) || additionalK < 0) throw vectorError('invalidAdditionalK');
     s.lastUsed = this.now();
     return this.batch(s, additionalK);
   }

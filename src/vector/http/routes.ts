@@ -19,7 +19,7 @@ import { rawRequestToken } from '../../http/raw.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../../http/json-depth.js';
 import type { Logger } from '../../logger.js';
 import type { VectorIndex } from '../engine/vector-index.js';
-import { DISK_FULL_RETRY_AFTER_S, MESSAGES, VectorError } from '../errors.js';
+import { DISK_FULL_RETRY_AFTER_S, errorBody, VECTOR_ERRORS, VectorError, vectorMessage, type VectorErrorCode, type VectorMessageArgs } from '../errors.js';
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
 import type { VectorMetrics } from '../metrics.js';
 import type { ResumableQueries } from './resumable.js';
@@ -52,7 +52,11 @@ export interface Answer {
  */
 export const answerHeaders = (status: number): string => (status === 507 ? `retry-after: ${DISK_FULL_RETRY_AFTER_S}\r\n` : '');
 
-const errorAnswer = (status: number, error: string): Answer => ({ status, body: JSON.stringify({ error, status }) });
+/** The answer of catalogue error `code`. */
+function errorAnswer<C extends VectorErrorCode>(code: C, ...args: VectorMessageArgs<C>): Answer {
+  const status = VECTOR_ERRORS[code].status;
+  return { status, body: errorBody(status, vectorMessage(code, ...args)) };
+}
 
 /** A request that passed routing and authentication; its body is still to be read. */
 export interface Routed {
@@ -85,13 +89,13 @@ export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, he
   const presented = token !== undefined ? secretDigest(token) : undefined;
   const isFull = presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.token`));
   const isRo = !isFull && presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.readonlyToken`));
-  if (!isFull && !isRo) return errorAnswer(401, MESSAGES.unauthorized);
+  if (!isFull && !isRo) return errorAnswer('unauthorized');
 
   const endpoint = segments[0] ?? '';
   const handler = Object.prototype.hasOwnProperty.call(HANDLERS, endpoint) ? HANDLERS[endpoint] : undefined;
-  if (!handler) return errorAnswer(404, `Endpoint not found: /${endpoint}`);
-  if (!METHODS.has(method)) return errorAnswer(405, `Method ${method} is not allowed; use GET, POST, PUT or DELETE`);
-  if (isRo && !READONLY_ENDPOINTS.has(endpoint)) return errorAnswer(401, MESSAGES.readonly);
+  if (!handler) return errorAnswer('endpointNotFound', endpoint);
+  if (!METHODS.has(method)) return errorAnswer('methodNotAllowed', method);
+  if (isRo && !READONLY_ENDPOINTS.has(endpoint)) return errorAnswer('readonlyToken');
 
   let ns = '';
   if (segments.length > 1) {
@@ -99,7 +103,7 @@ export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, he
     try {
       ns = raw.includes('%') ? decodeURIComponent(raw) : raw;
     } catch {
-      return errorAnswer(400, 'Invalid namespace: bad percent-encoding');
+      return errorAnswer('namespaceEncoding');
     }
   }
   return { index, indexName, endpoint, handler, ns, query: q >= 0 ? rawUrl.slice(q + 1) : '' };
@@ -127,14 +131,14 @@ export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promi
     try {
       body = JSON.parse(text);
     } catch (err) {
-      return errorAnswer(400, `Invalid JSON body: ${(err as Error).message}`);
+      return errorAnswer('invalidJson', (err as Error).message);
     }
-    if (jsonTooDeep(body)) return errorAnswer(400, `Invalid JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`);
+    if (jsonTooDeep(body)) return errorAnswer('jsonTooDeep', MAX_JSON_DEPTH);
   }
   const fail = (err: unknown): Answer => {
-    if (err instanceof VectorError) return errorAnswer(err.status, err.message);
+    if (err instanceof VectorError) return { status: err.status, body: errorBody(err.status, err.message) };
     deps.logger.error({ err, endpoint: r.endpoint, index: r.indexName }, 'vector request failed');
-    return errorAnswer(500, 'Internal server error');
+    return errorAnswer('internal');
   };
   const ok = (result: unknown): Answer => ({ status: 200, body: result === undefined ? '{}' : `{"result":${JSON.stringify(result)}}` });
   const timer = deps.metrics.timer(r.indexName, r.endpoint);
@@ -207,7 +211,7 @@ export function vectorRequestListener(deps: RouteDeps): (req: IncomingMessage, r
   return (req, res) => {
     handleNode(req, res, deps).catch((err) => {
       deps.logger.error({ err }, 'vector request failed');
-      send(res, errorAnswer(500, 'Internal server error'));
+      send(res, errorAnswer('internal'));
     });
   };
 }
@@ -223,7 +227,7 @@ async function handleNode(req: IncomingMessage, res: ServerResponse, deps: Route
     return send(res, r);
   }
   const text = await readText(req, deps.bodyLimit);
-  if (text === 'too-large') return send(res, errorAnswer(413, 'Request body is too large'));
+  if (text === 'too-large') return send(res, errorAnswer('bodyTooLarge'));
   if (text === undefined) return;
   send(res, await answer(deps, r, text));
 }

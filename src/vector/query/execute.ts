@@ -4,7 +4,7 @@
  * Output shapes are in `records.ts`.
  */
 import type { VectorIndex } from '../engine/vector-index.js';
-import { badRequest, MESSAGES, unprocessable } from '../errors.js';
+import { vectorError } from '../errors.js';
 import { blobToF32 } from '../engine/float32.js';
 import type { Neighbor } from '../engine/dense.js';
 import type { NamespaceState } from '../engine/namespace.js';
@@ -102,10 +102,10 @@ function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels:
  */
 export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: ResolvedQuery, k: number, depth: number, exclude?: Set<string>): Scored[] {
   const t = index.def.type;
-  if (t === 'DENSE' && q.sparse) throw badRequest('sparseVector is not allowed for a DENSE index');
-  if (t === 'SPARSE' && q.vector) throw badRequest('vector is not allowed for a SPARSE index');
+  if (t === 'DENSE' && q.sparse) throw vectorError('denseNoSparse', '');
+  if (t === 'SPARSE' && q.vector) throw vectorError('sparseNoDense', '');
   if (q.vector && index.dimension !== undefined && q.vector.length !== index.dimension) {
-    throw unprocessable(MESSAGES.dimension(q.vector.length, index.dimension));
+    throw vectorError('dimensionMismatch', q.vector.length, index.dimension);
   }
   if (!ns || k === 0) {
     ns?.match(q.filter);
