@@ -56,6 +56,7 @@ import { runUsearch } from './peers/usearch.js';
 import { inspectorUrl, memoryAfterGc, type ChildMemory } from './lib/inspector-memory.js';
 import { LANCEDB_NOTE, NOTES } from './lib/vector-notes.js';
 import { load, percentile, recallOf } from './lib/stats.js';
+import { clustered, FILTERS, latentMap } from './lib/vector-data.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Repetitions per throughput cell (median reported; in-process and HTTP interleaved). */
@@ -141,32 +142,6 @@ const SETS = MILLION
 const PEERS = new Set(MILLION ? [] : (process.env.BENCH_PEERS ?? 'lancedb,usearch,chroma').split(','));
 const STREAM_SECONDS = Number(process.env.BENCH_STREAM_SECONDS ?? 10);
 const OUT = process.env.BENCH_OUT ?? path.join(root, 'docs/readme/vector-bench.md');
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-function gauss(r: () => number): number {
-  return Math.sqrt(-2 * Math.log(r() + 1e-12)) * Math.cos(2 * Math.PI * r());
-}
-/** Clustered data: latent 16-d Gaussian × W (16×D) + 0.1 noise. */
-function clustered(n: number, d: number, seed: number, w: number[][]): number[][] {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => {
-    const z = Array.from({ length: 16 }, () => gauss(r));
-    return Array.from({ length: d }, (_, j) => {
-      let s = 0;
-      for (let k = 0; k < 16; k++) s += z[k] * w[k][j];
-      return s + 0.1 * gauss(r);
-    });
-  });
-}
 
 interface Row {
   set: string;
@@ -255,16 +230,10 @@ async function latencies(url: string, token: string, bodies: unknown[], until?: 
 async function runSet(n: number, d: number): Promise<void> {
   const set = `${n >= 1e6 ? `${n / 1e6}M` : `${n / 1000}k`}×${d}`;
   console.log(`\n== ${set} ==`);
-  const wr = rng(1);
-  const w = Array.from({ length: 16 }, () => Array.from({ length: d }, () => gauss(wr) / 4));
+  const w = latentMap(d);
   const data = clustered(n, d, 2, w);
   const queries = clustered(QN, d, 3, w);
-  const filters = [
-    { name: '0.1%', lt: 1 },
-    { name: '1%', lt: 10 },
-    { name: '10%', lt: 100 },
-    { name: '50%', lt: 500 },
-  ].map((f) => ({ ...f, text: `s < ${f.lt}`, keep: (i: number) => i % 1000 < f.lt }));
+  const filters = FILTERS;
 
   // Brute force: ground truth and its QPS.
   const flat = new FlatDense(d, 'COSINE', n);

@@ -76,7 +76,7 @@ export class DataDirLockedError extends Error {
 }
 
 /** True when a process with `pid` exists (EPERM: it exists but belongs to another user). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -11,12 +11,7 @@
  * {@link errorAnswer} is the one place that turns a thrown value into status and text.
  * `docs/readme/kv.md` ("Errors") lists every code; `test/errors-docs.test.ts` keeps the two in step.
  */
-
-/** One catalogue entry: HTTP status and the error text (or a builder of it). */
-interface Entry {
-  status: number;
-  message: string | ((...args: never[]) => string);
-}
+import { catalogue, CatalogueError, type CatalogueEntry, type MessageArgs } from '../error-catalogue.js';
 
 export const KV_ERRORS = {
   // --- the request
@@ -129,37 +124,18 @@ export const KV_ERRORS = {
   redisTemporary: { status: 503, message: (redisText: string) => redisText },
   /** An unexpected failure (logged). */
   internal: { status: 500, message: (why: string) => `ERR internal error: ${why}` },
-} as const satisfies Record<string, Entry>;
+} as const satisfies Record<string, CatalogueEntry>;
 
 export type KvErrorCode = keyof typeof KV_ERRORS;
 
 /** The arguments of the message builder of `C` (none for a fixed text). */
-export type KvMessageArgs<C extends KvErrorCode> = (typeof KV_ERRORS)[C]['message'] extends (...args: infer A) => string ? A : [];
-
-/** The error text of catalogue entry `code`. */
-export function kvMessage<C extends KvErrorCode>(code: C, ...args: KvMessageArgs<C>): string {
-  const m: Entry['message'] = KV_ERRORS[code].message;
-  return typeof m === 'string' ? m : (m as (...a: KvMessageArgs<C>) => string)(...args);
-}
+export type KvMessageArgs<C extends KvErrorCode> = MessageArgs<(typeof KV_ERRORS)[C]>;
 
 /** A catalogued kv failure: answered with HTTP `status` and `{"error": message}`. */
-export class KvError extends Error {
-  readonly status: number;
+export class KvError extends CatalogueError<KvErrorCode> {}
 
-  constructor(
-    readonly code: KvErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'KvError';
-    this.status = KV_ERRORS[code].status;
-  }
-}
-
-/** Builds catalogue error `code` with its text. */
-export function kvError<C extends KvErrorCode>(code: C, ...args: KvMessageArgs<C>): KvError {
-  return new KvError(code, kvMessage(code, ...args));
-}
+/** `kvMessage(code, ...args)`: the text of entry `code`; `kvError(code, ...args)`: the entry as a {@link KvError}. */
+export const { message: kvMessage, error: kvError } = catalogue(KV_ERRORS, (code, status, message) => new KvError(code, status, message));
 
 /**
  * Redis error codes that mean "the server cannot do this now, the same request will work later":

@@ -7,7 +7,7 @@
  * Whole-request failures are thrown as {@link KvError} (the catalogue in `errors.ts`: status +
  * `{error}` text); a per-command failure is a {@link RespError} in the reply list.
  */
-import { KvError, kvError, kvMessage, redisReplyError, type KvErrorCode } from './errors.js';
+import { KV_ERRORS, KvError, kvError, kvMessage, redisReplyError, type KvErrorCode } from './errors.js';
 import { DailyQuota, type Quota } from './quota.js';
 import { LocalSyncClock, type SyncClock } from './sync.js';
 import type { Config } from '../config.js';
@@ -266,7 +266,7 @@ export class KvGateway {
     let q: KvError | undefined | Promise<KvError | undefined>;
     try {
       p = this.prepare(args);
-      if ('error' in p) throw new KvError(p.code, p.error);
+      if ('error' in p) throw new KvError(p.code, KV_ERRORS[p.code].status, p.error);
       q = this.count(1);
     } catch (err) {
       return this.fire(cb, err as Error);
@@ -301,7 +301,7 @@ export class KvGateway {
         this.restToken(args).then((r) => this.fire(cb, null, r), (e: unknown) => this.fire(cb, e as Error));
         return;
       }
-      if ('error' in p) throw new KvError(p.code, p.error);
+      if ('error' in p) throw new KvError(p.code, KV_ERRORS[p.code].status, p.error);
       if (p.write) token = this.wrote(); // handed back to `cb` by the connection (no closure per write)
       if (p.fix) done = withFix(cb, p.fix, wantRaw);
       c = this.pool(id).get();
@@ -396,7 +396,7 @@ export class KvGateway {
     let script: 'eval' | 'function' | undefined;
     for (const cmd of cmds) {
       const p = this.prepare(cmd);
-      if ('error' in p) throw new KvError(p.code, p.error);
+      if ('error' in p) throw new KvError(p.code, KV_ERRORS[p.code].status, p.error);
       if ('resttoken' in p) throw kvError('restTokenNotSingle');
       if (p.write) write = true;
       if (p.script) script = p.script;

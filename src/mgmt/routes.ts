@@ -69,7 +69,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
 
   app.post<{ Params: { index: string } }>('/v2/credentials/vector/:index/rotate', async (req, reply) => {
     const r = rotateVectorTokens(store, req.params.index);
-    if (!r) return sendError(reply, 'unknownVectorIndex', `vector index not found: ${JSON.stringify(req.params.index.slice(0, 200))}`);
+    if (!r) return sendError(reply, 'unknownVectorIndex', req.params.index);
     ctx.logger.info({ credential: `vector.${r.index}` }, 'management API: vector index tokens rotated');
     return secret(reply, r);
   });

@@ -10,12 +10,7 @@
  * lists every code; `test/errors-docs.test.ts` keeps the two in step.
  */
 import { isDiskFull } from '../disk-full.js';
-
-/** One catalogue entry: HTTP status and the error text (or a builder of it). */
-interface Entry {
-  status: number;
-  message: string | ((...args: never[]) => string);
-}
+import { catalogue, CatalogueError, type CatalogueEntry } from '../error-catalogue.js';
 
 /** A 400 for a malformed `Upstash-<name>` header: the value and the expected form are named. */
 function header(name: string, expected: string) {
@@ -170,37 +165,20 @@ export const QUEUE_ERRORS = {
   runAlreadyRunning: { status: 409, message: (runId: string) => `workflow run ${runId} is already running` },
   failureNotFailed: { status: 400, message: (id: string, state: string) => `the failure function of DLQ entry ${id} has not failed (state ${state})` },
   noFailureCallback: { status: 400, message: (id: string) => `workflow run of DLQ entry ${id} has no failure callback` },
-} as const satisfies Record<string, Entry>;
+} as const satisfies Record<string, CatalogueEntry>;
 
 export type QueueErrorCode = keyof typeof QUEUE_ERRORS;
 
-/** The arguments of the message builder of `C` (none for a fixed text). */
-export type QueueMessageArgs<C extends QueueErrorCode> = (typeof QUEUE_ERRORS)[C]['message'] extends (...args: infer A) => string ? A : [];
-
-/** The error text of catalogue entry `code`. */
-export function queueMessage<C extends QueueErrorCode>(code: C, ...args: QueueMessageArgs<C>): string {
-  const m: Entry['message'] = QUEUE_ERRORS[code].message;
-  return typeof m === 'string' ? m : (m as (...a: QueueMessageArgs<C>) => string)(...args);
-}
-
 /** A catalogued queue failure: answered with `statusCode` and `{"error": message}`. */
-export class QueueError extends Error {
-  readonly statusCode: number;
-
-  constructor(
-    readonly code: QueueErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'QueueError';
-    this.statusCode = QUEUE_ERRORS[code].status;
+export class QueueError extends CatalogueError<QueueErrorCode> {
+  /** The status under the name Fastify's errors use (the error handler reads both kinds). */
+  get statusCode(): number {
+    return this.status;
   }
 }
 
-/** Builds catalogue error `code` with its text. */
-export function queueError<C extends QueueErrorCode>(code: C, ...args: QueueMessageArgs<C>): QueueError {
-  return new QueueError(code, queueMessage(code, ...args));
-}
+/** `queueMessage(code, ...args)`: the text of entry `code`; `queueError(code, ...args)`: the entry as a {@link QueueError}. */
+export const { message: queueMessage, error: queueError } = catalogue(QUEUE_ERRORS, (code, status, message) => new QueueError(code, status, message));
 
 /** Seconds a client is asked to wait (`Retry-After`) after a disk-full answer. */
 export const DISK_FULL_RETRY_AFTER_S = 30;

@@ -8,9 +8,9 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaServer } from '../area.js';
 import { credentialShapes, signingKeys } from '../credentials.js';
 import { matchesAny, requestToken } from '../http/auth.js';
-import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
+import { listenAccepting } from '../http/accept.js';
+import { FAST_KEEP_ALIVE_MS, FAST_SERVER_OPTIONS, createFastServer } from '../http/fast.js';
 import { meterFastify } from '../http/metrics.js';
-import { listenRaw } from '../http/raw.js';
 import { createHttpServer } from '../http/server.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
@@ -196,9 +196,14 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       await app.ready();
       // the port first: a start that cannot bind (e.g. another svc on it) must not touch stored
       // state; the dispatcher then releases leases and claims messages. Publishes accepted in
-      // between are stored and picked up by start().
+      // between are stored and picked up by start(). Several listening handles: new connections
+      // are accepted while keep-alive clients keep the loop busy (src/http/accept.ts).
       const startedAt = clock.now();
-      const url = await listenRaw(front, actx.config.host, actx.config.ports.queue);
+      const { url } = await listenAccepting(front, actx.config.host, actx.config.ports.queue, {
+        backlog: cfg.listenBacklog,
+        acceptHandles: cfg.acceptHandles,
+        serverOptions: FAST_SERVER_OPTIONS,
+      });
       // Runs whose first message never got stored (a crash between the two writes) end here,
       // before delivery starts. Runs created from now on are this process's own; on a shared
       // store another node's may be between its two writes, so only runs older than a lease.

@@ -9,12 +9,7 @@
  * the answer ({@link errorBody}; anything else is `internal`). `docs/readme/vector.md` ("Errors")
  * lists every code; `test/errors-docs.test.ts` keeps the two in step.
  */
-
-/** One catalogue entry: HTTP status and the error text (or a builder of it). */
-interface Entry {
-  status: number;
-  message: string | ((...args: never[]) => string);
-}
+import { catalogue, CatalogueError, type CatalogueEntry, type MessageArgs } from '../error-catalogue.js';
 
 /** A 400 whose text is `<where><text>` (`where` names the field, e.g. `upsert[2].vector`). */
 function field(text: string) {
@@ -22,7 +17,7 @@ function field(text: string) {
 }
 
 /** A 422 from the embedding endpoint of an index with an external embedder. */
-function embedding<M extends Entry['message']>(message: M) {
+function embedding<M extends CatalogueEntry['message']>(message: M) {
   return { status: 422, message } as const;
 }
 
@@ -129,37 +124,18 @@ export const VECTOR_ERRORS = {
   embeddingInvalidJson: embedding('Embedding endpoint answered with invalid JSON'),
   embeddingCount: embedding('Embedding endpoint answered without one embedding per input'),
   embeddingNotNumeric: embedding('Embedding endpoint answered a non-numeric embedding'),
-} as const satisfies Record<string, Entry>;
+} as const satisfies Record<string, CatalogueEntry>;
 
 export type VectorErrorCode = keyof typeof VECTOR_ERRORS;
 
 /** The arguments of the message builder of `C` (none for a fixed text). */
-export type VectorMessageArgs<C extends VectorErrorCode> = (typeof VECTOR_ERRORS)[C]['message'] extends (...args: infer A) => string ? A : [];
-
-/** The error text of catalogue entry `code`. */
-export function vectorMessage<C extends VectorErrorCode>(code: C, ...args: VectorMessageArgs<C>): string {
-  const m: Entry['message'] = VECTOR_ERRORS[code].message;
-  return typeof m === 'string' ? m : (m as (...a: VectorMessageArgs<C>) => string)(...args);
-}
+export type VectorMessageArgs<C extends VectorErrorCode> = MessageArgs<(typeof VECTOR_ERRORS)[C]>;
 
 /** A catalogued vector failure: answered as `{error, status}` with HTTP `status`. */
-export class VectorError extends Error {
-  readonly status: number;
+export class VectorError extends CatalogueError<VectorErrorCode> {}
 
-  constructor(
-    readonly code: VectorErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'VectorError';
-    this.status = VECTOR_ERRORS[code].status;
-  }
-}
-
-/** Builds catalogue error `code` with its text. */
-export function vectorError<C extends VectorErrorCode>(code: C, ...args: VectorMessageArgs<C>): VectorError {
-  return new VectorError(code, vectorMessage(code, ...args));
-}
+/** `vectorMessage(code, ...args)`: the text of entry `code`; `vectorError(code, ...args)`: the entry as a {@link VectorError}. */
+export const { message: vectorMessage, error: vectorError } = catalogue(VECTOR_ERRORS, (code, status, message) => new VectorError(code, status, message));
 
 /** The wire body of an error: `{"error": message, "status": status}`. */
 export function errorBody(status: number, message: string): string {

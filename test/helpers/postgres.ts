@@ -7,7 +7,9 @@
  * - Otherwise a throw-away cluster is made: `initdb` into a `mkdtemp` directory, `pg_ctl start`
  *   on a free loopback port (unix socket in the same directory), password (SCRAM) auth for TCP,
  *   `fsync` on (the queue's durability is what is being tested). `stop()` stops it (`-m
- *   immediate`) and removes the directory; a process exit stops it too.
+ *   immediate`) and removes the directory; a process exit stops it too. The directory is named
+ *   after the test process (`svc-pg-<pid>-*`), so a later start removes the clusters of test
+ *   processes that were killed before they could ({@link reapStaleClusters}).
  *
  * The binaries come from `SVC_TEST_PG_BINDIR`, else the newest `/usr/lib/postgresql/<ver>/bin`
  * (Debian's `postgresql` package, installed by `scripts/install-deps.sh`; not on PATH), else
@@ -20,6 +22,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { alive } from '../../src/data-dir.js';
 
 export interface TestPostgres {
   /** URL of the maintenance database (`postgres`) with the test role's password. */
@@ -93,6 +96,45 @@ export async function withPg<T>(url: string, fn: (c: pg.Client) => Promise<T>): 
 
 let dbCounter = 0;
 
+/** Prefix of the clusters' temp directories: `svc-pg-<pid of the test process>-<random>`. */
+const DIR_PREFIX = 'svc-pg-';
+
+/**
+ * Removes the clusters of earlier test processes that were killed before they could stop theirs
+ * (SIGKILL, a crash, a timeout): every `svc-pg-<pid>-*` directory in the temp dir whose test
+ * process `<pid>` is gone — its postmaster, if still running, is stopped first (`-m immediate`).
+ * A directory of the older `svc-pg-<random>` form is removed only when no postmaster runs in it
+ * and it is older than an hour (it may be a concurrent run's initdb in progress otherwise).
+ * Best effort: failures are ignored. Returns the directories removed.
+ */
+export function reapStaleClusters(bin: string, tmp = os.tmpdir()): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(tmp).filter((n) => n.startsWith(DIR_PREFIX));
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const dir = path.join(tmp, name);
+    try {
+      const owner = /^svc-pg-(\d+)-/.exec(name);
+      const pidFile = path.join(dir, 'data', 'postmaster.pid');
+      const postmaster = fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]) : undefined;
+      const running = postmaster !== undefined && postmaster > 0 && alive(postmaster);
+      if (owner) {
+        if (alive(Number(owner[1]))) continue;
+        if (running) runPg(path.join(bin, 'pg_ctl'), ['stop', '-m', 'immediate', '-D', path.join(dir, 'data')]);
+      } else if (!/^svc-pg-[A-Za-z0-9]{6}$/.test(name) || running || Date.now() - fs.statSync(dir).mtimeMs < 3_600_000) continue;
+      fs.rmSync(dir, { recursive: true, force: true });
+      removed.push(dir);
+    } catch {
+      /* another process removed it, or it is not ours to stop: leave it */
+    }
+  }
+  return removed;
+}
+
 /**
  * Starts (or attaches to) a PostgreSQL server for tests. `own`: always a throw-away cluster (tests
  * that stop and restart the server), whatever `SVC_TEST_DATABASE_URL` says.
@@ -113,7 +155,8 @@ export async function startTestPostgres(opts: { own?: boolean } = {}): Promise<T
   } else {
     own = true;
     const bin = postgresBinDir();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-pg-'));
+    reapStaleClusters(bin);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${DIR_PREFIX}${process.pid}-`));
     const data = path.join(dir, 'data');
     const pwfile = path.join(dir, 'pw');
     fs.writeFileSync(pwfile, PASSWORD + '\n');

@@ -8,7 +8,10 @@
  * - a parallelism=1 queue fed through all nodes never has two deliveries in flight and keeps FIFO;
  * - a schedule fires once per due time whatever the node count;
  * - a flow-control rate of N per period holds across nodes;
- * - rotated signing keys and tokens take effect on every node, and survive a restart.
+ * - rotated signing keys and tokens take effect on every node, and survive a restart;
+ * - a node cut off from the database (a TCP proxy the test cuts) answers 503 on publish, its
+ *   in-flight messages are delivered by another node after the lease, and it resumes when the
+ *   connection is back.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -17,6 +20,7 @@ import { Client, Receiver } from '@upstash/qstash';
 import pg from 'pg';
 import { tempDir } from '../helpers/env.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { spawnQueueSvc, startSink, waitFor } from './helpers.js';
 
 const TOKEN = 'multinode-test-token';
@@ -276,5 +280,77 @@ test('a signing-key or token rotation on one node takes effect on every node, an
   } finally {
     await stopNodes(nodes);
     await sink.close();
+  }
+});
+
+test('a node cut off from the database answers 503, its leases lapse to another node, and it resumes when the connection is back', async () => {
+  const db = await server.newDatabase('svc_mn_cut');
+  const target = new URL(db);
+  const proxy = await startTcpProxy(target.hostname, Number(target.port));
+  const viaProxy = new URL(db);
+  viaProxy.port = String(proxy.port);
+  const LEASE_MS = 3000;
+  const M = 3;
+  // first attempts to /held hang (the cut node's deliveries stay in flight); later ones succeed
+  const sink = await startSink((r, nth) => (r.url === '/held' && nth <= M ? { delayMs: 60_000 } : undefined));
+  const nodes: Node[] = [];
+  try {
+    // node A (through the proxy) alone first, so it claims every message
+    const [a] = await startNodes(viaProxy.href, 1, { SVC_QUEUE_LEASE_MS: String(LEASE_MS) });
+    nodes.push(a);
+    const ids: string[] = [];
+    for (let i = 0; i < M; i++) ids.push((await a.client.publishJSON({ url: `${sink.url}/held`, body: { i } })).messageId);
+    await waitFor('node A delivering every message', () => sink.at('/held').length >= M, 30_000);
+    const [b] = await startNodes(db, 1, { SVC_QUEUE_LEASE_MS: String(LEASE_MS) });
+    nodes.push(b);
+
+    // a partition: PostgreSQL keeps node A's sessions (and its liveness lock), so only the lapse
+    // of the leases hands the messages over
+    const cutAt = Date.now();
+    proxy.cut('partition');
+    // node A cannot commit: a publish is refused with 503 + Retry-After, never acknowledged
+    await waitFor(
+      'node A answering 503',
+      async () => {
+        const r = await fetch(`${a.url}/v2/publish/${sink.url}/refused`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: 'x' });
+        if (r.status !== 503) return false;
+        assert.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After on the 503');
+        return true;
+      },
+      30_000,
+    );
+    // node B delivers node A's in-flight messages once their leases lapse
+    await waitFor('every held message delivered again by node B', () => new Set(sink.at('/held').slice(M).map((r) => r.headers['upstash-message-id'])).size === M, 60_000);
+    for (const r of sink.at('/held').slice(M)) {
+      assert.ok(ids.includes(String(r.headers['upstash-message-id'])));
+      assert.ok(r.time >= cutAt + LEASE_MS / 2, `redelivered only after the lease lapsed (${r.time - cutAt} ms after the cut)`);
+    }
+
+    // connection back: node A publishes (and its message is delivered) again
+    proxy.restore();
+    const again = await waitFor(
+      'node A accepting publishes again',
+      () => a.client.publishJSON({ url: `${sink.url}/after`, body: { ok: true } }).then((r) => r.messageId, () => undefined),
+      60_000,
+    );
+    await waitFor('delivery of the message published on node A after the cut', () => sink.at('/after').some((r) => r.headers['upstash-message-id'] === again), 30_000);
+    // node A's new LISTEN connection holds its liveness lock again (the partitioned session that
+    // still held it is ended), instead of waiting for it forever
+    const admin = new pg.Client({ connectionString: db });
+    await admin.connect();
+    try {
+      await waitFor(
+        'no LISTEN connection waiting for a lock',
+        async () => (await admin.query<{ n: number }>(`SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE application_name = 'svc-queue-listen' AND wait_event_type = 'Lock'`)).rows[0].n === 0,
+        15_000,
+      );
+    } finally {
+      await admin.end();
+    }
+    assert.equal(sink.at('/refused').length, 0, 'nothing refused was delivered');
+  } finally {
+    await stopNodes(nodes);
+    await sink.close();
+    await proxy.close();
   }
 });

@@ -3,12 +3,15 @@
  * password never printed) for a bad URL, an unreachable server and a wrong password; migrations
  * applied once when nodes start together; a schema newer than this svc refused. And a fault:
  * PostgreSQL restarted under load (publishes answer 503 + Retry-After while it is down, never a
- * 2xx for an uncommitted message; deliveries resume; nothing acknowledged is lost). A real
+ * 2xx for an uncommitted message; deliveries resume; nothing acknowledged is lost). And the test
+ * helper's own hygiene: a cluster left by a killed test process is removed by the next. A real
  * PostgreSQL (throw-away cluster, or SVC_TEST_DATABASE_URL) and real `svc` processes.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
@@ -17,7 +20,7 @@ import { openPgQueueStore } from '../../src/queue/store/pg.js';
 import { loadMigrations } from '../../src/queue/store/migrate.js';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { startSink, waitFor } from './helpers.js';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { postgresBinDir, reapStaleClusters, startTestPostgres, withPg, type TestPostgres } from '../helpers/postgres.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let server: TestPostgres;
@@ -144,4 +147,35 @@ test('PostgreSQL restarted under load: 503 + Retry-After while down, deliveries 
     await sink.close();
     await own.stop();
   }
+});
+
+test('a test cluster left behind by a killed test process is stopped and removed by the next start', async (t) => {
+  if (!server.own) return t.skip('SVC_TEST_DATABASE_URL names the server: no own clusters');
+  const helper = path.join(ROOT, 'test/helpers/postgres.ts');
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--input-type=module', '-e', `const { startTestPostgres } = await import(${JSON.stringify(helper)}); const s = await startTestPostgres({ own: true }); console.log('URL ' + s.adminUrl); setInterval(() => {}, 1 << 30);`],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const url = await waitFor('the child process cluster', () => /^URL (\S+)/m.exec(out)?.[1], 120_000);
+  const dir = fs.readdirSync(os.tmpdir()).find((n) => n.startsWith(`svc-pg-${child.pid}-`));
+  assert.ok(dir, 'the cluster directory is named after its test process');
+  const pidFile = path.join(os.tmpdir(), dir, 'data', 'postmaster.pid');
+  const postmaster = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+  child.kill('SIGKILL'); // no exit handler runs: the cluster stays up
+  await new Promise((r) => child.once('exit', r));
+  await withPg(url, (c) => c.query('SELECT 1')); // still serving
+  assert.ok(reapStaleClusters(postgresBinDir()).includes(path.join(os.tmpdir(), dir)));
+  assert.equal(fs.existsSync(path.join(os.tmpdir(), dir)), false);
+  await waitFor('the postmaster stopped', () => {
+    try {
+      process.kill(postmaster, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  }, 30_000);
 });

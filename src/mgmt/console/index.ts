@@ -22,7 +22,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AreaContext } from '../../area.js';
 import { isMgmtAccount, type AuthBrake } from '../auth.js';
 import { loadAssets } from './assets.js';
-import { forward, PROXIED_AREAS, ProxyError, proxyTarget, vectorIndexes, type ProxiedArea } from './proxy.js';
+import { MgmtError, sendCaught, sendError, type MgmtErrorCode, type MgmtMessageArgs } from '../errors.js';
+import { forward, PROXIED_AREAS, proxyTarget, vectorIndexes, type ProxiedArea } from './proxy.js';
 import { OverviewSampler } from './sampler.js';
 import { readCookie, SESSION_COOKIE, sessionCookie, SessionStore, type Session } from './session.js';
 
@@ -49,8 +50,14 @@ function securityHeaders(reply: FastifyReply): FastifyReply {
     .header('Referrer-Policy', 'no-referrer');
 }
 
-function jsonError(reply: FastifyReply, status: number, error: string): FastifyReply {
-  return securityHeaders(reply).code(status).header('Cache-Control', 'no-store').type('application/json; charset=utf-8').send({ error });
+/** The console's security headers on an error answer, which is never cached. */
+function errorHeaders(reply: FastifyReply): FastifyReply {
+  return securityHeaders(reply).header('Cache-Control', 'no-store');
+}
+
+/** Sends catalogue error `code` (`../errors.ts`) with {@link errorHeaders}. */
+function consoleError<C extends MgmtErrorCode>(reply: FastifyReply, code: C, ...args: MgmtMessageArgs<C>): FastifyReply {
+  return sendError(errorHeaders(reply), code, ...args);
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
@@ -81,7 +88,7 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
 
   const sendAsset = (reply: FastifyReply, key: string) => {
     const a = assets.get(key);
-    if (!a) return jsonError(reply, 404, 'Not Found');
+    if (!a) return consoleError(reply, 'notFound');
     const cache = key.startsWith('vendor/') ? 'public, max-age=86400' : 'no-cache';
     return securityHeaders(reply).header('Cache-Control', cache).type(a.type).send(a.body);
   };
@@ -104,16 +111,16 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
   const guard = (req: FastifyRequest, reply: FastifyReply): Session | undefined => {
     const session = sessions.get(readCookie(req.headers.cookie, SESSION_COOKIE));
     if (!session) {
-      jsonError(reply, 401, 'not signed in (or the session expired): sign in again');
+      consoleError(reply, 'consoleNotSignedIn');
       return undefined;
     }
     if (!SAFE_METHODS.has(req.method)) {
       if (!sameOrigin(req)) {
-        jsonError(reply, 403, 'cross-origin request refused');
+        consoleError(reply, 'crossOrigin');
         return undefined;
       }
       if (!SessionStore.csrfMatches(session, req.headers['x-csrf-token'])) {
-        jsonError(reply, 403, 'missing or wrong X-CSRF-Token');
+        consoleError(reply, 'csrfMismatch');
         return undefined;
       }
     }
@@ -121,11 +128,11 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
   };
 
   app.post('/console/api/login', async (req, reply) => {
-    if (!sameOrigin(req)) return jsonError(reply, 403, 'cross-origin request refused');
+    if (!sameOrigin(req)) return consoleError(reply, 'crossOrigin');
     const wait = await brake.blockedFor(req);
     if (wait !== undefined) {
       reply.header('Retry-After', String(wait));
-      return jsonError(reply, 429, `too many failed sign-in attempts from this address; retry in ${wait} s`);
+      return consoleError(reply, 'consoleTooManyFailures', wait);
     }
     let given: { user?: unknown; password?: unknown } = {};
     try {
@@ -137,7 +144,7 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
     const password = typeof given.password === 'string' ? given.password : '';
     if (!user || !isMgmtAccount(ctx.credentials, user, password)) {
       if (user || password) await brake.fail(req);
-      return jsonError(reply, 401, 'wrong user name or password');
+      return consoleError(reply, 'consoleWrongPassword');
     }
     const { id, session } = sessions.create(user);
     ctx.logger.info({ user }, 'console: signed in');
@@ -179,7 +186,7 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
           const r = await forward(target, req.method, req.headers, req.body as Buffer | undefined);
           return securityHeaders(reply).code(r.status).header('Cache-Control', 'no-store').type(r.contentType).send(r.body);
         } catch (err) {
-          if (err instanceof ProxyError) return jsonError(reply, err.status, err.message);
+          if (err instanceof MgmtError) return sendCaught(errorHeaders(reply), err);
           throw err;
         }
       },
@@ -188,7 +195,7 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
 
   // anything else under /console: a plain 404 (not the management API's Basic challenge, which
   // would make the browser show its own sign-in dialog)
-  app.all('/console/*', (_req, reply) => jsonError(reply, 404, 'Not Found'));
+  app.all('/console/*', (_req, reply) => consoleError(reply, 'notFound'));
 
   sampler.start();
   return { sampler, sessions, close: () => sampler.stop() };

@@ -14,6 +14,7 @@
  */
 import { request } from 'undici';
 import type { AreaContext } from '../../area.js';
+import { mgmtError, type MgmtError } from '../errors.js';
 
 /** Areas the console can reach. */
 export const PROXIED_AREAS = ['queue', 'kv', 'vector'] as const;
@@ -27,12 +28,6 @@ export interface ProxyTarget {
   token: string;
 }
 
-export class ProxyError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
-
 /** Vector index names with tokens in the credential store (`vector.<name>.token`), `default` first. */
 export function vectorIndexes(ctx: AreaContext): string[] {
   const names = ctx.credentials
@@ -44,21 +39,21 @@ export function vectorIndexes(ctx: AreaContext): string[] {
 
 /**
  * Where a console call goes. `rest` is the path after `/console/api/<area>/` including the query
- * string. Throws {@link ProxyError}: 503 when the area does not run in this process, 404 for an
- * unknown vector index, 403 for a queue write from a read-only console.
+ * string. Throws a {@link MgmtError}: `areaNotRunning` / `missingCredential` (503), `unknownVectorIndex`
+ * (404), `vectorIndexEncoding` (400), `consoleReadonly` (403) for a queue write from a read-only console.
  */
 export function proxyTarget(ctx: AreaContext, area: ProxiedArea, rest: string, method: string): ProxyTarget {
   const base = ctx.urls.get(area);
-  if (!base) throw new ProxyError(503, `the ${area} area is not running in this svc process`);
+  if (!base) throw mgmtError('areaNotRunning', area);
   const readonly = ctx.config.mgmt.consoleReadonly;
   const store = ctx.credentials;
   const need = (name: string): string => {
     const v = store.peek(name);
-    if (v === undefined) throw new ProxyError(503, `no ${name} credential in the store`);
+    if (v === undefined) throw mgmtError('missingCredential', name);
     return v;
   };
   if (area === 'queue') {
-    if (readonly && method !== 'GET' && method !== 'HEAD') throw new ProxyError(403, 'the console is read-only (SVC_CONSOLE_READONLY=true)');
+    if (readonly && method !== 'GET' && method !== 'HEAD') throw mgmtError('consoleReadonly');
     return { url: `${base}/${rest}`, token: need('queue.token') };
   }
   if (area === 'kv') return { url: `${base}/${rest}`, token: need(readonly ? 'kv.readonlyToken' : 'kv.token') };
@@ -67,10 +62,10 @@ export function proxyTarget(ctx: AreaContext, area: ProxiedArea, rest: string, m
   try {
     index = decodeURIComponent(slash < 0 ? rest : rest.slice(0, slash));
   } catch {
-    throw new ProxyError(400, 'vector index name: bad percent-encoding');
+    throw mgmtError('vectorIndexEncoding');
   }
   const path = slash < 0 ? '' : rest.slice(slash + 1);
-  if (!vectorIndexes(ctx).includes(index)) throw new ProxyError(404, `vector index not found: ${JSON.stringify(index.slice(0, 200))}`);
+  if (!vectorIndexes(ctx).includes(index)) throw mgmtError('unknownVectorIndex', index);
   const prefix = index === 'default' ? '' : `/${encodeURIComponent(index)}`;
   return { url: `${base}${prefix}/${path}`, token: need(`vector.${index}.${readonly ? 'readonlyToken' : 'token'}`) };
 }
@@ -88,7 +83,7 @@ const PASSED_HEADER = /^(upstash|svc)-/i;
  * Sends one call to `target` with the area token. From the browser only `content-type`, the
  * `Upstash-*` / `Svc-*` option headers and the body pass (no cookies, no other headers).
  * Resolves to the area's status, content type and body.
- * @throws ProxyError 502 when the area cannot be reached, 504 past {@link PROXY_TIMEOUT_MS}.
+ * @throws MgmtError `areaUnreachable` (502), `areaTimeout` (504) past {@link PROXY_TIMEOUT_MS}.
  */
 export async function forward(
   target: ProxyTarget,
@@ -114,7 +109,7 @@ export async function forward(
     return { status: res.statusCode, contentType: (Array.isArray(ct) ? ct[0] : ct) ?? 'application/octet-stream', body: buf };
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') throw new ProxyError(504, 'the area did not answer in time');
-    throw new ProxyError(502, `the area could not be reached: ${(err as Error).message}`);
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') throw mgmtError('areaTimeout');
+    throw mgmtError('areaUnreachable', (err as Error).message);
   }
 }

@@ -59,22 +59,35 @@ export interface PgPoolOptions {
   applicationName?: string;
 }
 
+/**
+ * Server-side end of a session left idle inside a transaction (ms). svc sends a transaction's
+ * statements back to back, so only a node cut off mid-transaction (a network partition: the server
+ * does not see it go) leaves one; without a limit its locks — the admission lock, row locks —
+ * would block every other node until TCP gives up on it.
+ */
+const IDLE_IN_TRANSACTION_MS = 10_000;
+
+/** Settings of every svc connection: search_path, the idle-in-transaction limit, TCP keepalive. */
+function connectionSettings(url: string, schema: string, applicationName: string) {
+  return {
+    connectionString: url,
+    types,
+    application_name: applicationName,
+    options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS}`,
+    connectionTimeoutMillis: 10_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+}
+
 /** A pool on `url` with int8 read as numbers. Nothing is connected yet. */
 export function createPool(url: string, opts: PgPoolOptions = {}): pg.Pool {
-  return new pg.Pool({
-    connectionString: url,
-    max: opts.max ?? 10,
-    types,
-    application_name: opts.applicationName ?? 'svc-queue',
-    options: `-c search_path=${opts.schema ?? 'public'}`,
-    connectionTimeoutMillis: 10_000,
-    idleTimeoutMillis: 30_000,
-  });
+  return new pg.Pool({ ...connectionSettings(url, opts.schema ?? 'public', opts.applicationName ?? 'svc-queue'), max: opts.max ?? 10, idleTimeoutMillis: 30_000 });
 }
 
 /** A standalone client (LISTEN connection) with the same settings as {@link createPool}. */
 export function createClient(url: string, schema = 'public'): pg.Client {
-  return new pg.Client({ connectionString: url, types, application_name: 'svc-queue-listen', connectionTimeoutMillis: 10_000, options: `-c search_path=${schema}` });
+  return new pg.Client(connectionSettings(url, schema, 'svc-queue-listen'));
 }
 
 /** Why a connection attempt failed, in words, with the password removed. */

@@ -234,7 +234,7 @@ export class PgQueueStore implements QueueStore {
       .then(async () => {
         await c.query(`LISTEN ${this.channel}`);
         await c.query(`LISTEN ${this.credentialsChannel}`);
-        for (const o of this.owners) await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, o]);
+        for (const o of this.owners) await this.lockOwner(c, o);
         // changes made while this connection was down were not notified: re-read
         for (const fn of this.credentialListeners) fn();
       })
@@ -251,7 +251,22 @@ export class PgQueueStore implements QueueStore {
     this.owners.add(owner);
     await this.listening;
     const c = this.listener;
-    if (c) await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, owner]).catch(() => undefined);
+    if (c) await this.lockOwner(c, owner).catch(() => undefined);
+  }
+
+  /**
+   * Takes the liveness lock of `owner` on the LISTEN connection `c`. A session of this node that
+   * still holds it is one the server kept after this node lost its connection without the server
+   * noticing (a network partition): it is ended first, or the lock would wait for it forever.
+   */
+  private async lockOwner(c: pg.Client, owner: string): Promise<void> {
+    await c.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_locks
+       WHERE locktype = 'advisory' AND classid = $1::int::oid AND objid = hashtext($2)::oid AND objsubid = 2 AND granted
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND pid <> pg_backend_pid()`,
+      [LIVENESS_LOCK_CLASS, owner],
+    );
+    await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [LIVENESS_LOCK_CLASS, owner]);
   }
 
   /** Sends a wake-up for messages due at `dueAt` (delivered to every node at commit). */

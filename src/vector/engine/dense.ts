@@ -9,6 +9,7 @@
  */
 import hnswlib from 'hnswlib-node';
 import type { Metric } from '../definitions.js';
+import { maxQueryCode, simdKernel, type SimdKernel } from './simd.js';
 
 export interface Neighbor {
   label: number;
@@ -103,19 +104,34 @@ export interface HnswParams {
 }
 
 /**
+ * Codes of namespaces at least this large (capacity × stride bytes) live in WebAssembly memory
+ * and are scanned by the SIMD kernel (`simd.ts`); smaller ones stay in a JavaScript array (a
+ * WebAssembly memory reserves address space of its own, not worth it for a few thousand vectors).
+ * 1 MiB = 8,192 vectors at 128-d, 1,365 at 768-d.
+ */
+export const SIMD_MIN_BYTES = 1 << 20;
+
+/**
  * 8-bit codes of stored-form vectors, one byte per dimension plus a per-vector scale (max |x| / 127)
  * and squared norm: what exact scans over filter matches read instead of SQLite or the graph
  * (`getPoint` builds a JS array per call, ~14 µs at 128-d). 0.25× the memory of float32; ranking
  * from the codes is approximate, so callers re-rank a few more candidates than they return on the
- * original vectors (`query/execute.ts`). Grows by doubling with the largest label.
+ * original vectors (`query/execute.ts`). Each vector takes `stride` bytes (the dimension rounded
+ * up to 16, zero-padded) so the SIMD kernel reads whole 16-byte lanes. Grows by doubling with the
+ * largest label.
  */
 export class QuantizedVectors {
   codes: Int8Array;
   scale: Float32Array;
   norm2: Float32Array;
+  /** Bytes per vector in {@link codes}: the dimension rounded up to a multiple of 16. */
+  readonly stride: number;
+  /** The SIMD kernel whose memory holds {@link codes} (large namespaces), if any. */
+  private kernel: SimdKernel | undefined;
 
   constructor(readonly dimension: number, initial = 1024) {
-    this.codes = new Int8Array(initial * dimension);
+    this.stride = Math.ceil(dimension / 16) * 16;
+    this.codes = this.allocate(initial, undefined);
     this.scale = new Float32Array(initial);
     this.norm2 = new Float32Array(initial);
   }
@@ -124,17 +140,46 @@ export class QuantizedVectors {
     return this.scale.length;
   }
 
+  /** Whether scans run on the SIMD kernel. */
+  get simd(): boolean {
+    return this.kernel !== undefined;
+  }
+
+  /**
+   * Code storage for `cap` vectors holding the contents of `old`: in the kernel's memory from
+   * {@link SIMD_MIN_BYTES} on (when WebAssembly SIMD is available), a JavaScript array otherwise.
+   */
+  private allocate(cap: number, old: Int8Array | undefined): Int8Array {
+    const bytes = cap * this.stride;
+    if (!this.kernel && bytes >= SIMD_MIN_BYTES) this.kernel = simdKernel(bytes);
+    if (!this.kernel) {
+      const c = new Int8Array(bytes);
+      if (old) c.set(old);
+      return c;
+    }
+    const inKernel = old !== undefined && old.buffer === this.kernel.memory.buffer;
+    this.reserve(bytes);
+    const c = new Int8Array(this.kernel.memory.buffer, 0, bytes);
+    if (old && !inKernel) c.set(old);
+    return c;
+  }
+
+  /** Grows the kernel's memory to at least `bytes` (growing detaches the old views: callers re-view). */
+  private reserve(bytes: number): void {
+    const mem = this.kernel!.memory;
+    const have = mem.buffer.byteLength;
+    if (have < bytes) mem.grow(Math.ceil((bytes - have) / 65536));
+  }
+
   private ensure(label: number): void {
     if (label < this.scale.length) return;
     let cap = Math.max(16, this.scale.length);
     while (cap <= label) cap *= 2;
-    const c = new Int8Array(cap * this.dimension);
-    c.set(this.codes);
+    this.codes = this.allocate(cap, this.codes);
     const s = new Float32Array(cap);
     s.set(this.scale);
     const n = new Float32Array(cap);
     n.set(this.norm2);
-    this.codes = c;
     this.scale = s;
     this.norm2 = n;
   }
@@ -151,7 +196,7 @@ export class QuantizedVectors {
       if (Math.abs(x) > max) max = Math.abs(x);
     }
     const sc = max > 0 ? max / 127 : 1;
-    const o = label * d;
+    const o = label * this.stride;
     for (let j = 0; j < d; j++) this.codes[o + j] = Math.round(v[j] / sc);
     this.scale[label] = sc;
     this.norm2[label] = n2;
@@ -162,16 +207,49 @@ export class QuantizedVectors {
     const d = this.dimension;
     const c = this.codes;
     let s = 0;
-    for (let j = 0, o = label * d; j < d; j++, o++) s += q[j] * c[o];
+    for (let j = 0, o = label * this.stride; j < d; j++, o++) s += q[j] * c[o];
     return s * this.scale[label];
+  }
+
+  /**
+   * Approximate dot products of `q` (stored form, float32) with the vectors at `labels[0..count)`
+   * into `out[0..count)`: the SIMD kernel (query as 16-bit integers) when the codes live in its
+   * memory, {@link dot} otherwise. Same results within the codes' own rounding.
+   */
+  dots(q: Float32Array, labels: Int32Array, count: number, out: Float32Array): void {
+    const k = this.kernel;
+    if (!k || count === 0) {
+      for (let i = 0; i < count; i++) out[i] = this.dot(q, labels[i]);
+      return;
+    }
+    const stride = this.stride;
+    const codeBytes = this.capacity * stride;
+    const qOff = codeBytes;
+    const lOff = qOff + stride * 2;
+    const oOff = lOff + count * 4;
+    if (k.memory.buffer.byteLength < oOff + count * 4) {
+      this.reserve(oOff + count * 4);
+      this.codes = new Int8Array(k.memory.buffer, 0, codeBytes);
+    }
+    const buf = k.memory.buffer;
+    let max = 0;
+    for (let j = 0; j < this.dimension; j++) max = Math.max(max, Math.abs(q[j]));
+    const qs = max > 0 ? max / maxQueryCode(stride) : 1;
+    const qi = new Int16Array(buf, qOff, stride);
+    for (let j = 0; j < this.dimension; j++) qi[j] = Math.round(q[j] / qs);
+    qi.fill(0, this.dimension);
+    new Int32Array(buf, lOff, count).set(count === labels.length ? labels : labels.subarray(0, count));
+    k.dots(0, qOff, stride / 16, stride, lOff, count, oOff);
+    const raw = new Float32Array(buf, oOff, count);
+    const scale = this.scale;
+    for (let i = 0; i < count; i++) out[i] = raw[i] * qs * scale[labels[i]];
   }
 
   /** Bytes of the three arrays up to `labels` entries (snapshot file body). */
   serialize(labels: number): Buffer[] {
     const n = Math.min(labels, this.capacity);
-    const d = this.dimension;
     return [
-      Buffer.from(this.codes.buffer, this.codes.byteOffset, n * d),
+      Buffer.from(this.codes.buffer, this.codes.byteOffset, n * this.stride),
       Buffer.from(this.scale.buffer, this.scale.byteOffset, n * 4),
       Buffer.from(this.norm2.buffer, this.norm2.byteOffset, n * 4),
     ];
@@ -179,23 +257,26 @@ export class QuantizedVectors {
 
   /** Inverse of {@link serialize} for `labels` entries. @throws Error when the size does not match. */
   static deserialize(buf: Buffer, dimension: number, labels: number): QuantizedVectors {
-    if (buf.byteLength !== labels * (dimension + 8)) throw new Error('vector codes: size mismatch');
     const q = new QuantizedVectors(dimension, Math.max(16, labels));
-    new Uint8Array(q.codes.buffer).set(buf.subarray(0, labels * dimension));
-    new Uint8Array(q.scale.buffer).set(buf.subarray(labels * dimension, labels * (dimension + 4)));
-    new Uint8Array(q.norm2.buffer).set(buf.subarray(labels * (dimension + 4)));
+    const stride = q.stride;
+    if (buf.byteLength !== labels * (stride + 8)) throw new Error('vector codes: size mismatch');
+    q.codes.set(new Int8Array(buf.buffer, buf.byteOffset, labels * stride));
+    new Uint8Array(q.scale.buffer).set(buf.subarray(labels * stride, labels * (stride + 4)));
+    new Uint8Array(q.norm2.buffer).set(buf.subarray(labels * (stride + 4)));
     return q;
   }
 }
 
 /**
- * Measured costs of the two dense search paths (exponentially weighted means, updated by every
- * search): nanoseconds per (candidate × dimension) of an exact scan over codes, and per
- * (ef × dimension) of an HNSW search. Filtered queries pick the cheaper path from these
- * (namespace.ts); the start values are this 2-core machine's at 128-d.
+ * Measured costs of the dense search paths (exponentially weighted means, updated by every
+ * search): nanoseconds per (candidate × dimension) of an exact scan over codes — in JavaScript
+ * (`scanNs`) or on the SIMD kernel (`simdScanNs`, large namespaces) — and per (ef × dimension) of
+ * an HNSW search. Filtered queries pick the cheaper path from these (namespace.ts, via
+ * {@link HnswDense.scanCost}); the start values are this 2-core machine's at 128-d.
  */
 export interface SearchCosts {
   scanNs: number;
+  simdScanNs: number;
   hnswNs: number;
 }
 
@@ -216,7 +297,7 @@ const DELETED = 3;
 export class HnswDense implements DenseIndex {
   readonly index: hnswlib.HierarchicalNSW;
   readonly codes: QuantizedVectors;
-  readonly costs: SearchCosts = { scanNs: 2, hnswNs: 12 };
+  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
   private bits = new Uint8Array(1024);
   private state = new Uint8Array(1024);
   private liveCount = 0;
@@ -234,6 +315,10 @@ export class HnswDense implements DenseIndex {
   private slots = 0;
   /** Conversion buffer of one vector (stored form). */
   private readonly scratch: Float32Array;
+  /** Buffers of {@link scan}: the query, the labels scanned on their codes and their dot products. */
+  private scanQuery: Float32Array | undefined;
+  private scanLabels = new Int32Array(0);
+  private scanDots = new Float32Array(0);
   /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
   private queue: { label: number; seq: number }[] = [];
   private head = 0;
@@ -481,32 +566,54 @@ export class HnswDense implements DenseIndex {
   /**
    * The `n` best of `labels` ranked by the 8-bit codes (pending points: by their float32 vector);
    * distances approximate. The exact scan of filtered queries: callers re-rank on the originals.
+   * The codes' dot products are computed in one batch ({@link QuantizedVectors.dots}: the SIMD
+   * kernel for large namespaces), then the best `n` kept.
    */
   scan(q: ArrayLike<number>, n: number, labels: ArrayLike<number>): Neighbor[] {
-    const sq = Float32Array.from(storedForm(this.metric, q));
+    const d = this.dimension;
+    const sq = (this.scanQuery ??= new Float32Array(d));
+    sq.set(storedForm(this.metric, q));
     let qn = 0;
-    for (let j = 0; j < sq.length; j++) qn += sq[j] * sq[j];
+    for (let j = 0; j < d; j++) qn += sq[j] * sq[j];
     const codes = this.codes;
     const ip = this.space === 'ip';
     const pend = this.pendingVecs;
     const t0 = performance.now();
     const best: Neighbor[] = [];
-    let seen = 0;
+    if (this.scanLabels.length < labels.length) {
+      this.scanLabels = new Int32Array(labels.length);
+      this.scanDots = new Float32Array(labels.length);
+    }
+    const ids = this.scanLabels;
+    const bits = this.bits;
+    let m = 0;
     for (let i = 0; i < labels.length; i++) {
       const label = labels[i];
-      if (!this.has(label)) continue;
-      seen++;
-      let dist: number;
+      if (label >= bits.length || bits[label] !== 1) continue;
       const p = pend.size ? pend.get(label) : undefined;
-      if (p) dist = distance(this.space, sq, this.slotView(p.slot));
-      else {
-        const dot = codes.dot(sq, label);
-        dist = ip ? 1 - dot : qn - 2 * dot + codes.norm2[label];
-      }
-      pushBounded(best, n, label, dist);
+      if (p) pushBounded(best, n, label, distance(this.space, sq, this.slotView(p.slot)));
+      else ids[m++] = label;
     }
-    if (seen >= 256) this.costs.scanNs += 0.05 * (((performance.now() - t0) * 1e6) / (seen * this.dimension) - this.costs.scanNs);
+    const dots = this.scanDots;
+    codes.dots(sq, ids, m, dots);
+    const norm2 = codes.norm2;
+    for (let i = 0; i < m; i++) {
+      const dist = ip ? 1 - dots[i] : qn - 2 * dots[i] + norm2[ids[i]];
+      if (best.length === n && dist >= best[n - 1].distance) continue;
+      pushBounded(best, n, ids[i], dist);
+    }
+    if (m >= 256) {
+      const c = this.costs;
+      const ns = ((performance.now() - t0) * 1e6) / (m * d);
+      if (codes.simd) c.simdScanNs += 0.05 * (ns - c.simdScanNs);
+      else c.scanNs += 0.05 * (ns - c.scanNs);
+    }
     return best;
+  }
+
+  /** Estimated cost of {@link scan} over `count` candidates (ns per dimension; see {@link SearchCosts}). */
+  scanCost(count: number): number {
+    return (this.codes.simd ? this.costs.simdScanNs : this.costs.scanNs) * count;
   }
 
   /** Exact `k` nearest among `labels`: {@link scan} of 2k + 8, re-ranked on the graph's vectors. */

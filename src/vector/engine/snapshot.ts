@@ -3,7 +3,8 @@
  * file has no header, so each snapshot is two files in `<dataDir>/vector/<index>.snapshots/`:
  * - `ns-<nsId>-<generation>-<seq>.hnsw`: `writeIndexSync` output, written to a temp name then renamed;
  * - `ns-<nsId>-<generation>-<seq>.codes`: the 8-bit codes of the vectors (dense.ts
- *   `QuantizedVectors`: `labels` × dimension bytes, then `labels` float32 scales and squared norms);
+ *   `QuantizedVectors`: `labels` × stride bytes — the dimension rounded up to 16, zero-padded —
+ *   then `labels` float32 scales and squared norms);
  * - `ns-<nsId>.json`: the header `{magic, version, dimension, metric, m, efConstruction, count,
  *   seq, generation, file, bytes, labels, codesBytes, hnswSha256, codesSha256, sha256}`, written to
  *   a temp name then renamed (the commit point).

@@ -611,7 +611,8 @@ export class VectorIndex {
           const start = performance.now();
           writeSnapshot(this.snapshotDir, ns.row.id, ns.row.generation, ns.dense!.coveredSeq(this.seq), ns.dense!);
           this.snapshotTimer?.since(start);
-          ns.unsnapshotted = 0;
+          // points still queued for the graph are not covered: the closing snapshot must take them
+          ns.unsnapshotted = ns.dense!.pending;
         }
       } catch (err) {
         this.logger.error({ err, index: this.def.name, namespace: ns.name }, 'vector maintenance failed');
