@@ -5,21 +5,28 @@
  * a NEW connection every `--every` ms (default 50) from a separate probe process, for `--seconds`
  * (default 15). Prints keep-alive and new-connection latency percentiles, the new connections
  * that timed out (10 s), and the listening socket's accept-queue depth (`ss -ltn` Recv-Q) sampled
- * every 2 s.
+ * every 2 s, and the kernel's listen-queue overflow counters over the run (`ListenOverflows` +
+ * `ListenDrops`, whole host). svc's own settings pass through the environment, e.g.
+ * `SVC_QUEUE_ACCEPT_HANDLES=1` for Node's single listening handle.
  *
- * The accept-queue column is the point: libuv 1.46 (Node 20) accepts at most one connection per
- * event-loop iteration, so when each iteration serves hundreds of keep-alive requests, connections
- * wait in the kernel's queue (see docs/readme/queue-bench.md "New connections under saturation").
- * `--demo-accept` runs the bare demonstration instead: a plain `net` server doing 1 ms of work per
- * request for 300 busy connections, printing accepted connections and loop iterations per second.
+ * The accept-queue column is the point: libuv 1.45+ (Node 20 and later) accepts at most one
+ * connection per event-loop iteration and listening handle, so when each iteration serves hundreds
+ * of keep-alive requests, connections wait in the kernel's queue. svc's queue port therefore
+ * listens through `SVC_QUEUE_ACCEPT_HANDLES` handles (`src/http/accept.ts`; see
+ * docs/readme/queue-bench.md "New connections under saturation").
+ * `--demo-accept [--handles N]` runs the bare demonstration instead: a plain `net` server doing
+ * 1 ms of work per request for 300 busy connections while 500 new connections a second arrive,
+ * printing accepted connections and loop iterations per second.
  * Internal: `--probe <url> <sinkUrl> <ms> <every>` (the probe process).
  */
 import { execSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { listenAccepting } from '../src/http/accept.js';
 import { percentile } from './lib/stats.js';
 import { installCleanupHandlers, makeTempDir, startProcess, waitFor } from './lib/proc.js';
 
@@ -30,6 +37,25 @@ const arg = (name: string, def: number) => {
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
 const ms = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : '-');
+
+/**
+ * The kernel's `TcpExt` `ListenOverflows` + `ListenDrops` counters (Linux `/proc/net/netstat`, the
+ * whole network namespace): connections refused because a listen queue was full. Undefined elsewhere.
+ */
+function listenDrops(): number | undefined {
+  try {
+    const lines = fs.readFileSync('/proc/net/netstat', 'latin1').split('\n');
+    for (let i = 0; i + 1 < lines.length; i += 2) {
+      if (!lines[i].startsWith('TcpExt:')) continue;
+      const names = lines[i].split(/\s+/);
+      const values = lines[i + 1].split(/\s+/);
+      return Number(values[names.indexOf('ListenOverflows')]) + Number(values[names.indexOf('ListenDrops')]);
+    }
+  } catch {
+    /* not Linux */
+  }
+  return undefined;
+}
 
 /** The probe process: one publish per new connection (`agent: false`) every `every` ms. */
 async function probe(url: string, sinkUrl: string, durationMs: number, every: number): Promise<void> {
@@ -60,7 +86,11 @@ async function probe(url: string, sinkUrl: string, durationMs: number, every: nu
   process.stdout.write(JSON.stringify({ lat, timedOut }) + '\n');
 }
 
-/** Bare Node: accepted connections vs loop iterations per second while 300 connections keep it busy. */
+/**
+ * Bare Node: accepted connections vs loop iterations per second while 300 connections keep the
+ * loop busy and 500 new connections a second arrive, with `--handles` listening handles (default
+ * 1, `src/http/accept.ts`).
+ */
 async function demoAccept(): Promise<void> {
   let accepted = 0;
   let iterations = 0;
@@ -73,19 +103,22 @@ async function demoAccept(): Promise<void> {
     });
     s.on('error', () => undefined);
   });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
+  const { url, handles } = await listenAccepting(srv, '127.0.0.1', 0, { backlog: 4096, acceptHandles: arg('handles', 1) });
+  const port = new URL(url).port;
   const tick = () => {
     iterations++;
     setImmediate(tick);
   };
   tick();
-  const load = spawn(process.execPath, ['-e', `const net=require('net');for(let i=0;i<300;i++){const s=net.connect(${port},'127.0.0.1',()=>s.write('a'));s.on('data',()=>s.write('a'));s.on('error',()=>{})}`], { stdio: 'ignore' });
+  const script =
+    `const net=require('net');for(let i=0;i<300;i++){const s=net.connect(${port},'127.0.0.1',()=>s.write('a'));s.on('data',()=>s.write('a'));s.on('error',()=>{})}` +
+    `setTimeout(()=>setInterval(()=>{for(let j=0;j<5;j++){const s=net.connect(${port},'127.0.0.1',()=>s.end());s.on('error',()=>{})}},10),2000)`;
+  const load = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
   let a = 0;
   let i = 0;
-  for (let k = 0; k < 6; k++) {
+  for (let k = 0; k < 7; k++) {
     await new Promise((r) => setTimeout(r, 1000));
-    console.log(`accepted/s ${accepted - a}\titerations/s ${iterations - i}`);
+    console.log(`handles ${handles}\taccepted/s ${accepted - a}\titerations/s ${iterations - i}`);
     a = accepted;
     i = iterations;
   }
@@ -138,6 +171,7 @@ async function main(): Promise<void> {
     }
   });
   await new Promise((r) => setTimeout(r, 2000)); // saturation first
+  const dropsBefore = listenDrops();
   const queueDepth: number[] = [];
   const sampler = setInterval(() => {
     try {
@@ -154,15 +188,16 @@ async function main(): Promise<void> {
     c.on('exit', () => resolve(out));
   });
   clearInterval(sampler);
+  const dropsAfter = listenDrops();
   stop = true;
   await Promise.all(loops);
   await pool.close();
   sink.close();
   const { lat, timedOut } = JSON.parse(probeOut.trim().split('\n').pop() ?? '{"lat":[],"timedOut":0}') as { lat: number[]; timedOut: number };
-  console.log(`| clients | keep-alive publishes | keep-alive p50 / p99 | new-connection publishes | new p50 / p99 | timed out (10 s) | accept queue (max) |`);
-  console.log(`| --- | --- | --- | --- | --- | --- | --- |`);
+  console.log(`| clients | keep-alive publishes | keep-alive p50 / p99 | new-connection publishes | new p50 / p99 | timed out (10 s) | accept queue (max) | listen overflows |`);
+  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- |`);
   console.log(
-    `| ${keepalive} keep-alive + 1 new every ${every} ms | ${ka.length} | ${ms(percentile(ka, 50))} / ${ms(percentile(ka, 99))} | ${lat.length} | ${ms(percentile(lat, 50))} / ${ms(percentile(lat, 99))} | ${timedOut} | ${Math.max(0, ...queueDepth)} |`,
+    `| ${keepalive} keep-alive + 1 new every ${every} ms | ${ka.length} | ${ms(percentile(ka, 50))} / ${ms(percentile(ka, 99))} | ${lat.length} | ${ms(percentile(lat, 50))} / ${ms(percentile(lat, 99))} | ${timedOut} | ${Math.max(0, ...queueDepth)} | ${dropsBefore === undefined || dropsAfter === undefined ? '-' : dropsAfter - dropsBefore} |`,
   );
   await svc.stop();
 }

@@ -12,7 +12,8 @@
  *
  * Env: `BENCH_N` (default 100000), `BENCH_D` (128), `BENCH_QUERIES` (200), `BENCH_EF` (efSearch,
  * 32), `BENCH_PAIRS` (paired passes per filter, 5), `BENCH_FILTERS` (e.g. `1%,10%`; default all four), `BENCH_DIR` (default
- * `<tmp>/svc-bench-vfilter-<N>x<D>`, kept between runs). Run under `node --cpu-prof` (e.g.
+ * `<tmp>/svc-bench-vfilter-<N>x<D>`, kept between runs), `BENCH_PATH` (`exact` or `post`: force one
+ * filtered strategy, to measure both). Run under `node --cpu-prof` (e.g.
  * `node --cpu-prof --import tsx bench/vector-filtered.ts`) to see where the time goes.
  */
 import fs from 'node:fs';
@@ -59,6 +60,8 @@ if ((idx.ns('')?.count ?? 0) !== N) {
 await idx.whenIndexed();
 if (process.env.BENCH_SQLITE_PRAGMA) idx.store.db.pragma(process.env.BENCH_SQLITE_PRAGMA);
 const ns = idx.ns('')!;
+// BENCH_PATH=exact|post: every filtered query takes that path (the chooser's estimate is overridden)
+if (process.env.BENCH_PATH) ns.dense!.scanCost = () => (process.env.BENCH_PATH === 'exact' ? 0 : Infinity);
 console.log(`index: ${ns.count} records, loaded ${JSON.stringify(idx.loadStats)}, dir ${DIR}`);
 
 const flat = new FlatDense(D, 'COSINE', N);

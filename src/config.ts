@@ -93,6 +93,17 @@ export interface Config {
     leaseMs: number;
     /** `SVC_QUEUE_DLQ_RETENTION_MS`: how long DLQ entries are kept (default 7 days). */
     dlqRetentionMs: number;
+    /**
+     * `SVC_QUEUE_LISTEN_BACKLOG`: `listen(2)` backlog of the queue port, connections whose
+     * handshake completed that wait to be accepted (default 4096; Linux caps it at
+     * `net.core.somaxconn`). Past it the kernel drops SYNs and clients retry after 1, 3, 7 s.
+     */
+    listenBacklog: number;
+    /**
+     * `SVC_QUEUE_ACCEPT_HANDLES`: listening handles on the queue port (default 8; 1 = one as plain
+     * Node). Each accepts at most one connection per event-loop iteration (`src/http/accept.ts`).
+     */
+    acceptHandles: number;
   };
   vector: {
     dimension?: number;
@@ -249,6 +260,8 @@ export function loadConfig(env: Env = process.env): Config {
       databaseSchema,
       leaseMs: int('SVC_QUEUE_LEASE_MS', 30_000, 1000, 3_600_000),
       dlqRetentionMs: int('SVC_QUEUE_DLQ_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
+      listenBacklog: int('SVC_QUEUE_LISTEN_BACKLOG', 4096, 1, 65535),
+      acceptHandles: int('SVC_QUEUE_ACCEPT_HANDLES', 8, 1, 64),
     },
     vector: {
       dimension: vectorDimension,

@@ -325,6 +325,9 @@ class FastConnection implements FastResponse {
   }
 }
 
+/** The `net.Server` options of {@link createFastServer} (for extra listening handles, `src/http/accept.ts`). */
+export const FAST_SERVER_OPTIONS: net.ServerOpts = { noDelay: true, allowHalfOpen: true };
+
 /**
  * A `net.Server` that serves `handler`'s requests on the fast path and hands other connections to
  * `fallback` (a Node `http.Server` that is not listening itself; it answers bodies over
@@ -336,7 +339,7 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, ke
   const conns = new Set<net.Socket>();
   const bodyMax = Math.min(bodyLimit, FAST_BODY_MAX);
   // allowHalfOpen: a client that half-closes after its request still gets the answer (as in node:http)
-  const server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
+  const server = net.createServer(FAST_SERVER_OPTIONS, (socket) => {
     conns.add(socket);
     new FastConnection(socket, handler, fallback, conns, keepAliveMs, bodyMax);
   });

@@ -33,6 +33,7 @@ import { PgBatcher } from './pg-batch.js';
 import { PgSharedCredentials } from './pg-credentials.js';
 import { PgRoutingStore } from './pg-routing.js';
 import { PgWorkflowStore } from './pg-workflows.js';
+import { FAIL_RUN_SQL, failRunParams } from './sqlite-workflows.js';
 import type { RoutingStore } from './routing-types.js';
 import {
   dlqEntryFromRow,
@@ -48,7 +49,7 @@ import {
   type LogRow,
   type MessageRow,
 } from './sqlite-rows.js';
-import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, SharedCredentials } from './types.js';
+import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, RunFailure, SharedCredentials } from './types.js';
 import type { WorkflowStore } from './workflow-types.js';
 
 /** The notification channel of due messages (payload: earliest due time, ms); `_<schema>` appended outside `public`. */
@@ -463,7 +464,7 @@ export class PgQueueStore implements QueueStore {
     });
   }
 
-  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[]): Promise<boolean> {
+  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[], run?: RunFailure): Promise<boolean> {
     return inTransaction(this.pool, async (c) => {
       const r = await this.owned(c, id, owner);
       if (!r) return false;
@@ -476,6 +477,7 @@ export class PgQueueStore implements QueueStore {
       );
       await this.log(c, now, r.seq, 'FAILED', { error: outcome.error });
       await this.followUps(c, followUps, now);
+      if (run) await c.query(toPgParams(FAIL_RUN_SQL), failRunParams(run, now, dlqId));
       return true;
     });
   }

@@ -297,7 +297,7 @@ const DELETED = 3;
 export class HnswDense implements DenseIndex {
   readonly index: hnswlib.HierarchicalNSW;
   readonly codes: QuantizedVectors;
-  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.3, hnswNs: 12 };
+  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
   private bits = new Uint8Array(1024);
   private state = new Uint8Array(1024);
   private liveCount = 0;

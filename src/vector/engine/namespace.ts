@@ -27,6 +27,8 @@ export const MAX_EF = 4096;
  * selectivity` neighbours and keeps the matching ones (expected: this factor × k matches).
  */
 export const POST_FILTER_FACTOR = 1.5;
+/** Of the filtered queries whose two path estimates are close, one in this many takes the other path. */
+export const EXPLORE_EVERY = 16;
 
 export interface FilterMatch {
   bits: Uint8Array;
@@ -46,6 +48,8 @@ export class NamespaceState {
   version = 0;
   /** Record writes since the last graph snapshot. */
   unsnapshotted = 0;
+  /** Filtered dense queries whose two path estimates were within 2× (exploration counter). */
+  private closeCalls = 0;
   private readonly filterCache = new Map<string, { version: number; match: FilterMatch }>();
 
   constructor(public row: NamespaceRow) {}
@@ -151,7 +155,11 @@ export class NamespaceState {
     // (ef = breadth alone gave recall@10 0.94 at 50 % selectivity with efSearch 32).
     const postCost = breadth <= MAX_EF ? g.costs.hnswNs * (ef + breadth) : Infinity;
     const exactCost = g.scanCost(match ? match.count : g.size);
-    if (exactCost <= postCost) return exact(pool(), want);
+    // Costs are learnt only on the path taken: when the two estimates are within 2× of each
+    // other, every EXPLORE_EVERY-th such query takes the other path so both stay measured.
+    let takeExact = exactCost <= postCost;
+    if (Math.max(exactCost, postCost) < 2 * Math.min(exactCost, postCost) && ++this.closeCalls % EXPLORE_EVERY === 0) takeExact = !takeExact;
+    if (takeExact) return exact(pool(), want);
     // Post-filter; one retry at twice the breadth (cheaper than the callback traversal) when the
     // first keeps too few.
     for (let b = breadth; b <= MAX_EF && b <= 2 * breadth; b *= 2) {
