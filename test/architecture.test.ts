@@ -40,7 +40,7 @@ const LAYERS: Record<Area, string[][]> = {
     ['delivery/'],
     ['build.ts', 'wire.ts', 'metrics.ts', 'token.ts'],
     ['store/'],
-    ['model.ts', 'errors.ts', 'clock.ts', 'random.ts'],
+    ['model.ts', 'errors.ts', 'clock.ts', 'random.ts', 'crash-point.ts'],
   ],
   kv: [['index.ts'], ['cluster/'], [''], ['json/'], ['redis/'], ['resp.ts', 'errors.ts']],
   vector: [

@@ -39,6 +39,8 @@ import { openSqliteQueueStore } from './store/sqlite.js';
 import type { QueueStore } from './store/types.js';
 
 const PRUNE_EVERY_MS = 60_000;
+/** Age (ms) before a peer node drops a run whose first message is missing (its writer may still be at work). */
+const RECONCILE_GRACE_MS = 60_000;
 /** Ended workflow runs deleted per prune round (the next round takes the rest). */
 const RUN_PRUNE_BATCH = 1000;
 
@@ -124,6 +126,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     : undefined;
   if (workflowEngine) {
     enqueue.workflows = workflowEngine;
+    dispatcher.deadLetterRun = (m, outcome, now) => workflowEngine.deadLetterRun(m, outcome, now);
     ctx.workflows = workflowDlqHooks(ctx, workflowEngine);
     dispatcher.addOutcomeListener((m, outcome) => workflowEngine.onOutcome(m, outcome, clock.now()));
   }
@@ -195,11 +198,18 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
       // state; the dispatcher then releases leases and claims messages. Publishes accepted in
       // between are stored and picked up by start(). Several listening handles: new connections
       // are accepted while keep-alive clients keep the loop busy (src/http/accept.ts).
+      const startedAt = clock.now();
       const { url } = await listenAccepting(front, actx.config.host, actx.config.ports.queue, {
         backlog: cfg.listenBacklog,
         acceptHandles: cfg.acceptHandles,
         serverOptions: FAST_SERVER_OPTIONS,
       });
+      // Runs whose first message never got stored (a crash between the two writes) end here,
+      // before delivery starts. Runs created from now on are this process's own; on a shared
+      // store another node's may be between its two writes, so only runs older than a lease.
+      await workflowEngine
+        ?.reconcile(startedAt - cfg.logRetentionMs, startedAt - (shared ? cfg.leaseMs : 0))
+        .catch((err) => actx.logger.error({ err }, 'queue: workflow run reconciliation failed'));
       await dispatcher.start();
       routingFeature?.start();
       pruneTimer = setInterval(() => {
@@ -221,6 +231,12 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
           workflowEngine.runs
             .pruneRuns(now - retention, now - cfg.workflowNotifyLookbackMs, RUN_PRUNE_BATCH)
             .catch((err) => actx.logger.error({ err }, 'queue: workflow run prune failed'));
+          // a node of a shared store that crashed and stays down: its peers reconcile its runs
+          if (shared) {
+            workflowEngine
+              .reconcile(now - cfg.logRetentionMs, now - Math.max(cfg.leaseMs, RECONCILE_GRACE_MS))
+              .catch((err) => actx.logger.error({ err }, 'queue: workflow run reconciliation failed'));
+          }
         }, Math.min(PRUNE_EVERY_MS, Math.max(1000, Math.floor(retention / 4))));
         runPruneTimer.unref();
       }

@@ -1,8 +1,9 @@
 /**
  * Shutdown order of the queue area: the workflow engine applies a delivery outcome to the run
- * (step failed, run moved to the DLQ) in an update chained after the outcome is recorded. `close()`
- * must wait for those updates before it closes the store, or they hit a closed database and the
- * run is left RUN_STARTED although its message is in the DLQ.
+ * (a failed step to be retried, a failure callback's result, a child's result to its invoking
+ * parent) in an update chained after the outcome is recorded. `close()` must wait for those
+ * updates before it closes the store, or they hit a closed database and are lost. (A step that
+ * fails for good ends its run in the DLQ move's own transaction: `test/queue/workflow-crash.test.ts`.)
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -34,13 +35,13 @@ test('close() waits for pending workflow run updates before closing the store', 
   const actx = createContext(testConfig(tmp.dir, { SVC_AREAS: 'queue' }), { logger: createLogger('fatal'), env: {} });
   const real = openSqliteQueueStore(file);
   const realRuns = real.workflows!();
-  // The first run update after a failed step is held until the test has started close().
+  // The first run update after a failed attempt is held until the test has started close().
   let entered = false;
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   const runs = wrap(realRuns, {
     updateRun: async (...args: Parameters<typeof realRuns.updateRun>) => {
-      if (!entered && (args[2] as { next?: { state?: string } }).next?.state === 'STEP_FAILED') {
+      if (!entered && (args[2] as { next?: { state?: string } }).next?.state === 'STEP_RETRY') {
         entered = true;
         await gate;
       }
@@ -70,7 +71,7 @@ test('close() waits for pending workflow run updates before closing the store', 
     },
   );
   try {
-    const { workflowRunId } = await new WorkflowClient({ baseUrl: url, token }).trigger({ url: `${app.url}/broken`, body: {}, retries: 0 });
+    const { workflowRunId } = await new WorkflowClient({ baseUrl: url, token }).trigger({ url: `${app.url}/broken`, body: {}, retries: 1, retryDelay: '60000' });
     await waitFor('the failed step reaches the run update', () => entered, 30_000);
     const closing = server.close();
     await new Promise((r) => setTimeout(r, 200));
@@ -80,7 +81,7 @@ test('close() waits for pending workflow run updates before closing the store', 
     const reopened = openSqliteQueueStore(file);
     try {
       const run = await reopened.workflows!().findRun(workflowRunId);
-      assert.equal(run?.state, 'RUN_FAILED', 'the run update chained on the outcome was applied before the store closed');
+      assert.equal(run?.next?.state, 'STEP_RETRY', 'the run update chained on the outcome was applied before the store closed');
     } finally {
       await reopened.close();
     }

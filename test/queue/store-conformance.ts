@@ -533,6 +533,40 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       await store.close();
     });
 
+    test('moveToDlq ends the workflow run in its transaction; runs whose first message is missing are dropped', async () => {
+      const { store } = await open();
+      const w = store.workflows!();
+      const run = await w.createRun({ runId: 'wfr_d', createdAt: T0, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {}, failureCallback: 'http://f.test/' } }, T0);
+      const m = msg('http://wf.test/');
+      await store.enqueue([m], T0, 0);
+      await store.claimDue({ owner: 'w', now: T0, limit: 1, leaseUntil: T0 + 1000 });
+      const next = { messageId: m.id, state: 'STEP_FAILED', retries: 0, errors: [{ error: 'boom', time: T0 + 1 }] };
+      const failure = { state: 'CALLBACK_INPROGRESS', url: 'http://f.test/' };
+      assert.equal(await store.moveToDlq(m.id, 'w', T0 + 1, { status: 500 }, 'dlq-run', [], { runSeq: run, next, failure }), true);
+      const failed = await w.getRun(run);
+      assert.deepEqual([failed?.state, failed?.dlqId, failed?.completedAt, failed?.next, failed?.failure], ['RUN_FAILED', 'dlq-run', T0 + 1, next, failure]);
+      assert.equal((await w.runByDlqId('dlq-run'))?.seq, run);
+      // an ended run is left as it is
+      const m2 = msg('http://wf.test/');
+      await store.enqueue([m2], T0 + 2, 0);
+      await store.claimDue({ owner: 'w', now: T0 + 2, limit: 1, leaseUntil: T0 + 1000 });
+      await store.moveToDlq(m2.id, 'w', T0 + 3, { status: 500 }, 'dlq-run2', [], { runSeq: run, next: { ...next, messageId: m2.id } });
+      assert.equal((await w.getRun(run))?.dlqId, 'dlq-run');
+
+      const started = msg('http://wf.test/');
+      await store.enqueue([started], T0, 0);
+      const kept = await w.createRun({ runId: 'wfr_k', createdAt: T0 + 10, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {}, startMessageId: started.id } }, T0 + 10);
+      const lost = await w.createRun({ runId: 'wfr_lost', createdAt: T0 + 11, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {}, startMessageId: 'msg_never_stored' } }, T0 + 11);
+      await w.addStep(lost, 'msg_s', 'step', Buffer.from('{}'), T0 + 11);
+      const old = await w.createRun({ runId: 'wfr_old', createdAt: T0 + 12, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {} } }, T0 + 12);
+      const young = await w.createRun({ runId: 'wfr_young', createdAt: T0 + 50, url: 'http://wf.test/', initialBody: Buffer.alloc(0), config: { headers: {}, startMessageId: 'msg_in_flight' } }, T0 + 50);
+      assert.deepEqual(await w.dropUnstartedRuns(T0, T0 + 20), ['wfr_lost']);
+      assert.equal(await w.getRun(lost), undefined);
+      assert.equal((await w.steps(lost)).length, 0);
+      for (const seq of [kept, old, young]) assert.ok(await w.getRun(seq), 'runs with their first message, without the field, or created after the cut-off stay');
+      await store.close();
+    });
+
     test('workflow waiters: add, by event oldest first, expired by deadline, taken once', async () => {
       const { store } = await open();
       const w = store.workflows!();

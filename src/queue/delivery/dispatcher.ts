@@ -20,8 +20,9 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../logger.js';
 import { buildCallback, type CallbackHooks } from '../build.js';
 import { systemClock, type Clock } from '../clock.js';
+import { crashPoint } from '../crash-point.js';
 import type { AttemptOutcome, NewMessage, StoredMessage } from '../model.js';
-import type { EnqueueClaim, QueueStore } from '../store/types.js';
+import type { EnqueueClaim, QueueStore, RunFailure } from '../store/types.js';
 import type { DeliveryMetrics } from '../metrics.js';
 import { retryAfterMs, retryDelayMs } from './backoff.js';
 import { NOT_FORWARDED, type HttpSender } from './http.js';
@@ -78,6 +79,11 @@ export interface DispatcherOptions {
 
 export class Dispatcher {
   readonly owner = `d_${randomBytes(6).toString('hex')}`;
+  /**
+   * Set by the workflow engine: the end of the workflow run a message that moves to the DLQ
+   * belongs to, written in the move's transaction (undefined = none). Never throws into delivery.
+   */
+  deadLetterRun?: (m: StoredMessage, outcome: AttemptOutcome, now: number) => Promise<RunFailure | undefined>;
   private readonly clock: Clock;
   private readonly perOriginLimit: number;
   private inFlight = 0;
@@ -427,7 +433,13 @@ export class Dispatcher {
         const fcb = buildCallback(m, 'failure_callback', outcome, now, dlqId, this.o.callbacks);
         if (fcb) followUps.push(fcb);
         if (nonRetryable && !outcome.error?.includes('non-retryable')) outcome.error = `${outcome.error ?? ''} (non-retryable)`.trim();
-        recorded = await this.record(m, () => this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps));
+        // the workflow run the message ends is written in the DLQ move's transaction
+        const run = await this.deadLetterRun?.(m, outcome, now).catch((err: unknown) => {
+          this.o.logger.error({ err, messageId: m.id }, 'queue: reading the workflow run of a failed message failed');
+          return undefined;
+        });
+        recorded = await this.record(m, () => this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps, run));
+        crashPoint('dlq-moved');
         metrics?.deadLettered.inc();
       }
     }

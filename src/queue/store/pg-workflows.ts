@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import { toPgParams } from './pg-connect.js';
 import { inTransaction } from './pg.js';
-import { runFilterSql, toRun, toWaiter, type RunRow, type WaiterRow } from './sqlite-workflows.js';
+import { runFilterSql, toRun, toWaiter, unstartedRunsSql, type RunRow, type WaiterRow } from './sqlite-workflows.js';
 import { newRunValues, type NewRun, type RunFilter, type RunState, type StoredNotify, type Waiter, type WorkflowRun, type WorkflowStep, type WorkflowStore } from './workflow-types.js';
 
 export class PgWorkflowStore implements WorkflowStore {
@@ -123,6 +123,18 @@ export class PgWorkflowStore implements WorkflowStore {
     );
     const row = r.rows[0];
     return row ? { seq: row.seq, eventId: row.event_id, runId: row.run_id ?? undefined, data: row.data, createdAt: row.created_at } : undefined;
+  }
+
+  dropUnstartedRuns(createdFrom: number, createdBefore: number): Promise<string[]> {
+    return inTransaction(this.pool, async (c) => {
+      const rows = (await c.query<{ seq: number; run_id: string }>(toPgParams(`${unstartedRunsSql('pg')} FOR UPDATE SKIP LOCKED`), [createdFrom, createdBefore])).rows;
+      if (!rows.length) return [];
+      const seqs = rows.map((r) => r.seq);
+      await c.query('DELETE FROM workflow_steps WHERE run_seq = ANY($1::bigint[])', [seqs]);
+      await c.query('DELETE FROM workflow_waiters WHERE run_seq = ANY($1::bigint[])', [seqs]);
+      await c.query('DELETE FROM workflow_runs WHERE seq = ANY($1::bigint[])', [seqs]);
+      return rows.map((r) => r.run_id);
+    });
   }
 
   pruneRuns(endedBefore: number, notifiesBefore: number, limit: number): Promise<number> {

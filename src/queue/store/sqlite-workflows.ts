@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';
+import type { RunFailure } from './types.js';
 import { whereBuilder } from './sqlite-rows.js';
 import { newRunValues, type NewRun, type RunConfig, type RunFilter, type StoredNotify, type RunState, type Waiter, type WorkflowRun, type WorkflowStep, type WorkflowStore } from './workflow-types.js';
 
@@ -79,6 +80,29 @@ export function toWaiter(r: WaiterRow): Waiter {
     timeoutHeaders: j(r.timeout_headers),
     createdAt: r.created_at,
   };
+}
+
+/**
+ * Ends a run that is RUN_STARTED as RUN_FAILED (`RunFailure` of `types.ts`); SQLite placeholders
+ * (`toPgParams` for PostgreSQL); params from {@link failRunParams}.
+ */
+export const FAIL_RUN_SQL = `UPDATE workflow_runs SET state = 'RUN_FAILED', completed_at = ?, updated_at = ?, dlq_id = ?,
+  next = ?, failure = COALESCE(failure, ?) WHERE seq = ? AND state = 'RUN_STARTED'`;
+
+/** {@link FAIL_RUN_SQL}'s params for `run`. */
+export function failRunParams(run: RunFailure, now: number, dlqId: string): unknown[] {
+  return [now, now, dlqId, JSON.stringify(run.next), run.failure === undefined ? null : JSON.stringify(run.failure), run.runSeq];
+}
+
+/**
+ * Runs still RUN_STARTED, created in `[from, before)`, whose first message (`config.startMessageId`)
+ * is not in the messages table: a crash came between the run's write and its message's.
+ * Params: from, before. Dialect-specific JSON access.
+ */
+export function unstartedRunsSql(dialect: 'sqlite' | 'pg'): string {
+  const start = dialect === 'pg' ? `(r.config::json ->> 'startMessageId')` : `json_extract(r.config, '$.startMessageId')`;
+  return `SELECT r.seq, r.run_id FROM workflow_runs r WHERE r.state = 'RUN_STARTED' AND r.created_at >= ? AND r.created_at < ?
+    AND ${start} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = ${start})`;
 }
 
 export class SqliteWorkflowStore implements WorkflowStore {
@@ -225,6 +249,18 @@ export class SqliteWorkflowStore implements WorkflowStore {
       if (!r) return undefined;
       this.db.prepare('DELETE FROM workflow_notifies WHERE seq = ?').run(r.seq);
       return { seq: r.seq, eventId: r.event_id, runId: u(r.run_id), data: r.data, createdAt: r.created_at };
+    });
+  }
+
+  dropUnstartedRuns(createdFrom: number, createdBefore: number): Promise<string[]> {
+    return this.writes.run(() => {
+      const rows = this.db.prepare(unstartedRunsSql('sqlite')).all(createdFrom, createdBefore) as { seq: number; run_id: string }[];
+      for (const r of rows) {
+        this.db.prepare('DELETE FROM workflow_steps WHERE run_seq = ?').run(r.seq);
+        this.db.prepare('DELETE FROM workflow_waiters WHERE run_seq = ?').run(r.seq);
+        this.db.prepare('DELETE FROM workflow_runs WHERE seq = ?').run(r.seq);
+      }
+      return rows.map((r) => r.run_id);
     });
   }
 

@@ -41,10 +41,10 @@ import {
   type LogRow,
   type MessageRow,
 } from './sqlite-rows.js';
-import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore } from './types.js';
+import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, RunFailure } from './types.js';
 import { SqliteRoutingStore } from './sqlite-routing.js';
 import type { RoutingStore } from './routing-types.js';
-import { SqliteWorkflowStore } from './sqlite-workflows.js';
+import { FAIL_RUN_SQL, failRunParams, SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
 
 /** Rows deleted per pruning write. */
@@ -215,7 +215,7 @@ export class SqliteQueueStore implements QueueStore {
     }, false);
   }
 
-  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[]): Promise<boolean> {
+  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[], run?: RunFailure): Promise<boolean> {
     return this.writes.run(() => {
       const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
       if (!r) return false;
@@ -232,6 +232,7 @@ export class SqliteQueueStore implements QueueStore {
       );
       this.log(now, r.seq, 'FAILED', { error: outcome.error });
       for (const f of followUps) this.insertMessage(f, now);
+      if (run) this.db.prepare(FAIL_RUN_SQL).run(...failRunParams(run, now, dlqId));
       return true;
     });
   }

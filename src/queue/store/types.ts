@@ -27,6 +27,18 @@ import type {
 import type { RoutingStore } from './routing-types.js';
 import type { WorkflowStore } from './workflow-types.js';
 
+/**
+ * The end of a workflow run whose step message moves to the DLQ, written in the move's
+ * transaction (`moveToDlq`): while the run is RUN_STARTED it becomes RUN_FAILED with the DLQ id,
+ * its `next` (the failed step) and, when given and none is set yet, its failure-function state.
+ * JSON values as in `workflow-types.ts` (`NextStepInfo`, `FailureInfo`).
+ */
+export interface RunFailure {
+  runSeq: number;
+  next: unknown;
+  failure?: unknown;
+}
+
 export interface ClaimOptions {
   owner: string;
   now: number;
@@ -98,9 +110,10 @@ export interface QueueStore {
 
   /**
    * Attempt failed for the last time: message becomes `failed`, a DLQ entry `dlqId` keeps it
-   * with the outcome (ERROR and FAILED logged), `followUps` are enqueued atomically.
+   * with the outcome (ERROR and FAILED logged), `followUps` are enqueued atomically, and so is
+   * the end of the workflow run `run` the message belonged to ({@link RunFailure}).
    */
-  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[]): Promise<boolean>;
+  moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[], run?: RunFailure): Promise<boolean>;
 
   /**
    * Hands leases back: those expired at `now`, or every lease when `all` (start-up of the single

@@ -25,6 +25,11 @@ export interface RunConfig {
   contentType?: string;
   method?: string;
   /** Id of the message that started the run (first element of the step list). */
+  /**
+   * Id of the run's first message (its trigger, or the first message of a restart/resume); a run
+   * whose first message is not stored is dropped at start-up (`dropUnstartedRuns`).
+   */
+  startMessageId?: string;
   triggerMessageId?: string;
   /** Set when the run was started by `context.invoke` of another run: where its result goes. */
   invoker?: InvokerInfo;
@@ -176,6 +181,13 @@ export interface WorkflowStore {
    * notifies created before `notifiesBefore`. Returns the number of runs deleted.
    */
   pruneRuns(endedBefore: number, notifiesBefore: number, limit: number): Promise<number>;
+  /**
+   * Start-up reconciliation: deletes (with their steps and waiters) the runs still RUN_STARTED,
+   * created in `[createdFrom, createdBefore)` (ms), whose first message (`RunConfig.startMessageId`)
+   * was never stored — a crash between the run's transaction and its message's. The client got
+   * no answer for them, so the run is as if never started. Returns the deleted runs' ids.
+   */
+  dropUnstartedRuns(createdFrom: number, createdBefore: number): Promise<string[]>;
   /** Creates a run (RUN_STARTED unless given). Returns its seq. */
   createRun(run: NewRun, now: number): Promise<number>;
   /** The active (RUN_STARTED) run with this id, else the newest one; undefined when none. */

@@ -19,11 +19,13 @@
  */
 import type { Logger } from '../../logger.js';
 import { buildMessage } from '../build.js';
+import { crashPoint } from '../crash-point.js';
 import type { EnqueueService } from '../enqueue.js';
 import { queueError } from '../errors.js';
 import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage, WorkflowPublishInfo, WorkflowStepInfo } from '../model.js';
 import type { QueueStore } from '../store/types.js';
-import type { InvokerInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
+import type { RunFailure } from '../store/types.js';
+import type { FailureInfo, InvokerInfo, NextStepInfo, RunConfig, RunState, StepErrorInfo, WorkflowRun, WorkflowStep, WorkflowStore } from '../store/workflow-types.js';
 
 /** The error of a run whose start reached an endpoint that is not a workflow endpoint. */
 export const NON_WORKFLOW_DESTINATION =
@@ -133,17 +135,22 @@ export class WorkflowEngine {
    */
   async finish(run: WorkflowRun, state: RunState, now: number, fields: { response?: string; dlqId?: string } = {}): Promise<boolean> {
     if (!(await this.o.workflows.finishRun(run.seq, state, now, fields))) return false;
+    await this.handToParent(run, state, now, fields.response);
+    return true;
+  }
+
+  /** The invoking parent's side of {@link finish} (nothing for a run not started by `context.invoke`). */
+  private async handToParent(run: WorkflowRun, state: RunState, now: number, response?: string): Promise<void> {
     const inv = run.config.invoker;
-    if (!inv) return true;
+    if (!inv) return;
     const parent = await this.o.workflows.findRun(inv.runId, inv.createdAt);
-    if (parent?.state !== 'RUN_STARTED') return true;
+    if (parent?.state !== 'RUN_STARTED') return;
     const result = {
-      body: fields.response ?? (state === 'RUN_FAILED' ? run.next?.errors.at(-1)?.body : undefined),
+      body: response ?? (state === 'RUN_FAILED' ? run.next?.errors.at(-1)?.body : undefined),
       ...(state === 'RUN_FAILED' ? { isFailed: true } : {}),
       ...(state === 'RUN_CANCELED' ? { isCanceled: true } : {}),
     };
     await this.appendServerStep(parent, { ...inv.step, out: JSON.stringify(result) }, now);
-    return true;
   }
 
   /**
@@ -242,7 +249,7 @@ export class WorkflowEngine {
     }
     m.dedupKey = `wfr:${p.runId}:${now}`;
     const invoker = p.invoke ? invokeRequest(m) : undefined;
-    const config = { ...triggerConfig(m, p), ...(invoker ? { invoker } : {}) };
+    const config = { ...triggerConfig(m, p), startMessageId: m.id, ...(invoker ? { invoker } : {}) };
     const run = {
       runId: p.runId,
       createdAt: now,
@@ -254,6 +261,7 @@ export class WorkflowEngine {
       flowControlKey: m.flowControlKey,
     };
     const seq = await this.o.workflows.createRun(run, now);
+    crashPoint('workflow-run-created');
     // Only this first delivery asks the SDK to trigger the run itself (never the run's headers).
     if (p.unknownSdk) m.headers = { ...m.headers, 'Upstash-Workflow-Unknown-Sdk': ['true'] };
     this.decorate(m, { ...run, seq, state: 'RUN_STARTED', updatedAt: now }, [], m.id);
@@ -271,7 +279,7 @@ export class WorkflowEngine {
     // The SDK forwards every header of the delivery it answered (its "user headers"): keep the
     // user's, not the framing and delivery headers svc sets itself on each delivery.
     m.headers = withoutDeliveryHeaders(m.headers);
-    const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run) };
+    const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run), startMessageId: run.config.startMessageId };
     await this.o.workflows.updateRun(run.seq, now, { config });
     this.decorate(m, { ...run, config }, await this.o.workflows.steps(run.seq), triggerId(run));
     this.markTrigger(m, p);
@@ -322,6 +330,17 @@ export class WorkflowEngine {
     return m.id;
   }
 
+  /**
+   * Start-up reconciliation (`WorkflowStore.dropUnstartedRuns`): drops the runs created in
+   * `[createdFrom, createdBefore)` whose first message was never stored (a crash between the two
+   * writes); logs their ids. Returns how many.
+   */
+  async reconcile(createdFrom: number, createdBefore: number): Promise<number> {
+    const dropped = await this.o.workflows.dropUnstartedRuns(createdFrom, createdBefore);
+    if (dropped.length) this.o.logger.warn({ runs: dropped }, 'queue: dropped workflow runs whose first message was never stored');
+    return dropped.length;
+  }
+
   /** Dispatcher outcome listener: never throws; work is chained per run. */
   onOutcome(m: StoredMessage, outcome: AttemptOutcome, now: number): void {
     const info = m.workflow;
@@ -355,8 +374,39 @@ export class WorkflowEngine {
       if (run.next?.messageId === m.id || run.next) await this.o.workflows.updateRun(run.seq, now, { next: null });
       return;
     }
-    const nonRetryable = outcome.status === 489 && headerOf(outcome.headers ?? {}, 'upstash-nonretryable-error')?.toLowerCase() === 'true';
-    const final = nonRetryable || m.retried + 1 > m.maxRetries;
+    const final = isFinalFailure(m, outcome);
+    if (final && run.state === 'RUN_FAILED' && run.next?.messageId === m.id && run.next.state === 'STEP_FAILED') {
+      // ended in the DLQ move's transaction (`deadLetterRun`): what is left is the invoking parent
+      await this.handToParent(run, 'RUN_FAILED', now);
+      return;
+    }
+    const next = this.failedStep(m, run, outcome, now, final);
+    await this.o.workflows.updateRun(run.seq, now, { next });
+    if (!final || run.state !== 'RUN_STARTED') return;
+    const dlq = await this.o.store.listDlq({ messageIds: [m.id] }, { count: 1, order: 'latestFirst' });
+    const dlqId = dlq.items[0]?.dlqId;
+    await this.finish({ ...run, next }, 'RUN_FAILED', now, { dlqId });
+    const failure = this.failureStart(run, outcome);
+    if (failure) await this.o.workflows.updateRun(run.seq, now, { failure });
+  }
+
+  /**
+   * Dispatcher hook (`Dispatcher.deadLetterRun`), before step message `m` moves to the DLQ after
+   * its last failed attempt `outcome`: the end of its run (RUN_FAILED, the failed step, the
+   * failure function's start), which the store writes in the move's transaction, so a crash
+   * cannot leave the message in the DLQ and its run running. Undefined for other messages and
+   * runs that already ended.
+   */
+  async deadLetterRun(m: StoredMessage, outcome: AttemptOutcome, now: number): Promise<RunFailure | undefined> {
+    const info = m.workflow;
+    if (!info || info.call) return undefined;
+    const run = await this.o.workflows.getRun(info.runSeq);
+    if (run?.state !== 'RUN_STARTED') return undefined;
+    return { runSeq: run.seq, next: this.failedStep(m, run, outcome, now, true), failure: this.failureStart(run, outcome) };
+  }
+
+  /** `run.next` after the failed attempt `outcome` of step message `m` (`final`: its last). */
+  private failedStep(m: StoredMessage, run: WorkflowRun, outcome: AttemptOutcome, now: number, final: boolean): NextStepInfo {
     const error: StepErrorInfo = {
       error: outcome.error ?? `destination answered ${outcome.status}`,
       status: outcome.status,
@@ -366,30 +416,26 @@ export class WorkflowEngine {
     };
     const prevErrors = run.next?.messageId === m.id ? run.next.errors : [];
     const stepName = headerOf(outcome.headers ?? {}, 'upstash-error-step-name');
-    const next = {
+    return {
       messageId: m.id,
-      state: final ? ('STEP_FAILED' as const) : ('STEP_RETRY' as const),
+      state: final ? 'STEP_FAILED' : 'STEP_RETRY',
       retries: m.maxRetries,
       retryDelay: m.retryDelay,
       ...(stepName ? { stepName } : {}),
       errors: [...prevErrors, error].slice(-20),
     };
-    await this.o.workflows.updateRun(run.seq, now, { next });
-    if (!final || run.state !== 'RUN_STARTED') return;
-    const dlq = await this.o.store.listDlq({ messageIds: [m.id] }, { count: 1, order: 'latestFirst' });
-    const dlqId = dlq.items[0]?.dlqId;
-    await this.finish({ ...run, next }, 'RUN_FAILED', now, { dlqId });
-    if (run.config.failureCallback && !run.failure) {
-      await this.o.workflows.updateRun(run.seq, now, {
-        failure: {
-          state: 'CALLBACK_INPROGRESS',
-          url: run.config.failureCallback,
-          failStatus: outcome.status,
-          failHeaders: outcome.headers,
-          failResponse: outcome.body?.toString('utf8'),
-        },
-      });
-    }
+  }
+
+  /** The failure function's state when `run` fails with `outcome` (undefined: none, or already set). */
+  private failureStart(run: WorkflowRun, outcome: AttemptOutcome): FailureInfo | undefined {
+    if (!run.config.failureCallback || run.failure) return undefined;
+    return {
+      state: 'CALLBACK_INPROGRESS',
+      url: run.config.failureCallback,
+      failStatus: outcome.status,
+      failHeaders: outcome.headers,
+      failResponse: outcome.body?.toString('utf8'),
+    };
   }
 
   /**
@@ -428,6 +474,12 @@ export class WorkflowEngine {
       },
     });
   }
+}
+
+/** The attempt `outcome` of `m` was its last: retries used up, or a non-retryable error (489 + header). Same rule as the dispatcher's. */
+function isFinalFailure(m: StoredMessage, outcome: AttemptOutcome): boolean {
+  const nonRetryable = outcome.status === 489 && headerOf(outcome.headers ?? {}, 'upstash-nonretryable-error')?.toLowerCase() === 'true';
+  return nonRetryable || m.retried + 1 > m.maxRetries;
 }
 
 const FRAMING = new Set(['connection', 'content-length', 'expect', 'host', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'user-agent']);

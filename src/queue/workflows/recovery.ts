@@ -88,7 +88,7 @@ export async function recoverRun(
       createdAt,
       url: run.url,
       initialBody: run.initialBody,
-      config: { ...config, triggerMessageId: mode === 'restart' ? messageId : triggerId(run) },
+      config: { ...config, triggerMessageId: mode === 'restart' ? messageId : triggerId(run), startMessageId: messageId },
       labels: run.labels,
       callerIp: run.callerIp,
       flowControlKey: config.flowControlKey,
