@@ -22,7 +22,11 @@
  * `BENCH_WEBDIS_THREADS` / `BENCH_WEBDIS_POOL` (default 4 / 2, webdis's own defaults), `BENCH_ONLY` (subset of
  * `svc,webdis,redis-benchmark`), `BENCH_WORKLOADS` (subset of `get-path,set-path,get-json,set-json,
  * get-pipeline,set-pipeline`; redis-benchmark always runs GET and SET), `BENCH_SVC_SUPERVISED=1`, `BENCH_PROFILE=1` (svc runs with
- * `--cpu-prof`; hot spots printed at the end), `BENCH_OUT=<file>` (also write the report there).
+ * `--cpu-prof`; hot spots printed at the end), `BENCH_OUT=<file>` (also write the report there),
+ * `BENCH_METRICS_AB=1` or `--metrics-ab` (instead of the peers: svc with `SVC_METRICS=false` vs
+ * `true`, interleaved, median and range per side; `npm run bench:kv -- --metrics-ab`),
+ * `BENCH_AB_NODE=<node>` + `BENCH_AB_ROOT=<checkout>` (the same A/B: this Node.js vs that one,
+ * `lib/ab.ts` {@link abVariants}).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,6 +34,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultKvWorkers } from '../src/config.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
+import { abOrder, abRatios, abVariants, cpuMs, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, waitFor, type ManagedProcess } from './lib/proc.js';
 import { runRedisBenchmarkFor, startRedisServer, startWebdis } from './lib/redis.js';
@@ -47,6 +52,8 @@ const WRK_THREADS = num('BENCH_WRK_THREADS', 1);
 const REPEAT = Math.max(1, num('BENCH_REPEAT', 1));
 const ONLY = new Set((env.BENCH_ONLY ?? 'svc,webdis,redis-benchmark').split(','));
 const PROFILE = env.BENCH_PROFILE === '1';
+/** Two svc variants (metrics off/on, or two Node.js versions) interleaved ({@link abRun}) instead of the peer comparison. */
+const AB = abVariants(ROOT);
 /** kv worker processes of the svc under test: `SVC_KV_WORKERS` (passed through), else svc's default. */
 const SVC_WORKERS = env.SVC_KV_WORKERS ? Number(env.SVC_KV_WORKERS) : defaultKvWorkers();
 
@@ -140,6 +147,8 @@ interface Row {
   cmds?: number;
   p50?: number;
   p99?: number;
+  /** CPU µs the gateway process used per request during the measured run (metrics A/B only). */
+  cpuUs?: number;
   note?: string;
 }
 
@@ -149,7 +158,7 @@ const log = (s: string) => process.stderr.write(`[bench:kv] ${s}\n`);
  * One measured wrk run of `gw` on workload `w` at `conns` connections, after a correctness check
  * (and a warm-up when `warm`). A failed check gives a row with a `note` and no numbers.
  */
-async function measureHttp(gw: Gateway, w: Workload, conns: number, workDir: string, warm: boolean): Promise<Row> {
+async function measureHttp(gw: Gateway, w: Workload, conns: number, workDir: string, warm: boolean, pid?: number): Promise<Row> {
   const row: Row = { system: gw.system, op: w.op, form: w.form, conns };
   const req = gw.request(w);
   if (!req) return { ...row, note: 'not offered' };
@@ -162,10 +171,12 @@ async function measureHttp(gw: Gateway, w: Workload, conns: number, workDir: str
   }
   const opts = { connections: conns, threads: WRK_THREADS, workDir };
   if (warm && WARMUP > 0) await runWrk(req, { ...opts, durationS: WARMUP });
+  const cpu0 = pid ? cpuMs(pid) : 0;
   const res = await runWrk(req, { ...opts, durationS: SECONDS });
+  const cpuUs = pid ? ((cpuMs(pid) - cpu0) * 1000) / res.requests : undefined;
   const errs = res.non2xx + res.socketErrors;
   log(`${gw.system} ${w.op} ${w.form} c=${conns}: ${fmtInt(res.rps)} req/s, p50 ${fmtMs(res.p50Ms)} ms, p99 ${fmtMs(res.p99Ms)} ms${errs ? `, ${errs} errors` : ''}`);
-  return { ...row, rps: res.rps, cmds: res.rps * w.cmdsPerReq, p50: res.p50Ms, p99: res.p99Ms, note: errs ? `${res.non2xx} non-2xx, ${res.socketErrors} socket errors` : undefined };
+  return { ...row, rps: res.rps, cmds: res.rps * w.cmdsPerReq, p50: res.p50Ms, p99: res.p99Ms, cpuUs, note: errs ? `${res.non2xx} non-2xx, ${res.socketErrors} socket errors` : undefined };
 }
 
 /** The run with the median throughput (lower middle for an even count); rows without numbers lose. */
@@ -174,16 +185,16 @@ function medianRow(runs: Row[]): Row {
   return sorted[Math.floor((sorted.length - 1) / 2)];
 }
 
-async function startSvc(label: string, dataDir: string, redisUrl: string | undefined, profDir: string | undefined): Promise<{ proc: ManagedProcess; url: string; token: string } | string> {
+async function startSvc(label: string, dataDir: string, redisUrl: string | undefined, profDir: string | undefined, variant?: SvcVariant): Promise<{ proc: ManagedProcess; url: string; token: string } | string> {
   const port = await freePort();
   const token = `bench-${Math.random().toString(36).slice(2)}`;
   const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   const proc = await startProcess({
     name: label,
-    cmd: process.execPath,
-    args: [...nodeArgs, path.join(ROOT, 'bin/svc.js'), 'serve'],
-    cwd: ROOT,
-    env: { ...env, SVC_AREAS: 'kv', SVC_HOST: '127.0.0.1', SVC_KV_PORT: String(port), SVC_DATA_DIR: dataDir, SVC_KV_TOKEN: token, SVC_LOG_LEVEL: 'warn', ...(redisUrl ? { SVC_KV_REDIS_URL: redisUrl } : { SVC_KV_REDIS_URL: '' }) },
+    cmd: variant?.node ?? process.execPath,
+    args: [...nodeArgs, path.join(variant?.root ?? ROOT, 'bin/svc.js'), 'serve'],
+    cwd: variant?.root ?? ROOT,
+    env: { ...env, SVC_AREAS: 'kv', SVC_HOST: '127.0.0.1', SVC_KV_PORT: String(port), SVC_DATA_DIR: dataDir, SVC_KV_TOKEN: token, SVC_LOG_LEVEL: 'warn', ...(redisUrl ? { SVC_KV_REDIS_URL: redisUrl } : { SVC_KV_REDIS_URL: '' }), ...variant?.env },
     readyPattern: /svc is running[\s\S]*Paste into/,
     readyTimeoutMs: 60_000,
   });
@@ -211,6 +222,8 @@ async function main(): Promise<void> {
   // Seed the keys GET reads (SET workloads overwrite them with the same value).
   const seed = await runToCompletion('redis-cli', 'redis-cli', ['-p', String(redisPort), 'MSET', KEY, VALUE, ...batchKeys.flatMap((k) => [k, VALUE])]);
   if (seed.code !== 0) throw new Error(`seeding failed: ${seed.stderr}`);
+
+  if (AB) return abRun(AB, redisUrl, work, loadStart, t0);
 
   const gateways: Gateway[] = [];
   const profDir = PROFILE ? makeTempDir('svc-bench-prof-') : undefined;
@@ -295,6 +308,64 @@ async function main(): Promise<void> {
   }
   process.stdout.write(report + profText);
   if (env.BENCH_OUT) fs.writeFileSync(env.BENCH_OUT, report + profText);
+}
+
+/**
+ * An A/B run ({@link abVariants}: `SVC_METRICS=false` vs `true`, or two Node.js versions): two svc
+ * processes on the bench's redis-server, interleaved per round (`lib/ab.ts`); per cell the median
+ * and range of req/s and of the svc process's CPU µs per request, and the ratios B/A.
+ */
+async function abRun(ab: [SvcVariant, SvcVariant], redisUrl: string, work: string, loadStart: string, t0: number): Promise<void> {
+  const variants: { name: string; gw: Gateway; pid: number }[] = [];
+  for (const v of ab) {
+    const s = await startSvc(`svc-${v.name.replace(/\W+/g, '-')}`, makeTempDir('svc-bench-data-'), redisUrl, undefined, { ...v, env: { ...v.env, SVC_KV_WORKERS: String(SVC_WORKERS) } });
+    if (typeof s === 'string') throw new Error(s);
+    variants.push({ name: v.name, gw: svcGateway(`svc, ${v.name}`, 'bench redis-server', s.url, s.token), pid: s.proc.pid });
+  }
+  const [A, B] = ab.map((v) => v.name);
+  const lines: string[][] = [];
+  for (const w of WORKLOADS) {
+    for (const c of CONNS) {
+      const runs = new Map<string, Row[]>(variants.map((v) => [v.name, []]));
+      for (let round = 0; round < REPEAT; round++) {
+        for (const v of abOrder(round, variants[0], variants[1])) {
+          const r = await measureHttp(v.gw, w, c, work, round === 0, SVC_WORKERS === 0 ? v.pid : undefined);
+          if (r.rps === undefined) throw new Error(`${v.name}: ${r.note}`);
+          runs.get(v.name)!.push(r);
+        }
+      }
+      const [a, b] = variants.map((v) => runs.get(v.name)!);
+      const rps = abRatios(a.map((r) => r.rps!), b.map((r) => r.rps!));
+      const cpu = abRatios(a.map((r) => r.cpuUs ?? NaN), b.map((r) => r.cpuUs ?? NaN));
+      const us = (n: number) => n.toFixed(1);
+      lines.push([`${w.op.toUpperCase()} ${w.form}`, String(c), fmtSpread(a.map((r) => r.rps!)), fmtSpread(b.map((r) => r.rps!)), rps.ofMedians, rps.paired, fmtSpread(a.map((r) => r.cpuUs ?? NaN), us), fmtSpread(b.map((r) => r.cpuUs ?? NaN), us), cpu.paired]);
+    }
+  }
+  const R = 'right' as const;
+  const report = [
+    `## kv bench: ${A} vs ${B} (interleaved)`,
+    '',
+    `Machine: ${describeMachine(machineInfo())}. Load average at start/end: ${loadStart} / ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; total run ${Math.round((Date.now() - t0) / 1000)} s.`,
+    `Two svc processes (\`SVC_AREAS=kv\`, kv workers ${SVC_WORKERS}) on one redis-server: ${ab.map((v) => `${v.name} (\`${path.basename(v.node)} ${path.join(v.root, 'bin/svc.js')}\`${Object.entries(v.env).map(([k, x]) => `, \`${k}=${x}\``).join('')})`).join(' and ')}, measured alternately (${REPEAT} rounds, the first of each round swapped every round), ${SECONDS} s per run with wrk after a ${WARMUP} s warm-up in round 1. Cells: median (min-max) over the rounds; "paired" = median (min-max) of the per-round ratio B/A (${B} / ${A}). CPU = user+system time of the svc process per request (/proc, 10 ms ticks).`,
+    '',
+    markdownTable(
+      [
+        { header: 'workload' },
+        { header: 'conns', align: R },
+        { header: `req/s, ${A}`, align: R },
+        { header: `req/s, ${B}`, align: R },
+        { header: 'B/A (medians)', align: R },
+        { header: 'B/A (paired)', align: R },
+        { header: `CPU µs/req, ${A}`, align: R },
+        { header: `CPU µs/req, ${B}`, align: R },
+        { header: 'CPU B/A (paired)', align: R },
+      ],
+      lines,
+    ),
+    '',
+  ].join('\n');
+  process.stdout.write(report);
+  if (env.BENCH_OUT) fs.writeFileSync(env.BENCH_OUT, report);
 }
 
 function buildReport(rows: Row[], notes: string[], o: { loadStart: string; webdisThreads: number; webdisPool: number; redisPort: number; elapsedS: number; machine: string }): string {

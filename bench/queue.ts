@@ -20,7 +20,9 @@
  *        --skip-pg (no PostgreSQL rows) --only-pg (only them and BullMQ at 64 publishers for the ratio; replaces only their section of --out) --pg-rate <msg/s, default 1000>
  *        --pg-rate-secs <s, default 10> --skip-pg-peers (svc on PostgreSQL without graphile-worker and pg-boss)
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
- *        queue / flow-control scenario> (scenarios: `bench/queue-routing.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
+ *        queue / flow-control scenario> (scenarios: `bench/queue-routing.ts`);
+ *        --metrics-ab [--repeat <rounds>] (only svc with SVC_METRICS=false vs true, interleaved: {@link abRun};
+ *        with BENCH_AB_NODE=<node> BENCH_AB_ROOT=<checkout> instead: this Node.js vs that one, `lib/ab.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
+import { abOrder, abRatios, abVariants, cpuMs, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { importPeer } from './peers/install.js';
 import { now, startSink, type Sink } from './lib/queue-sink.js';
 import { benchPostgres, formatPg } from './queue-pg.js';
@@ -76,12 +79,14 @@ async function waitOutput(child: ChildProcess, re: RegExp, timeoutMs: number): P
   });
 }
 
-async function startSvc(dataDir: string, extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+/** Starts svc (the queue area) on `dataDir`; `variant` (an A/B side, `lib/ab.ts`) picks the Node.js binary and checkout. */
+async function startSvc(dataDir: string, extraEnv: Record<string, string> = {}, variant?: SvcVariant): Promise<{ child: ChildProcess; url: string; startMs: number }> {
   const t0 = now();
   const nodeArgs = (process.env.BENCH_SVC_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/svc.js'), 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN, ...extraEnv },
+  const root = variant?.root ?? ROOT;
+  const child = spawn(variant?.node ?? process.execPath, [...nodeArgs, path.join(root, 'bin/svc.js'), 'serve'], {
+    cwd: root,
+    env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN, ...extraEnv, ...variant?.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const m = await waitOutput(child, /^queue\s+(http:\/\/\S+)/m, 120_000);
@@ -92,13 +97,6 @@ async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
-}
-
-/** CPU time (user + system, ms) the process `pid` has used so far (`/proc/<pid>/stat`, 100 Hz ticks). */
-function cpuMs(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime (fields 14, 15)
 }
 
 /** Starts a CPU meter over `pids` (summed); the returned function gives µs per message for `n` messages since then. */
@@ -295,6 +293,8 @@ async function main(): Promise<void> {
   const wi = process.argv.indexOf('--bullmq-worker');
   if (wi >= 0) return bullmqWorker(Number(process.argv[wi + 1]), process.argv[wi + 2]);
 
+  const ab = abVariants(ROOT);
+  if (ab) return abRun(ab);
   const loadAtStart = os.loadavg().map((l) => l.toFixed(1)).join(' ');
   const fsyncMs = measureFsync();
   const n1 = arg('n1', 1000);
@@ -379,6 +379,68 @@ async function main(): Promise<void> {
     lines.push(`## Delayed messages: memory and start-up`, ``, ...(await benchDelayed(delayed)), ``);
   }
   writeReport(lines.join('\n'));
+}
+
+/**
+ * An A/B run (`lib/ab.ts` {@link abVariants}: `--metrics-ab` = `SVC_METRICS=false` vs `true`; or
+ * two Node.js versions): two svc processes, one sink, publish -> delivery at 1 and 64 publishers,
+ * the two alternating per round (`--repeat` rounds, default `BENCH_REPEAT` or 5). Prints median
+ * and range of the delivered msg/s and of svc's CPU µs per message, and the ratios B/A; writes
+ * the table to `--out <file>` only when given (never to queue-bench.md by default).
+ */
+async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
+  const repeat = arg('repeat', Number(process.env.BENCH_REPEAT ?? 5));
+  const cells: [number, number][] = [[arg('n1', 1000), 1], [arg('n64', 20_000), 64]];
+  const loadAtStart = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  const t0 = now();
+  const sink = await startSink();
+  const dirs: string[] = [];
+  const variants: { name: string; svc: Awaited<ReturnType<typeof startSvc>> }[] = [];
+  const [A, B] = ab.map((v) => v.name);
+  const lines: string[] = [];
+  try {
+    for (const v of ab) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-ab-'));
+      dirs.push(dir);
+      const svc = await startSvc(dir, {}, v);
+      variants.push({ name: v.name, svc });
+      await benchSvc(sink, svc.url, 2000, 16); // warm-up (JIT), not reported
+    }
+    for (const [n, conc] of cells) {
+      const runs = new Map<string, Row[]>(variants.map((v) => [v.name, []]));
+      for (let round = 0; round < repeat; round++) {
+        for (const v of abOrder(round, variants[0], variants[1])) {
+          const row = await benchSvc(sink, v.svc.url, n, conc, v.svc.child.pid);
+          process.stderr.write(`[bench:queue] ${v.name}, ${conc} publishers: ${row.delivered.toFixed(0)} msg/s delivered, svc CPU ${row.cpuUs?.toFixed(0)} µs/msg, p50 ${row.p50.toFixed(1)} ms\n`);
+          runs.get(v.name)!.push(row);
+        }
+      }
+      const [a, b] = variants.map((v) => runs.get(v.name)!);
+      const rate = abRatios(a.map((r) => r.delivered), b.map((r) => r.delivered));
+      const cpu = abRatios(a.map((r) => r.cpuUs!), b.map((r) => r.cpuUs!));
+      const p50 = (rs: Row[]) => fmtSpread(rs.map((r) => r.p50), (x) => x.toFixed(1));
+      lines.push(`| ${conc} | ${n} | ${fmtSpread(a.map((r) => r.delivered))} | ${fmtSpread(b.map((r) => r.delivered))} | ${rate.ofMedians} | ${rate.paired} | ${fmtSpread(a.map((r) => r.cpuUs!))} | ${fmtSpread(b.map((r) => r.cpuUs!))} | ${cpu.paired} | ${p50(a)} | ${p50(b)} |`);
+    }
+  } finally {
+    for (const v of variants) await stop(v.svc.child);
+    await sink.close();
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  }
+  const text = [
+    `## Queue bench: ${A} vs ${B} (interleaved)`,
+    ``,
+    `${new Date().toISOString()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at start ${loadAtStart} / end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; total run ${((now() - t0) / 1000).toFixed(0)} s. ` +
+      `Two svc processes (\`SVC_AREAS=queue\`, default fsync before every acknowledgement): ${ab.map((v) => `${v.name} (\`${path.basename(v.node)} ${path.join(v.root, 'bin/svc.js')}\`${Object.entries(v.env).map(([k, x]) => `, \`${k}=${x}\``).join('')})`).join(' and ')}, one sink; ${repeat} rounds, the two alternating (the first of each round swapped every round), after a 2,000-message warm-up each. ` +
+      `Cells: median (min-max) over the rounds; "paired" = median (min-max) of the per-round ratio B/A (${B} / ${A}); CPU = user+system time of the svc process per delivered message (/proc, 10 ms ticks); p50 = publish -> delivery.`,
+    ``,
+    `| publishers | messages | delivered msg/s, ${A} | delivered msg/s, ${B} | B/A (medians) | B/A (paired) | CPU µs/msg, ${A} | CPU µs/msg, ${B} | CPU B/A (paired) | p50 ms, ${A} | p50 ms, ${B} |`,
+    `| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
+    ...lines,
+    ``,
+  ].join('\n');
+  process.stdout.write(text);
+  const oi = process.argv.indexOf('--out');
+  if (oi >= 0 && process.argv[oi + 1] !== '-') fs.writeFileSync(process.argv[oi + 1], text);
 }
 
 /**

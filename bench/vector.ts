@@ -40,7 +40,8 @@
  * Env: `BENCH_SETS` (default `100000x128,20000x768`), `BENCH_QUERIES` (default 300),
  * `BENCH_SECONDS` (wrk run, default 3), `BENCH_REPS` (runs per cell, default 3), `BENCH_OUT` (default `docs/readme/vector-bench.md`), `BENCH_PROFILE=<dir>` (svc writes a CPU profile there),
  * `BENCH_SVC_NODE_FLAGS` (extra node flags for the svc process only, e.g. `--max-semi-space-size=1`),
- * `BENCH_LANCEDB` (`0` skips LanceDB).
+ * `BENCH_LANCEDB` (`0` skips LanceDB), `BENCH_AB_NODE=<node>` + `BENCH_AB_ROOT=<checkout>` (instead of all
+ * the above: this Node.js vs that one, interleaved, on the first set: {@link abRun}; `BENCH_AB_EF`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -56,6 +57,7 @@ import { runUsearch } from './peers/usearch.js';
 import { inspectorUrl, memoryAfterGc, type ChildMemory } from './lib/inspector-memory.js';
 import { LANCEDB_NOTE, NOTES } from './lib/vector-notes.js';
 import { load, percentile, recallOf } from './lib/stats.js';
+import { abOrder, abRatios, abVariants, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { clustered, FILTERS, latentMap } from './lib/vector-data.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -155,18 +157,20 @@ const add = (set: string, system: string, what: string, value: string) => {
   console.log(`${set} | ${system} | ${what} | ${value}`);
 };
 
-async function startSvc(dataDir: string, dim: number, ef: number): Promise<{ child: ChildProcess; url: string; token: string; inspector: string; startMs: number }> {
+async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcVariant): Promise<{ child: ChildProcess; url: string; token: string; inspector: string; startMs: number }> {
   const t0 = performance.now();
   const file = path.join(dataDir, 'indexes.json');
   fs.writeFileSync(file, JSON.stringify([{ name: 'default', type: 'DENSE', dimension: dim, metric: 'COSINE', hnsw: { m: M, efConstruction: EF_C, efSearch: ef } }]));
   const prof = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   prof.push(...(process.env.BENCH_SVC_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean));
   // --inspect: the bench forces full GCs before memory samples (bench/lib/inspector-memory.ts)
-  const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', ...prof, path.join(root, 'bin/svc.js'), 'serve'], {
-    cwd: root,
+  const svcRoot = variant?.root ?? root;
+  const child = spawn(variant?.node ?? process.execPath, ['--inspect=127.0.0.1:0', ...prof, path.join(svcRoot, 'bin/svc.js'), 'serve'], {
+    cwd: svcRoot,
     env: {
       ...process.env,
       SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: file,
+      ...variant?.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -433,6 +437,77 @@ async function runSet(n: number, d: number): Promise<void> {
       fmt,
     });
   }
+}
+
+/**
+ * An A/B run (`lib/ab.ts` {@link abVariants}, e.g. two Node.js versions): on the first set of
+ * `BENCH_SETS`, each of `BENCH_REPS` rounds starts both svc variants in turn (the first swapped
+ * every round) on a fresh data directory, upserts the set in batches of 1,000 (build vec/s, until
+ * indexed), and measures queries (ef `BENCH_AB_EF`, default 64) with wrk at 16 and 1 connections
+ * (QPS, svc CPU µs per query at 16). Prints medians (min-max) and ratios B/A; writes the table to
+ * `BENCH_OUT` only when that is set.
+ */
+async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
+  const [n, d] = SETS[0];
+  const ef = Number(process.env.BENCH_AB_EF ?? 64);
+  const w = latentMap(d);
+  const data = clustered(n, d, 2, w);
+  const bodies = clustered(QN, d, 3, w).map((q) => JSON.stringify({ vector: q, topK: 10 }));
+  const load0 = os.loadavg().map((x) => x.toFixed(1)).join(' ');
+  const runs = new Map<string, { build: number[]; q16: number[]; cpu16: number[]; q1: number[] }>(ab.map((v) => [v.name, { build: [], q16: [], cpu16: [], q1: [] }]));
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-ab-'));
+  try {
+    for (let round = 0; round < REPS; round++) {
+      for (const v of abOrder(round, ab[0], ab[1])) {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-ab-data-'));
+        const svc = await startSvc(dir, d, ef, v);
+        try {
+          const t0 = performance.now();
+          for (let i = 0; i < n; i += 1000) await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((x, j) => ({ id: String(i + j), vector: x })));
+          await waitIndexed(svc);
+          const r = runs.get(v.name)!;
+          r.build.push(n / ((performance.now() - t0) / 1000));
+          const q16 = await wrkCpu(`${svc.url}/query`, svc.token, bodies, 16, work, svc.child.pid!);
+          r.q16.push(q16.qps);
+          r.cpu16.push(q16.cpuUs);
+          r.q1.push(await wrkQps(`${svc.url}/query`, svc.token, bodies, 1, work));
+          console.error(`[bench:vector] ${v.name} round ${round + 1}: build ${fmt(r.build.at(-1)!)} vec/s, ${fmt(q16.qps)} QPS at 16 (${fmt(q16.cpuUs)} µs CPU/query), ${fmt(r.q1.at(-1)!)} QPS at 1`);
+        } finally {
+          await stopSvc(svc, 'SIGTERM');
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+      }
+    }
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  const [A, B] = ab.map((v) => runs.get(v.name)!);
+  const row = (what: string, a: number[], b: number[]) => {
+    const r = abRatios(a, b);
+    return `| ${what} | ${fmtSpread(a)} | ${fmtSpread(b)} | ${r.ofMedians} | ${r.paired} |`;
+  };
+  const text = [
+    `## Vector bench: ${ab[0].name} vs ${ab[1].name} (interleaved)`,
+    '',
+    `${new Date().toISOString()}, ${os.cpus().length} CPUs, load average at start ${load0} / end ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}. ${n.toLocaleString('en-US')} × ${d} clustered vectors (COSINE, M ${M}, efConstruction ${EF_C}), queries at ef ${ef}, topK 10, wrk ${SECONDS} s per cell; ${REPS} rounds, each starting both svc variants on a fresh data directory in turn (the first swapped every round): ${ab.map((v) => `${v.name} (\`${path.basename(v.node)} ${path.join(v.root, 'bin/svc.js')}\`)`).join(' and ')}. Cells: median (min-max); "paired" = median (min-max) of the per-round ratio B/A (${ab[1].name} / ${ab[0].name}).`,
+    '',
+    `| measure | ${ab[0].name} | ${ab[1].name} | B/A (medians) | B/A (paired) |`,
+    '| --- | ---: | ---: | ---: | ---: |',
+    row('build (upserts of 1,000 until indexed), vec/s', A.build, B.build),
+    row('query QPS, 16 connections', A.q16, B.q16),
+    row('svc CPU µs per query, 16 connections', A.cpu16, B.cpu16),
+    row('query QPS, 1 connection', A.q1, B.q1),
+    '',
+  ].join('\n');
+  console.log(text);
+  if (process.env.BENCH_OUT) fs.writeFileSync(process.env.BENCH_OUT, text);
+}
+
+const AB = abVariants(root);
+if (AB) {
+  await abRun(AB);
+  await agent.close();
+  process.exit(0);
 }
 
 const started = new Date().toISOString();

@@ -7,6 +7,7 @@
 #   chromium            the browser the web console's tests drive through playwright-core (never
 #                       downloaded by npm)
 #   wrk                 the HTTP load generator of the benches
+#   valgrind            `npm run bench:metrics` counts instructions per request with its callgrind
 #   g++, make, python3  node-gyp's toolchain for the native addons better-sqlite3 and hnswlib-node,
 #                       when no prebuilt binary applies (always the case for hnswlib-node)
 #   nodejs, npm         only when there is no `npm` at all: Debian's npm is enough to fetch
@@ -17,6 +18,7 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
