@@ -370,13 +370,34 @@ export class HnswDense implements DenseIndex {
   static load(file: string, codes: QuantizedVectors, dimension: number, metric: Metric, params: HnswParams): HnswDense {
     const h = new HnswDense(dimension, metric, params, 16);
     h.index.readIndexSync(file, false);
-    h.index.setEf(params.efSearch);
-    (h as { codes: QuantizedVectors }).codes = codes;
-    for (const label of h.index.getIdsList()) {
-      h.mark(label);
-      h.state[label] = CURRENT;
+    return h.adopt(codes);
+  }
+
+  /**
+   * {@link load} with the file read on libuv's thread pool (hnswlib-node `readIndex`): the event
+   * loop stays free meanwhile (start-up reads SQLite in parallel). Returns a function that
+   * completes the graph with its codes (call it only once the files are verified). @throws
+   * (rejects) when hnswlib cannot read the file.
+   */
+  static async read(file: string, dimension: number, metric: Metric, params: HnswParams): Promise<(codes: QuantizedVectors) => HnswDense> {
+    const h = new HnswDense(dimension, metric, params, 16);
+    await h.index.readIndex(file, false);
+    return (codes) => h.adopt(codes);
+  }
+
+  /** Takes `codes` and marks every label of the loaded graph live and current. */
+  private adopt(codes: QuantizedVectors): HnswDense {
+    this.index.setEf(this.params.efSearch);
+    (this as { codes: QuantizedVectors }).codes = codes;
+    const ids = this.index.getIdsList();
+    let max = -1;
+    for (const label of ids) if (label > max) max = label;
+    if (max >= 0) this.mark(max); // sizes the arrays once
+    for (const label of ids) {
+      this.mark(label);
+      this.state[label] = CURRENT;
     }
-    return h;
+    return this;
   }
 
   private mark(label: number): void {
