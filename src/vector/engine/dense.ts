@@ -107,7 +107,8 @@ export interface HnswParams {
  * Codes of namespaces at least this large (capacity × stride bytes) live in WebAssembly memory
  * and are scanned by the SIMD kernel (`simd.ts`); smaller ones stay in a JavaScript array (a
  * WebAssembly memory reserves address space of its own, not worth it for a few thousand vectors).
- * 1 MiB = 8,192 vectors at 128-d, 1,365 at 768-d.
+ * 1 MiB = 8,192 vectors at 128-d, 1,365 at 768-d. When no WebAssembly memory can be had (no SIMD
+ * support, address space exhausted by very many large namespaces) the codes stay in JavaScript.
  */
 export const SIMD_MIN_BYTES = 1 << 20;
 
