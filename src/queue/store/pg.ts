@@ -29,6 +29,7 @@ import type {
   StoredMessage,
 } from '../model.js';
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
+import { PgBatcher } from './pg-batch.js';
 import { PgSharedCredentials } from './pg-credentials.js';
 import { PgRoutingStore } from './pg-routing.js';
 import { PgWorkflowStore } from './pg-workflows.js';
@@ -109,38 +110,59 @@ const END_ATTEMPT = `UPDATE flow_control_attempts SET ended_at = $1 WHERE messag
 const INSERT_PREFIX = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES `;
 const NCOL = MESSAGE_COLUMNS.length;
 
+/** A message to insert, leased to `claim.owner` until `claim.leaseUntil` when given (enqueue hand-off). */
+export interface InsertRow {
+  m: NewMessage;
+  claim?: { owner: string; leaseUntil: number };
+}
+
+/** Statements named (prepared once per connection, then run without parsing or planning) up to this many rows. */
+const MAX_NAMED_ROWS = 64;
+
 /**
  * Stores `msgs` (CREATED logged; with `claim`, the messages whose ids it names are stored leased
  * to its owner and ACTIVE is logged too), in one statement. Returns seq per message id.
  */
 export async function insertMessages(q: Queryable, msgs: NewMessage[], now: number, claim?: EnqueueClaim): Promise<Map<string, number>> {
+  return insertRows(q, msgs.map((m) => ({ m, claim: claim !== undefined && claim.ids.has(m.id) ? claim : undefined })), now);
+}
+
+/** {@link insertMessages} with a claim per row (the rows of several enqueues in one statement). */
+export async function insertRows(q: Queryable, all: InsertRow[], now: number): Promise<Map<string, number>> {
   const seqs = new Map<string, number>();
-  for (let i = 0; i < msgs.length; i += INSERT_CHUNK) {
-    const chunk = msgs.slice(i, i + INSERT_CHUNK);
+  for (let i = 0; i < all.length; i += INSERT_CHUNK) {
+    const chunk = all.slice(i, i + INSERT_CHUNK);
     const params: unknown[] = [];
     const rows: string[] = [];
-    for (const m of chunk) {
-      const take = claim !== undefined && claim.ids.has(m.id);
+    for (const { m, claim } of chunk) {
       const base = params.length;
-      params.push(...messageValues(m, take ? claim : undefined));
+      params.push(...messageValues(m, claim));
       rows.push(`(${Array.from({ length: NCOL }, (_, k) => `$${base + k + 1}`).join(',')})`);
     }
     const t = params.length + 1;
-    params.push(now, claim?.owner ?? null);
-    const r = await q.query<{ seq: number; id: string }>(
-      `WITH ins AS (${INSERT_PREFIX}${rows.join(',')} RETURNING seq, id, due_at, claimed_by),
+    params.push(now);
+    const text = `WITH ins AS (${INSERT_PREFIX}${rows.join(',')} RETURNING seq, id, due_at, claimed_by),
        l AS (INSERT INTO logs (time, message_seq, state, next_delivery_time)
              SELECT $${t}, ins.seq, v.state, CASE WHEN v.o = 1 THEN ins.due_at END
              FROM ins CROSS JOIN (VALUES (1, 'CREATED'), (2, 'ACTIVE')) v(o, state)
-             WHERE v.o = 1 OR ins.claimed_by = $${t + 1}::text
+             WHERE v.o = 1 OR (ins.claimed_by IS NOT NULL AND ins.claimed_by <> 'held')
              ORDER BY ins.seq, v.o)
-       SELECT seq, id FROM ins`,
-      params,
+       SELECT seq, id FROM ins`;
+    const r = await q.query<{ seq: number; id: string }>(
+      chunk.length <= MAX_NAMED_ROWS ? { name: `svc_insert_${chunk.length}`, text, values: params } : { text, values: params },
     );
     for (const row of r.rows) seqs.set(row.id, row.seq);
   }
   return seqs;
 }
+
+/** Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that were still owned. */
+const COMPLETE_SQL = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS v(id, owner, t, st)),
+  f AS (UPDATE messages m SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
+        FROM v WHERE m.id = v.id AND m.status = 'pending' AND m.claimed_by = v.owner RETURNING m.seq, m.id, v.owner, v.t, v.st),
+  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),
+  l AS (INSERT INTO logs (time, message_seq, state, response_status) SELECT t, seq, 'DELIVERED', st FROM f ORDER BY seq)
+  SELECT id FROM f`;
 
 export interface PgStoreOptions {
   /** Connections of this node's pool (default 10). */
@@ -301,8 +323,15 @@ export class PgQueueStore implements QueueStore {
       }
       return insertMessages(q, keep, now, claim);
     };
-    // Without dedup keys the whole enqueue is one INSERT statement (atomic, no BEGIN/COMMIT).
-    const seqs = messages.some((m) => m.dedupKey !== undefined) ? await inTransaction(this.pool, run) : await run(this.pool);
+    // Without dedup keys an enqueue is rows of one INSERT statement (atomic, no BEGIN/COMMIT)
+    // shared with the enqueues made at the same time (group commit, {@link PgBatcher}).
+    let seqs: Map<string, number>;
+    if (messages.some((m) => m.dedupKey !== undefined)) seqs = await inTransaction(this.pool, run);
+    else {
+      for (const m of messages) results.push({ messageId: m.id, deduplicated: false });
+      keep.push(...messages);
+      seqs = await this.inserts.submit({ rows: messages.map((m) => ({ m, claim: claim !== undefined && claim.ids.has(m.id) ? claim : undefined })), now });
+    }
     const byId = new Map(keep.map((m) => [m.id, m]));
     for (const r of results) {
       if (r.deduplicated || !claim?.ids.has(r.messageId)) continue;
@@ -330,16 +359,17 @@ export class PgQueueStore implements QueueStore {
     const ex = o.excludeOrigins?.length ? 'AND NOT (origin = ANY($5::text[]))' : '';
     const params: unknown[] = [o.owner, o.leaseUntil, o.now, o.limit];
     if (ex) params.push(o.excludeOrigins);
-    const r = await this.pool.query<MessageRow>(
-      `WITH pick AS (
+    const r = await this.pool.query<MessageRow>({
+      name: ex ? 'svc_claim_excluding' : 'svc_claim',
+      text: `WITH pick AS (
          SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= $3 ${ex}
          ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED),
        c AS (UPDATE messages m SET claimed_by = $1, lease_until = $2 FROM pick WHERE m.seq = pick.seq RETURNING m.*),
        l AS (INSERT INTO logs (time, message_seq, state) SELECT $3, seq, 'ACTIVE' FROM c ORDER BY due_at, seq),
        ${START_ATTEMPTS}
        SELECT * FROM c`,
-      params,
-    );
+      values: params,
+    });
     const rows = r.rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
     return rows.map(rowToMessage);
   }
@@ -364,13 +394,30 @@ export class PgQueueStore implements QueueStore {
     if (due <= now) await this.wake(q, due);
   }
 
+  /** Enqueues without dedup keys made at the same time: one INSERT statement (the latest `now` logs them all). */
+  private readonly inserts = new PgBatcher<{ rows: InsertRow[]; now: number }, Map<string, number>>(async (items) => {
+    const seqs = await insertRows(this.pool, items.flatMap((i) => i.rows), Math.max(...items.map((i) => i.now)));
+    return items.map(() => seqs);
+  });
+
+  /** Delivered outcomes without follow-ups recorded at the same time: one statement. */
+  private readonly completes = new PgBatcher<{ id: string; owner: string; now: number; status: number | null }, boolean>(async (items) => {
+    const r = await this.pool.query<{ id: string }>({
+      name: 'svc_complete',
+      text: COMPLETE_SQL,
+      values: [items.map((i) => i.id), items.map((i) => i.owner), items.map((i) => i.now), items.map((i) => i.status)],
+    });
+    const done = new Set(r.rows.map((x) => x.id));
+    return items.map((i) => done.has(i.id));
+  });
+
   async complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
+    if (!followUps.length) return this.completes.submit({ id, owner, now, status: outcome.status ?? null });
     const sql = `WITH f AS (UPDATE messages SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
                    WHERE id = $2 AND status = 'pending' AND claimed_by = $3 RETURNING seq),
                  e AS (${END_ATTEMPT} AND EXISTS (SELECT 1 FROM f))
                  INSERT INTO logs (time, message_seq, state, response_status) SELECT $1, seq, 'DELIVERED', $4 FROM f RETURNING message_seq`;
     const params = [now, id, owner, outcome.status ?? null];
-    if (!followUps.length) return ((await this.pool.query(sql, params)).rowCount ?? 0) > 0;
     return inTransaction(this.pool, async (c) => {
       if (!(await c.query(sql, params)).rowCount) return false;
       await this.followUps(c, followUps, now);
