@@ -408,7 +408,7 @@ async function runSet(n: number, d: number): Promise<void> {
     await waitIndexed(svc);
     await stopSvc(svc, 'SIGTERM');
     svc = await startSvc(dir, d, efStar);
-    add(set, 'svc HTTP', 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers)`);
+    add(set, 'svc HTTP', 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers); RSS when ready ${mb(rssBytes(svc.child.pid!))}`);
     if (MILLION) {
       for (const ef of [32, 64, 128]) {
         await stopSvc(svc, 'SIGTERM');

@@ -30,8 +30,6 @@ export interface DenseIndex {
   has(label: number): boolean;
   /** The `k` nearest live points accepted by `filter`; `ef` = search breadth (HNSW only). */
   search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean, ef?: number): Neighbor[];
-  /** Exact `k` nearest among `labels` (the selective-filter path). */
-  exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[];
 }
 
 /** hnswlib space for a metric. */
@@ -637,19 +635,6 @@ export class HnswDense implements DenseIndex {
   scanCost(count: number): number {
     return (this.codes.simd ? this.costs.simdScanNs : this.costs.scanNs) * count;
   }
-
-  /** Exact `k` nearest among `labels`: {@link scan} of 2k + 8, re-ranked on the graph's vectors. */
-  exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[] {
-    const sq = storedForm(this.metric, q);
-    const cands = this.scan(q, 2 * k + 8, Array.from(labels));
-    return topK(
-      cands.map(({ label }) => {
-        const p = this.pendingVecs.get(label);
-        return { label, distance: distance(this.space, sq, p ? this.slotView(p.slot) : this.index.getPoint(label)) };
-      }).sort((a, b) => a.distance - b.distance),
-      k,
-    );
-  }
 }
 
 /** Brute-force exact index: stored-form vectors in one growing Float32Array. */
@@ -716,6 +701,7 @@ export class FlatDense implements DenseIndex {
     return topK(gen(), k);
   }
 
+  /** Exact `k` nearest among `labels` (the filtered-recall oracle of tests and benches). */
   exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[] {
     const sq = storedForm(this.metric, q);
     const self = this;
