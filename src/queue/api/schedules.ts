@@ -12,7 +12,7 @@ import { queueError } from '../errors.js';
 import { parseCron } from '../schedules/cron.js';
 import type { Scheduler } from '../schedules/scheduler.js';
 import type { RoutingStore, ScheduleRecord } from '../store/routing-types.js';
-import { bodyFields } from '../wire.js';
+import { bodyFields } from '../message-json.js';
 import type { QueueApiContext } from './context.js';
 import { parseOptions } from '../options.js';
 import { destinationFromRawUrl, targetsFor } from './publish.js';
