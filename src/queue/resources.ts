@@ -16,7 +16,7 @@ import { targetsFor } from './api/publish.js';
 import { buildMessage } from './build.js';
 import { AdmissionGate } from './flow-control/gate.js';
 import { Scheduler } from './schedules/scheduler.js';
-import type { RoutingStore } from './store/routing-types.js';
+import type { QueueStore } from './store/types.js';
 
 export interface QueueResources {
   gate: AdmissionGate;
@@ -34,15 +34,18 @@ export interface QueueResources {
 export function attachResources(
   app: FastifyInstance,
   ctx: QueueApiContext,
-  routing: RoutingStore,
+  store: QueueStore,
   logger: Logger,
   opts: { shared?: boolean; scheduleFires?: CounterCell } = {},
 ): QueueResources {
   const previous = ctx.resolveDestination;
-  ctx.resolveDestination = async (dest) => (await resolveUrlGroup(routing, dest)) ?? previous(dest);
+  ctx.resolveDestination = async (dest) => (await resolveUrlGroup(store.urlGroups(), dest)) ?? previous(dest);
 
+  const queues = store.queues();
+  const flows = store.flowControl();
   const gate = new AdmissionGate({
-    routing,
+    queues,
+    flows,
     clock: ctx.clock,
     logger,
     onRelease: (now) => ctx.dispatcher.notify(now),
@@ -57,7 +60,7 @@ export function attachResources(
   });
 
   const scheduler = new Scheduler({
-    routing,
+    schedules: store.schedules(),
     clock: ctx.clock,
     logger,
     maxSleepMs: opts.shared ? 1000 : undefined,
@@ -79,10 +82,10 @@ export function attachResources(
     },
   });
 
-  registerTopicRoutes(app, ctx, routing);
-  registerQueueRoutes(app, ctx, routing, gate);
-  registerScheduleRoutes(app, ctx, routing, scheduler);
-  registerFlowControlRoutes(app, ctx, routing, gate);
+  registerTopicRoutes(app, ctx, store.urlGroups());
+  registerQueueRoutes(app, ctx, queues, gate);
+  registerScheduleRoutes(app, ctx, store.schedules(), scheduler);
+  registerFlowControlRoutes(app, ctx, flows, gate);
 
   return {
     gate,

@@ -170,7 +170,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
   // URL groups, queues, schedules, flow control (src/queue/resources.ts)
-  const resources = store.routing ? attachResources(app, ctx, store.routing(), actx.logger, { shared, scheduleFires: metrics.scheduleFires }) : undefined;
+  const resources = attachResources(app, ctx, store, actx.logger, { shared, scheduleFires: metrics.scheduleFires });
 
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
@@ -211,7 +211,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         ?.reconcile(startedAt - cfg.logRetentionMs, startedAt - (shared ? cfg.leaseMs : 0))
         .catch((err) => actx.logger.error({ err }, 'queue: workflow run reconciliation failed'));
       await dispatcher.start();
-      resources?.start();
+      resources.start();
       pruneTimer = setInterval(() => {
         const now = clock.now();
         store.prune(now, now - cfg.logRetentionMs, now - cfg.dlqRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
@@ -247,7 +247,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (pruneTimer) clearInterval(pruneTimer);
         if (waitTimer) clearInterval(waitTimer);
         if (runPruneTimer) clearInterval(runPruneTimer);
-        resources?.stop();
+        resources.stop();
         credentialSync?.stop();
         const wasListening = front.listening;
         const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));
