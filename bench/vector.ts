@@ -26,7 +26,7 @@
  * batches of 100 new vectors as fast as they are accepted (`BENCH_STREAM_SECONDS`, default 10).
  * Restart: svc stopped with SIGKILL right after the build (no closing snapshot: the records newer
  * than the last periodic snapshot are replayed), then with SIGTERM (closing snapshot), and started
- * again; time from spawn to listening. `--million` (or `BENCH_MILLION=1`): one set of
+ * again; time from spawn until the index is loaded (a query answers 200; the port answers 503 while it loads). `--million` (or `BENCH_MILLION=1`): one set of
  * `BENCH_MILLION_N` (default 1,000,000) × 128 instead, svc only (no in-process build, no peers),
  * 100 queries, recall and QPS at ef 32/64/128 (svc restarted per ef, from its snapshot).
  * Peers (`BENCH_PEERS`, default `lancedb,usearch,chroma`; `none` skips them): see bench/peers/.
@@ -185,8 +185,17 @@ async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcV
     child.on('exit', (c) => reject(new Error(`svc exited ${c}`)));
   });
   const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
+  const token = creds['vector.default.token'];
+  // ready = the index is loaded: a query answers 200 (503 + Retry-After while it loads)
+  const probe = JSON.stringify({ vector: new Array(dim).fill(1), topK: 1 });
+  for (;;) {
+    const res = await request(`${url}/query`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: probe }).catch(() => undefined);
+    await res?.body.dump();
+    if (res?.statusCode === 200) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const startMs = performance.now() - t0;
-  return { child, url, token: creds['vector.default.token'], inspector: await inspector, startMs };
+  return { child, url, token, inspector: await inspector, startMs };
 }
 
 function rssBytes(pid: number): number {
@@ -395,11 +404,11 @@ async function runSet(n: number, d: number): Promise<void> {
     // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
     await stopSvc(svc, 'SIGKILL');
     svc = await startSvc(dir, d, efStar);
-    add(set, 'svc HTTP', 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to listening`);
+    add(set, 'svc HTTP', 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers)`);
     await waitIndexed(svc);
     await stopSvc(svc, 'SIGTERM');
     svc = await startSvc(dir, d, efStar);
-    add(set, 'svc HTTP', 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to listening`);
+    add(set, 'svc HTTP', 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers); RSS when ready ${mb(rssBytes(svc.child.pid!))}`);
     if (MILLION) {
       for (const ef of [32, 64, 128]) {
         await stopSvc(svc, 'SIGTERM');

@@ -40,23 +40,29 @@ export interface RedactSpec {
  * Configuration of a message, parsed from publish headers (and reused, nested, for the
  * callback and failure-callback messages it spawns: `Upstash-Callback-Retries` etc.).
  */
-export interface PublishOptions {
-  method: string;
+export interface PublishOptions extends DeliverySettings {
   /** Forwarded headers, canonical keys (`Upstash-Forward-` stripped; `Content-Type` as is). */
   headers: HeaderMap;
   /** Absolute due time of the first attempt, ms; undefined = now. */
   notBefore?: number;
   /** Relative delay, ms (used when notBefore is absent). */
   delayMs?: number;
+  deduplicationId?: string;
+  contentBasedDeduplication?: boolean;
+}
+
+/** How a message is delivered: set at publish ({@link PublishOptions}) and kept with it ({@link NewMessage}). */
+export interface DeliverySettings {
+  method: string;
   maxRetries: number;
+  /** `Upstash-Retry-Delay` expression (ms, may use `retried`); undefined = exponential backoff. */
   retryDelay?: string;
+  /** Per-attempt timeout, ms. */
   timeoutMs?: number;
   callback?: string;
   callbackOptions?: PublishOptions;
   failureCallback?: string;
   failureCallbackOptions?: PublishOptions;
-  deduplicationId?: string;
-  contentBasedDeduplication?: boolean;
   labels?: string[];
   redact?: RedactSpec;
   flowControlKey?: string;
@@ -67,7 +73,7 @@ export type MessageKind = 'message' | 'callback' | 'failure_callback';
 
 /**
  * A message delivered to the workflow URL as a step of a run (its start, a step, the callback of
- * a `context.call`), as the workflow engine (`workflows/engine.ts`) stores it with the message.
+ * a `context.call`), as the workflow engine (`workflows/run-engine.ts`) stores it with the message.
  */
 export interface WorkflowStepInfo {
   runSeq: number;
@@ -122,33 +128,21 @@ export interface WorkflowPublishInfo {
 
 
 /** A message ready to be stored (built by the API layer or the dispatcher for callbacks). */
-export interface NewMessage {
+export interface NewMessage extends DeliverySettings {
   id: string;
   kind: MessageKind;
   url: string;
-  method: string;
   headers: HeaderMap;
   body: Buffer;
   createdAt: number;
   /** ms; set when the user asked for a delay or not-before. */
   notBefore?: number;
   dueAt: number;
-  maxRetries: number;
-  retryDelay?: string;
-  timeoutMs?: number;
-  callback?: string;
-  callbackOptions?: PublishOptions;
-  failureCallback?: string;
-  failureCallbackOptions?: PublishOptions;
   callerIp?: string;
-  labels?: string[];
-  redact?: RedactSpec;
   topicName?: string;
   endpointName?: string;
   queueName?: string;
   scheduleId?: string;
-  flowControlKey?: string;
-  flowControl?: FlowControl;
   /** The workflow run the message belongs to; stored (as `{"workflow": …}` in the `extra` column). */
   workflow?: WorkflowMessageInfo;
   /** Workflow headers of a published message, consumed by the workflow engine before storing; never stored. */

@@ -79,7 +79,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   let starting: Promise<void> | undefined;
   const load = async () => {
     try {
-      for (const d of defs) indexes.set(d.name, new VectorIndex(d, ctx.config.dataDir, ctx.logger));
+      for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
     } catch (err) {
       for (const i of indexes.values()) await i.close();
       indexes.clear();

@@ -11,14 +11,18 @@ import { TOKEN_QUERY_PARAMS } from './context.js';
 
 export type Query = Record<string, string | string[] | undefined>;
 
-function values(q: Query, ...names: string[]): string[] | undefined {
+/**
+ * The values of the first of `names` present and of the others, each parameter repeated or
+ * comma-separated (URL parameters — a name containing `url` — split only where a new URL starts,
+ * since URLs may contain commas); undefined when none has a value.
+ */
+export function queryValues(q: Query, ...names: string[]): string[] | undefined {
   const out: string[] = [];
   for (const name of names) {
     const v = q[name];
     if (v === undefined) continue;
     for (const item of Array.isArray(v) ? v : [v]) {
-      // URLs may contain commas: split only where a new URL starts.
-      const parts = name === 'url' ? item.split(/,(?=https?:\/\/)/) : item.split(',');
+      const parts = name.toLowerCase().includes('url') ? item.split(/,(?=https?:\/\/)/) : item.split(',');
       for (const p of parts.map((s) => s.trim())) if (p) out.push(p);
     }
   }
@@ -26,7 +30,7 @@ function values(q: Query, ...names: string[]): string[] | undefined {
 }
 
 function int(q: Query, name: string): number | undefined {
-  const v = values(q, name);
+  const v = queryValues(q, name);
   if (!v) return undefined;
   if (!/^\d+$/.test(v[0])) throw queueError('invalidTimestamp', name, v[0]);
   return Number(v[0]);
@@ -34,7 +38,7 @@ function int(q: Query, name: string): number | undefined {
 
 /** Expands `IN_PROGRESS` and accepts the SDK spelling `CANCELED`. */
 function states(q: Query): LogState[] | undefined {
-  const v = values(q, 'state');
+  const v = queryValues(q, 'state');
   if (!v) return undefined;
   const out = new Set<LogState>();
   for (const raw of v) {
@@ -108,22 +112,22 @@ export function checkQueryFields(q: Query, allowed: ReadonlySet<string>, unsuppo
 export function parseFilter(q: Query, kind: 'dlq' | 'logs' | 'messages'): MessageFilter {
   checkQueryFields(q, QUERY_FIELDS[kind]);
   const f: MessageFilter = {
-    messageIds: values(q, 'messageId', 'messageIds'),
-    url: values(q, 'url'),
-    topicName: values(q, 'topicName', 'urlGroup'),
-    queueName: values(q, 'queueName'),
-    scheduleId: values(q, 'scheduleId'),
-    label: values(q, 'label'),
-    flowControlKey: values(q, 'flowControlKey'),
-    callerIp: values(q, 'callerIp', 'callerIP'),
-    host: values(q, 'host'),
-    path: values(q, 'path'),
+    messageIds: queryValues(q, 'messageId', 'messageIds'),
+    url: queryValues(q, 'url'),
+    topicName: queryValues(q, 'topicName', 'urlGroup'),
+    queueName: queryValues(q, 'queueName'),
+    scheduleId: queryValues(q, 'scheduleId'),
+    label: queryValues(q, 'label'),
+    flowControlKey: queryValues(q, 'flowControlKey'),
+    callerIp: queryValues(q, 'callerIp', 'callerIP'),
+    host: queryValues(q, 'host'),
+    path: queryValues(q, 'path'),
     fromDate: int(q, 'fromDate'),
     toDate: int(q, 'toDate'),
   };
   if (kind === 'dlq') {
-    f.dlqIds = values(q, 'dlqIds', 'dlqId');
-    const rs = values(q, 'responseStatus');
+    f.dlqIds = queryValues(q, 'dlqIds', 'dlqId');
+    const rs = queryValues(q, 'responseStatus');
     if (rs) {
       if (!rs.every((s) => /^\d{3}$/.test(s))) throw queueError('invalidResponseStatus', rs.join(','));
       f.responseStatus = rs.map(Number);
@@ -137,9 +141,9 @@ export function parseFilter(q: Query, kind: 'dlq' | 'logs' | 'messages'): Messag
 export function parsePage(q: Query, maxCount: number, defaultCount = maxCount): Page {
   const c = int(q, 'count');
   if (c !== undefined && c < 1) throw queueError('invalidCount');
-  const cursorRaw = values(q, 'cursor')?.[0];
+  const cursorRaw = queryValues(q, 'cursor')?.[0];
   if (cursorRaw !== undefined && !/^\d+$/.test(cursorRaw)) throw queueError('invalidCursor', cursorRaw);
-  const order = values(q, 'order')?.[0] ?? 'latestFirst';
+  const order = queryValues(q, 'order')?.[0] ?? 'latestFirst';
   if (order !== 'latestFirst' && order !== 'earliestFirst') {
     throw queueError('invalidOrder', order);
   }

@@ -22,34 +22,21 @@ import { queueTokenUserId } from '../../credentials.js';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { queueError } from '../errors.js';
 import type { RunFilter, RunState, WorkflowRun } from '../store/workflow-types.js';
-import { dlqJson } from '../wire.js';
-import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/engine.js';
+import { dlqJson } from '../message-json.js';
+import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/run-engine.js';
 import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, type RecoveredRun } from '../workflows/recovery.js';
-import { runLogJson, workflowDlqFields } from '../workflows/wire.js';
+import { runLogJson, workflowDlqFields } from '../workflows/run-json.js';
 import { notify, wait, waiterJson, webhookEventData } from '../workflows/events.js';
 import { sdkQueueToken } from '../token.js';
 import { CREDENTIALS, type QueueApiContext } from './context.js';
-import { checkQueryFields, QUERY_FIELDS, UNSUPPORTED_FIELDS, type Query } from './query.js';
+import { checkQueryFields, QUERY_FIELDS, queryValues, UNSUPPORTED_FIELDS, type Query } from './query.js';
 
 const RUN_STATES: RunState[] = ['RUN_STARTED', 'RUN_SUCCESS', 'RUN_FAILED', 'RUN_CANCELED'];
 /** At most this many runs per bulk restart/resume request. */
 const MAX_BULK_RECOVER = 50;
 
-function values(q: Query, ...names: string[]): string[] | undefined {
-  const out: string[] = [];
-  for (const name of names) {
-    const v = q[name];
-    if (v === undefined) continue;
-    for (const item of Array.isArray(v) ? v : [v]) {
-      const parts = name.toLowerCase().includes('url') ? item.split(/,(?=https?:\/\/)/) : item.split(',');
-      for (const p of parts.map((s) => s.trim())) if (p) out.push(p);
-    }
-  }
-  return out.length ? out : undefined;
-}
-
 function int(q: Query, name: string): number | undefined {
-  const v = values(q, name)?.[0];
+  const v = queryValues(q, name)?.[0];
   if (v === undefined) return undefined;
   if (!/^\d+$/.test(v)) throw queueError('invalidInteger', name, v);
   return Number(v);
@@ -59,27 +46,27 @@ function int(q: Query, name: string): number | undefined {
 export function parseRunFilter(q: Query, kind: 'dlq' | 'logs' | 'cancel'): RunFilter {
   checkQueryFields(q, QUERY_FIELDS.runs[kind], UNSUPPORTED_FIELDS.runs);
   const f: RunFilter = {
-    runIds: values(q, 'workflowRunId', 'workflowRunIds'),
-    label: values(q, 'label'),
-    flowControlKey: values(q, 'flowControlKey'),
-    callerIp: values(q, 'callerIp', 'callerIP'),
+    runIds: queryValues(q, 'workflowRunId', 'workflowRunIds'),
+    label: queryValues(q, 'label'),
+    flowControlKey: queryValues(q, 'flowControlKey'),
+    callerIp: queryValues(q, 'callerIp', 'callerIP'),
     createdAt: int(q, 'workflowCreatedAt'),
     fromDate: int(q, 'fromDate'),
     toDate: int(q, 'toDate'),
   };
-  const urls = values(q, 'workflowUrl', ...(kind === 'dlq' ? ['url'] : []));
+  const urls = queryValues(q, 'workflowUrl', ...(kind === 'dlq' ? ['url'] : []));
   if (urls) {
-    const exact = kind !== 'cancel' || values(q, 'workflowUrlExactMatch')?.[0] === 'true';
+    const exact = kind !== 'cancel' || queryValues(q, 'workflowUrlExactMatch')?.[0] === 'true';
     if (exact) f.url = urls;
     else f.urlPrefix = urls[0];
   }
   if (kind === 'dlq') {
     f.inDlq = true;
-    f.dlqIds = values(q, 'dlqIds', 'dlqId');
-    f.failureState = values(q, 'failureFunctionState')?.[0];
+    f.dlqIds = queryValues(q, 'dlqIds', 'dlqId');
+    f.failureState = queryValues(q, 'failureFunctionState')?.[0];
   }
   if (kind === 'logs') {
-    const st = values(q, 'state');
+    const st = queryValues(q, 'state');
     if (st) {
       const up = st.map((s) => s.toUpperCase());
       const bad = up.find((s) => !RUN_STATES.includes(s as RunState));
@@ -94,6 +81,14 @@ function page(q: Query, def: number, max: number): { count: number; cursor?: num
   const c = int(q, 'count');
   if (c !== undefined && c < 1) throw queueError('invalidCount');
   return { count: Math.min(max, c ?? def), cursor: int(q, 'cursor') };
+}
+
+/** One page of the runs matching `f` (newest first): `count` from `q` (default `def`, at most 100), `cursor` when more follow. */
+async function runPage(engine: WorkflowEngine, q: Query, f: RunFilter, def: number): Promise<{ runs: WorkflowRun[]; cursor?: string }> {
+  const p = page(q, def, 100);
+  const runs = await engine.runs.listRuns(f, p.count + 1, p.cursor);
+  const take = runs.slice(0, p.count);
+  return { runs: take, ...(runs.length > p.count ? { cursor: String(take[take.length - 1].seq) } : {}) };
 }
 
 /** Registers the workflow routes; `engine` is the area's {@link WorkflowEngine}. */
@@ -175,7 +170,7 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
 
   // End of a run (SDK `triggerWorkflowDelete`: cancel=false, body = JSON result) or cancel.
   app.delete('/v2/workflows/runs/:id', async (req: FastifyRequest<{ Params: { id: string }; Querystring: Query }>) => {
-    const cancel = values(req.query, 'cancel')?.[0] === 'true';
+    const cancel = queryValues(req.query, 'cancel')?.[0] === 'true';
     const created = svcHeadersWithPrefix(req.headers, '')['workflow-createdat'];
     const run = await engine.runs.findRun(req.params.id, created && /^\d+$/.test(created) ? Number(created) : undefined);
     if (!run) throw queueError('workflowRunNotFound', req.params.id);
@@ -219,18 +214,15 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
   const logs = async (req: FastifyRequest) => {
     const q = req.query as Query;
     const f = parseRunFilter(q, 'logs');
-    const messageId = values(q, 'messageId')?.[0];
-    const p = page(q, 10, 100);
-    const runs = await engine.runs.listRuns(f, p.count + 1, p.cursor);
-    const more = runs.length > p.count;
-    const take = runs.slice(0, p.count);
+    const messageId = queryValues(q, 'messageId')?.[0];
+    const { runs, cursor } = await runPage(engine, q, f, 10);
     const out: Record<string, unknown>[] = [];
-    for (const run of take) {
+    for (const run of runs) {
       const steps = await engine.runs.steps(run.seq);
       if (messageId && triggerId(run) !== messageId && !steps.some((s) => s.messageId === messageId)) continue;
       out.push(runLogJson(run, steps));
     }
-    return { runs: out, ...(more ? { cursor: String(take[take.length - 1].seq) } : {}) };
+    return { runs: out, ...(cursor ? { cursor } : {}) };
   };
   app.get('/v2/workflows/events', logs);
   app.get('/v2/workflows/logs', logs);
@@ -246,16 +238,13 @@ export function workflowDlqHooks(ctx: QueueApiContext, engine: WorkflowEngine) {
     },
     async listDlq(q: Query) {
       const f = parseRunFilter(q, 'dlq');
-      const p = page(q, 100, 100);
-      const runs = await engine.runs.listRuns(f, p.count + 1, p.cursor);
-      const more = runs.length > p.count;
-      const take = runs.slice(0, p.count);
+      const { runs, cursor } = await runPage(engine, q, f, 100);
       const messages: Record<string, unknown>[] = [];
-      for (const run of take) {
+      for (const run of runs) {
         const e = run.dlqId ? await ctx.store.getDlq(run.dlqId) : undefined;
         if (e) messages.push({ ...dlqJson(e), ...workflowDlqFields(e, run) });
       }
-      return { messages, ...(more ? { cursor: String(take[take.length - 1].seq) } : {}) };
+      return { messages, ...(cursor ? { cursor } : {}) };
     },
   };
 }

@@ -30,8 +30,6 @@ export interface DenseIndex {
   has(label: number): boolean;
   /** The `k` nearest live points accepted by `filter`; `ef` = search breadth (HNSW only). */
   search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean, ef?: number): Neighbor[];
-  /** Exact `k` nearest among `labels` (the selective-filter path). */
-  exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[];
 }
 
 /** hnswlib space for a metric. */
@@ -107,7 +105,8 @@ export interface HnswParams {
  * Codes of namespaces at least this large (capacity × stride bytes) live in WebAssembly memory
  * and are scanned by the SIMD kernel (`simd.ts`); smaller ones stay in a JavaScript array (a
  * WebAssembly memory reserves address space of its own, not worth it for a few thousand vectors).
- * 1 MiB = 8,192 vectors at 128-d, 1,365 at 768-d.
+ * 1 MiB = 8,192 vectors at 128-d, 1,365 at 768-d. When no WebAssembly memory can be had (no SIMD
+ * support, address space exhausted by very many large namespaces) the codes stay in JavaScript.
  */
 export const SIMD_MIN_BYTES = 1 << 20;
 
@@ -369,13 +368,34 @@ export class HnswDense implements DenseIndex {
   static load(file: string, codes: QuantizedVectors, dimension: number, metric: Metric, params: HnswParams): HnswDense {
     const h = new HnswDense(dimension, metric, params, 16);
     h.index.readIndexSync(file, false);
-    h.index.setEf(params.efSearch);
-    (h as { codes: QuantizedVectors }).codes = codes;
-    for (const label of h.index.getIdsList()) {
-      h.mark(label);
-      h.state[label] = CURRENT;
+    return h.adopt(codes);
+  }
+
+  /**
+   * {@link load} with the file read on libuv's thread pool (hnswlib-node `readIndex`): the event
+   * loop stays free meanwhile (start-up reads SQLite in parallel). Returns a function that
+   * completes the graph with its codes (call it only once the files are verified). @throws
+   * (rejects) when hnswlib cannot read the file.
+   */
+  static async read(file: string, dimension: number, metric: Metric, params: HnswParams): Promise<(codes: QuantizedVectors) => HnswDense> {
+    const h = new HnswDense(dimension, metric, params, 16);
+    await h.index.readIndex(file, false);
+    return (codes) => h.adopt(codes);
+  }
+
+  /** Takes `codes` and marks every label of the loaded graph live and current. */
+  private adopt(codes: QuantizedVectors): HnswDense {
+    this.index.setEf(this.params.efSearch);
+    (this as { codes: QuantizedVectors }).codes = codes;
+    const ids = this.index.getIdsList();
+    let max = -1;
+    for (const label of ids) if (label > max) max = label;
+    if (max >= 0) this.mark(max); // sizes the arrays once
+    for (const label of ids) {
+      this.mark(label);
+      this.state[label] = CURRENT;
     }
-    return h;
+    return this;
   }
 
   private mark(label: number): void {
@@ -615,19 +635,6 @@ export class HnswDense implements DenseIndex {
   scanCost(count: number): number {
     return (this.codes.simd ? this.costs.simdScanNs : this.costs.scanNs) * count;
   }
-
-  /** Exact `k` nearest among `labels`: {@link scan} of 2k + 8, re-ranked on the graph's vectors. */
-  exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[] {
-    const sq = storedForm(this.metric, q);
-    const cands = this.scan(q, 2 * k + 8, Array.from(labels));
-    return topK(
-      cands.map(({ label }) => {
-        const p = this.pendingVecs.get(label);
-        return { label, distance: distance(this.space, sq, p ? this.slotView(p.slot) : this.index.getPoint(label)) };
-      }).sort((a, b) => a.distance - b.distance),
-      k,
-    );
-  }
 }
 
 /** Brute-force exact index: stored-form vectors in one growing Float32Array. */
@@ -694,6 +701,7 @@ export class FlatDense implements DenseIndex {
     return topK(gen(), k);
   }
 
+  /** Exact `k` nearest among `labels` (the filtered-recall oracle of tests and benches). */
   exact(q: ArrayLike<number>, k: number, labels: Iterable<number>): Neighbor[] {
     const sq = storedForm(this.metric, q);
     const self = this;

@@ -38,7 +38,13 @@ export interface FilterMatch {
 
 export class NamespaceState {
   ids: (string | undefined)[] = [];
-  metas: (Record<string, unknown> | undefined)[] = [];
+  /**
+   * Metadata by label: parsed, or still the stored JSON text (start-up keeps the text and parses it
+   * later, {@link parseMetadata} / {@link meta}); undefined when the record has none.
+   */
+  metas: (Record<string, unknown> | string | undefined)[] = [];
+  /** Labels below this have parsed metadata (start-up's background parse, {@link parseMetadata}). */
+  private parsedUpTo = 0;
   readonly byId = new Map<string, number>();
   dense?: HnswDense;
   /** A graph rebuild in progress (`vector-index.ts`): the fresh graph and the labels still to add. */
@@ -67,6 +73,52 @@ export class NamespaceState {
     this.metas[pos] = metadata;
     this.byId.set(id, pos);
     this.version++;
+  }
+
+  /**
+   * Registers a loaded record (start-up): metadata stays JSON text until {@link meta} or
+   * {@link parseMetadata} needs it. Does not bump the version.
+   */
+  load(pos: number, id: string, metadataJson: string | null): void {
+    this.ids[pos] = id;
+    this.metas[pos] = metadataJson ?? undefined;
+    this.byId.set(id, pos);
+  }
+
+  /**
+   * Makes room for labels below `n` (start-up, before {@link load}): arrays filled up to `n` so
+   * that out-of-order assignment keeps them in V8's fast (non-dictionary) element mode.
+   */
+  presize(n: number): void {
+    if (this.ids.length < n) {
+      this.ids = this.ids.concat(new Array(n - this.ids.length).fill(undefined));
+      this.metas = this.metas.concat(new Array(n - this.metas.length).fill(undefined));
+    }
+  }
+
+  /** Parsed metadata of label `pos` (parses stored JSON text on first use). */
+  meta(pos: number): Record<string, unknown> | undefined {
+    const m = this.metas[pos];
+    if (typeof m !== 'string') return m;
+    const parsed = JSON.parse(m) as Record<string, unknown>;
+    this.metas[pos] = parsed;
+    return parsed;
+  }
+
+  /**
+   * Parses stored metadata text left by start-up, in label order, until `performance.now()`
+   * passes `deadline`; returns true when every label is parsed (start-up runs it in slices after
+   * the index is ready, so filters and `includeMetadata` rarely find text left).
+   */
+  parseMetadata(deadline = Infinity): boolean {
+    const metas = this.metas;
+    while (this.parsedUpTo < metas.length) {
+      const end = Math.min(metas.length, this.parsedUpTo + 1024);
+      for (let i = this.parsedUpTo; i < end; i++) if (typeof metas[i] === 'string') this.meta(i);
+      this.parsedUpTo = end;
+      if (performance.now() >= deadline) break;
+    }
+    return this.parsedUpTo >= metas.length;
   }
 
   /** Removes the record `id` from maps and indexes; returns its label or undefined. */
@@ -101,7 +153,7 @@ export class NamespaceState {
     const bits = new Uint8Array(this.ids.length);
     const labels: number[] = [];
     for (const pos of this.byId.values()) {
-      if (compiled.matches(this.metas[pos] ?? {})) {
+      if (compiled.matches(this.meta(pos) ?? {})) {
         bits[pos] = 1;
         labels.push(pos);
       }
@@ -196,6 +248,7 @@ export class NamespaceState {
   clear(): void {
     this.ids = [];
     this.metas = [];
+    this.parsedUpTo = 0;
     this.byId.clear();
     this.dense = undefined;
     this.rebuilding = undefined;

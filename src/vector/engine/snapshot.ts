@@ -20,9 +20,10 @@
  * metric, M, efConstruction, generation, size, checksums) is ignored and the graph is rebuilt from
  * SQLite.
  */
-import { createHash } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Metric } from '../definitions.js';
 import { HnswDense, QuantizedVectors, type HnswParams } from './dense.js';
 
@@ -156,37 +157,28 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
 /** Why a snapshot was not used (start-up logs it). */
 export type SnapshotRejection = 'absent' | 'stale' | 'checksum' | 'unreadable';
 
+/** What a snapshot must match to be loaded. */
+export interface SnapshotExpectation {
+  dimension: number;
+  metric: Metric;
+  params: HnswParams;
+  generation: number;
+}
+
+/** A loaded snapshot, or why none was. */
+export type SnapshotResult = { graph: HnswDense; header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string };
+
 /**
  * Loads the snapshot of namespace `nsId` when its header matches and its checksums agree;
  * otherwise says why not: `absent` (no header), `stale` (another version, dimension, metric, HNSW
  * parameters or generation — expected after a reset or a configuration change), `checksum` (a
  * file or the header was damaged), `unreadable` (anything else). Never throws.
  */
-export function readSnapshot(
-  dir: string,
-  nsId: number,
-  expect: { dimension: number; metric: Metric; params: HnswParams; generation: number },
-): { graph: HnswDense; header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string } {
-  let text: string;
+export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectation): SnapshotResult {
+  const checked = checkHeader(dir, nsId, expect);
+  if ('rejected' in checked) return checked;
+  const h = checked.header;
   try {
-    text = fs.readFileSync(headerPath(dir, nsId), 'utf8');
-  } catch {
-    return { rejected: 'absent' };
-  }
-  try {
-    let h: SnapshotHeader;
-    try {
-      h = JSON.parse(text) as SnapshotHeader;
-    } catch {
-      return { rejected: 'checksum', detail: 'header is not JSON' };
-    }
-    if (h.magic !== SNAPSHOT_MAGIC || h.version !== SNAPSHOT_VERSION) return { rejected: 'stale', detail: `version ${h.version}` };
-    const { sha256: sum, ...rest } = h;
-    if (sum !== sha256(JSON.stringify(rest))) return { rejected: 'checksum', detail: 'header' };
-    if (
-      h.dimension !== expect.dimension || h.metric !== expect.metric || h.m !== expect.params.m ||
-      h.efConstruction !== expect.params.efConstruction || h.generation !== expect.generation
-    ) return { rejected: 'stale' };
     const file = path.join(dir, h.file);
     const codesFile = path.join(dir, codesName(h.file));
     if (fs.statSync(file).size !== h.bytes || fileSha256(file) !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
@@ -199,6 +191,87 @@ export function readSnapshot(
   } catch (err) {
     return { rejected: 'unreadable', detail: (err as Error).message };
   }
+}
+
+/**
+ * {@link readSnapshot} without blocking the event loop for the large parts, which run at once:
+ * hnswlib reads the graph on libuv's thread pool, a worker thread hashes the graph file, the codes
+ * file is read and hashed on the thread pool (WebCrypto). The graph is handed out only when both
+ * checksums match; a graph hnswlib read from a file that turns out damaged is dropped unused
+ * (hnswlib checks the file's layout while reading it; what a damaged file could break is a search,
+ * and none runs on it). Never rejects.
+ */
+export async function readSnapshotAsync(dir: string, nsId: number, expect: SnapshotExpectation): Promise<SnapshotResult> {
+  const checked = checkHeader(dir, nsId, expect);
+  if ('rejected' in checked) return checked;
+  const h = checked.header;
+  const file = path.join(dir, h.file);
+  const codesFile = path.join(dir, codesName(h.file));
+  const settle = <T>(p: Promise<T>) => p.then((value) => ({ value }), (err: unknown) => ({ err: err as Error }));
+  try {
+    if ((await fs.promises.stat(file)).size !== h.bytes) return { rejected: 'checksum', detail: h.file };
+    const [graphSum, codes, graph] = await Promise.all([
+      settle(fileSha256InWorker(file)),
+      settle(fs.promises.readFile(codesFile).then(async (buf) => ({ buf, sum: Buffer.from(await webcrypto.subtle.digest('SHA-256', buf)).toString('hex') }))),
+      settle(HnswDense.read(file, expect.dimension, expect.metric, expect.params)),
+    ]);
+    if ('err' in graphSum) return { rejected: 'unreadable', detail: graphSum.err.message };
+    if (graphSum.value !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
+    if ('err' in codes) return { rejected: 'unreadable', detail: codes.err.message };
+    if (codes.value.buf.byteLength !== h.codesBytes || codes.value.sum !== h.codesSha256) return { rejected: 'checksum', detail: codesName(h.file) };
+    if ('err' in graph) return { rejected: 'unreadable', detail: graph.err.message };
+    return { graph: graph.value(QuantizedVectors.deserialize(codes.value.buf, expect.dimension, h.labels)), header: h };
+  } catch (err) {
+    return { rejected: 'unreadable', detail: (err as Error).message };
+  }
+}
+
+/** SHA-256 (hex) of a file, computed by a worker thread (so on another core than the event loop's). */
+function fileSha256InWorker(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(WORKER_SHA256, { eval: true, workerData: file });
+    w.once('message', (hex: string) => resolve(hex));
+    w.once('error', reject);
+    w.once('exit', (code) => reject(new Error(`hash worker exited with code ${code}`)));
+  });
+}
+
+/** The worker of {@link fileSha256InWorker} (CommonJS, evaluated): the file in 1 MiB reads. */
+const WORKER_SHA256 = `
+const { parentPort, workerData } = require('node:worker_threads');
+const fs = require('node:fs');
+const h = require('node:crypto').createHash('sha256');
+const buf = Buffer.allocUnsafe(1 << 20);
+const fd = fs.openSync(workerData, 'r');
+try { for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n)); } finally { fs.closeSync(fd); }
+parentPort.postMessage(h.digest('hex'));
+`;
+
+/**
+ * The header of namespace `nsId`'s snapshot when present, intact (own checksum) and matching
+ * `expect`; otherwise why not (see {@link readSnapshot}).
+ */
+function checkHeader(dir: string, nsId: number, expect: SnapshotExpectation): { header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string } {
+  let text: string;
+  try {
+    text = fs.readFileSync(headerPath(dir, nsId), 'utf8');
+  } catch {
+    return { rejected: 'absent' };
+  }
+  let h: SnapshotHeader;
+  try {
+    h = JSON.parse(text) as SnapshotHeader;
+  } catch {
+    return { rejected: 'checksum', detail: 'header is not JSON' };
+  }
+  if (h.magic !== SNAPSHOT_MAGIC || h.version !== SNAPSHOT_VERSION) return { rejected: 'stale', detail: `version ${h.version}` };
+  const { sha256: sum, ...rest } = h;
+  if (sum !== sha256(JSON.stringify(rest))) return { rejected: 'checksum', detail: 'header' };
+  if (
+    h.dimension !== expect.dimension || h.metric !== expect.metric || h.m !== expect.params.m ||
+    h.efConstruction !== expect.params.efConstruction || h.generation !== expect.generation
+  ) return { rejected: 'stale' };
+  return { header: h };
 }
 
 /** Removes every snapshot file of a namespace (after delete-namespace or reset). */

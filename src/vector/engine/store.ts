@@ -102,6 +102,8 @@ export class VectorStore {
       vectorAt: p('SELECT vector FROM records WHERE ns = ? AND pos = ?').pluck(),
       vectorsByPos: p('SELECT r.pos AS pos, r.vector AS vector FROM json_each(?) j CROSS JOIN records r ON r.ns = ? AND r.pos = j.value'),
       heads: p('SELECT id, pos, seq, metadata, sparse IS NOT NULL AS hasSparse FROM records WHERE ns = ? ORDER BY pos'),
+      // primary-key order: one sequential pass over the table (ORDER BY pos costs a lookup per row)
+      headsRaw: p('SELECT id, pos, metadata FROM records WHERE ns = ?').raw(),
       vectors: p('SELECT pos, vector, sparse FROM records WHERE ns = ? ORDER BY pos'),
       newer: p('SELECT pos, seq, vector, sparse FROM records WHERE ns = ? AND seq > ? ORDER BY seq'),
       range: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND pos >= ? ORDER BY pos LIMIT ?'),
@@ -162,6 +164,13 @@ export class VectorStore {
   /** id, pos, seq, metadata of every record of a namespace, in position order. */
   heads(ns: number): IterableIterator<RecordHead> {
     return this.st.heads.iterate(ns) as IterableIterator<RecordHead>;
+  }
+  /**
+   * `[id, pos, metadata JSON or null]` of every record of a namespace, in no particular order
+   * (start-up: arrays instead of row objects, one sequential pass over the table).
+   */
+  headsRaw(ns: number): IterableIterator<[string, number, string | null]> {
+    return this.st.headsRaw.iterate(ns) as IterableIterator<[string, number, string | null]>;
   }
   /** Vectors of every record (graph rebuild), in position order. */
   vectors(ns: number): IterableIterator<Pick<RecordRow, 'pos' | 'vector' | 'sparse'>> {

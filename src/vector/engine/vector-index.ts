@@ -29,7 +29,7 @@ import { isDiskFull } from '../../disk-full.js';
 import { vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
-import { dropSnapshot, readSnapshot, writeSnapshot } from './snapshot.js';
+import { dropSnapshot, readSnapshot, readSnapshotAsync, writeSnapshot, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
 import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
 import type { Metadata, UpsertItem } from '../validate.js';
@@ -76,18 +76,42 @@ export class VectorIndex {
   private scheduled = false;
   private closed = false;
   private indexing = false;
+  /** Start-up's metadata parse is scheduled ({@link scheduleMetadataParse}). */
+  private parsing = false;
   /** Writes waiting for the indexer (back-pressure, {@link PENDING_LIMIT}). */
   private blocked: (() => void)[] = [];
   /** What the running write changed in memory (undone from SQLite when it rolls back). */
   private journal: WriteJournal | undefined;
 
-  constructor(readonly def: IndexDefinition, dataDir: string, private readonly logger: Logger) {
+  /**
+   * Opens the index and loads it synchronously (tests, tools); the server uses {@link open}.
+   * `deferLoad`: leave the loading to the caller ({@link open}). @throws Error when the stored
+   * dimension differs from the definition's.
+   */
+  constructor(readonly def: IndexDefinition, dataDir: string, private readonly logger: Logger, deferLoad = false) {
     const dir = path.join(dataDir, 'vector');
     this.store = new VectorStore(path.join(dir, `${def.name}.sqlite`));
     this.snapshotDir = path.join(dir, `${def.name}.snapshots`);
     if (def.embedder.dense) this.denseEmbedder = new HttpDenseEmbedder(def.embedder.dense);
     if (def.embedder.sparse === 'BM25') this.sparseEmbedder = new Bm25Embedder();
-    this.load();
+    if (!deferLoad) this.load();
+  }
+
+  /**
+   * Opens and loads an index without blocking the event loop for the large reads: per namespace,
+   * the snapshot files are read and verified off the main thread (`snapshot.ts`
+   * `readSnapshotAsync`) while the record heads are read from SQLite. Same result as the
+   * constructor. @throws (rejects) as the constructor.
+   */
+  static async open(def: IndexDefinition, dataDir: string, logger: Logger): Promise<VectorIndex> {
+    const idx = new VectorIndex(def, dataDir, logger, true);
+    try {
+      await idx.loadAsync();
+    } catch (err) {
+      idx.store.close();
+      throw err;
+    }
+    return idx;
   }
 
   get hasDense(): boolean {
@@ -97,8 +121,39 @@ export class VectorIndex {
     return this.def.type !== 'DENSE';
   }
 
-  /** Loads dimension, sequence number and every namespace (snapshot + replay, or rebuild). */
-  private load(): void {
+  /** {@link load} with each namespace's snapshot read in parallel with its heads (see {@link open}). */
+  private async loadAsync(): Promise<void> {
+    this.loadMeta();
+    const t0 = Date.now();
+    const phases = { headsMs: 0, snapshotWaitMs: 0, indexesMs: 0 };
+    let replayed = 0;
+    for (const row of this.store.namespaces()) {
+      const ns = new NamespaceState(row);
+      this.namespaces.set(row.name, ns);
+      const expect = this.snapshotExpectation(ns);
+      const snap = expect && row.next_pos > 0 ? readSnapshotAsync(this.snapshotDir, row.id, expect) : undefined;
+      let t = Date.now();
+      this.loadHeads(ns);
+      phases.headsMs += Date.now() - t;
+      t = Date.now();
+      const got = snap && (await snap);
+      phases.snapshotWaitMs += Date.now() - t;
+      t = Date.now();
+      replayed += this.loadIndexes(ns, ns.count > 0 ? got : undefined);
+      phases.indexesMs += Date.now() - t;
+    }
+    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0, ...phases }, 'vector index loaded');
+    this.scheduleIndexing();
+  }
+
+  /** What a snapshot of `ns` must match (undefined: the index has no dense part or no dimension yet). */
+  private snapshotExpectation(ns: NamespaceState): SnapshotExpectation | undefined {
+    if (!this.hasDense || this.dimension === undefined) return undefined;
+    return { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation };
+  }
+
+  /** Dimension and sequence number from the store. @throws Error when the stored dimension differs from the definition's. */
+  private loadMeta(): void {
     const dim = this.store.getMeta('dimension');
     this.dimension = dim !== undefined ? Number(dim) : this.def.dimension;
     if (dim !== undefined && this.def.dimension !== undefined && Number(dim) !== this.def.dimension) {
@@ -106,28 +161,70 @@ export class VectorIndex {
     }
     if (dim === undefined && this.dimension !== undefined && this.hasDense) this.store.setMeta('dimension', String(this.dimension));
     this.seq = Number(this.store.getMeta('seq') ?? 0);
+  }
+
+  /** Loads dimension, sequence number and every namespace (snapshot + replay, or rebuild). */
+  private load(): void {
+    this.loadMeta();
     const t0 = Date.now();
     let replayed = 0;
     for (const row of this.store.namespaces()) {
       const ns = new NamespaceState(row);
       this.namespaces.set(row.name, ns);
-      for (const h of this.store.heads(row.id)) ns.put(h.pos, h.id, h.metadata ? (JSON.parse(h.metadata) as Metadata) : undefined);
+      this.loadHeads(ns);
       replayed += this.loadIndexes(ns);
     }
     this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0 }, 'vector index loaded');
     this.scheduleIndexing();
   }
 
-  /** Builds the dense graph (snapshot + replay when possible) and the sparse index of `ns`. */
-  private loadIndexes(ns: NamespaceState): number {
+  /**
+   * Ids, labels and metadata of every record of `ns` from SQLite (one pass in primary-key order,
+   * rows as arrays); metadata stays JSON text, parsed after start-up in slices
+   * ({@link scheduleMetadataParse}) or on first use (namespace.ts `meta`).
+   */
+  private loadHeads(ns: NamespaceState): void {
+    ns.presize(ns.row.next_pos);
+    for (const [id, pos, metadata] of this.store.headsRaw(ns.row.id)) ns.load(pos, id, metadata);
+    this.scheduleMetadataParse();
+  }
+
+  /**
+   * Parses the metadata text start-up left in memory, in slices of at most {@link INDEX_SLICE_MS}
+   * between turns of the event loop (queries run in between; a filter reaching text not parsed
+   * yet parses it itself).
+   */
+  private scheduleMetadataParse(): void {
+    if (this.parsing || this.closed) return;
+    this.parsing = true;
+    const tick = () => {
+      if (this.closed) return void (this.parsing = false);
+      const deadline = performance.now() + INDEX_SLICE_MS;
+      let done = true;
+      for (const ns of this.namespaces.values()) {
+        if (!ns.parseMetadata(deadline)) {
+          done = false;
+          break;
+        }
+      }
+      if (done) this.parsing = false;
+      else setImmediate(tick);
+    };
+    setImmediate(tick);
+  }
+
+  /**
+   * Builds the dense graph (snapshot + replay when possible) and the sparse index of `ns`; `read`:
+   * the snapshot already read (otherwise read here, synchronously).
+   */
+  private loadIndexes(ns: NamespaceState, read?: SnapshotResult): number {
     let replayed = 0;
     if (this.hasSparse) {
       ns.sparse = new SparseIndex();
     }
-    if (this.hasDense && this.dimension !== undefined) {
-      const snap = ns.count > 0
-        ? readSnapshot(this.snapshotDir, ns.row.id, { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation })
-        : undefined;
+    const expect = this.snapshotExpectation(ns);
+    if (expect) {
+      const snap = ns.count > 0 ? (read ?? readSnapshot(this.snapshotDir, ns.row.id, expect)) : undefined;
       if (snap && 'rejected' in snap) {
         const where = { index: this.def.name, namespace: ns.name, records: ns.count, reason: snap.rejected, detail: snap.detail };
         if (snap.rejected === 'checksum' || snap.rejected === 'unreadable') {
@@ -408,7 +505,7 @@ export class VectorIndex {
         ns.row.next_pos = row.next_pos;
       } else {
         ns = new NamespaceState(row);
-        for (const h of this.store.heads(row.id)) ns.put(h.pos, h.id, h.metadata ? (JSON.parse(h.metadata) as Metadata) : undefined);
+        this.loadHeads(ns);
         this.loadIndexes(ns);
       }
       this.namespaces.set(row.name, ns);

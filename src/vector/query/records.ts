@@ -32,7 +32,10 @@ export function formatRecord(index: VectorIndex, ns: NamespaceState, label: numb
       out.sparseVector = { indices: Array.from(s.indices), values: printVector(s.values) };
     }
   }
-  if (inc.includeMetadata && ns.metas[label] !== undefined) out.metadata = ns.metas[label];
+  if (inc.includeMetadata) {
+    const m = ns.meta(label);
+    if (m !== undefined) out.metadata = m;
+  }
   if (inc.includeData && row?.data != null) out.data = row.data;
   return out;
 }

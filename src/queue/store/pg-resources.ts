@@ -1,5 +1,5 @@
 /**
- * PostgreSQL {@link RoutingStore}: URL groups, queues, flow-control keys, schedules and the
+ * PostgreSQL the resource stores of `resource-types.ts`: URL groups, queues, flow-control keys, schedules and the
  * admission rounds of the queue/flow-control gate, on the queue store's pool.
  *
  * Admission across nodes: a round runs in one transaction holding a transaction-level advisory
@@ -16,18 +16,21 @@
 import type pg from 'pg';
 import type { FlowControl, NewMessage } from '../model.js';
 import { inTransaction, insertMessages, LIVENESS_LOCK_CLASS, type PgQueueStore } from './pg.js';
-import { flowStateFromRow, scheduleFromRow, type FlowRow, type ScheduleRow } from './sqlite-routing.js';
+import { flowStateFromRow, scheduleFromRow, type FlowRow, type ScheduleRow } from './sqlite-resources.js';
 import {
   effectiveLimits,
   type AdmissionTx,
   type FlowKeyState,
   type HeldHead,
   type QueueInfo,
-  type RoutingStore,
+  type UrlGroupStore,
+  type QueueAdmissionStore,
+  type FlowControlStore,
+  type ScheduleStore,
   type ScheduleRecord,
   type UrlGroup,
   type UrlGroupEndpoint,
-} from './routing-types.js';
+} from './resource-types.js';
 
 /** First key of the advisory lock serialising admission rounds across nodes (second: the schema). */
 export const ADMISSION_LOCK_CLASS = 73_164_512;
@@ -46,7 +49,7 @@ const u = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
 const ADMITTED = `status = 'pending' AND (claimed_by IS NULL OR claimed_by <> 'held')`;
 
-export class PgRoutingStore implements RoutingStore {
+export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, FlowControlStore, ScheduleStore {
   constructor(
     private readonly pool: pg.Pool,
     private readonly store: PgQueueStore,
