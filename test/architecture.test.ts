@@ -33,12 +33,12 @@ type Area = (typeof AREAS)[number];
 const LAYERS: Record<Area, string[][]> = {
   queue: [
     ['index.ts', 'server.ts', 'credential-sync.ts'],
-    ['routing/'],
+    ['resources.ts'],
     ['api/'],
     ['workflows/', 'schedules/'],
     ['enqueue.ts', 'options.ts', 'flow-control/'],
     ['delivery/'],
-    ['build.ts', 'wire.ts', 'metrics.ts', 'token.ts'],
+    ['build.ts', 'message-json.ts', 'metrics.ts', 'token.ts'],
     ['store/'],
     ['model.ts', 'errors.ts', 'clock.ts', 'random.ts', 'crash-point.ts'],
   ],

@@ -73,7 +73,8 @@ export function abVariants(root: string): [SvcVariant, SvcVariant] | undefined {
     const other = execFileSync(env.BENCH_AB_NODE, ['-v'], { encoding: 'utf8' }).trim();
     return [
       { name: `Node ${process.version}`, node: process.execPath, root, env: {} },
-      { name: `Node ${other}`, node: env.BENCH_AB_NODE, root: path.resolve(env.BENCH_AB_ROOT), env: {} },
+      // the two sides are told apart by name: the same version twice (e.g. two checkouts) gets the path
+      { name: other === process.version ? `Node ${other} (${env.BENCH_AB_ROOT})` : `Node ${other}`, node: env.BENCH_AB_NODE, root: path.resolve(env.BENCH_AB_ROOT), env: {} },
     ];
   }
   if (env.BENCH_METRICS_AB === '1' || process.argv.includes('--metrics-ab')) {

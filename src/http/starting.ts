@@ -16,8 +16,6 @@ export const STARTING_RETRY_AFTER_S = 1;
 export interface StartingGate {
   /** The server to bind (`listenRaw`); accepts sockets paused, with `noDelay` and `allowHalfOpen`. */
   readonly server: net.Server;
-  /** True once {@link open} was called. */
-  readonly opened: boolean;
   /**
    * Hands every connection accepted from now on to `accept` (the socket arrives paused and unread:
    * `accept` resumes it, or passes it on as it is).
@@ -46,9 +44,6 @@ export function startingGate(body: string): StartingGate {
   });
   return {
     server,
-    get opened() {
-      return accept !== undefined;
-    },
     open(a) {
       accept = a;
     },

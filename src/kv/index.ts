@@ -65,13 +65,16 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   let clock: SharedSyncClock | undefined;
   let aliases: AliasFile | undefined;
   let starting: Promise<void> | undefined;
-  const release = async () => {
-    await workers?.close();
-    await front?.close();
-    await gateway?.close();
-    clock?.close();
-    aliases?.close();
-  };
+  let releasing: Promise<void> | undefined;
+  /** Closes what start() opened (once: after a failed start, close() comes here again). */
+  const release = () =>
+    (releasing ??= (async () => {
+      await workers?.close();
+      await front?.close();
+      await gateway?.close();
+      clock?.close();
+      aliases?.close();
+    })());
   const load = async () => {
     const clockFile = path.join(config.dataDir, 'kv', 'sync-clock');
     const aliasFile = path.join(config.dataDir, 'kv', 'script-aliases');

@@ -3,7 +3,7 @@
  * `/v2/trigger`, the workflow engine's own steps (notify, wait timeout, invoke results), workflow
  * restart/resume, the scheduler — goes through {@link EnqueueService}, which runs, in order:
  *
- * 1. prepare hooks: the workflow engine (`workflows/engine.ts`: turns messages carrying
+ * 1. prepare hooks: the workflow engine (`workflows/run-engine.ts`: turns messages carrying
  *    `Upstash-Workflow-*` headers into run steps) then the admission gate (`flow-control/gate.ts`:
  *    marks queue / flow-control messages `held`, creates missing queues, records limits);
  * 2. reserve: the dispatcher picks the due messages it has room for (direct hand-off);

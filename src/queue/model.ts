@@ -73,7 +73,7 @@ export type MessageKind = 'message' | 'callback' | 'failure_callback';
 
 /**
  * A message delivered to the workflow URL as a step of a run (its start, a step, the callback of
- * a `context.call`), as the workflow engine (`workflows/engine.ts`) stores it with the message.
+ * a `context.call`), as the workflow engine (`workflows/run-engine.ts`) stores it with the message.
  */
 export interface WorkflowStepInfo {
   runSeq: number;

@@ -14,7 +14,7 @@ import { blockedHost } from './delivery/address.js';
 import { parseDuration } from './delivery/backoff.js';
 import { NOT_FORWARDED } from './delivery/http.js';
 import { MAX_TIMEOUT_MS } from './delivery/dispatcher.js';
-import { canonicalHeader } from './wire.js';
+import { canonicalHeader } from './message-json.js';
 
 export const DEFAULT_RETRIES = 3;
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);

@@ -16,14 +16,14 @@ import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
 import { registerKeyRoutes } from './api/keys.js';
-import { attachRouting } from './routing/index.js';
+import { attachResources } from './resources.js';
 import { registerLogRoutes } from './api/logs.js';
 import { registerStatsRoutes } from './api/stats.js';
 import { registerWorkflowEventRoutes, registerWorkflowRoutes, WEBHOOK_PREFIX, workflowDlqHooks } from './api/workflows.js';
 import { registerWorkflowTriggerRoutes } from './api/workflow-trigger.js';
 import { sweep as sweepWaiters } from './workflows/events.js';
 import { workflowCallbackHooks } from './workflows/callback-fields.js';
-import { WorkflowEngine } from './workflows/engine.js';
+import { WorkflowEngine } from './workflows/run-engine.js';
 import { validQueueTokens } from './token.js';
 import { registerMessageRoutes } from './api/messages.js';
 import { registerPublishRoutes } from './api/publish.js';
@@ -113,7 +113,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     clock,
     resolveDestination: async () => undefined,
   };
-  // workflow runs (src/queue/workflows/engine.ts)
+  // workflow runs (src/queue/workflows/run-engine.ts)
   const workflowEngine = store.workflows
     ? new WorkflowEngine({
         store,
@@ -169,8 +169,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     registerWorkflowEventRoutes(app, ctx, workflowEngine);
     registerWorkflowTriggerRoutes(app, ctx, workflowEngine);
   }
-  // URL groups, queues, schedules, flow control (src/queue/routing/index.ts)
-  const routingFeature = store.routing ? attachRouting(app, ctx, store.routing(), actx.logger, { shared, scheduleFires: metrics.scheduleFires }) : undefined;
+  // URL groups, queues, schedules, flow control (src/queue/resources.ts)
+  const resources = attachResources(app, ctx, store, actx.logger, { shared, scheduleFires: metrics.scheduleFires });
 
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
@@ -211,7 +211,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         ?.reconcile(startedAt - cfg.logRetentionMs, startedAt - (shared ? cfg.leaseMs : 0))
         .catch((err) => actx.logger.error({ err }, 'queue: workflow run reconciliation failed'));
       await dispatcher.start();
-      routingFeature?.start();
+      resources.start();
       pruneTimer = setInterval(() => {
         const now = clock.now();
         store.prune(now, now - cfg.logRetentionMs, now - cfg.dlqRetentionMs).catch((err) => actx.logger.error({ err }, 'queue: prune failed'));
@@ -247,7 +247,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         if (pruneTimer) clearInterval(pruneTimer);
         if (waitTimer) clearInterval(waitTimer);
         if (runPruneTimer) clearInterval(runPruneTimer);
-        routingFeature?.stop();
+        resources.stop();
         credentialSync?.stop();
         const wasListening = front.listening;
         const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));

@@ -186,3 +186,24 @@ test('while kv and vector load, their ports answer 503 with Retry-After and /v2/
     tmp.cleanup();
   }
 });
+
+test('a database that cannot start after the kv port is bound fails start-up cleanly (non-zero exit, nothing left running)', { timeout: 180_000 }, async () => {
+  const tmp = tempDir('svc-startup-fail-');
+  const broken = path.join(tmp.dir, '..', `${path.basename(tmp.dir)}-broken-redis.sh`);
+  fs.writeFileSync(broken, '#!/bin/sh\necho "redis-server: refusing to start" >&2\nexit 1\n', { mode: 0o755 });
+  const svc = serve(tmp.dir, { SVC_AREAS: 'kv,vector', SVC_KV_PORT: '0', SVC_VECTOR_PORT: '0', SVC_KV_REDIS_SERVER_BIN: broken });
+  try {
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([svc.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), 120_000)))]);
+    clearTimeout(timer);
+    assert.notEqual(code, 'timeout', `svc did not exit: ${svc.output()}`);
+    assert.notEqual(code, 0, svc.output());
+    assert.doesNotMatch(svc.output(), /Paste into/);
+    // vector loads after kv: its index was never opened
+    assert.ok(!fs.existsSync(path.join(tmp.dir, 'vector')), 'the vector index is not opened when kv fails to load');
+  } finally {
+    await stop(svc);
+    fs.rmSync(broken, { force: true });
+    tmp.cleanup();
+  }
+});

@@ -26,7 +26,8 @@ test('flow-control gate: an attempt whose outcome is committed but not yet ended
   let now = 1_000_000;
   const routing = { admit: async <T>(fn: (t: typeof tx) => T) => fn(tx) };
   const gate = new AdmissionGate({
-    routing: routing as never,
+    queues: routing as never,
+    flows: {} as never,
     clock: { now: () => now },
     logger: { error() {}, warn() {}, info() {} } as never,
     onRelease: () => undefined,

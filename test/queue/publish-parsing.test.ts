@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseDuration } from '../../src/queue/delivery/backoff.js';
 import { destinationFromRawUrl } from '../../src/queue/api/publish.js';
-import { canonicalHeader } from '../../src/queue/wire.js';
+import { canonicalHeader } from '../../src/queue/message-json.js';
 
 test('publish durations', () => {
   assert.equal(parseDuration('10s'), 10_000);

@@ -37,13 +37,13 @@ test('cron: 5 fields, CRON_TZ prefix, trimming, errors', () => {
 test('scheduler with a fake clock: once per due time, missed occurrence once, paused never', async () => {
   const tmp = tempDir();
   const store = openSqliteQueueStore(path.join(tmp.dir, 'q.sqlite'));
-  const routing = store.routing!();
+  const schedules = store.schedules();
   let now = Date.UTC(2026, 0, 1, 10, 0, 30);
   const clock = { now: () => now };
   const fired: number[] = [];
   const mk = () =>
     new Scheduler({
-      routing,
+      schedules,
       clock,
       logger,
       build: async (s, t) => [buildMessage(s.options, { url: 'http://127.0.0.1:9/x', scheduleId: s.id }, s.body, t)],
@@ -51,12 +51,12 @@ test('scheduler with a fake clock: once per due time, missed occurrence once, pa
     });
   const sch = mk();
   const opts = { method: 'POST', headers: {}, maxRetries: 0 };
-  await routing.upsertSchedule({ id: 's1', cron: '* * * * *', destination: 'http://127.0.0.1:9/x', options: opts, body: Buffer.from('b'), paused: false, createdAt: now, nextTime: parseCron('* * * * *').next(now), lastMessageIds: [] });
+  await schedules.upsertSchedule({ id: 's1', cron: '* * * * *', destination: 'http://127.0.0.1:9/x', options: opts, body: Buffer.from('b'), paused: false, createdAt: now, nextTime: parseCron('* * * * *').next(now), lastMessageIds: [] });
   assert.equal(await sch.tick(), 0, 'not due yet');
   now = Date.UTC(2026, 0, 1, 10, 1, 0);
   assert.equal(await sch.tick(), 1);
   assert.equal(await sch.tick(), 0, 'no double fire for the same due time');
-  const s = (await routing.getSchedule('s1'))!;
+  const s = (await schedules.getSchedule('s1'))!;
   assert.equal(s.lastTime, now);
   assert.equal(s.nextTime, Date.UTC(2026, 0, 1, 10, 2));
   assert.equal(s.lastMessageIds.length, 1);
@@ -65,8 +65,8 @@ test('scheduler with a fake clock: once per due time, missed occurrence once, pa
   const fresh = mk(); // another scheduler instance (a restart) sees the same state
   const [a, b] = await Promise.all([fresh.tick(), sch.tick()]);
   assert.equal(a + b, 1, 'two concurrent schedulers fire a due time once');
-  assert.equal((await routing.getSchedule('s1'))!.nextTime, Date.UTC(2026, 0, 1, 10, 8));
-  await routing.setSchedulePaused('s1', true, undefined);
+  assert.equal((await schedules.getSchedule('s1'))!.nextTime, Date.UTC(2026, 0, 1, 10, 8));
+  await schedules.setSchedulePaused('s1', true, undefined);
   now += 10 * MIN;
   assert.equal(await sch.tick(), 0, 'paused');
   assert.equal(fired.length, 2);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { buildMessage } from '../../src/queue/build.js';
 import type { NewMessage } from '../../src/queue/model.js';
-import type { UrlGroupEndpoint } from '../../src/queue/store/routing-types.js';
+import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupEndpoint, UrlGroupStore } from '../../src/queue/store/resource-types.js';
 import type { QueueStore } from '../../src/queue/store/types.js';
 
 /**
@@ -27,6 +27,17 @@ function msg(url: string, over: Partial<NewMessage> = {}): NewMessage {
   return { ...buildMessage({ method: 'POST', headers: { 'Content-Type': ['text/plain'] }, maxRetries: 2 }, { url }, Buffer.from('hi'), T0), ...over };
 }
 
+/** The four resource parts of `store` as one object (the cases below call across them). */
+function resources(store: QueueStore): UrlGroupStore & QueueAdmissionStore & FlowControlStore & ScheduleStore {
+  const parts = [store.urlGroups(), store.queues(), store.flowControl(), store.schedules()] as unknown as Record<PropertyKey, unknown>[];
+  return new Proxy({} as UrlGroupStore & QueueAdmissionStore & FlowControlStore & ScheduleStore, {
+    get(_t, prop) {
+      const part = parts.find((p) => typeof p[prop] === 'function');
+      return part ? (part[prop] as (...a: unknown[]) => unknown).bind(part) : undefined;
+    },
+  });
+}
+
 /** Registers the conformance tests for one backend. */
 export function storeConformance(name: string, factory: () => Promise<StoreUnderTest>): void {
   describe(`QueueStore conformance: ${name}`, () => {
@@ -39,6 +50,22 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       cleanups.push(f.cleanup);
       return f;
     };
+
+    test('concurrent enqueues: one that fails (a duplicate message id) fails alone, the others commit', async () => {
+      const { store } = await open();
+      const first = msg('http://a.test/first');
+      await store.enqueue([first], T0, 0);
+      const ok1 = msg('http://a.test/ok1');
+      const ok2 = msg('http://a.test/ok2');
+      const results = await Promise.allSettled([
+        store.enqueue([ok1], T0, 0),
+        store.enqueue([{ ...msg('http://a.test/dup'), id: first.id }], T0, 0),
+        store.enqueue([ok2], T0, 0),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+      for (const m of [first, ok1, ok2]) assert.equal((await store.getMessage(m.id))?.url, m.url);
+      await store.close();
+    });
 
     test('enqueue, claim in due order, complete; owner and lease rules', async () => {
       const { store } = await open();
@@ -300,13 +327,13 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       assert.ok(await store.getDlq('dlq-p'), 'DLQ entry younger than the DLQ retention kept');
       await store.prune(T0 + 5000, T0 + 5000, T0 + 2);
       assert.equal(await store.getDlq('dlq-p'), undefined, 'DLQ entry older than the DLQ retention pruned');
-      assert.equal(await store.routing!().messageStatuses([dead.id, done.id]).then((s) => Object.keys(s).length), 0, 'and the finished messages with it');
+      assert.equal(await resources(store).messageStatuses([dead.id, done.id]).then((s) => Object.keys(s).length), 0, 'and the finished messages with it');
       await store.close();
     });
 
     test('URL groups: add (no duplicates), remove by name or url, empty group vanishes, delete', async () => {
       const { store } = await open();
-      const r = store.routing!();
+      const r = resources(store);
       await r.addEndpoints('g1', [{ url: 'http://a.test/' }, { url: 'http://b.test/', name: 'b' }], T0);
       await r.addEndpoints('g1', [{ url: 'http://a.test/' }, { url: 'http://c.test/', name: 'c' }], T0 + 10);
       const g = await r.getGroup('g1');
@@ -328,7 +355,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
 
     test('queues: upsert, ensure keeps settings, lag, pause, delete cancels waiting messages', async () => {
       const { store } = await open();
-      const r = store.routing!();
+      const r = resources(store);
       await r.upsertQueue('q1', { parallelism: 3 }, T0);
       await r.ensureQueues(['q1', 'q2'], T0 + 1);
       assert.deepEqual(
@@ -356,7 +383,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
 
     test('admission: held messages are not claimable until released, FIFO heads, counts, next held due', async () => {
       const { store } = await open();
-      const r = store.routing!();
+      const r = resources(store);
       await r.upsertQueue('q', { parallelism: 2 }, T0);
       const qm = [0, 1, 2].map((i) => msg(`http://adm.test/q${i}`, { queueName: 'q', held: true }));
       const km = [0, 1].map((i) => msg(`http://adm.test/k${i}`, { flowControlKey: 'k', flowControl: { parallelism: 1 }, held: true }));
@@ -400,7 +427,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
 
     test('flow control: record limits, waiting/admitted counts, pin, unpin, pause, search', async () => {
       const { store } = await open();
-      const r = store.routing!();
+      const r = resources(store);
       await r.recordFlowControl([{ key: 'fk', fc: { parallelism: 2, rate: 10, period: 60 } }, { key: 'other', fc: { rate: 1 } }], T0);
       await store.enqueue([msg('http://fc.test/', { flowControlKey: 'fk', held: true }), msg('http://fc.test/', { flowControlKey: 'fk' })], T0, 0);
       let k = await r.getFlowKey('fk');
@@ -434,7 +461,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
 
     test('schedules: upsert, list, due, fire once per due time, pause, delete, message statuses', async () => {
       const { store } = await open();
-      const r = store.routing!();
+      const r = resources(store);
       const base = { cron: '* * * * *', destination: 'http://s.test/', options: { method: 'POST', headers: { A: ['1'] }, maxRetries: 1 }, body: Buffer.from('sb'), paused: false, lastMessageIds: [] };
       await r.upsertSchedule({ ...base, id: 's1', createdAt: T0, nextTime: T0 + 60_000, queueName: 'q', callerIp: '1.2.3.4' });
       await r.upsertSchedule({ ...base, id: 's2', createdAt: T0 + 1, nextTime: T0 + 120_000 });

@@ -15,7 +15,7 @@ import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { newMessageId } from '../build.js';
 import { queueError } from '../errors.js';
 import type { DlqEntry, MessageFilter, NewMessage, PublishOptions } from '../model.js';
-import { dlqJson } from '../wire.js';
+import { dlqJson } from '../message-json.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody, stringList } from './messages.js';
 import { parseOptions } from '../options.js';

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseDuration } from '../delivery/backoff.js';
 import { queueError } from '../errors.js';
 import { effectiveLimits, type AdmissionGate } from '../flow-control/gate.js';
-import type { FlowKeyState, RoutingStore } from '../store/routing-types.js';
+import type { FlowKeyState, FlowControlStore } from '../store/resource-types.js';
 import type { QueueApiContext } from './context.js';
 
 type Q = Record<string, string | string[] | undefined>;
@@ -22,7 +22,7 @@ function positiveInt(q: Q, k: string): number | undefined {
   return Number(v);
 }
 
-export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore, gate: AdmissionGate): void {
+export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiContext, flows: FlowControlStore, gate: AdmissionGate): void {
   type P = FastifyRequest<{ Params: { key: string }; Querystring: Q }>;
 
   const info = async (k: FlowKeyState) => {
@@ -43,18 +43,18 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
     };
   };
   const known = async (key: string) => {
-    const k = await routing.getFlowKey(key);
+    const k = await flows.getFlowKey(key);
     if (!k) throw queueError('flowControlKeyNotFound', key);
     return k;
   };
 
-  app.get('/v2/flowControl', async (req: FastifyRequest<{ Querystring: Q }>) => Promise.all((await routing.listFlowKeys(one(req.query, 'search'))).map(info)));
+  app.get('/v2/flowControl', async (req: FastifyRequest<{ Querystring: Q }>) => Promise.all((await flows.listFlowKeys(one(req.query, 'search'))).map(info)));
   app.get('/v2/flowControl/:key', async (req: P) => info(await known(req.params.key)));
   app.get('/v2/globalParallelism', async () => ({ parallelismMax: ctx.config.maxConcurrentDeliveries, parallelismCount: ctx.dispatcher.busy }));
 
   for (const action of ['pause', 'resume'] as const) {
     app.post(`/v2/flowControl/:key/${action}`, async (req: P, reply) => {
-      if (!(await routing.setFlowPaused(req.params.key, action === 'pause', ctx.clock.now()))) throw queueError('flowControlKeyNotFound', req.params.key);
+      if (!(await flows.setFlowPaused(req.params.key, action === 'pause', ctx.clock.now()))) throw queueError('flowControlKeyNotFound', req.params.key);
       gate.kick();
       return reply.code(200).send();
     });
@@ -71,14 +71,14 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
       periodS = Math.round(ms / 1000);
     }
     if (parallelism === undefined && rate === undefined) throw queueError('emptyPin');
-    if (!(await routing.pinFlow(req.params.key, { parallelism, rate, periodS }, ctx.clock.now()))) throw queueError('flowControlKeyNotFound', req.params.key);
+    if (!(await flows.pinFlow(req.params.key, { parallelism, rate, periodS }, ctx.clock.now()))) throw queueError('flowControlKeyNotFound', req.params.key);
     gate.resetRate(req.params.key); // pin resets the rate state
     return reply.code(200).send();
   });
 
   app.post('/v2/flowControl/:key/unpin', async (req: P, reply) => {
     const flag = (k: string) => one(req.query, k) === 'true';
-    if (!(await routing.unpinFlow(req.params.key, { parallelism: flag('parallelism'), rate: flag('rate') }, ctx.clock.now()))) {
+    if (!(await flows.unpinFlow(req.params.key, { parallelism: flag('parallelism'), rate: flag('rate') }, ctx.clock.now()))) {
       throw queueError('flowControlKeyNotFound', req.params.key);
     }
     gate.kick();

@@ -8,7 +8,7 @@
  * the cursor continues there), so a page of large messages stays small and quick to build.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { logJson } from '../wire.js';
+import { logJson } from '../message-json.js';
 import type { QueueApiContext } from './context.js';
 import { parseFilter, parsePage, type Query } from './query.js';
 

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { queueError } from '../errors.js';
-import { messageJson } from '../wire.js';
+import { messageJson } from '../message-json.js';
 import type { QueueApiContext } from './context.js';
 import { checkQueryFields, parseFilter, QUERY_FIELDS, type Query } from './query.js';
 

@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { queueError } from '../errors.js';
 import type { AdmissionGate } from '../flow-control/gate.js';
-import type { RoutingStore } from '../store/routing-types.js';
+import type { QueueAdmissionStore } from '../store/resource-types.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody } from './messages.js';
 import { destinationFromRawUrl, publishTo, tryDecode } from './publish.js';
@@ -17,7 +17,7 @@ import { checkName } from './topics.js';
 /** Largest queue parallelism accepted (QStash plans cap it; ours is a sanity bound). */
 export const MAX_QUEUE_PARALLELISM = 1000;
 
-export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore, gate: AdmissionGate): void {
+export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, queues: QueueAdmissionStore, gate: AdmissionGate): void {
   type P = FastifyRequest<{ Params: { name: string } }>;
 
   app.post('/v2/enqueue/*', async (req: FastifyRequest, reply) => {
@@ -45,28 +45,28 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
       throw queueError('invalidParallelism', MAX_QUEUE_PARALLELISM);
     }
     if (b.paused !== undefined && typeof b.paused !== 'boolean') throw queueError('pausedNotBoolean');
-    await routing.upsertQueue(name, { parallelism: p as number | undefined, paused: b.paused as boolean | undefined }, ctx.clock.now());
+    await queues.upsertQueue(name, { parallelism: p as number | undefined, paused: b.paused as boolean | undefined }, ctx.clock.now());
     gate.kick();
     return reply.code(200).send();
   });
 
-  app.get('/v2/queues', async () => routing.listQueues());
+  app.get('/v2/queues', async () => queues.listQueues());
 
   app.get('/v2/queues/:name', async (req: P) => {
-    const q = await routing.getQueue(req.params.name);
+    const q = await queues.getQueue(req.params.name);
     if (!q) throw queueError('queueNotFound', req.params.name);
     return q;
   });
 
   app.delete('/v2/queues/:name', async (req: P, reply) => {
     gate.forgetQueue(req.params.name);
-    if (!(await routing.deleteQueue(req.params.name, ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
+    if (!(await queues.deleteQueue(req.params.name, ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
     return reply.code(200).send();
   });
 
   for (const action of ['pause', 'resume'] as const) {
     app.post(`/v2/queues/:name/${action}`, async (req: P, reply) => {
-      if (!(await routing.setQueuePaused(req.params.name, action === 'pause', ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
+      if (!(await queues.setQueuePaused(req.params.name, action === 'pause', ctx.clock.now()))) throw queueError('queueNotFound', req.params.name);
       if (action === 'resume') gate.kick();
       return reply.code(200).send();
     });

@@ -11,8 +11,8 @@ import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { queueError } from '../errors.js';
 import { parseCron } from '../schedules/cron.js';
 import type { Scheduler } from '../schedules/scheduler.js';
-import type { RoutingStore, ScheduleRecord } from '../store/routing-types.js';
-import { bodyFields } from '../wire.js';
+import type { ScheduleStore, ScheduleRecord } from '../store/resource-types.js';
+import { bodyFields } from '../message-json.js';
 import type { QueueApiContext } from './context.js';
 import { parseOptions } from '../options.js';
 import { destinationFromRawUrl, targetsFor } from './publish.js';
@@ -21,9 +21,9 @@ import { checkName } from './topics.js';
 const STATE: Record<string, string> = { pending: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL', cancelled: 'FAIL' };
 
 /** The wire `Schedule`. */
-export async function scheduleJson(s: ScheduleRecord, routing: RoutingStore): Promise<Record<string, unknown>> {
+export async function scheduleJson(s: ScheduleRecord, schedules: ScheduleStore): Promise<Record<string, unknown>> {
   const o = s.options;
-  const statuses = await routing.messageStatuses(s.lastMessageIds);
+  const statuses = await schedules.messageStatuses(s.lastMessageIds);
   const states: Record<string, string> = {};
   for (const [id, st] of Object.entries(statuses)) states[id] = STATE[st] ?? 'IN_PROGRESS';
   return {
@@ -51,7 +51,7 @@ export async function scheduleJson(s: ScheduleRecord, routing: RoutingStore): Pr
   };
 }
 
-export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore, scheduler: Scheduler): void {
+export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContext, schedules: ScheduleStore, scheduler: Scheduler): void {
   type P = FastifyRequest<{ Params: { id: string } }>;
 
   app.post('/v2/schedules/*', async (req: FastifyRequest) => {
@@ -72,8 +72,8 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
     if (queueName !== undefined) checkName('queue', queueName);
     const id = cfg['schedule-id'] ?? `scd_${randomBytes(16).toString('base64url')}`;
     if (!id || id.length > 256) throw queueError('invalidScheduleId', id);
-    const old = await routing.getSchedule(id);
-    await routing.upsertSchedule({
+    const old = await schedules.getSchedule(id);
+    await schedules.upsertSchedule({
       id,
       cron: cron.text,
       destination: dest,
@@ -90,25 +90,25 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
     return { scheduleId: id };
   });
 
-  app.get('/v2/schedules', async () => Promise.all((await routing.listSchedules()).map((s) => scheduleJson(s, routing))));
+  app.get('/v2/schedules', async () => Promise.all((await schedules.listSchedules()).map((s) => scheduleJson(s, schedules))));
 
   app.get('/v2/schedules/:id', async (req: P) => {
-    const s = await routing.getSchedule(req.params.id);
+    const s = await schedules.getSchedule(req.params.id);
     if (!s) throw queueError('scheduleNotFound', req.params.id);
-    return scheduleJson(s, routing);
+    return scheduleJson(s, schedules);
   });
 
   app.delete('/v2/schedules/:id', async (req: P, reply) => {
-    if (!(await routing.deleteSchedule(req.params.id))) throw queueError('scheduleNotFound', req.params.id);
+    if (!(await schedules.deleteSchedule(req.params.id))) throw queueError('scheduleNotFound', req.params.id);
     return reply.code(200).send();
   });
 
   for (const action of ['pause', 'resume'] as const) {
     const handler = async (req: P, reply: import('fastify').FastifyReply) => {
-      const s = await routing.getSchedule(req.params.id);
+      const s = await schedules.getSchedule(req.params.id);
       if (!s) throw queueError('scheduleNotFound', req.params.id);
       const next = action === 'pause' ? undefined : parseCron(s.cron).next(ctx.clock.now());
-      await routing.setSchedulePaused(s.id, action === 'pause', next);
+      await schedules.setSchedulePaused(s.id, action === 'pause', next);
       scheduler.poke();
       return reply.code(200).send();
     };

@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Target } from '../build.js';
 import { queueError } from '../errors.js';
-import type { RoutingStore, UrlGroupEndpoint } from '../store/routing-types.js';
+import type { UrlGroupStore, UrlGroupEndpoint } from '../store/resource-types.js';
 import type { QueueApiContext } from './context.js';
 import { jsonBody } from './messages.js';
 import { checkDestination } from './publish.js';
@@ -38,41 +38,41 @@ function endpointsOf(body: Record<string, unknown>, needUrl: boolean): UrlGroupE
 }
 
 /** The publish targets of URL group `name`, or undefined when no such group exists. */
-export async function resolveUrlGroup(routing: RoutingStore, name: string): Promise<Target[] | undefined> {
+export async function resolveUrlGroup(groups: UrlGroupStore, name: string): Promise<Target[] | undefined> {
   if (!NAME_RE.test(name)) return undefined;
-  const g = await routing.getGroup(name);
+  const g = await groups.getGroup(name);
   if (!g || g.endpoints.length === 0) return undefined;
   return g.endpoints.map((e) => ({ url: e.url, topicName: g.name, endpointName: e.name }));
 }
 
-export function registerTopicRoutes(app: FastifyInstance, ctx: QueueApiContext, routing: RoutingStore): void {
+export function registerTopicRoutes(app: FastifyInstance, ctx: QueueApiContext, groups: UrlGroupStore): void {
   type P = FastifyRequest<{ Params: { name: string } }>;
 
   app.post('/v2/topics/:name/endpoints', async (req: P, reply) => {
     checkName('URL group', req.params.name);
     const eps = endpointsOf(jsonBody(req), true);
     for (const e of eps) checkDestination(e.url, ctx.config.blockPrivateDestinations);
-    await routing.addEndpoints(req.params.name, eps, ctx.clock.now());
+    await groups.addEndpoints(req.params.name, eps, ctx.clock.now());
     return reply.code(200).send();
   });
 
   app.delete('/v2/topics/:name/endpoints', async (req: P, reply) => {
     checkName('URL group', req.params.name);
     const eps = endpointsOf(jsonBody(req), false);
-    if (!(await routing.removeEndpoints(req.params.name, eps, ctx.clock.now()))) throw queueError('urlGroupNotFound', req.params.name);
+    if (!(await groups.removeEndpoints(req.params.name, eps, ctx.clock.now()))) throw queueError('urlGroupNotFound', req.params.name);
     return reply.code(200).send();
   });
 
-  app.get('/v2/topics', async () => routing.listGroups());
+  app.get('/v2/topics', async () => groups.listGroups());
 
   app.get('/v2/topics/:name', async (req: P) => {
-    const g = await routing.getGroup(req.params.name);
+    const g = await groups.getGroup(req.params.name);
     if (!g) throw queueError('urlGroupNotFound', req.params.name);
     return g;
   });
 
   app.delete('/v2/topics/:name', async (req: P, reply) => {
-    if (!(await routing.deleteGroup(req.params.name))) throw queueError('urlGroupNotFound', req.params.name);
+    if (!(await groups.deleteGroup(req.params.name))) throw queueError('urlGroupNotFound', req.params.name);
     return reply.code(200).send();
   });
 }

@@ -17,7 +17,7 @@ import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage } from '../build.js';
 import { queueError } from '../errors.js';
 import type { NewMessage } from '../model.js';
-import type { WorkflowEngine } from '../workflows/engine.js';
+import type { WorkflowEngine } from '../workflows/run-engine.js';
 import { workflowPublishInfo } from '../workflows/publish-headers.js';
 import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';

@@ -17,7 +17,7 @@
 import dns from 'node:dns';
 import { Agent, type Dispatcher } from 'undici';
 import type { AttemptOutcome, HeaderMap } from '../model.js';
-import { canonicalHeader } from '../wire.js';
+import { canonicalHeader } from '../message-json.js';
 import { blockedHost, isBlockedAddress } from './address.js';
 import { splitUrl } from './url-cache.js';
 

@@ -31,7 +31,7 @@
 import type { Logger } from '../../logger.js';
 import type { Clock } from '../clock.js';
 import type { FlowControl, NewMessage } from '../model.js';
-import { effectiveLimits, type AdmissionTx, type FlowKeyState, type RoutingStore } from '../store/routing-types.js';
+import { effectiveLimits, type AdmissionTx, type FlowKeyState, type FlowControlStore, type QueueAdmissionStore } from '../store/resource-types.js';
 
 export { effectiveLimits };
 
@@ -41,14 +41,17 @@ const SAFETY_TICK_MS = 1000;
 const MAX_RELEASE_PER_KEY = 1000;
 
 export interface GateOptions {
-  routing: RoutingStore;
+  /** Queues and the admission rounds. */
+  queues: QueueAdmissionStore;
+  /** Flow-control keys (and, on a shared store, their rate windows). */
+  flows: FlowControlStore;
   clock: Clock;
   logger: Logger;
   /** Called after a round released messages (wake the dispatcher). */
   onRelease: (now: number) => void;
   /**
    * Id of this node's dispatcher: set when the store keeps the rate windows (several nodes share
-   * them, `RoutingStore.attemptEnded`); then the store records starts and ends (with the claim
+   * them, `FlowControlStore.attemptEnded`); then the store records starts and ends (with the claim
    * and the outcome) and rounds read the rate use from it instead of this process's memory.
    */
   owner?: string;
@@ -98,11 +101,11 @@ export class AdmissionGate {
     const newQueues = [...queues].filter((q) => !this.knownQueues.has(q));
     const changed = [...keys].filter(([k, fc]) => this.knownLimits.get(k) !== JSON.stringify(fc));
     if (newQueues.length) {
-      await this.o.routing.ensureQueues(newQueues, now);
+      await this.o.queues.ensureQueues(newQueues, now);
       for (const q of newQueues) this.knownQueues.add(q);
     }
     if (changed.length) {
-      await this.o.routing.recordFlowControl(changed.map(([key, fc]) => ({ key, fc })), now);
+      await this.o.flows.recordFlowControl(changed.map(([key, fc]) => ({ key, fc })), now);
       for (const [k, fc] of changed) this.knownLimits.set(k, JSON.stringify(fc));
     }
   }
@@ -142,7 +145,7 @@ export class AdmissionGate {
     const k = m.flowControlKey;
     if (k === undefined) return;
     if (this.shared && m.id !== undefined) {
-      this.o.routing.attemptEnded!(m.id, this.o.owner!, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt end failed'));
+      this.o.flows.attemptEnded!(m.id, this.o.owner!, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt end failed'));
     }
     const r = (this.runningAttempts.get(k) ?? 1) - 1;
     if (r > 0) this.runningAttempts.set(k, r);
@@ -156,7 +159,7 @@ export class AdmissionGate {
   resetRate(key: string): void {
     this.ended.delete(key);
     if (this.shared) {
-      this.o.routing.resetRateWindow!(key).then(
+      this.o.flows.resetRateWindow!(key).then(
         () => this.kick(),
         (err) => this.o.logger.warn({ err, key }, 'queue: resetting a flow-control rate window failed'),
       );
@@ -167,12 +170,12 @@ export class AdmissionGate {
 
   /** The store keeps the rate windows (shared by several nodes). */
   private get shared(): boolean {
-    return this.o.owner !== undefined && this.o.routing.attemptEnded !== undefined;
+    return this.o.owner !== undefined && this.o.flows.attemptEnded !== undefined;
   }
 
   /** Rate state of a key for the API: from the store when it keeps the windows, else {@link rateState}. */
   async sharedRateState(key: string, periodS: number, now: number): Promise<{ count: number; periodStart: number }> {
-    if (this.shared && this.o.routing.rateState) return this.o.routing.rateState(key, periodS, now);
+    if (this.shared && this.o.flows.rateState) return this.o.flows.rateState(key, periodS, now);
     return this.rateState(key, periodS, now);
   }
 
@@ -208,7 +211,7 @@ export class AdmissionGate {
 
   private async round(): Promise<void> {
     const now = this.o.clock.now();
-    const { released, wake, held } = await this.o.routing.admit((tx) => this.decide(tx, now), now);
+    const { released, wake, held } = await this.o.queues.admit((tx) => this.decide(tx, now), now);
     if (released) this.o.onRelease(now);
     let at = wake ?? Infinity;
     if (held) at = Math.min(at, now + SAFETY_TICK_MS);

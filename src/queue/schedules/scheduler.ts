@@ -10,14 +10,14 @@
 import type { Logger } from '../../logger.js';
 import type { Clock } from '../clock.js';
 import type { NewMessage } from '../model.js';
-import type { RoutingStore, ScheduleRecord } from '../store/routing-types.js';
+import type { ScheduleStore, ScheduleRecord } from '../store/resource-types.js';
 import { parseCron } from './cron.js';
 
 /** Longest sleep between checks (also bounds clock drift of a long timer). */
 const MAX_SLEEP_MS = 30_000;
 
 export interface SchedulerOptions {
-  routing: RoutingStore;
+  schedules: ScheduleStore;
   clock: Clock;
   logger: Logger;
   /** Builds the messages of one firing (targets, options, held marks). May return []. */
@@ -75,7 +75,7 @@ export class Scheduler {
   async tick(): Promise<number> {
     const now = this.o.clock.now();
     let n = 0;
-    for (const s of await this.o.routing.dueSchedules(now)) {
+    for (const s of await this.o.schedules.dueSchedules(now)) {
       if (s.nextTime === undefined) continue;
       let next: number | undefined;
       try {
@@ -84,7 +84,7 @@ export class Scheduler {
         next = undefined;
       }
       const msgs = await this.o.build(s, now);
-      if (await this.o.routing.fireSchedule(s.id, s.nextTime, msgs, next, now)) {
+      if (await this.o.schedules.fireSchedule(s.id, s.nextTime, msgs, next, now)) {
         n++;
         this.o.fired(msgs, now);
       }
@@ -94,7 +94,7 @@ export class Scheduler {
 
   private async arm(): Promise<void> {
     if (this.stopped) return;
-    const next = await this.o.routing.nextScheduleTime().catch(() => undefined);
+    const next = await this.o.schedules.nextScheduleTime().catch(() => undefined);
     if (this.stopped) return;
     const now = this.o.clock.now();
     const cap = this.o.maxSleepMs ?? MAX_SLEEP_MS;

@@ -31,10 +31,10 @@ import type {
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
 import { PgBatcher } from './pg-batch.js';
 import { PgSharedCredentials } from './pg-credentials.js';
-import { PgRoutingStore } from './pg-routing.js';
+import { PgResourceStore } from './pg-resources.js';
 import { PgWorkflowStore } from './pg-workflows.js';
 import { FAIL_RUN_SQL, failRunParams } from './sqlite-workflows.js';
-import type { RoutingStore } from './routing-types.js';
+import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupStore } from './resource-types.js';
 import {
   dlqEntryFromRow,
   filterSql,
@@ -644,7 +644,7 @@ export class PgQueueStore implements QueueStore {
     if (dlqBefore !== undefined) {
       await this.pruneBatches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < $1 LIMIT $${n} FOR UPDATE SKIP LOCKED)`, [dlqBefore]);
     }
-    await (this.routing() as PgRoutingStore).pruneRateWindows(now);
+    await this.resources().pruneRateWindows(now);
     await this.pruneBatches(
       `DELETE FROM messages WHERE seq IN (
          SELECT seq FROM messages m WHERE status <> 'pending' AND finished_at < $1
@@ -688,10 +688,23 @@ export class PgQueueStore implements QueueStore {
   }
   private credentialStore: SharedCredentials | undefined;
 
-  routing(): RoutingStore {
-    return (this.routingStore ??= new PgRoutingStore(this.pool, this));
+  /** The URL-group / queue / flow-control / schedule tables on the same handle (one object serves all four). */
+  private resources(): PgResourceStore {
+    return (this.resourceStore ??= new PgResourceStore(this.pool, this));
   }
-  private routingStore: RoutingStore | undefined;
+  private resourceStore: PgResourceStore | undefined;
+  urlGroups(): UrlGroupStore {
+    return this.resources();
+  }
+  queues(): QueueAdmissionStore {
+    return this.resources();
+  }
+  flowControl(): FlowControlStore {
+    return this.resources();
+  }
+  schedules(): ScheduleStore {
+    return this.resources();
+  }
 
   workflows(): WorkflowStore {
     return (this.workflowStore ??= new PgWorkflowStore(this.pool));

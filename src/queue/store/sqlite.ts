@@ -42,8 +42,8 @@ import {
   type MessageRow,
 } from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, RunFailure } from './types.js';
-import { SqliteRoutingStore } from './sqlite-routing.js';
-import type { RoutingStore } from './routing-types.js';
+import { SqliteResourceStore } from './sqlite-resources.js';
+import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupStore } from './resource-types.js';
 import { FAIL_RUN_SQL, failRunParams, SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
 
@@ -373,11 +373,23 @@ export class SqliteQueueStore implements QueueStore {
     );
   }
 
-  /** The URL-group / queue / schedule / flow-control tables on the same handle. */
-  routing(): RoutingStore {
-    return (this.routingStore ??= new SqliteRoutingStore(this.db, this.writes));
+  /** The URL-group / queue / flow-control / schedule tables on the same handle (one object serves all four). */
+  private resources(): SqliteResourceStore {
+    return (this.resourceStore ??= new SqliteResourceStore(this.db, this.writes));
   }
-  private routingStore: RoutingStore | undefined;
+  private resourceStore: SqliteResourceStore | undefined;
+  urlGroups(): UrlGroupStore {
+    return this.resources();
+  }
+  queues(): QueueAdmissionStore {
+    return this.resources();
+  }
+  flowControl(): FlowControlStore {
+    return this.resources();
+  }
+  schedules(): ScheduleStore {
+    return this.resources();
+  }
 
   /** Workflow runs and steps on the same handle. */
   workflows(): WorkflowStore {

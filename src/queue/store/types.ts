@@ -24,7 +24,7 @@ import type {
   PageResult,
   StoredMessage,
 } from '../model.js';
-import type { RoutingStore } from './routing-types.js';
+import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupStore } from './resource-types.js';
 import type { WorkflowStore } from './workflow-types.js';
 
 /**
@@ -206,8 +206,14 @@ export interface QueueStore {
    */
   sharedCredentials?(): SharedCredentials;
 
-  /** URL groups, queues, schedules and flow-control state (`routing-types.ts`). */
-  routing?(): RoutingStore;
+  /** URL groups (topics), `resource-types.ts`. */
+  urlGroups(): UrlGroupStore;
+  /** Queues and the admission rounds of the queue/flow-control gate, `resource-types.ts`. */
+  queues(): QueueAdmissionStore;
+  /** Flow-control keys, `resource-types.ts`. */
+  flowControl(): FlowControlStore;
+  /** Schedules, `resource-types.ts`. */
+  schedules(): ScheduleStore;
 
   /** Workflow runs and their steps (`workflow-types.ts`). */
   workflows?(): WorkflowStore;

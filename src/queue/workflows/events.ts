@@ -13,7 +13,7 @@
 import { parseDuration } from '../delivery/backoff.js';
 import { queueError } from '../errors.js';
 import type { Waiter } from '../store/workflow-types.js';
-import type { WorkflowEngine } from './engine.js';
+import type { WorkflowEngine } from './run-engine.js';
 
 /** Default wait timeout of the SDK (`7d`). */
 const DEFAULT_TIMEOUT_MS = 7 * 86_400_000;

@@ -13,7 +13,7 @@ import type { DlqEntry, NewMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { RunConfig, WorkflowRun } from '../store/workflow-types.js';
 import { workflowCallbackHooks } from './callback-fields.js';
-import { stepsUpTo, triggerId, type RawStep, type WorkflowEngine } from './engine.js';
+import { stepsUpTo, triggerId, type RawStep, type WorkflowEngine } from './run-engine.js';
 
 /** DLQ ids are `<unix ms>-<seq>` (dispatcher). */
 export const DLQ_ID = /^\d{1,16}-\d{1,16}$/;

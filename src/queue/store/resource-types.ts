@@ -1,6 +1,8 @@
 /**
- * `RoutingStore`: the durable state of URL groups (topics), queues, schedules and
- * flow-control keys — plus the admission primitives of the queue/flow-control gate. Same rules as
+ * The durable state of the queue's user-managed resources, one interface each — URL groups
+ * ({@link UrlGroupStore}), queues with the admission primitives of the queue/flow-control gate
+ * ({@link QueueAdmissionStore}), flow-control keys ({@link FlowControlStore}), schedules
+ * ({@link ScheduleStore}) — all required members of `QueueStore`. Same rules as
  * {@link QueueStore}: one method = one transaction; user actions resolve after commit + fsync
  * (durable), admission bookkeeping after commit (relaxed). Times are Unix ms unless named `_s`.
  *
@@ -107,23 +109,25 @@ export interface AdmissionTx {
   nextHeldDue(now: number): number | undefined;
   /**
    * Rate use of a key shared by several nodes (stores that keep rate windows, see
-   * {@link RoutingStore.attemptEnded}): attempts admitted or running plus attempts that ended
+   * {@link FlowControlStore.attemptEnded}): attempts admitted or running plus attempts that ended
    * within the last `periodS` seconds, and the oldest such end (ms). Absent: the gate keeps the
    * windows in memory.
    */
   rateUsage?(key: string, periodS: number): { used: number; oldestEnd?: number };
 }
 
-export interface RoutingStore {
-  // URL groups
+/** URL groups (topics): `QueueStore.urlGroups()`. */
+export interface UrlGroupStore {
   addEndpoints(name: string, endpoints: UrlGroupEndpoint[], now: number): Promise<void>;
   /** false when the group does not exist; the group is deleted when no endpoint is left. */
   removeEndpoints(name: string, endpoints: UrlGroupEndpoint[], now: number): Promise<boolean>;
   listGroups(): Promise<UrlGroup[]>;
   getGroup(name: string): Promise<UrlGroup | undefined>;
   deleteGroup(name: string): Promise<boolean>;
+}
 
-  // queues
+/** Queues and the admission rounds over queues and flow-control keys: `QueueStore.queues()`. */
+export interface QueueAdmissionStore {
   upsertQueue(name: string, set: { parallelism?: number; paused?: boolean }, now: number): Promise<void>;
   /** Creates the queues that do not exist yet (parallelism 1, not paused). */
   ensureQueues(names: string[], now: number): Promise<void>;
@@ -134,7 +138,17 @@ export interface RoutingStore {
   /** false when absent. */
   setQueuePaused(name: string, paused: boolean, now: number): Promise<boolean>;
 
-  // flow control
+  // admission
+  /**
+   * Runs one admission round at `now` (ms; default the wall clock) in a single transaction
+   * (relaxed durability). `fn` is synchronous: a store may read what a round can need before
+   * calling it (the PostgreSQL store does) and applies its releases after it returns.
+   */
+  admit<T>(fn: (tx: AdmissionTx) => T, now?: number): Promise<T>;
+}
+
+/** Flow-control keys: `QueueStore.flowControl()`. */
+export interface FlowControlStore {
   /** Records the limits of new messages per key (skipping pinned fields). */
   recordFlowControl(entries: { key: string; fc: FlowControl }[], now: number): Promise<void>;
   getFlowKey(key: string): Promise<FlowKeyState | undefined>;
@@ -143,14 +157,6 @@ export interface RoutingStore {
   setFlowPaused(key: string, paused: boolean, now: number): Promise<boolean>;
   pinFlow(key: string, pin: { parallelism?: number; rate?: number; periodS?: number }, now: number): Promise<boolean>;
   unpinFlow(key: string, unpin: { parallelism: boolean; rate: boolean }, now: number): Promise<boolean>;
-
-  // admission
-  /**
-   * Runs one admission round at `now` (ms; default the wall clock) in a single transaction
-   * (relaxed durability). `fn` is synchronous: a store may read what a round can need before
-   * calling it (the PostgreSQL store does) and applies its releases after it returns.
-   */
-  admit<T>(fn: (tx: AdmissionTx) => T, now?: number): Promise<T>;
 
   // rate windows kept in the store (several nodes); optional
   /**
@@ -163,8 +169,10 @@ export interface RoutingStore {
   resetRateWindow?(key: string): Promise<void>;
   /** Attempts counted against `key`'s rate now, and the start of its window (for the API). */
   rateState?(key: string, periodS: number, now: number): Promise<{ count: number; periodStart: number }>;
+}
 
-  // schedules
+/** Schedules: `QueueStore.schedules()`. */
+export interface ScheduleStore {
   upsertSchedule(s: ScheduleRecord): Promise<void>;
   getSchedule(id: string): Promise<ScheduleRecord | undefined>;
   listSchedules(): Promise<ScheduleRecord[]>;

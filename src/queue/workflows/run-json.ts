@@ -5,7 +5,7 @@
  */
 import type { DlqEntry } from '../model.js';
 import type { WorkflowRun, WorkflowStep } from '../store/workflow-types.js';
-import { triggerId } from './engine.js';
+import { triggerId } from './run-engine.js';
 
 /** `workflowRunId, workflowCreatedAt, workflowUrl, failureCallback, failureCallbackInfo, label(s)`. */
 export function workflowDlqFields(entry: DlqEntry, run: WorkflowRun | undefined): Record<string, unknown> | undefined {

@@ -1,23 +1,24 @@
 /**
- * Wires into the queue server: URL-group destination resolution, the admission gate
- * (queues + flow control) as the publish `admission` hook and as a dispatcher outcome listener,
- * the scheduler, and the routes of `api/{topics,queues,schedules,flow-control}.ts`.
+ * The user-managed resources of the queue — URL groups, queues, flow-control keys, schedules —
+ * wired into the queue server: URL-group destination resolution, the admission gate (queues +
+ * flow control) as the enqueue service's admission hook and as a dispatcher listener, the
+ * scheduler, and the routes of `api/{topics,queues,schedules,flow-control}.ts`.
  */
 import type { FastifyInstance } from 'fastify';
-import type { CounterCell } from '../../metrics.js';
-import type { Logger } from '../../logger.js';
-import type { QueueApiContext } from '../api/context.js';
-import { registerFlowControlRoutes } from '../api/flow-control.js';
-import { registerQueueRoutes } from '../api/queues.js';
-import { registerScheduleRoutes } from '../api/schedules.js';
-import { registerTopicRoutes, resolveUrlGroup } from '../api/topics.js';
-import { targetsFor } from '../api/publish.js';
-import { buildMessage } from '../build.js';
-import { AdmissionGate } from '../flow-control/gate.js';
-import { Scheduler } from '../schedules/scheduler.js';
-import type { RoutingStore } from '../store/routing-types.js';
+import type { CounterCell } from '../metrics.js';
+import type { Logger } from '../logger.js';
+import type { QueueApiContext } from './api/context.js';
+import { registerFlowControlRoutes } from './api/flow-control.js';
+import { registerQueueRoutes } from './api/queues.js';
+import { registerScheduleRoutes } from './api/schedules.js';
+import { registerTopicRoutes, resolveUrlGroup } from './api/topics.js';
+import { targetsFor } from './api/publish.js';
+import { buildMessage } from './build.js';
+import { AdmissionGate } from './flow-control/gate.js';
+import { Scheduler } from './schedules/scheduler.js';
+import type { QueueStore } from './store/types.js';
 
-export interface RoutingFeature {
+export interface QueueResources {
   gate: AdmissionGate;
   scheduler: Scheduler;
   /** Starts the gate and the scheduler (after the dispatcher started). */
@@ -30,18 +31,21 @@ export interface RoutingFeature {
  * Call before the server listens. `shared`: the store is shared by several nodes (PostgreSQL);
  * `scheduleFires` counts fired schedule occurrences (metrics).
  */
-export function attachRouting(
+export function attachResources(
   app: FastifyInstance,
   ctx: QueueApiContext,
-  routing: RoutingStore,
+  store: QueueStore,
   logger: Logger,
   opts: { shared?: boolean; scheduleFires?: CounterCell } = {},
-): RoutingFeature {
+): QueueResources {
   const previous = ctx.resolveDestination;
-  ctx.resolveDestination = async (dest) => (await resolveUrlGroup(routing, dest)) ?? previous(dest);
+  ctx.resolveDestination = async (dest) => (await resolveUrlGroup(store.urlGroups(), dest)) ?? previous(dest);
 
+  const queues = store.queues();
+  const flows = store.flowControl();
   const gate = new AdmissionGate({
-    routing,
+    queues,
+    flows,
     clock: ctx.clock,
     logger,
     onRelease: (now) => ctx.dispatcher.notify(now),
@@ -56,7 +60,7 @@ export function attachRouting(
   });
 
   const scheduler = new Scheduler({
-    routing,
+    schedules: store.schedules(),
     clock: ctx.clock,
     logger,
     maxSleepMs: opts.shared ? 1000 : undefined,
@@ -78,10 +82,10 @@ export function attachRouting(
     },
   });
 
-  registerTopicRoutes(app, ctx, routing);
-  registerQueueRoutes(app, ctx, routing, gate);
-  registerScheduleRoutes(app, ctx, routing, scheduler);
-  registerFlowControlRoutes(app, ctx, routing, gate);
+  registerTopicRoutes(app, ctx, store.urlGroups());
+  registerQueueRoutes(app, ctx, queues, gate);
+  registerScheduleRoutes(app, ctx, store.schedules(), scheduler);
+  registerFlowControlRoutes(app, ctx, flows, gate);
 
   return {
     gate,

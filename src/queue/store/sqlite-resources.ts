@@ -1,6 +1,6 @@
 /**
- * SQLite implementation of {@link RoutingStore} (tables of migration 0002), sharing the queue
- * store's handle and group committer so routing writes batch with message writes.
+ * SQLite implementation of the resource stores of `resource-types.ts` (tables of migration 0002), sharing the queue
+ * store's handle and group committer so their writes batch with message writes.
  */
 import type Database from 'better-sqlite3';
 import type { FlowControl, NewMessage } from '../model.js';
@@ -9,11 +9,14 @@ import type {
   AdmissionTx,
   FlowKeyState,
   QueueInfo,
-  RoutingStore,
+  UrlGroupStore,
+  QueueAdmissionStore,
+  FlowControlStore,
+  ScheduleStore,
   ScheduleRecord,
   UrlGroup,
   UrlGroupEndpoint,
-} from './routing-types.js';
+} from './resource-types.js';
 import { INSERT_MESSAGE_SQL, messageParams } from './sqlite-rows.js';
 
 /** A `schedules` row (both stores). */
@@ -84,7 +87,7 @@ export function flowStateFromRow(r: FlowRow, waiting: number, admitted: number):
 const ADMITTED_Q = `status = 'pending' AND queue_name IS NOT NULL AND (claimed_by IS NULL OR claimed_by <> 'held')`;
 const ADMITTED_F = `status = 'pending' AND flow_control_key IS NOT NULL AND (claimed_by IS NULL OR claimed_by <> 'held')`;
 
-export class SqliteRoutingStore implements RoutingStore {
+export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, FlowControlStore, ScheduleStore {
   constructor(
     private readonly db: Database.Database,
     private readonly writes: GroupCommitter,
@@ -178,12 +181,12 @@ export class SqliteRoutingStore implements RoutingStore {
   }
 
   async getQueue(name: string): Promise<QueueInfo | undefined> {
-    const r = this.db.prepare('SELECT * FROM queues WHERE name = ?').get(name) as Parameters<SqliteRoutingStore['queueInfo']>[0] | undefined;
+    const r = this.db.prepare('SELECT * FROM queues WHERE name = ?').get(name) as Parameters<SqliteResourceStore['queueInfo']>[0] | undefined;
     return r ? this.queueInfo(r) : undefined;
   }
 
   async listQueues(): Promise<QueueInfo[]> {
-    const rows = this.db.prepare('SELECT * FROM queues ORDER BY name').all() as Parameters<SqliteRoutingStore['queueInfo']>[0][];
+    const rows = this.db.prepare('SELECT * FROM queues ORDER BY name').all() as Parameters<SqliteResourceStore['queueInfo']>[0][];
     return rows.map((r) => this.queueInfo(r));
   }
 

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL {@link RoutingStore}: URL groups, queues, flow-control keys, schedules and the
+ * PostgreSQL the resource stores of `resource-types.ts`: URL groups, queues, flow-control keys, schedules and the
  * admission rounds of the queue/flow-control gate, on the queue store's pool.
  *
  * Admission across nodes: a round runs in one transaction holding a transaction-level advisory
@@ -16,18 +16,21 @@
 import type pg from 'pg';
 import type { FlowControl, NewMessage } from '../model.js';
 import { inTransaction, insertMessages, LIVENESS_LOCK_CLASS, type PgQueueStore } from './pg.js';
-import { flowStateFromRow, scheduleFromRow, type FlowRow, type ScheduleRow } from './sqlite-routing.js';
+import { flowStateFromRow, scheduleFromRow, type FlowRow, type ScheduleRow } from './sqlite-resources.js';
 import {
   effectiveLimits,
   type AdmissionTx,
   type FlowKeyState,
   type HeldHead,
   type QueueInfo,
-  type RoutingStore,
+  type UrlGroupStore,
+  type QueueAdmissionStore,
+  type FlowControlStore,
+  type ScheduleStore,
   type ScheduleRecord,
   type UrlGroup,
   type UrlGroupEndpoint,
-} from './routing-types.js';
+} from './resource-types.js';
 
 /** First key of the advisory lock serialising admission rounds across nodes (second: the schema). */
 export const ADMISSION_LOCK_CLASS = 73_164_512;
@@ -46,7 +49,7 @@ const u = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
 const ADMITTED = `status = 'pending' AND (claimed_by IS NULL OR claimed_by <> 'held')`;
 
-export class PgRoutingStore implements RoutingStore {
+export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, FlowControlStore, ScheduleStore {
   constructor(
     private readonly pool: pg.Pool,
     private readonly store: PgQueueStore,
@@ -368,7 +371,10 @@ export class PgRoutingStore implements RoutingStore {
   /**
    * Open and recently ended attempts of rate-limited `keys` (under the admission lock). Tidies
    * first: admitted rows whose message left without starting (cancelled, deleted queue) go, and
-   * running rows of a dispatcher that is no longer alive (its node died) end now.
+   * running rows end now when their dispatcher is no longer alive (its node died) or no longer
+   * holds the message's lease (it lapsed: a node cut off from the database). A running row is
+   * made by the claim and ended by the outcome's transaction, so a row whose owner still holds
+   * the lease is a running attempt.
    */
   private async rateRows(c: pg.PoolClient, keys: string[], periodsS: number[], now: number): Promise<Map<string, { ended: number[]; open: number }>> {
     // every rate-limited key gets an entry, also one without rows yet: the releases of a round are
@@ -383,8 +389,10 @@ export class PgRoutingStore implements RoutingStore {
     await c.query(
       `WITH alive AS (SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = $3::int::oid AND objsubid = 2 AND granted
                         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
-       UPDATE flow_control_attempts SET ended_at = $2
-       WHERE key = ANY($1::text[]) AND ended_at IS NULL AND started = 1 AND hashtext(owner)::oid NOT IN (SELECT objid FROM alive)`,
+       UPDATE flow_control_attempts a SET ended_at = $2
+       WHERE key = ANY($1::text[]) AND ended_at IS NULL AND started = 1
+         AND (hashtext(owner)::oid NOT IN (SELECT objid FROM alive)
+              OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = a.message_id AND m.status = 'pending' AND m.claimed_by = a.owner))`,
       [keys, now, LIVENESS_LOCK_CLASS],
     );
     const r = await c.query<{ key: string; ended_at: number | null }>(
