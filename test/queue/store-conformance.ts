@@ -27,7 +27,6 @@ function msg(url: string, over: Partial<NewMessage> = {}): NewMessage {
   return { ...buildMessage({ method: 'POST', headers: { 'Content-Type': ['text/plain'] }, maxRetries: 2 }, { url }, Buffer.from('hi'), T0), ...over };
 }
 
-/** Registers the conformance tests for one backend. */
 /** The four resource parts of `store` as one object (the cases below call across them). */
 function resources(store: QueueStore): UrlGroupStore & QueueAdmissionStore & FlowControlStore & ScheduleStore {
   const parts = [store.urlGroups(), store.queues(), store.flowControl(), store.schedules()] as unknown as Record<PropertyKey, unknown>[];
@@ -39,6 +38,7 @@ function resources(store: QueueStore): UrlGroupStore & QueueAdmissionStore & Flo
   });
 }
 
+/** Registers the conformance tests for one backend. */
 export function storeConformance(name: string, factory: () => Promise<StoreUnderTest>): void {
   describe(`QueueStore conformance: ${name}`, () => {
     const cleanups: (() => void | Promise<void>)[] = [];
@@ -50,6 +50,22 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       cleanups.push(f.cleanup);
       return f;
     };
+
+    test('concurrent enqueues: one that fails (a duplicate message id) fails alone, the others commit', async () => {
+      const { store } = await open();
+      const first = msg('http://a.test/first');
+      await store.enqueue([first], T0, 0);
+      const ok1 = msg('http://a.test/ok1');
+      const ok2 = msg('http://a.test/ok2');
+      const results = await Promise.allSettled([
+        store.enqueue([ok1], T0, 0),
+        store.enqueue([{ ...msg('http://a.test/dup'), id: first.id }], T0, 0),
+        store.enqueue([ok2], T0, 0),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+      for (const m of [first, ok1, ok2]) assert.equal((await store.getMessage(m.id))?.url, m.url);
+      await store.close();
+    });
 
     test('enqueue, claim in due order, complete; owner and lease rules', async () => {
       const { store } = await open();

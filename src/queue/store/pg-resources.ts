@@ -371,7 +371,10 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
   /**
    * Open and recently ended attempts of rate-limited `keys` (under the admission lock). Tidies
    * first: admitted rows whose message left without starting (cancelled, deleted queue) go, and
-   * running rows of a dispatcher that is no longer alive (its node died) end now.
+   * running rows end now when their dispatcher is no longer alive (its node died) or no longer
+   * holds the message's lease (it lapsed: a node cut off from the database). A running row is
+   * made by the claim and ended by the outcome's transaction, so a row whose owner still holds
+   * the lease is a running attempt.
    */
   private async rateRows(c: pg.PoolClient, keys: string[], periodsS: number[], now: number): Promise<Map<string, { ended: number[]; open: number }>> {
     // every rate-limited key gets an entry, also one without rows yet: the releases of a round are
@@ -386,8 +389,10 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
     await c.query(
       `WITH alive AS (SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = $3::int::oid AND objsubid = 2 AND granted
                         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
-       UPDATE flow_control_attempts SET ended_at = $2
-       WHERE key = ANY($1::text[]) AND ended_at IS NULL AND started = 1 AND hashtext(owner)::oid NOT IN (SELECT objid FROM alive)`,
+       UPDATE flow_control_attempts a SET ended_at = $2
+       WHERE key = ANY($1::text[]) AND ended_at IS NULL AND started = 1
+         AND (hashtext(owner)::oid NOT IN (SELECT objid FROM alive)
+              OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = a.message_id AND m.status = 'pending' AND m.claimed_by = a.owner))`,
       [keys, now, LIVENESS_LOCK_CLASS],
     );
     const r = await c.query<{ key: string; ended_at: number | null }>(
