@@ -143,6 +143,8 @@ export class VectorIndex {
       phases.indexesMs += Date.now() - t;
     }
     this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0, ...phases }, 'vector index loaded');
+    // after loading, not while the snapshot is read: the graph read and the hashing need the cores
+    this.scheduleMetadataParse();
     this.scheduleIndexing();
   }
 
@@ -175,18 +177,18 @@ export class VectorIndex {
       replayed += this.loadIndexes(ns);
     }
     this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0 }, 'vector index loaded');
+    this.scheduleMetadataParse();
     this.scheduleIndexing();
   }
 
   /**
    * Ids, labels and metadata of every record of `ns` from SQLite (one pass in primary-key order,
-   * rows as arrays); metadata stays JSON text, parsed after start-up in slices
+   * rows as arrays); metadata stays JSON text, parsed once loaded in slices
    * ({@link scheduleMetadataParse}) or on first use (namespace.ts `meta`).
    */
   private loadHeads(ns: NamespaceState): void {
     ns.presize(ns.row.next_pos);
     for (const [id, pos, metadata] of this.store.headsRaw(ns.row.id)) ns.load(pos, id, metadata);
-    this.scheduleMetadataParse();
   }
 
   /**
@@ -507,6 +509,7 @@ export class VectorIndex {
         ns = new NamespaceState(row);
         this.loadHeads(ns);
         this.loadIndexes(ns);
+        this.scheduleMetadataParse();
       }
       this.namespaces.set(row.name, ns);
     }
