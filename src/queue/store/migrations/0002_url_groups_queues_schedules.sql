@@ -1,4 +1,4 @@
--- Issue 4: URL groups, queues, schedules, flow control.
+-- URL groups, queues, schedules, flow control.
 -- Messages waiting for admission by a queue or a flow-control key are stored with
 -- claimed_by = 'held' and lease_until NULL: they stay out of the due index (messages_due) and
 -- out of lease reaping until the admission gate (src/queue/flow-control/gate.ts) releases them.
