@@ -28,7 +28,7 @@ const net = require('net'), fs = require('fs');
 const [port, token, dest, n, marker] = process.argv.slice(1);
 const N = Number(n), statuses = [];
 let connected = 0;
-const done = (s) => { statuses.push(s); if (statuses.length === N) { process.stdout.write(JSON.stringify(statuses)); process.exit(0); } };
+const done = (s) => { statuses.push(s); if (statuses.length === N) { process.stdout.write(JSON.stringify(statuses), () => process.exit(0)); } };
 for (let i = 0; i < N; i++) {
   const s = net.connect(Number(port), '127.0.0.1');
   let buf = '';
@@ -70,8 +70,8 @@ const main = async () => {
     }
     await Promise.all(all);
   }
-  process.stdout.write(JSON.stringify({ lat, failed }));
-  process.exit(0);
+  // exit once the write is flushed: a pipe may take it in parts, and exit drops the rest
+  process.stdout.write(JSON.stringify({ lat, failed }), () => process.exit(0));
 };
 main();
 `;
