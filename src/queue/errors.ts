@@ -44,6 +44,8 @@ export const QUEUE_ERRORS = {
   },
   /** The PostgreSQL store cannot reach its database: nothing was acknowledged (with `Retry-After`). */
   storeUnavailable: { status: 503, message: 'the queue database is unavailable; nothing was acknowledged, retry shortly' },
+  /** A value the PostgreSQL store refuses (SQLSTATE class 22, e.g. a NUL character in an id or name). */
+  invalidValue: { status: 400, message: 'a value in the request cannot be stored (e.g. it contains a NUL character)' },
   /** An unexpected failure (logged). */
   internal: { status: 500, message: 'internal error' },
 
@@ -208,7 +210,8 @@ export function isStoreUnavailable(err: unknown): boolean {
  * (PostgreSQL store) is unreachable (the write was not committed, or its commit was not confirmed:
  * the publish is not acknowledged); `diskFull` (507 Insufficient Storage, `Retry-After`) when the
  * disk is full (the write was rolled back: nothing was stored, and the same request succeeds once
- * space is freed); otherwise `internal` (500; `log` is true).
+ * space is freed); `invalidValue` (400) for a value PostgreSQL refuses (SQLSTATE class 22 data
+ * exception, e.g. a NUL character in a path parameter); otherwise `internal` (500; `log` is true).
  */
 export function errorAnswer(err: Error & { statusCode?: number }): { status: number; message: string; retryAfterS?: number; log: boolean } {
   if (isDiskFull(err)) {
@@ -226,6 +229,11 @@ export function errorAnswer(err: Error & { statusCode?: number }): { status: num
       retryAfterS: STORE_UNAVAILABLE_RETRY_AFTER_S,
       log: true,
     };
+  }
+  // PostgreSQL refuses some values SQLite stores (a NUL in text); they come from the request
+  const sqlState = (err as { code?: unknown }).code;
+  if (typeof sqlState === 'string' && /^22[0-9A-Z]{3}$/.test(sqlState)) {
+    return { status: QUEUE_ERRORS.invalidValue.status, message: queueMessage('invalidValue'), log: false };
   }
   const status = err.statusCode ?? 500;
   if (status >= 500) return { status: QUEUE_ERRORS.internal.status, message: queueMessage('internal'), log: true };

@@ -4,7 +4,7 @@
  * applied once when nodes start together; a schema newer than this svc refused. And a fault:
  * PostgreSQL restarted under load (publishes answer 503 + Retry-After while it is down, never a
  * 2xx for an uncommitted message; deliveries resume; nothing acknowledged is lost). And the test
- * helper's own hygiene: a cluster left by a killed test process is removed by the next. A real
+ * helper's own hygiene, and a value PostgreSQL refuses (a NUL character) answered 400: a cluster left by a killed test process is removed by the next. A real
  * PostgreSQL (throw-away cluster, or SVC_TEST_DATABASE_URL) and real `svc` processes.
  */
 import assert from 'node:assert/strict';
@@ -95,6 +95,23 @@ test('nodes starting together apply each migration once; a newer schema is refus
   const r = await serveOnce(url);
   assert.equal(r.code, 2, r.out);
   assert.match(r.out, /newer than this svc supports/);
+});
+
+test('a value PostgreSQL cannot store (a NUL character in a path parameter) answers 400, not 500', async () => {
+  const url = await server.newDatabase('svc_nul');
+  const svc = await startTestSvc(['queue'], { env: { SVC_QUEUE_DATABASE_URL: url, SVC_QUEUE_DATABASE_SCHEMA: 'public' } });
+  try {
+    const token = svc.ctx.credentials.get('queue.token');
+    for (const route of ['/v2/dlq/%00', '/v2/flowControl/%00', '/v2/messages/a%00b', '/v2/schedules/%00']) {
+      const res = await fetch(`${svc.urls.queue}${route}`, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { error?: string };
+      assert.equal(res.status, 400, `${route}: ${res.status} ${JSON.stringify(body)}`);
+      assert.match(body.error ?? '', /NUL/);
+    }
+    assert.equal((await fetch(`${svc.urls.queue}/v2/dlq`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+  } finally {
+    await svc.close();
+  }
 });
 
 test('PostgreSQL restarted under load: 503 + Retry-After while down, deliveries resume, nothing acknowledged lost', async () => {
