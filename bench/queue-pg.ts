@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { clusterCpuMs, resetStatements, startBenchPostgres, topStatements, treeCpuMs, walStats, withPg, type BenchPostgres, type StatementTime, type WalStats } from './lib/postgres.js';
 import { installCleanupHandlers, startProcess, type ManagedProcess } from './lib/proc.js';
-import { now, type Sink } from './lib/queue-sink.js';
+import { closedLoop, now, type Sink } from './lib/queue-sink.js';
 import { percentile } from './lib/stats.js';
 import { openPeerPublisher, PG_PEERS, type PgPeer } from './peers/pg-queues.js';
 import { ensurePeer } from './peers/install.js';
@@ -86,18 +86,6 @@ interface System {
   /** Publishes message number `i` with `payload`; resolves when the system acknowledged it. */
   publish(payload: { t: number; r: string }, i: number): Promise<void>;
   close(): Promise<void>;
-}
-
-/** Closed loop: `total` publishes from `conc` concurrent publishers. Returns elapsed ms. */
-async function closedLoop(total: number, conc: number, fn: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = now();
-  await Promise.all(
-    Array.from({ length: conc }, async () => {
-      while (next < total) await fn(next++);
-    }),
-  );
-  return now() - t0;
 }
 
 let runSeq = 0;

@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { abOrder, abRatios, abVariants, cpuMs, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { importPeer } from './peers/install.js';
-import { now, startSink, type Sink } from './lib/queue-sink.js';
+import { closedLoop, now, startSink, type Sink } from './lib/queue-sink.js';
 import { benchPostgres, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
 
@@ -111,18 +111,6 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
-/** Runs `total` calls of `fn` with `conc` concurrent loops; returns elapsed ms. */
-async function loops(total: number, conc: number, fn: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = now();
-  await Promise.all(
-    Array.from({ length: conc }, async () => {
-      while (next < total) await fn(next++);
-    }),
-  );
-  return now() - t0;
-}
-
 interface Row {
   system: string;
   publishers: number;
@@ -145,7 +133,7 @@ async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: 
   const dest = `/v2/publish/${sink.url}/bench`;
   const delivered = sink.expect(n);
   const t0 = now();
-  const pubMs = await loops(n, conc, async () => {
+  const pubMs = await closedLoop(n, conc, async () => {
     const res = await pool.request({
       path: dest,
       method: 'POST',
@@ -167,7 +155,7 @@ async function benchUndici(sink: Sink, n: number, conc: number): Promise<Row> {
   const pool = new Pool(sink.url, { connections: conc, pipelining: 1 });
   const delivered = sink.expect(n);
   const load = cpuMeter([process.pid]);
-  const ms = await loops(n, conc, async () => {
+  const ms = await closedLoop(n, conc, async () => {
     const res = await pool.request({ path: '/direct', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ t: now() }) });
     await res.body.text();
   });
@@ -211,7 +199,7 @@ async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]>
       const server = cpuMeter([worker.pid!, redis.pid!]);
       const load = cpuMeter([process.pid]);
       const t0 = now();
-      const pubMs = await loops(n, conc, async () => {
+      const pubMs = await closedLoop(n, conc, async () => {
         await queue.add('j', { t: now() }, { removeOnComplete: true, attempts: 4, backoff: { type: 'exponential', delay: 1000 } });
       });
       const { lat, lastAt } = await delivered;

@@ -11,6 +11,18 @@ import type net from 'node:net';
 /** Wall clock in ms with sub-ms precision, comparable across processes on this machine. */
 export const now = (): number => performance.timeOrigin + performance.now();
 
+/** Closed loop: `total` calls of `fn` (given the call's index) from `conc` concurrent callers; resolves to the elapsed ms. */
+export async function closedLoop(total: number, conc: number, fn: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = now();
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (next < total) await fn(next++);
+    }),
+  );
+  return now() - t0;
+}
+
 export interface Delivered {
   /** Latency (ms) of each counted delivery, in arrival order. */
   lat: number[];
