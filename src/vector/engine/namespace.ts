@@ -17,7 +17,7 @@ import type { Scored } from './scores.js';
  * Exact top-k among `labels` with their final scores, best first (provided by the read path: a
  * scan of the in-memory 8-bit codes, re-ranked on the original vectors).
  */
-export type ExactSearch = (labels: number[], k: number) => Scored[];
+export type ExactSearch = (labels: Int32Array, k: number) => Scored[];
 /** Final score of an HNSW hit from its graph distance (see `query/execute.ts` `scoreHits`). */
 export type DistanceScorer = (hits: Neighbor[]) => Scored[];
 /** Upper bound of the search breadth used for filtered or resumed HNSW searches. */
@@ -34,6 +34,8 @@ export interface FilterMatch {
   bits: Uint8Array;
   labels: number[];
   count: number;
+  /** The matches live in the dense graph, as its exact scan takes them (built on first use, {@link NamespaceState.scanList}). */
+  scan?: { graph: HnswDense; epoch: number; list: Int32Array };
 }
 
 export class NamespaceState {
@@ -195,11 +197,11 @@ export class NamespaceState {
     const ef = Math.max(efSearch, want);
     if (!accept) return score(g.search(q, want, undefined, ef));
     const pool = () => {
-      if (match && !exclude?.size) return match.labels;
+      if (match && !exclude?.size) return this.scanList(g, match);
       const all = match ? match.labels : g.labels();
       const out: number[] = [];
       for (const l of all) if (accept(l)) out.push(l);
-      return out;
+      return g.live(out);
     };
     const selectivity = Math.max(eligible, 1) / g.size;
     const breadth = Math.ceil((POST_FILTER_FACTOR * want) / selectivity) + excluded;
@@ -223,6 +225,19 @@ export class NamespaceState {
     const found = g.search(q, want, accept, Math.min(Math.max(ef, want + excluded), MAX_EF));
     if (found.length >= want) return score(found);
     return exact(pool(), want);
+  }
+
+  /**
+   * The matches of `match` that are live points of graph `g` (what its exact scan takes), kept on
+   * the match (itself cached per namespace version) while the graph's live set is unchanged: the
+   * list is built once per filter and write, not per query.
+   */
+  private scanList(g: HnswDense, match: FilterMatch): Int32Array {
+    const s = match.scan;
+    if (s && s.graph === g && s.epoch === g.liveEpoch) return s.list;
+    const list = g.live(match.labels);
+    match.scan = { graph: g, epoch: g.liveEpoch, list };
+    return list;
   }
 
   /** Sparse top `k` (exact), filtered. */

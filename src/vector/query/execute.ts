@@ -78,17 +78,19 @@ function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], label
 
 /**
  * Candidates re-ranked on the original vectors per exact scan: k + this. Reading them from SQLite
- * is most of the cost of a selective filtered query (~10 µs per vector: index lookup by position,
- * then the row), so few: the 8-bit ranking errs only between near-ties.
+ * is much of the cost of a selective filtered query (~4 µs per vector in one statement: index
+ * lookup by position, then the row), so few: the 8-bit ranking errs only between near-ties. On
+ * clustered 128-d and 768-d data (100k vectors, filters of 0.1–50 %), every true top-10 member was
+ * among the codes' best 13 (k + 2: recall@10 ≥ 0.9997, k + 4: 1.0).
  */
-export const RERANK_EXTRA = 6;
+export const RERANK_EXTRA = 3;
 
 /**
  * Exact top-`k` among `labels`: the graph's scan of the in-memory 8-bit codes keeps the best
  * k + {@link RERANK_EXTRA}, whose original vectors (SQLite, one statement) give the final float32
  * scores of {@link denseScore} and the order. Best first.
  */
-function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): Scored[] {
+function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: Int32Array, k: number): Scored[] {
   const n = Math.min(labels.length, k + RERANK_EXTRA);
   const cands = ns.dense!.scan(q, n, labels);
   return rescoreExact(index, ns, q, cands.map((c) => c.label)).slice(0, k);
@@ -113,7 +115,7 @@ export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: 
   }
   const match = ns.match(q.filter);
   const ef = index.def.hnsw.efSearch;
-  const exact = (labels: number[], n: number) => exactDense(index, ns, q.vector!, labels, n);
+  const exact = (labels: Int32Array, n: number) => exactDense(index, ns, q.vector!, labels, n);
   const dbsf = !!(q.vector && q.sparse && q.fusion === 'DBSF');
   const fromGraph = (hits: Neighbor[]) => scoreHits(index, ns, q.vector!, hits, dbsf);
   const dense = (n: number) => ns.denseCandidates(q.vector!, n, ef, match, exclude, exact, fromGraph);
