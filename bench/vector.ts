@@ -55,7 +55,8 @@ import { runChroma } from './peers/chroma.js';
 import { ensurePeers, runLanceDb } from './peers/lancedb.js';
 import { runUsearch } from './peers/usearch.js';
 import { inspectorUrl, memoryAfterGc, type ChildMemory } from './lib/inspector-memory.js';
-import { LANCEDB_NOTE, NOTES } from './lib/vector-notes.js';
+import { FILTERED_HEADING, LANCEDB_NOTE, MILLION_HEADING, NOTES, NOTES_HEADING } from './lib/vector-notes.js';
+import { sectionOf, writeSection } from './lib/report.js';
 import { load, percentile, recallOf } from './lib/stats.js';
 import { abOrder, abRatios, abVariants, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { clustered, FILTERS, latentMap } from './lib/vector-data.js';
@@ -144,6 +145,8 @@ const SETS = MILLION
 const PEERS = new Set(MILLION ? [] : (process.env.BENCH_PEERS ?? 'lancedb,usearch,chroma').split(','));
 const STREAM_SECONDS = Number(process.env.BENCH_STREAM_SECONDS ?? 10);
 const OUT = process.env.BENCH_OUT ?? path.join(root, 'docs/readme/vector-bench.md');
+/** Sections of the report written by other modes (`--million`, `bench:vector-filtered`): a full run keeps them. */
+const KEPT_SECTIONS = [MILLION_HEADING, FILTERED_HEADING];
 
 interface Row {
   set: string;
@@ -532,21 +535,21 @@ const table = [
   '|---|---|---|---|',
   ...rows.map((r) => `| ${r.set} | ${r.system} | ${r.what} | ${r.value} |`),
 ].join('\n');
-const report = `# Vector benchmark (\`npm run bench:vector\`)
-
-Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, ${QN} queries per cell,
+const runLine = `Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, ${QN} queries per cell,
 topK 10, COSINE, clustered data (see \`bench/vector.ts\`). svc and the load generator (\`wrk\`, one
-thread) share the machine, which other jobs also used (1-minute load average ${loadStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end, on 2 cores): throughput
+thread) share the machine (1-minute load average ${loadStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end, on 2 cores): throughput
 cells are medians of ${REPS} runs of ${SECONDS} s, each paired with a ~1 s in-process run at the same
 ef (filtered cells: with an unfiltered wrk run), and the percentage is the median of the paired
-ratios; expect ±10 points between runs.${MILLION ? ' Million run (`--million`).' : ''}
-
-${table}
-
-${LANCEDB_NOTE}
-
-${NOTES}
-`;
-fs.mkdirSync(path.dirname(OUT), { recursive: true });
-fs.writeFileSync(OUT, report);
+ratios; expect ±10 points between runs.`;
+if (MILLION) {
+  // the million run replaces only its own section of the report
+  writeSection(OUT, MILLION_HEADING, `${MILLION_HEADING}\n\n${runLine}\n\n${table}\n`, NOTES_HEADING);
+} else {
+  // a full run rewrites the report, keeping the sections other modes write
+  const old = fs.existsSync(OUT) ? fs.readFileSync(OUT, 'utf8') : '';
+  const kept = KEPT_SECTIONS.map((h) => sectionOf(old, h)).filter((x) => x !== undefined);
+  const report = [`# Vector benchmark (\`npm run bench:vector\`)`, runLine, table, LANCEDB_NOTE, ...kept, NOTES].join('\n\n');
+  fs.mkdirSync(path.dirname(OUT), { recursive: true });
+  fs.writeFileSync(OUT, report.trimEnd() + '\n');
+}
 console.log('\n' + table + `\n\nwritten to ${OUT}`);
