@@ -20,6 +20,7 @@ import { VectorIndex } from '../../src/vector/engine/vector-index.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
+import { OFF_THREAD_PARSE_CHARS } from '../../src/vector/http/upload-parse.js';
 import { randomVectors, raw, startVector } from './helpers.js';
 
 const logger = createLogger('silent');
@@ -118,5 +119,43 @@ test('a namespace reset while its snapshot is written leaves no snapshot of the 
     assert.ok(fs.existsSync(path.join(idx.snapshotDir, `ns-${ns.row.id}.json`)), 'the closing snapshot is written');
   } finally {
     tmp.cleanup();
+  }
+});
+
+test('an upsert body parsed off the event loop stores the same records and answers the same errors as one parsed inline', { timeout: 60_000 }, async () => {
+  const d = 128;
+  const svc = await startVector([], { env: { SVC_VECTOR_DIMENSION: String(d) } });
+  try {
+    const url = svc.indexUrl();
+    const token = svc.token();
+    const vs = randomVectors(300, d, 54);
+    const items = vs.map((v, i) => ({ id: `r${i}`, vector: v, metadata: { i, tag: ['a', { b: i % 3 }] }, data: `d${i}` }));
+    const big = JSON.stringify(items);
+    assert.ok(big.length >= OFF_THREAD_PARSE_CHARS, 'the batch goes to the worker');
+    assert.equal((await raw(`${url}/upsert/big`, token, big)).status, 200);
+    for (const it of items.slice(0, 40)) assert.equal((await raw(`${url}/upsert/small`, token, JSON.stringify(it))).status, 200);
+    const fetched = async (ns: string) => (await raw(`${url}/fetch/${ns}`, token, JSON.stringify({ ids: items.slice(0, 40).map((x) => x.id), includeVectors: true, includeMetadata: true, includeData: true }))).body.result;
+    assert.deepEqual(await fetched('big'), await fetched('small'));
+    // the same refusals with the same messages, whichever side parsed the body
+    const pad = (body: string) => body + ' '.repeat(OFF_THREAD_PARSE_CHARS);
+    const bad = [
+      JSON.stringify([{ id: 'x', vector: [...vs[0].slice(1), 'one'] }]),
+      `[{"id": "x", "vector": [${vs[0].slice(1).join(',')}, 1e400]}]`,
+      JSON.stringify([{ id: 'x', vector: [] }]),
+      JSON.stringify([{ id: 'x', vector: vs[0].slice(1) }]),
+      JSON.stringify({ id: 'x', vector: vs[0], metadata: 7 }),
+      JSON.stringify([{ id: 'x' }]),
+      '[{"id": "x", "vector": [1, 2,',
+      '['.repeat(200) + ']'.repeat(200),
+    ];
+    for (const body of bad) {
+      const inline = await raw(`${url}/upsert`, token, body);
+      const off = await raw(`${url}/upsert`, token, pad(body));
+      assert.ok(inline.status >= 400 && inline.status < 500, `${body.slice(0, 60)}: ${inline.status}`);
+      assert.deepEqual(off, inline, body.slice(0, 60));
+    }
+    assert.equal((await raw(`${url}/info`, token, '{}')).body.result.namespaces['']?.vectorCount ?? 0, 0, 'nothing refused was stored');
+  } finally {
+    await svc.close();
   }
 });

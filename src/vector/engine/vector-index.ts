@@ -527,7 +527,7 @@ export class VectorIndex {
   }
 
   /** Checks dimensions/parts of records for this index type. @throws VectorError 400/422. */
-  checkRecord(item: { vector?: number[]; sparse?: unknown }, where = ''): void {
+  checkRecord(item: { vector?: ArrayLike<number>; sparse?: unknown }, where = ''): void {
     const t = this.def.type;
     if (t === 'DENSE' && !item.vector) throw vectorError('denseNeedsVector', where);
     if (t === 'DENSE' && item.sparse) throw vectorError('denseNoSparse', where);
