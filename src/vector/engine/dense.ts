@@ -321,6 +321,13 @@ export class HnswDense implements DenseIndex {
   /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
   private queue: { label: number; seq: number }[] = [];
   private head = 0;
+  /**
+   * Snapshot writes reading this graph on libuv's thread pool (snapshot.ts `writeSnapshotAsync`):
+   * while above 0 nothing is inserted ({@link indexPending} inserts nothing, {@link add} throws),
+   * so the file is one consistent graph. Searches, {@link enqueue} and {@link remove} (a
+   * mark-delete flag, re-derived from the records at load) go on meanwhile.
+   */
+  saving = 0;
 
   constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024) {
     this.space = spaceOf(metric);
@@ -474,6 +481,7 @@ export class HnswDense implements DenseIndex {
 
   /** Adds or replaces `label` and inserts it into the graph now. */
   add(label: number, v: ArrayLike<number>): void {
+    if (this.saving > 0) throw new Error('HNSW graph: insertion while a snapshot reads it');
     this.insert(label, this.store(label, v));
   }
 
@@ -489,9 +497,11 @@ export class HnswDense implements DenseIndex {
 
   /**
    * Inserts queued points into the graph, oldest first, until the queue is empty or
-   * `performance.now()` passes `deadline` (at least one point per call). Returns the number inserted.
+   * `performance.now()` passes `deadline` (at least one point per call); nothing while a snapshot
+   * reads the graph ({@link saving}). Returns the number inserted.
    */
   indexPending(deadline = Infinity): number {
+    if (this.saving > 0) return 0;
     let n = 0;
     while (this.head < this.queue.length) {
       const e = this.queue[this.head++];
@@ -701,6 +711,8 @@ export class QuantizedDense implements DenseIndex {
   get tombstones(): number {
     return 0;
   }
+  /** Always 0: no graph for a snapshot to read (same interface as {@link HnswDense}). */
+  readonly saving = 0;
   /** Always 0: writes take effect at once (same interface as {@link HnswDense}). */
   get pending(): number {
     return 0;

@@ -132,6 +132,19 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
   const codesSha256 = writeDurably(path.join(dir, codesFile), graph.codes.serialize(labels));
   if (int8) hnswSha256 = codesSha256;
   fsyncPath(dir, true);
+  const header = snapshotHeader(graph, { count: graph.size, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
+  const previous = previousFile(dir, nsId);
+  writeDurably(headerPath(dir, nsId), [Buffer.from(JSON.stringify(header))]);
+  fsyncPath(dir, true);
+  dropPrevious(dir, previous, file);
+}
+
+/** The header of a snapshot whose files are written (sizes read from `dir`), with its own checksum. */
+function snapshotHeader(
+  graph: NamespaceDense,
+  h: Pick<SnapshotHeader, 'count' | 'seq' | 'generation' | 'file' | 'labels' | 'hnswSha256' | 'codesSha256'>,
+  dir: string,
+): SnapshotHeader {
   const header: SnapshotHeader = {
     magic: SNAPSHOT_MAGIC,
     version: SNAPSHOT_VERSION,
@@ -139,30 +152,123 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
     metric: graph.metric,
     m: graph.params.m,
     efConstruction: graph.params.efConstruction,
-    count: graph.size,
-    seq,
-    generation,
-    file,
-    bytes: fs.statSync(path.join(dir, file)).size,
-    labels,
-    codesBytes: fs.statSync(path.join(dir, codesFile)).size,
-    hnswSha256,
-    codesSha256,
-    ...(int8 ? { quantization: 'int8' as const } : {}),
+    count: h.count,
+    seq: h.seq,
+    generation: h.generation,
+    file: h.file,
+    bytes: fs.statSync(path.join(dir, h.file)).size,
+    labels: h.labels,
+    codesBytes: fs.statSync(path.join(dir, codesName(h.file))).size,
+    hnswSha256: h.hnswSha256,
+    codesSha256: h.codesSha256,
+    ...(graph instanceof QuantizedDense ? { quantization: 'int8' as const } : {}),
   };
   header.sha256 = sha256(JSON.stringify(header));
-  const hp = headerPath(dir, nsId);
-  let previous: string | undefined;
+  return header;
+}
+
+/** The graph file the current header of `nsId` names (undefined: none). */
+function previousFile(dir: string, nsId: number): string | undefined {
   try {
-    previous = (JSON.parse(fs.readFileSync(hp, 'utf8')) as SnapshotHeader).file;
+    return (JSON.parse(fs.readFileSync(headerPath(dir, nsId), 'utf8')) as SnapshotHeader).file;
   } catch {
-    /* none */
+    return undefined;
   }
-  writeDurably(hp, [Buffer.from(JSON.stringify(header))]);
-  fsyncPath(dir, true);
-  if (previous && previous !== file) {
-    fs.rmSync(path.join(dir, previous), { force: true });
-    fs.rmSync(path.join(dir, codesName(previous)), { force: true });
+}
+
+/** Removes the files of the snapshot `previous` once the header names `file`. */
+function dropPrevious(dir: string, previous: string | undefined, file: string): void {
+  if (!previous || previous === file) return;
+  fs.rmSync(path.join(dir, previous), { force: true });
+  fs.rmSync(path.join(dir, codesName(previous)), { force: true });
+}
+
+/** fsync of a file or directory by path, on libuv's thread pool (see {@link fsyncPath}). */
+async function fsyncPathAsync(p: string, directory = false): Promise<void> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(p, directory ? 'r' : 'r+');
+  } catch (err) {
+    if (directory && ['EISDIR', 'EPERM', 'EACCES'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+    throw err;
+  }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * {@link writeSnapshot} without holding the event loop: only the 8-bit codes are copied on the
+ * main thread (a memcpy, 0.25× the float32 size); hnswlib writes the graph on libuv's thread pool
+ * while `graph.saving` keeps insertions out of it (searches, queued writes and mark-deletes go on:
+ * the graph points written are those inserted when the call starts, the header's `seq` says which
+ * writes they cover); the graph file is hashed by a worker thread, the codes by WebCrypto, fsyncs
+ * and renames run on the thread pool, in the same order as {@link writeSnapshot} (graph → codes →
+ * directory → header → directory). `current()` is asked before the header is written: false (the
+ * namespace was reset or dropped meanwhile) removes the new files and resolves false. The caller
+ * runs at most one snapshot per namespace at a time. @throws (rejects) on I/O errors; before the
+ * header's rename the previous snapshot then stays in force and the new files are removed.
+ */
+export async function writeSnapshotAsync(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense, current: () => boolean): Promise<boolean> {
+  fs.mkdirSync(dir, { recursive: true });
+  const int8 = graph instanceof QuantizedDense;
+  const file = `ns-${nsId}-${generation}-${seq}.${int8 ? 'codes' : 'hnsw'}`;
+  const graphPath = path.join(dir, file);
+  const codesPath = path.join(dir, codesName(file));
+  const tmp = `${graphPath}.tmp`;
+  const labels = Math.min(graph.labelSpan, graph.codes.capacity);
+  const codes = Buffer.concat(graph.codes.serialize(labels)); // a copy: queued writes change the codes meanwhile
+  const count = graph.size;
+  const remove = () => Promise.all([tmp, graphPath, `${codesPath}.tmp`, codesPath].map((f) => fs.promises.rm(f, { force: true })));
+  let committed = false;
+  try {
+    if (!int8) {
+      graph.saving++;
+      try {
+        await graph.index.writeIndex(tmp);
+      } finally {
+        graph.saving--;
+      }
+    }
+    const [graphSha256, codesSha256] = await Promise.all([
+      (async () => {
+        if (int8) return '';
+        await fsyncPathAsync(tmp);
+        const sum = await fileSha256InWorker(tmp);
+        await fs.promises.rename(tmp, graphPath);
+        return sum;
+      })(),
+      (async () => {
+        const sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', codes)).toString('hex');
+        await fs.promises.writeFile(`${codesPath}.tmp`, codes);
+        await fsyncPathAsync(`${codesPath}.tmp`);
+        await fs.promises.rename(`${codesPath}.tmp`, codesPath);
+        return sum;
+      })(),
+    ]);
+    await fsyncPathAsync(dir, true);
+    if (!current()) {
+      await remove();
+      return false;
+    }
+    const hnswSha256 = int8 ? codesSha256 : graphSha256;
+    const header = snapshotHeader(graph, { count, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
+    const previous = previousFile(dir, nsId);
+    const hp = headerPath(dir, nsId);
+    await fs.promises.writeFile(`${hp}.tmp`, JSON.stringify(header));
+    await fsyncPathAsync(`${hp}.tmp`);
+    await fs.promises.rename(`${hp}.tmp`, hp);
+    committed = true;
+    await fsyncPathAsync(dir, true);
+    // reset or dropped while the header was written: what it names is stale
+    if (!current()) dropSnapshot(dir, nsId);
+    else dropPrevious(dir, previous, file);
+    return true;
+  } catch (err) {
+    if (!committed) await remove().catch(() => undefined);
+    throw err;
   }
 }
 
