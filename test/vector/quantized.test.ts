@@ -5,7 +5,8 @@
  *   (same ids, same scores, same stored vectors), for the three metrics, filtered and resumable;
  * - recall@10 against an exact oracle on clustered vectors;
  * - restarts after SIGTERM (codes snapshot) and SIGKILL (snapshot + replay) answer the same, and a
- *   configuration change (int8 -> graph) rebuilds instead of reading the codes snapshot as a graph;
+ *   configuration change (int8 -> graph) rebuilds instead of reading the codes snapshot as a graph,
+ *   and a damaged codes file is not loaded;
  * - bad definitions are refused.
  */
 import assert from 'node:assert/strict';
@@ -241,6 +242,16 @@ describe('int8 index restarts', () => {
     // and back: the graph snapshot is not read as codes
     s = await serve();
     assert.deepEqual(await answers(s.index), beforeKill, 'int8 again after a graph snapshot');
+    s.child.kill('SIGTERM');
+    await s.exited();
+    // a damaged codes file is not loaded: logged, rebuilt from the store, same answers
+    const codes = fs.readdirSync(dir).find((f) => f.endsWith('.codes'))!;
+    const bytes = fs.readFileSync(path.join(dir, codes));
+    bytes[100] ^= 0x40;
+    fs.writeFileSync(path.join(dir, codes), bytes);
+    s = await serve();
+    assert.deepEqual(await answers(s.index), beforeKill, 'same answers after a rebuild from the store');
+    assert.match(s.log(), /vector snapshot damaged/);
     s.child.kill('SIGTERM');
     await s.exited();
   });

@@ -20,7 +20,8 @@
  * metric, M, efConstruction, generation, size, checksums) is ignored and the graph is rebuilt from
  * SQLite.
  * An index without a graph (`"quantization": "int8"`, dense.ts `QuantizedDense`) writes the codes
- * file and the header only: `file` then names the codes file, `bytes`/`hnswSha256` repeat the
+ * file (`ns-<nsId>-<generation>-<seq>.int8.codes`) and the header only: `file` then names the
+ * codes file, `bytes`/`hnswSha256` repeat the
  * codes', and `quantization: "int8"` in the header keeps it from being read as (or replaced by) a
  * graph snapshot after a configuration change (headers without the field are graph snapshots).
  */
@@ -61,6 +62,12 @@ export interface SnapshotHeader {
 }
 
 const codesName = (graphFile: string) => graphFile.replace(/\.hnsw$/, '.codes');
+/**
+ * The file a header names: the graph file, or for an int8 index its codes file — `.int8.codes`, so
+ * that it never has the name of a graph snapshot's codes file at the same sequence number (which
+ * replacing that snapshot removes).
+ */
+const snapshotName = (nsId: number, generation: number, seq: number, int8: boolean) => `ns-${nsId}-${generation}-${seq}.${int8 ? 'int8.codes' : 'hnsw'}`;
 const headerPath = (dir: string, nsId: number) => path.join(dir, `ns-${nsId}.json`);
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -118,7 +125,7 @@ function writeDurably(file: string, parts: Buffer[]): string {
 export function writeSnapshot(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense): void {
   fs.mkdirSync(dir, { recursive: true });
   const int8 = graph instanceof QuantizedDense;
-  const file = `ns-${nsId}-${generation}-${seq}.${int8 ? 'codes' : 'hnsw'}`;
+  const file = snapshotName(nsId, generation, seq, int8);
   let hnswSha256 = '';
   if (!int8) {
     const tmp = path.join(dir, `${file}.tmp`);
@@ -214,7 +221,7 @@ async function fsyncPathAsync(p: string, directory = false): Promise<void> {
 export async function writeSnapshotAsync(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense, current: () => boolean): Promise<boolean> {
   fs.mkdirSync(dir, { recursive: true });
   const int8 = graph instanceof QuantizedDense;
-  const file = `ns-${nsId}-${generation}-${seq}.${int8 ? 'codes' : 'hnsw'}`;
+  const file = snapshotName(nsId, generation, seq, int8);
   const graphPath = path.join(dir, file);
   const codesPath = path.join(dir, codesName(file));
   const tmp = `${graphPath}.tmp`;
