@@ -665,7 +665,9 @@ export class QuantizedDense implements DenseIndex {
   private liveCount = 0;
   private readonly space: 'ip' | 'l2';
   /** Live labels in ascending order, rebuilt on demand after a change ({@link liveLabels}). */
-  private live: Int32Array | undefined = new Int32Array(0);
+  private allLive: Int32Array | undefined = new Int32Array(0);
+  /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
+  private epoch = 0;
   private readonly scratch: Float32Array;
   private scanQuery: Float32Array | undefined;
   private scanLabels = new Int32Array(0);
@@ -701,7 +703,8 @@ export class QuantizedDense implements DenseIndex {
     if (on && !this.bits[label]) {
       this.bits[label] = 1;
       this.liveCount++;
-      this.live = undefined;
+      this.epoch++;
+      this.allLive = undefined;
     }
   }
 
@@ -731,13 +734,26 @@ export class QuantizedDense implements DenseIndex {
     for (let i = 0; i < b.length; i++) if (b[i]) yield i;
   }
 
+  /** Changes whenever a label becomes live or is removed: a {@link live} list stays valid while it does not. */
+  get liveEpoch(): number {
+    return this.epoch;
+  }
+
   /** Every live label, ascending (cached until the next add of a new label or remove). */
   liveLabels(): Int32Array {
-    if (this.live) return this.live;
+    if (this.allLive) return this.allLive;
     const out = new Int32Array(this.liveCount);
     const b = this.bits;
     for (let i = 0, m = 0; i < b.length; i++) if (b[i]) out[m++] = i;
-    return (this.live = out);
+    return (this.allLive = out);
+  }
+
+  /** The live points among `labels`, as a list for {@link scan}. Stays valid while {@link liveEpoch} is unchanged. */
+  live(labels: Iterable<number>): Int32Array {
+    const bits = this.bits;
+    const out: number[] = [];
+    for (const l of labels) if (l < bits.length && bits[l] === 1) out.push(l);
+    return Int32Array.from(out);
   }
 
   add(label: number, v: ArrayLike<number>): void {
@@ -762,7 +778,8 @@ export class QuantizedDense implements DenseIndex {
     this.bits[label] = 0;
     this.liveCount--;
     this.codes.scale[label] = 0;
-    this.live = undefined;
+    this.epoch++;
+    this.allLive = undefined;
   }
 
   has(label: number): boolean {
