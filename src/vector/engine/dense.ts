@@ -804,16 +804,21 @@ export class QuantizedDense implements DenseIndex {
     let qn = 0;
     for (let j = 0; j < d; j++) qn += sq[j] * sq[j];
     const t0 = performance.now();
-    if (this.scanLabels.length < labels.length) {
-      this.scanLabels = new Int32Array(labels.length);
-      this.scanDots = new Float32Array(labels.length);
-    }
-    const ids = this.scanLabels;
-    const bits = this.bits;
+    if (this.scanDots.length < labels.length) this.scanDots = new Float32Array(labels.length);
+    let ids: Int32Array;
     let m = 0;
-    for (let i = 0; i < labels.length; i++) {
-      const label = labels[i];
-      if (label < bits.length && bits[label] === 1) ids[m++] = label;
+    if (labels === this.allLive) {
+      // every live label (the unfiltered query): nothing to check or copy
+      ids = this.allLive;
+      m = labels.length;
+    } else {
+      if (this.scanLabels.length < labels.length) this.scanLabels = new Int32Array(labels.length);
+      ids = this.scanLabels;
+      const bits = this.bits;
+      for (let i = 0; i < labels.length; i++) {
+        const label = labels[i];
+        if (label < bits.length && bits[label] === 1) ids[m++] = label;
+      }
     }
     const codes = this.codes;
     const dots = this.scanDots;
