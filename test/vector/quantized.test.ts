@@ -7,6 +7,7 @@
  * - restarts after SIGTERM (codes snapshot) and SIGKILL (snapshot + replay) answer the same, and a
  *   configuration change (int8 -> graph) rebuilds instead of reading the codes snapshot as a graph,
  *   and a damaged codes file is not loaded;
+ * - hybrid fusion (RRF, DBSF) like a default hybrid index; reset;
  * - bad definitions are refused.
  */
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { Index } from '@upstash/vector';
+import { FusionAlgorithm, Index } from '@upstash/vector';
 import { loadIndexDefinitions } from '../../src/vector/definitions.js';
 import { tempDir, testConfig } from '../helpers/env.js';
 import { rng, serveVectorChild, startVector } from './helpers.js';
@@ -125,6 +126,42 @@ describe('int8 index answers like a default index', () => {
       assert.equal(i8.vectorCount, iRef.vectorCount);
       assert.equal(i8.dimension, D);
     }
+  });
+});
+
+describe('int8 hybrid index', () => {
+  let svc: Awaited<ReturnType<typeof startVector>>;
+  after(() => svc?.close());
+
+  test('RRF and DBSF fusion answer like a default hybrid index; reset empties it', { timeout: 120_000 }, async () => {
+    const D = 8;
+    svc = await startVector([
+      { name: 'hq8', type: 'HYBRID', dimension: D, metric: 'COSINE', quantization: 'int8' },
+      { name: 'href', type: 'HYBRID', dimension: D, metric: 'COSINE' },
+    ]);
+    const r = rng(31);
+    const sparse = () => {
+      const indices = [...new Set(Array.from({ length: 4 }, () => Math.floor(r() * 40)))].sort((a, b) => a - b);
+      return { indices, values: indices.map(() => Math.round(r() * 100) / 100 + 0.01) };
+    };
+    const records = Array.from({ length: 300 }, (_, i) => ({ id: `h${i}`, vector: Array.from({ length: D }, () => r() * 2 - 1), sparseVector: sparse(), metadata: { odd: i % 2 === 1 } }));
+    const q8 = svc.client('hq8');
+    const ref = svc.client('href');
+    for (const idx of [q8, ref]) await idx.upsert(records);
+    for (let i = 0; i < 6; i++) {
+      const vector = Array.from({ length: D }, () => r() * 2 - 1);
+      const sparseVector = sparse();
+      for (const fusionAlgorithm of [FusionAlgorithm.RRF, FusionAlgorithm.DBSF]) {
+        for (const filter of [undefined, 'odd = true']) {
+          const q = { vector, sparseVector, topK: 10, fusionAlgorithm, filter };
+          assertSameHits((await q8.query(q)) as Hit[], (await ref.query(q)) as Hit[], `hybrid ${fusionAlgorithm} ${filter ?? ''} q${i}`);
+        }
+      }
+    }
+    await q8.reset();
+    assert.deepEqual(await q8.query({ vector: records[0].vector, sparseVector: records[0].sparseVector, topK: 5 }), []);
+    await q8.upsert(records.slice(0, 3));
+    assert.equal(((await q8.query({ vector: records[2].vector, topK: 1 })) as Hit[])[0].id, 'h2');
   });
 });
 
