@@ -197,6 +197,11 @@ printed next to it; CPU time is inflated too (~2.4× at this load: hnswlib ef 32
 
 /** Heading of the section `npm run bench:vector -- --million` writes (a full run keeps it). */
 export const MILLION_HEADING = '## A million vectors (`npm run bench:vector -- --million`)';
+/**
+ * Heading of the section `BENCH_QUANTIZATION=int8 npm run bench:vector` writes (with or without
+ * `--million`; a full run keeps it).
+ */
+export const INT8_HEADING = '## 8-bit codes without a graph (`BENCH_QUANTIZATION=int8 npm run bench:vector`)';
 /** Heading of the section `npm run bench:vector-filtered` writes (a full run keeps it). */
 export const FILTERED_HEADING = '## Filtered queries in-process (`npm run bench:vector-filtered`)';
 /** First line of {@link NOTES}: sections of other modes go before it. */

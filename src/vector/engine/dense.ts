@@ -647,6 +647,208 @@ export class HnswDense implements DenseIndex {
   }
 }
 
+/**
+ * The dense part of an index defined with `"quantization": "int8"` (definitions.ts): no graph, only
+ * the 8-bit codes of every live vector ({@link QuantizedVectors}: stride + 8 bytes per vector,
+ * about 0.25× float32) and a live bit per label. Every search is a scan of the codes — all live
+ * points, or a filter's matches — whose best candidates the caller re-ranks on the original
+ * vectors (`query/execute.ts` `exactDense`), so recall is that of an exact search up to near-ties
+ * the codes cannot separate, and the cost grows linearly with the points scanned. Writes only set
+ * codes: nothing is queued ({@link pending} is 0), nothing is tombstoned, nothing is rebuilt.
+ * A removed label gets scale 0, so a snapshot of the codes alone tells which labels are live
+ * (set codes always have a positive scale).
+ */
+export class QuantizedDense implements DenseIndex {
+  readonly codes: QuantizedVectors;
+  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
+  private bits = new Uint8Array(16);
+  private liveCount = 0;
+  private readonly space: 'ip' | 'l2';
+  /** Live labels in ascending order, rebuilt on demand after a change ({@link liveLabels}). */
+  private allLive: Int32Array | undefined = new Int32Array(0);
+  /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
+  private epoch = 0;
+  private readonly scratch: Float32Array;
+  private scanQuery: Float32Array | undefined;
+  private scanLabels = new Int32Array(0);
+  private scanDots = new Float32Array(0);
+
+  /** `params` only names the index's (unused) HNSW settings in snapshot headers. */
+  constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024, codes?: QuantizedVectors) {
+    this.space = spaceOf(metric);
+    this.codes = codes ?? new QuantizedVectors(dimension, Math.max(16, initial));
+    this.scratch = new Float32Array(dimension);
+  }
+
+  /**
+   * The index of codes read back from a snapshot (`QuantizedVectors.deserialize` of `labels`
+   * entries): labels with a positive scale are live.
+   */
+  static fromCodes(codes: QuantizedVectors, labels: number, metric: Metric, params: HnswParams): QuantizedDense {
+    const q = new QuantizedDense(codes.dimension, metric, params, 16, codes);
+    if (labels > 0) q.mark(labels - 1, false);
+    for (let l = 0; l < labels; l++) if (codes.scale[l] > 0) q.mark(l, true);
+    return q;
+  }
+
+  /** Sizes the live bits for `label`; sets its bit when `on`. */
+  private mark(label: number, on: boolean): void {
+    if (label >= this.bits.length) {
+      let cap = this.bits.length;
+      while (cap <= label) cap *= 2;
+      const b = new Uint8Array(cap);
+      b.set(this.bits);
+      this.bits = b;
+    }
+    if (on && !this.bits[label]) {
+      this.bits[label] = 1;
+      this.liveCount++;
+      this.epoch++;
+      this.allLive = undefined;
+    }
+  }
+
+  get size(): number {
+    return this.liveCount;
+  }
+  get tombstones(): number {
+    return 0;
+  }
+  /** Always 0: no graph for a snapshot to read (same interface as {@link HnswDense}). */
+  readonly saving = 0;
+  /** Always 0: writes take effect at once (same interface as {@link HnswDense}). */
+  get pending(): number {
+    return 0;
+  }
+  /** Highest live label + 1 (entries of the codes worth saving). */
+  get labelSpan(): number {
+    for (let i = this.bits.length - 1; i >= 0; i--) if (this.bits[i]) return i + 1;
+    return 0;
+  }
+  /** `current`: every write is in the codes (snapshot header). */
+  coveredSeq(current: number): number {
+    return current;
+  }
+  *labels(): Generator<number> {
+    const b = this.bits;
+    for (let i = 0; i < b.length; i++) if (b[i]) yield i;
+  }
+
+  /** Changes whenever a label becomes live or is removed: a {@link live} list stays valid while it does not. */
+  get liveEpoch(): number {
+    return this.epoch;
+  }
+
+  /** Every live label, ascending (cached until the next add of a new label or remove). */
+  liveLabels(): Int32Array {
+    if (this.allLive) return this.allLive;
+    const out = new Int32Array(this.liveCount);
+    const b = this.bits;
+    for (let i = 0, m = 0; i < b.length; i++) if (b[i]) out[m++] = i;
+    return (this.allLive = out);
+  }
+
+  /** The live points among `labels`, as a list for {@link scan}. Stays valid while {@link liveEpoch} is unchanged. */
+  live(labels: Iterable<number>): Int32Array {
+    const bits = this.bits;
+    const out: number[] = [];
+    for (const l of labels) if (l < bits.length && bits[l] === 1) out.push(l);
+    return Int32Array.from(out);
+  }
+
+  add(label: number, v: ArrayLike<number>): void {
+    const stored = this.scratch;
+    stored.set(storedForm(this.metric, v));
+    this.mark(label, true);
+    this.codes.set(label, stored);
+  }
+
+  /** {@link add} (the write path's call; nothing is queued here). */
+  enqueue(label: number, v: ArrayLike<number>, _seq: number): void {
+    this.add(label, v);
+  }
+
+  /** Nothing to insert: returns 0. */
+  indexPending(_deadline = Infinity): number {
+    return 0;
+  }
+
+  remove(label: number): void {
+    if (!this.has(label)) return;
+    this.bits[label] = 0;
+    this.liveCount--;
+    this.codes.scale[label] = 0;
+    this.epoch++;
+    this.allLive = undefined;
+  }
+
+  has(label: number): boolean {
+    return label < this.bits.length && this.bits[label] === 1;
+  }
+
+  /** The `k` best live points accepted by `filter`, ranked by the codes (approximate distances). */
+  search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean): Neighbor[] {
+    const all = this.liveLabels();
+    return this.scan(q, k, filter ? all.filter((l) => filter(l)) : all);
+  }
+
+  /**
+   * The `n` best of `labels` (dead ones skipped) ranked by the 8-bit codes, distances approximate
+   * (as {@link HnswDense.scan}: `ip` 1 − dot, `l2` squared Euclidean); callers re-rank on the
+   * original vectors.
+   */
+  scan(q: ArrayLike<number>, n: number, labels: ArrayLike<number>): Neighbor[] {
+    const d = this.dimension;
+    const sq = (this.scanQuery ??= new Float32Array(d));
+    sq.set(storedForm(this.metric, q));
+    let qn = 0;
+    for (let j = 0; j < d; j++) qn += sq[j] * sq[j];
+    const t0 = performance.now();
+    if (this.scanDots.length < labels.length) this.scanDots = new Float32Array(labels.length);
+    let ids: Int32Array;
+    let m = 0;
+    if (labels === this.allLive) {
+      // every live label (the unfiltered query): nothing to check or copy
+      ids = this.allLive;
+      m = labels.length;
+    } else {
+      if (this.scanLabels.length < labels.length) this.scanLabels = new Int32Array(labels.length);
+      ids = this.scanLabels;
+      const bits = this.bits;
+      for (let i = 0; i < labels.length; i++) {
+        const label = labels[i];
+        if (label < bits.length && bits[label] === 1) ids[m++] = label;
+      }
+    }
+    const codes = this.codes;
+    const dots = this.scanDots;
+    codes.dots(sq, ids, m, dots);
+    const norm2 = codes.norm2;
+    const ip = this.space === 'ip';
+    const best: Neighbor[] = [];
+    for (let i = 0; i < m; i++) {
+      const dist = ip ? 1 - dots[i] : qn - 2 * dots[i] + norm2[ids[i]];
+      if (best.length === n && dist >= best[n - 1].distance) continue;
+      pushBounded(best, n, ids[i], dist);
+    }
+    if (m >= 256) {
+      const c = this.costs;
+      const ns = ((performance.now() - t0) * 1e6) / (m * d);
+      if (codes.simd) c.simdScanNs += 0.05 * (ns - c.simdScanNs);
+      else c.scanNs += 0.05 * (ns - c.scanNs);
+    }
+    return best;
+  }
+
+  /** Estimated cost of {@link scan} over `count` candidates (ns per dimension). */
+  scanCost(count: number): number {
+    return (this.codes.simd ? this.costs.simdScanNs : this.costs.scanNs) * count;
+  }
+}
+
+/** A namespace's dense part: the HNSW graph, or the codes alone (`"quantization": "int8"`). */
+export type NamespaceDense = HnswDense | QuantizedDense;
+
 /** Brute-force exact index: stored-form vectors in one growing Float32Array. */
 export class FlatDense implements DenseIndex {
   private data: Float32Array;

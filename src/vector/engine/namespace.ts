@@ -7,7 +7,7 @@
  * the originals); HNSW hits are scored from the graph distances by the query execution (`query/execute.ts`).
  */
 import { compileFilter, FilterSyntaxError } from '../filter/index.js';
-import type { HnswDense, Neighbor } from './dense.js';
+import { QuantizedDense, type NamespaceDense, type Neighbor } from './dense.js';
 import { vectorError } from '../errors.js';
 import type { NamespaceRow, SparseVector } from './store.js';
 import type { SparseIndex } from './sparse.js';
@@ -17,7 +17,7 @@ import type { Scored } from './scores.js';
  * Exact top-k among `labels` with their final scores, best first (provided by the read path: a
  * scan of the in-memory 8-bit codes, re-ranked on the original vectors).
  */
-export type ExactSearch = (labels: number[], k: number) => Scored[];
+export type ExactSearch = (labels: ArrayLike<number>, k: number) => Scored[];
 /** Final score of an HNSW hit from its graph distance (see `query/execute.ts` `scoreHits`). */
 export type DistanceScorer = (hits: Neighbor[]) => Scored[];
 /** Upper bound of the search breadth used for filtered or resumed HNSW searches. */
@@ -46,9 +46,9 @@ export class NamespaceState {
   /** Labels below this have parsed metadata (start-up's background parse, {@link parseMetadata}). */
   private parsedUpTo = 0;
   readonly byId = new Map<string, number>();
-  dense?: HnswDense;
+  dense?: NamespaceDense;
   /** A graph rebuild in progress (`vector-index.ts`): the fresh graph and the labels still to add. */
-  rebuilding?: { graph: HnswDense; todo: number[]; at: number };
+  rebuilding?: { graph: NamespaceDense; todo: number[]; at: number };
   sparse?: SparseIndex;
   /** Bumped on every change (filter cache key). */
   version = 0;
@@ -182,7 +182,8 @@ export class NamespaceState {
    *   (search breadth: that + efSearch), keeping the accepted ones; cost ∝ breadth × dimension. When it yields fewer than k,
    *   once more at twice the breadth, then (matches clustered away from the query) HNSW with the
    *   filter as callback, then exact.
-   * Never fewer than k results when at least k records qualify.
+   * Never fewer than k results when at least k records qualify. An index without a graph
+   * (`"quantization": "int8"`, {@link QuantizedDense}) takes the exact path for every query.
    */
   denseCandidates(q: ArrayLike<number>, k: number, efSearch: number, match: FilterMatch | undefined, exclude: Set<string> | undefined, exact: ExactSearch, score: DistanceScorer): Scored[] {
     const g = this.dense;
@@ -193,6 +194,7 @@ export class NamespaceState {
     const want = Math.min(k, eligible);
     if (want === 0) return [];
     const ef = Math.max(efSearch, want);
+    if (g instanceof QuantizedDense && !accept) return exact(g.liveLabels(), want);
     if (!accept) return score(g.search(q, want, undefined, ef));
     const pool = () => {
       if (match && !exclude?.size) return match.labels;
@@ -201,6 +203,7 @@ export class NamespaceState {
       for (const l of all) if (accept(l)) out.push(l);
       return out;
     };
+    if (g instanceof QuantizedDense) return exact(pool(), want);
     const selectivity = Math.max(eligible, 1) / g.size;
     const breadth = Math.ceil((POST_FILTER_FACTOR * want) / selectivity) + excluded;
     // The breadth plus efSearch: the top `breadth` at the quality efSearch gives the top k

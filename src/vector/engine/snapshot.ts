@@ -19,13 +19,18 @@
  * only newer records are replayed. A header that does not match (magic, version, dimension,
  * metric, M, efConstruction, generation, size, checksums) is ignored and the graph is rebuilt from
  * SQLite.
+ * An index without a graph (`"quantization": "int8"`, dense.ts `QuantizedDense`) writes the codes
+ * file (`ns-<nsId>-<generation>-<seq>.int8.codes`) and the header only: `file` then names the
+ * codes file, `bytes`/`hnswSha256` repeat the
+ * codes', and `quantization: "int8"` in the header keeps it from being read as (or replaced by) a
+ * graph snapshot after a configuration change (headers without the field are graph snapshots).
  */
 import { createHash, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Metric } from '../definitions.js';
-import { HnswDense, QuantizedVectors, type HnswParams } from './dense.js';
+import type { Metric, Quantization } from '../definitions.js';
+import { HnswDense, QuantizedDense, QuantizedVectors, type HnswParams, type NamespaceDense } from './dense.js';
 
 export const SNAPSHOT_MAGIC = 'SVC-HNSW';
 /** 3: checksums in the header (version-2 snapshots, without them, are rebuilt once). */
@@ -50,11 +55,19 @@ export interface SnapshotHeader {
   hnswSha256: string;
   /** SHA-256 (hex) of the codes file. */
   codesSha256: string;
+  /** `int8`: no graph file (a `QuantizedDense` index); absent for a graph snapshot. */
+  quantization?: 'int8';
   /** SHA-256 (hex) of this header's JSON without this field (written last). */
   sha256?: string;
 }
 
 const codesName = (graphFile: string) => graphFile.replace(/\.hnsw$/, '.codes');
+/**
+ * The file a header names: the graph file, or for an int8 index its codes file — `.int8.codes`, so
+ * that it never has the name of a graph snapshot's codes file at the same sequence number (which
+ * replacing that snapshot removes).
+ */
+const snapshotName = (nsId: number, generation: number, seq: number, int8: boolean) => `ns-${nsId}-${generation}-${seq}.${int8 ? 'int8.codes' : 'hnsw'}`;
 const headerPath = (dir: string, nsId: number) => path.join(dir, `ns-${nsId}.json`);
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -109,17 +122,22 @@ function writeDurably(file: string, parts: Buffer[]): string {
  * Durable when it returns (files and directory fsynced). @throws on I/O errors (the previous
  * snapshot then stays in force).
  */
-export function writeSnapshot(dir: string, nsId: number, generation: number, seq: number, graph: HnswDense): void {
+export function writeSnapshot(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense): void {
   fs.mkdirSync(dir, { recursive: true });
-  const file = `ns-${nsId}-${generation}-${seq}.hnsw`;
-  const tmp = path.join(dir, `${file}.tmp`);
-  graph.index.writeIndexSync(tmp);
-  fsyncPath(tmp);
-  const hnswSha256 = fileSha256(tmp);
-  fs.renameSync(tmp, path.join(dir, file));
+  const int8 = graph instanceof QuantizedDense;
+  const file = snapshotName(nsId, generation, seq, int8);
+  let hnswSha256 = '';
+  if (!int8) {
+    const tmp = path.join(dir, `${file}.tmp`);
+    graph.index.writeIndexSync(tmp);
+    fsyncPath(tmp);
+    hnswSha256 = fileSha256(tmp);
+    fs.renameSync(tmp, path.join(dir, file));
+  }
   const labels = Math.min(graph.labelSpan, graph.codes.capacity);
   const codesFile = codesName(file);
   const codesSha256 = writeDurably(path.join(dir, codesFile), graph.codes.serialize(labels));
+  if (int8) hnswSha256 = codesSha256;
   fsyncPath(dir, true);
   const header = snapshotHeader(graph, { count: graph.size, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
   const previous = previousFile(dir, nsId);
@@ -130,7 +148,7 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
 
 /** The header of a snapshot whose files are written (sizes read from `dir`), with its own checksum. */
 function snapshotHeader(
-  graph: HnswDense,
+  graph: NamespaceDense,
   h: Pick<SnapshotHeader, 'count' | 'seq' | 'generation' | 'file' | 'labels' | 'hnswSha256' | 'codesSha256'>,
   dir: string,
 ): SnapshotHeader {
@@ -150,6 +168,7 @@ function snapshotHeader(
     codesBytes: fs.statSync(path.join(dir, codesName(h.file))).size,
     hnswSha256: h.hnswSha256,
     codesSha256: h.codesSha256,
+    ...(graph instanceof QuantizedDense ? { quantization: 'int8' as const } : {}),
   };
   header.sha256 = sha256(JSON.stringify(header));
   return header;
@@ -199,9 +218,10 @@ async function fsyncPathAsync(p: string, directory = false): Promise<void> {
  * runs at most one snapshot per namespace at a time. @throws (rejects) on I/O errors; before the
  * header's rename the previous snapshot then stays in force and the new files are removed.
  */
-export async function writeSnapshotAsync(dir: string, nsId: number, generation: number, seq: number, graph: HnswDense, current: () => boolean): Promise<boolean> {
+export async function writeSnapshotAsync(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense, current: () => boolean): Promise<boolean> {
   fs.mkdirSync(dir, { recursive: true });
-  const file = `ns-${nsId}-${generation}-${seq}.hnsw`;
+  const int8 = graph instanceof QuantizedDense;
+  const file = snapshotName(nsId, generation, seq, int8);
   const graphPath = path.join(dir, file);
   const codesPath = path.join(dir, codesName(file));
   const tmp = `${graphPath}.tmp`;
@@ -211,14 +231,17 @@ export async function writeSnapshotAsync(dir: string, nsId: number, generation: 
   const remove = () => Promise.all([tmp, graphPath, `${codesPath}.tmp`, codesPath].map((f) => fs.promises.rm(f, { force: true })));
   let committed = false;
   try {
-    graph.saving++;
-    try {
-      await graph.index.writeIndex(tmp);
-    } finally {
-      graph.saving--;
+    if (!int8) {
+      graph.saving++;
+      try {
+        await graph.index.writeIndex(tmp);
+      } finally {
+        graph.saving--;
+      }
     }
-    const [hnswSha256, codesSha256] = await Promise.all([
+    const [graphSha256, codesSha256] = await Promise.all([
       (async () => {
+        if (int8) return '';
         await fsyncPathAsync(tmp);
         const sum = await fileSha256InWorker(tmp);
         await fs.promises.rename(tmp, graphPath);
@@ -237,6 +260,7 @@ export async function writeSnapshotAsync(dir: string, nsId: number, generation: 
       await remove();
       return false;
     }
+    const hnswSha256 = int8 ? codesSha256 : graphSha256;
     const header = snapshotHeader(graph, { count, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
     const previous = previousFile(dir, nsId);
     const hp = headerPath(dir, nsId);
@@ -264,10 +288,12 @@ export interface SnapshotExpectation {
   metric: Metric;
   params: HnswParams;
   generation: number;
+  /** Undefined = `none` (a graph snapshot). */
+  quantization?: Quantization;
 }
 
 /** A loaded snapshot, or why none was. */
-export type SnapshotResult = { graph: HnswDense; header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string };
+export type SnapshotResult = { graph: NamespaceDense; header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string };
 
 /**
  * Loads the snapshot of namespace `nsId` when its header matches and its checksums agree;
@@ -282,6 +308,7 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
   try {
     const file = path.join(dir, h.file);
     const codesFile = path.join(dir, codesName(h.file));
+    if (h.quantization === 'int8') return { graph: readCodes(h, fs.readFileSync(codesFile), sha256Hex, expect), header: h };
     if (fs.statSync(file).size !== h.bytes || fileSha256(file) !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
     const codesBuf = fs.readFileSync(codesFile);
     if (codesBuf.byteLength !== h.codesBytes || createHash('sha256').update(codesBuf).digest('hex') !== h.codesSha256) {
@@ -290,7 +317,7 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
     const codes = QuantizedVectors.deserialize(codesBuf, expect.dimension, h.labels);
     return { graph: HnswDense.load(file, codes, expect.dimension, expect.metric, expect.params), header: h };
   } catch (err) {
-    return { rejected: 'unreadable', detail: (err as Error).message };
+    return { rejected: err instanceof CodesMismatch ? 'checksum' : 'unreadable', detail: (err as Error).message };
   }
 }
 
@@ -310,6 +337,11 @@ export async function readSnapshotAsync(dir: string, nsId: number, expect: Snaps
   const codesFile = path.join(dir, codesName(h.file));
   const settle = <T>(p: Promise<T>) => p.then((value) => ({ value }), (err: unknown) => ({ err: err as Error }));
   try {
+    if (h.quantization === 'int8') {
+      const buf = await fs.promises.readFile(codesFile);
+      const sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', buf)).toString('hex');
+      return { graph: readCodes(h, buf, () => sum, expect), header: h };
+    }
     if ((await fs.promises.stat(file)).size !== h.bytes) return { rejected: 'checksum', detail: h.file };
     const [graphSum, codes, graph] = await Promise.all([
       settle(fileSha256InWorker(file)),
@@ -323,8 +355,22 @@ export async function readSnapshotAsync(dir: string, nsId: number, expect: Snaps
     if ('err' in graph) return { rejected: 'unreadable', detail: graph.err.message };
     return { graph: graph.value(QuantizedVectors.deserialize(codes.value.buf, expect.dimension, h.labels)), header: h };
   } catch (err) {
-    return { rejected: 'unreadable', detail: (err as Error).message };
+    return { rejected: err instanceof CodesMismatch ? 'checksum' : 'unreadable', detail: (err as Error).message };
   }
+}
+
+const sha256Hex = (buf: Buffer) => createHash('sha256').update(buf).digest('hex');
+
+/** Thrown by {@link readCodes} for a codes file whose size or checksum differs from the header's. */
+class CodesMismatch extends Error {}
+
+/**
+ * The `QuantizedDense` of an int8 snapshot from its codes file `buf` (`sum` hashes it).
+ * @throws CodesMismatch when size or checksum differ from `h` (callers answer `checksum`).
+ */
+function readCodes(h: SnapshotHeader, buf: Buffer, sum: (b: Buffer) => string, expect: SnapshotExpectation): QuantizedDense {
+  if (buf.byteLength !== h.codesBytes || sum(buf) !== h.codesSha256) throw new CodesMismatch(codesName(h.file));
+  return QuantizedDense.fromCodes(QuantizedVectors.deserialize(buf, expect.dimension, h.labels), h.labels, expect.metric, expect.params);
 }
 
 /** SHA-256 (hex) of a file, computed by a worker thread (so on another core than the event loop's). */
@@ -370,7 +416,8 @@ function checkHeader(dir: string, nsId: number, expect: SnapshotExpectation): { 
   if (sum !== sha256(JSON.stringify(rest))) return { rejected: 'checksum', detail: 'header' };
   if (
     h.dimension !== expect.dimension || h.metric !== expect.metric || h.m !== expect.params.m ||
-    h.efConstruction !== expect.params.efConstruction || h.generation !== expect.generation
+    h.efConstruction !== expect.params.efConstruction || h.generation !== expect.generation ||
+    (h.quantization ?? 'none') !== (expect.quantization ?? 'none')
   ) return { rejected: 'stale' };
   return { header: h };
 }

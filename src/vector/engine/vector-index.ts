@@ -23,7 +23,7 @@
 import path from 'node:path';
 import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
-import { HnswDense } from './dense.js';
+import { HnswDense, QuantizedDense, type NamespaceDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
 import { isDiskFull } from '../../disk-full.js';
 import { vectorError } from '../errors.js';
@@ -155,7 +155,7 @@ export class VectorIndex {
   /** What a snapshot of `ns` must match (undefined: the index has no dense part or no dimension yet). */
   private snapshotExpectation(ns: NamespaceState): SnapshotExpectation | undefined {
     if (!this.hasDense || this.dimension === undefined) return undefined;
-    return { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation };
+    return { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation, quantization: this.def.quantization ?? 'none' };
   }
 
   /** Dimension and sequence number from the store. @throws Error when the stored dimension differs from the definition's. */
@@ -266,8 +266,10 @@ export class VectorIndex {
     return replayed;
   }
 
-  private newGraph(capacity = 0): HnswDense {
-    return new HnswDense(this.dimension!, this.def.metric, this.def.hnsw, Math.max(1024, capacity));
+  /** An empty dense part for a namespace: an HNSW graph, or the codes alone (`"quantization": "int8"`). */
+  private newGraph(capacity = 0): NamespaceDense {
+    const D = this.def.quantization === 'int8' ? QuantizedDense : HnswDense;
+    return new D(this.dimension!, this.def.metric, this.def.hnsw, Math.max(1024, capacity));
   }
 
   /** The namespace or undefined. */
@@ -742,7 +744,7 @@ export class VectorIndex {
   }
 
   /** Writes a snapshot of `g`, the graph of `ns`, off the event loop (see {@link maintain}). */
-  private snapshotAsync(ns: NamespaceState, g: HnswDense): Promise<void> {
+  private snapshotAsync(ns: NamespaceState, g: NamespaceDense): Promise<void> {
     const start = performance.now();
     const generation = ns.row.generation;
     // points still queued for the graph are not covered: the next snapshot must take them

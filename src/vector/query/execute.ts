@@ -88,7 +88,7 @@ export const RERANK_EXTRA = 6;
  * k + {@link RERANK_EXTRA}, whose original vectors (SQLite, one statement) give the final float32
  * scores of {@link denseScore} and the order. Best first.
  */
-function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[], k: number): Scored[] {
+function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: ArrayLike<number>, k: number): Scored[] {
   const n = Math.min(labels.length, k + RERANK_EXTRA);
   const cands = ns.dense!.scan(q, n, labels);
   return rescoreExact(index, ns, q, cands.map((c) => c.label)).slice(0, k);
@@ -113,7 +113,7 @@ export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: 
   }
   const match = ns.match(q.filter);
   const ef = index.def.hnsw.efSearch;
-  const exact = (labels: number[], n: number) => exactDense(index, ns, q.vector!, labels, n);
+  const exact = (labels: ArrayLike<number>, n: number) => exactDense(index, ns, q.vector!, labels, n);
   const dbsf = !!(q.vector && q.sparse && q.fusion === 'DBSF');
   const fromGraph = (hits: Neighbor[]) => scoreHits(index, ns, q.vector!, hits, dbsf);
   const dense = (n: number) => ns.denseCandidates(q.vector!, n, ef, match, exclude, exact, fromGraph);
