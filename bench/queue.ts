@@ -36,6 +36,7 @@ import { importPeer } from './peers/install.js';
 import { closedLoop, now, startSink, type Sink } from './lib/queue-sink.js';
 import { benchPostgres, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
+import { writeSection } from './lib/report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN = 'bench-token';
@@ -441,24 +442,11 @@ function writeReport(text: string, section?: string): void {
   const oi = process.argv.indexOf('--out');
   const out = oi >= 0 ? process.argv[oi + 1] : path.join(ROOT, 'docs/readme/queue-bench.md');
   if (out === '-') return;
+  if (section) return writeSection(out, section, text, KEEP_MARKER);
   const old = fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : '';
   const kept = old.indexOf(KEEP_MARKER);
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  if (!section) {
-    fs.writeFileSync(out, kept >= 0 ? `${text}\n${old.slice(kept)}` : text);
-    return;
-  }
-  const head = kept >= 0 ? old.slice(0, kept) : old;
-  const tail = kept >= 0 ? old.slice(kept) : '';
-  const at = head.indexOf(`${section}\n`);
-  let before = head;
-  let after = '';
-  if (at >= 0) {
-    const next = head.indexOf('\n## ', at + section.length);
-    before = head.slice(0, at);
-    after = next >= 0 ? head.slice(next + 1) : '';
-  }
-  fs.writeFileSync(out, `${before.trimEnd()}\n\n${text.trim()}\n\n${after}${tail}`);
+  fs.writeFileSync(out, kept >= 0 ? `${text}\n${old.slice(kept)}` : text);
 }
 
 main().catch((err) => {

@@ -30,6 +30,10 @@
  * `BENCH_MILLION_N` (default 1,000,000) × 128 instead, svc only (no in-process build, no peers),
  * 100 queries, recall and QPS at ef 32/64/128 (svc restarted per ef, from its snapshot).
  * Peers (`BENCH_PEERS`, default `lancedb,usearch,chroma`; `none` skips them): see bench/peers/.
+ * `BENCH_QUANTIZATION=int8` (also with `--million`): svc's index is defined with
+ * `"quantization": "int8"` (8-bit codes, no graph: every query scans them) — svc cells only (no
+ * in-process hnswlib, no peers), memory against raw float32 vectors (N·D·4, no links), one QPS
+ * cell instead of the ef sweep; the rows go to a section of their own ({@link INT8_HEADING}).
  * Memory: child RSS growth vs raw size = vectors (N·D·4) + level-0 links (N·(2M·4 + 4)) + labels
  * (N·8), sampled after forced full GCs (the child runs with `--inspect=127.0.0.1:0`;
  * `bench/lib/inspector-memory.ts`) at start, at N/2 and after the build, split into V8 heap and the
@@ -55,7 +59,8 @@ import { runChroma } from './peers/chroma.js';
 import { ensurePeers, runLanceDb } from './peers/lancedb.js';
 import { runUsearch } from './peers/usearch.js';
 import { inspectorUrl, memoryAfterGc, type ChildMemory } from './lib/inspector-memory.js';
-import { LANCEDB_NOTE, NOTES } from './lib/vector-notes.js';
+import { FILTERED_HEADING, INT8_HEADING, LANCEDB_NOTE, MILLION_HEADING, NOTES, NOTES_HEADING } from './lib/vector-notes.js';
+import { sectionOf, writeSection } from './lib/report.js';
 import { load, percentile, recallOf } from './lib/stats.js';
 import { abOrder, abRatios, abVariants, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { clustered, FILTERS, latentMap } from './lib/vector-data.js';
@@ -141,9 +146,14 @@ const QN = Number(process.env.BENCH_QUERIES ?? (MILLION ? 100 : 300));
 const SETS = MILLION
   ? [[Number(process.env.BENCH_MILLION_N ?? 1_000_000), 128] as [number, number]]
   : (process.env.BENCH_SETS ?? '100000x128,20000x768').split(',').map((s) => s.split('x').map(Number) as [number, number]);
-const PEERS = new Set(MILLION ? [] : (process.env.BENCH_PEERS ?? 'lancedb,usearch,chroma').split(','));
+/** svc's index holds 8-bit codes and no graph (`"quantization": "int8"`). */
+const INT8 = process.env.BENCH_QUANTIZATION === 'int8';
+if (process.env.BENCH_QUANTIZATION && !INT8) throw new Error(`BENCH_QUANTIZATION=${process.env.BENCH_QUANTIZATION}: expected int8`);
+const PEERS = new Set(MILLION || INT8 ? [] : (process.env.BENCH_PEERS ?? 'lancedb,usearch,chroma').split(','));
 const STREAM_SECONDS = Number(process.env.BENCH_STREAM_SECONDS ?? 10);
 const OUT = process.env.BENCH_OUT ?? path.join(root, 'docs/readme/vector-bench.md');
+/** Sections of the report written by other modes (`--million`, `bench:vector-filtered`): a full run keeps them. */
+const KEPT_SECTIONS = [MILLION_HEADING, INT8_HEADING, FILTERED_HEADING];
 
 interface Row {
   set: string;
@@ -160,7 +170,8 @@ const add = (set: string, system: string, what: string, value: string) => {
 async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcVariant): Promise<{ child: ChildProcess; url: string; token: string; inspector: string; startMs: number }> {
   const t0 = performance.now();
   const file = path.join(dataDir, 'indexes.json');
-  fs.writeFileSync(file, JSON.stringify([{ name: 'default', type: 'DENSE', dimension: dim, metric: 'COSINE', hnsw: { m: M, efConstruction: EF_C, efSearch: ef } }]));
+  const dense = INT8 ? { quantization: 'int8' } : { hnsw: { m: M, efConstruction: EF_C, efSearch: ef } };
+  fs.writeFileSync(file, JSON.stringify([{ name: 'default', type: 'DENSE', dimension: dim, metric: 'COSINE', ...dense }]));
   const prof = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   prof.push(...(process.env.BENCH_SVC_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean));
   // --inspect: the bench forces full GCs before memory samples (bench/lib/inspector-memory.ts)
@@ -260,7 +271,7 @@ async function runSet(n: number, d: number): Promise<void> {
   let efStar = 32;
   let h: hnswlib.HierarchicalNSW | undefined;
   const sq = queries.map((q) => storedForm('COSINE', q));
-  if (!MILLION) {
+  if (!MILLION && !INT8) {
     h = new hnswlib.HierarchicalNSW('ip', d);
     h.initIndex({ maxElements: n, m: M, efConstruction: EF_C, randomSeed: 100 });
     const rss0 = process.memoryUsage().rss;
@@ -289,6 +300,11 @@ async function runSet(n: number, d: number): Promise<void> {
   }
 
   // svc over HTTP.
+  const SVC = INT8 ? 'svc HTTP, int8 (no graph)' : 'svc HTTP';
+  /** What the svc cells ran at: the search breadth, or the int8 index's scan. */
+  const at = INT8 ? 'int8 scan' : `ef ${efStar}`;
+  /** Raw size: float32 vectors + level-0 links + labels; float32 vectors alone for int8. */
+  const rawOf = (count: number) => (INT8 ? count * d * 4 : count * d * 4 + count * (2 * M * 4 + 4) + count * 8);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-bench-'));
   let svc: Awaited<ReturnType<typeof startSvc>>;
   try {
@@ -311,11 +327,12 @@ async function runSet(n: number, d: number): Promise<void> {
       await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((v, j) => ({ id: String(i + j), vector: v, metadata: { s: (i + j) % 1000 } })));
     }
     const build = (performance.now() - t) / 1000;
-    add(set, 'svc HTTP', 'build (upsert batches of 1,000, durable, acknowledged)', `${fmt(build, 1)} s (${fmt(n / build)} vec/s)`);
+    add(set, SVC, 'build (upsert batches of 1,000, durable, acknowledged)', `${fmt(build, 1)} s (${fmt(n / build)} vec/s)`);
     await waitIndexed(svc);
     const indexed = (performance.now() - t) / 1000;
-    add(set, 'svc HTTP', 'build until every vector is in the graph', `${fmt(indexed, 1)} s (${fmt(n / indexed)} vec/s)`);
-    const raw = n * d * 4 + n * (2 * M * 4 + 4) + n * 8;
+    // an int8 index has no graph: acknowledged = searchable at full speed
+    if (!INT8) add(set, SVC, 'build until every vector is in the graph', `${fmt(indexed, 1)} s (${fmt(n / indexed)} vec/s)`);
+    const raw = rawOf(n);
     const peak = rssBytes(svc.child.pid!) - base.rss;
     const end = await memoryAfterGc(svc.inspector);
     const grow = (a: ChildMemory, b: ChildMemory) => {
@@ -325,12 +342,12 @@ async function runSet(n: number, d: number): Promise<void> {
     };
     const g = grow(base, end);
     const per100k = (x: number) => mb((x / n) * 100_000);
-    add(set, 'svc HTTP', 'memory after the build (forced full GC)', `RSS +${mb(g.rss)} (V8 heap +${mb(g.heap)}, rest +${mb(g.native)}; base ${mb(base.rss)}) vs raw ${mb(raw)} = ${(g.rss / raw).toFixed(2)}×; per 100k vectors +${per100k(g.rss)} vs raw ${per100k(raw)}`);
-    add(set, 'svc HTTP', 'memory right after the last upsert (no forced GC)', `RSS +${mb(peak)} = ${(peak / raw).toFixed(2)}× raw`);
+    add(set, SVC, 'memory after the build (forced full GC)', `RSS +${mb(g.rss)} (V8 heap +${mb(g.heap)}, rest +${mb(g.native)}; base ${mb(base.rss)}) vs raw${INT8 ? ' float32' : ''} ${mb(raw)} = ${(g.rss / raw).toFixed(2)}×; per 100k vectors +${per100k(g.rss)} vs raw ${per100k(raw)}`);
+    add(set, SVC, 'memory right after the last upsert (no forced GC)', `RSS +${mb(peak)} = ${(peak / raw).toFixed(2)}× raw`);
     const halfN = n - halfAt;
     const rawHalf = (raw / n) * halfN;
     const m = grow(half!, end);
-    add(set, 'svc HTTP', `memory, marginal: the last ${fmt(halfN)} vectors (forced GC before and after)`, `RSS +${mb(m.rss)} (V8 heap +${mb(m.heap)}, rest +${mb(m.native)}) vs raw ${mb(rawHalf)} = ${(m.rss / rawHalf).toFixed(2)}×`);
+    add(set, SVC, `memory, marginal: the last ${fmt(halfN)} vectors (forced GC before and after)`, `RSS +${mb(m.rss)} (V8 heap +${mb(m.heap)}, rest +${mb(m.native)}) vs raw ${mb(rawHalf)} = ${(m.rss / rawHalf).toFixed(2)}×`);
 
     const plain = queries.map((q) => ({ vector: q, topK: 10 }));
     const bodies = plain.map((b) => JSON.stringify(b));
@@ -360,10 +377,10 @@ async function runSet(n: number, d: number): Promise<void> {
         cpu.push(x.cpuUs);
       }
       const vs = h ? ` vs in-process ${fmt(median(local))} QPS = ${(median(http.map((x, i) => x / local[i])) * 100).toFixed(0)}%` : '';
-      add(set, 'svc HTTP', `ef ${efStar}, ${c} client${c > 1 ? 's' : ''} (wrk)`, `${fmt(median(http))} QPS @ recall ${rec.toFixed(3)}${vs}; svc CPU ${fmt(median(cpu))} µs/query`);
+      add(set, SVC, `${at}, ${c} client${c > 1 ? 's' : ''} (wrk)`, `${fmt(median(http))} QPS @ recall ${rec.toFixed(3)}${vs}; svc CPU ${fmt(median(cpu))} µs/query`);
     }
     const idle = await latencies(`${svc.url}/query`, svc.token, [...plain, ...plain]);
-    add(set, 'svc HTTP', `ef ${efStar}, 1 client, sequential latency`, `p50 ${percentile(idle, 50).toFixed(2)} ms, p99 ${percentile(idle, 99).toFixed(2)} ms`);
+    add(set, SVC, `${at}, 1 client, sequential latency`, `p50 ${percentile(idle, 50).toFixed(2)} ms, p99 ${percentile(idle, 99).toFixed(2)} ms`);
     for (const [fi, f] of filters.entries()) {
       const frec = await httpRecall({ filter: f.text }, ftruth[fi]);
       const fb = queries.map((q) => JSON.stringify({ vector: q, topK: 10, filter: f.text }));
@@ -379,7 +396,7 @@ async function runSet(n: number, d: number): Promise<void> {
         ratios.push(x.qps / u.qps);
         cpuRatios.push(u.cpuUs / x.cpuUs);
       }
-      add(set, 'svc HTTP', `filter ${f.name} (\`${f.text}\`), 1 client (wrk)`, `${fmt(median(fq))} QPS @ recall ${frec.toFixed(3)} = ${(median(ratios) * 100).toFixed(0)}% of unfiltered (paired runs); svc CPU ${fmt(median(fc))} µs/query = ${(median(cpuRatios) * 100).toFixed(0)}% of unfiltered throughput per core`);
+      add(set, SVC, `filter ${f.name} (\`${f.text}\`), 1 client (wrk)`, `${fmt(median(fq))} QPS @ recall ${frec.toFixed(3)} = ${(median(ratios) * 100).toFixed(0)}% of unfiltered (paired runs); svc CPU ${fmt(median(fc))} µs/query = ${(median(cpuRatios) * 100).toFixed(0)}% of unfiltered throughput per core`);
     }
 
     // Writes while reading: batches of 100 new vectors as fast as accepted, queries alongside.
@@ -399,23 +416,23 @@ async function runSet(n: number, d: number): Promise<void> {
     await writer;
     const secs = (performance.now() - ts) / 1000;
     await waitIndexed(svc);
-    add(set, 'svc HTTP', `query latency while upserting batches of 100 (${STREAM_SECONDS} s)`, `p50 ${percentile(during, 50).toFixed(2)} ms, p99 ${percentile(during, 99).toFixed(2)} ms = ${(percentile(during, 99) / percentile(idle, 99)).toFixed(1)}× idle p99; ${fmt(written / secs)} vectors/s written, ${fmt(during.length / secs)} queries/s`);
+    add(set, SVC, `query latency while upserting batches of 100 (${STREAM_SECONDS} s)`, `p50 ${percentile(during, 50).toFixed(2)} ms, p99 ${percentile(during, 99).toFixed(2)} ms = ${(percentile(during, 99) / percentile(idle, 99)).toFixed(1)}× idle p99; ${fmt(written / secs)} vectors/s written, ${fmt(during.length / secs)} queries/s`);
 
     // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
     await stopSvc(svc, 'SIGKILL');
     svc = await startSvc(dir, d, efStar);
-    add(set, 'svc HTTP', 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers)`);
+    add(set, SVC, 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers)`);
     await waitIndexed(svc);
     await stopSvc(svc, 'SIGTERM');
     svc = await startSvc(dir, d, efStar);
-    add(set, 'svc HTTP', 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers); RSS when ready ${mb(rssBytes(svc.child.pid!))}`);
-    if (MILLION) {
+    add(set, SVC, 'restart after SIGTERM (closing snapshot)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers); RSS when ready ${mb(rssBytes(svc.child.pid!))}`);
+    if (MILLION && !INT8) {
       for (const ef of [32, 64, 128]) {
         await stopSvc(svc, 'SIGTERM');
         svc = await startSvc(dir, d, ef);
         await waitIndexed(svc);
         const r = await httpRecall({}, truth);
-        add(set, 'svc HTTP', `ef ${ef}, 1 client (wrk)`, `${fmt(await wrk(bodies, 1))} QPS @ recall ${r.toFixed(3)} (start ${fmt(svc.startMs / 1000, 2)} s)`);
+        add(set, SVC, `ef ${ef}, 1 client (wrk)`, `${fmt(await wrk(bodies, 1))} QPS @ recall ${r.toFixed(3)} (start ${fmt(svc.startMs / 1000, 2)} s)`);
       }
     }
   } finally {
@@ -532,21 +549,24 @@ const table = [
   '|---|---|---|---|',
   ...rows.map((r) => `| ${r.set} | ${r.system} | ${r.what} | ${r.value} |`),
 ].join('\n');
-const report = `# Vector benchmark (\`npm run bench:vector\`)
-
-Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, ${QN} queries per cell,
+const pairing = MILLION || INT8 ? 'filtered cells each paired with an unfiltered wrk run' : 'each paired with a ~1 s in-process run at the same\nef (filtered cells: with an unfiltered wrk run)';
+const runLine = `Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, ${QN} queries per cell,
 topK 10, COSINE, clustered data (see \`bench/vector.ts\`). svc and the load generator (\`wrk\`, one
-thread) share the machine, which other jobs also used (1-minute load average ${loadStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end, on 2 cores): throughput
-cells are medians of ${REPS} runs of ${SECONDS} s, each paired with a ~1 s in-process run at the same
-ef (filtered cells: with an unfiltered wrk run), and the percentage is the median of the paired
-ratios; expect ±10 points between runs.${MILLION ? ' Million run (`--million`).' : ''}
-
-${table}
-
-${LANCEDB_NOTE}
-
-${NOTES}
-`;
-fs.mkdirSync(path.dirname(OUT), { recursive: true });
-fs.writeFileSync(OUT, report);
+thread) share the machine (1-minute load average ${loadStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end, on 2 cores): throughput
+cells are medians of ${REPS} runs of ${SECONDS} s, ${pairing}, and the percentage is the median of the paired
+ratios; expect ±10 points between runs.${INT8 ? ' svc\'s index: `"quantization": "int8"` (8-bit codes, no graph; every query scans them).' : ''}`;
+if (INT8) {
+  // so does the int8 run (either size)
+  writeSection(OUT, INT8_HEADING, `${INT8_HEADING}\n\n${runLine}\n\n${table}\n`, NOTES_HEADING);
+} else if (MILLION) {
+  // the million run replaces only its own section of the report
+  writeSection(OUT, MILLION_HEADING, `${MILLION_HEADING}\n\n${runLine}\n\n${table}\n`, NOTES_HEADING);
+} else {
+  // a full run rewrites the report, keeping the sections other modes write
+  const old = fs.existsSync(OUT) ? fs.readFileSync(OUT, 'utf8') : '';
+  const kept = KEPT_SECTIONS.map((h) => sectionOf(old, h)).filter((x) => x !== undefined);
+  const report = [`# Vector benchmark (\`npm run bench:vector\`)`, runLine, table, LANCEDB_NOTE, ...kept, NOTES].join('\n\n');
+  fs.mkdirSync(path.dirname(OUT), { recursive: true });
+  fs.writeFileSync(OUT, report.trimEnd() + '\n');
+}
 console.log('\n' + table + `\n\nwritten to ${OUT}`);

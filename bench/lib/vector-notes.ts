@@ -194,3 +194,15 @@ printed next to it; CPU time is inflated too (~2.4× at this load: hnswlib ef 32
 - Earlier, filtered queries under an exact-search budget read their vectors from SQLite (a 10 %
   filter on 5k×128 ran at ~380 QPS against ~6,400 in-process); they now scan in-memory 8-bit codes
   (see the first section).`;
+
+/** Heading of the section `npm run bench:vector -- --million` writes (a full run keeps it). */
+export const MILLION_HEADING = '## A million vectors (`npm run bench:vector -- --million`)';
+/**
+ * Heading of the section `BENCH_QUANTIZATION=int8 npm run bench:vector` writes (with or without
+ * `--million`; a full run keeps it).
+ */
+export const INT8_HEADING = '## 8-bit codes without a graph (`BENCH_QUANTIZATION=int8 npm run bench:vector`)';
+/** Heading of the section `npm run bench:vector-filtered` writes (a full run keeps it). */
+export const FILTERED_HEADING = '## Filtered queries in-process (`npm run bench:vector-filtered`)';
+/** First line of {@link NOTES}: sections of other modes go before it. */
+export const NOTES_HEADING = NOTES.slice(0, NOTES.indexOf('\n'));

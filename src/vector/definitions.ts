@@ -9,7 +9,11 @@
  *    "embedder"?: { "dense"?: { "url": "http://host/v1/embeddings", "model": "name", "apiKey"?: "...",
  *                                "name"?: "shown as embeddingModel" },
  *                   "sparse"?: "BM25" },
- *    "hnsw"?: { "m"?: 16, "efConstruction"?: 100, "efSearch"?: 64 } }`.
+ *    "hnsw"?: { "m"?: 16, "efConstruction"?: 100, "efSearch"?: 64 },
+ *    "quantization"?: "none"|"int8" }`.
+ * `quantization: "int8"` keeps only 8-bit scalar-quantized codes of the dense vectors in memory and
+ * no HNSW graph (so no `hnsw` settings): every dense query scans the codes and re-ranks the best on
+ * the original vectors (`engine/dense.ts` `QuantizedDense`).
  * An entry named `default` overrides the default index's settings (e.g. to give it an embedder).
  * Names: `[A-Za-z0-9_-]{1,64}`, not an endpoint name (the index is served at `/<name>`).
  */
@@ -18,6 +22,12 @@ import type { Config } from '../config.js';
 
 export type IndexType = 'DENSE' | 'SPARSE' | 'HYBRID';
 export type Metric = 'COSINE' | 'EUCLIDEAN' | 'DOT_PRODUCT';
+/**
+ * How a namespace keeps its dense vectors in memory: `none` = HNSW graph (float32 vectors and
+ * links) plus 8-bit codes for filtered scans; `int8` = the 8-bit codes only (a quarter of float32),
+ * searched by a full scan.
+ */
+export type Quantization = 'none' | 'int8';
 
 export interface DenseEmbedderConfig {
   /** Full URL of an OpenAI-compatible embeddings endpoint, e.g. `http://127.0.0.1:11434/v1/embeddings`. */
@@ -36,6 +46,8 @@ export interface IndexDefinition {
   metric: Metric;
   embedder: { dense?: DenseEmbedderConfig; sparse?: 'BM25' };
   hnsw: { m: number; efConstruction: number; efSearch: number };
+  /** Undefined = `none`. */
+  quantization?: Quantization;
 }
 
 /** Endpoint names; an index may not be named like one (its URL would be ambiguous). */
@@ -66,6 +78,7 @@ export function loadIndexDefinitions(config: Config): IndexDefinition[] {
     metric: config.vector.metric,
     embedder: {},
     hnsw: { ...DEFAULT_HNSW },
+    quantization: 'none',
   };
   const out: IndexDefinition[] = [def];
   const file = config.vector.indexesFile;
@@ -149,6 +162,13 @@ function parseDefinition(item: unknown, where: string, problems: string[]): Inde
       else hnsw[k] = h[k] as number;
     }
   }
+  let quantization: Quantization = 'none';
+  if (o.quantization !== undefined) {
+    if (o.quantization !== 'none' && o.quantization !== 'int8') problems.push(`${where}.quantization: expected "none" or "int8"`);
+    else quantization = o.quantization;
+    if (quantization === 'int8' && type === 'SPARSE') problems.push(`${where}.quantization: a SPARSE index has no dense vectors to quantize`);
+    if (quantization === 'int8' && o.hnsw !== undefined) problems.push(`${where}.hnsw: an int8 index has no HNSW graph (drop "hnsw" or "quantization")`);
+  }
   if (problems.length > before) return undefined;
-  return { name: name as string, type, dimension, metric, embedder, hnsw };
+  return { name: name as string, type, dimension, metric, embedder, hnsw, quantization };
 }

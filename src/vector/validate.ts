@@ -17,7 +17,8 @@ export type Metadata = Record<string, unknown>;
 
 export interface UpsertItem {
   id: string;
-  vector?: number[];
+  /** A `Float64Array` when the body was parsed off the event loop (`http/upload-parse.ts`). */
+  vector?: number[] | Float64Array;
   sparse?: SparseVector;
   metadata?: Metadata;
   data?: string;
@@ -122,7 +123,8 @@ export function parseUpsert(body: unknown): UpsertItem[] {
     const where = `[${i}]`;
     if (!isObj(it)) throw vectorError('itemNotObject', where);
     const id = parseId(it.id, `${where}.id`);
-    const vector = it.vector === undefined || it.vector === null ? undefined : parseVector(it.vector, `${where}.vector`);
+    // a Float64Array comes from the upload parser, which packs only non-empty all-finite vectors
+    const vector = it.vector === undefined || it.vector === null ? undefined : it.vector instanceof Float64Array ? it.vector : parseVector(it.vector, `${where}.vector`);
     const sparse = it.sparseVector === undefined || it.sparseVector === null ? undefined : parseSparse(it.sparseVector, `${where}.sparseVector`);
     if (!vector && !sparse) throw vectorError('upsertNeedsVector', where);
     return { id, vector, sparse, metadata: parseMetadata(it.metadata, where), data: parseData(it.data, where) };

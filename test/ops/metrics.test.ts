@@ -153,7 +153,7 @@ test('/metrics under load: every family, counters move, kv worker merged, gauges
     const stream = await fetch(`${svc.urls.kv}/subscribe/metrics-test`, { headers: { authorization: `Bearer ${svc.ctx.credentials.get('kv.token')}` }, signal: sse.signal });
     assert.equal(stream.status, 200);
     // a graph snapshot of the default index
-    (svc.servers.vector as VectorServer).indexes.get('default')!.maintain(1);
+    await (svc.servers.vector as VectorServer).indexes.get('default')!.maintain(1);
 
     // (the store counts are cached for 5 s between scrapes)
     const later = await waitFor('counters to move and the failing deliveries to reach the DLQ', async () => {

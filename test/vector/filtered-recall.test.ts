@@ -200,7 +200,7 @@ test('a snapshot taken while points wait for insertion covers only the graph; a 
     await idx.upsert('', vs.slice(1000).map((v, i) => ({ id: String(1000 + i), vector: v })));
     await idx.upsert('', [{ id: '3', vector: vs[1499] }]); // an update queued too
     assert.ok(idx.ns('')!.dense!.pending > 0);
-    idx.maintain(1); // snapshot now: covers the indexed part only
+    await idx.maintain(1); // snapshot now: covers the indexed part only
     idx.store.close(); // crash: no closing snapshot
     idx = new VectorIndex(def(), tmp.dir, logger);
     assert.equal(idx.loadStats.fromSnapshot, 1);

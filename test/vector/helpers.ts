@@ -2,6 +2,7 @@
  * Vector test helpers: a real svc (vector area only) with extra indexes from a temp
  * `SVC_VECTOR_INDEXES` file, SDK clients per index, seeded random vectors.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Index } from '@upstash/vector';
@@ -60,4 +61,40 @@ export async function raw(url: string, token: string | undefined, body?: string,
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/**
+ * `node bin/svc.js serve` as a child process (vector area only, port 0) on `dataDir`, with `env`
+ * added; resolves once the banner names the vector URL. `log()` is its stderr so far (pino JSON
+ * lines, level warn and up). For tests that stop svc with a signal (SIGKILL, SIGTERM).
+ */
+export async function serveVectorChild(dataDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; log(): string; exited(): Promise<void> }> {
+  const root = path.resolve(import.meta.dirname, '../..');
+  const child = spawn(process.execPath, [path.join(root, 'bin/svc.js'), 'serve'], {
+    cwd: root,
+    env: { ...process.env, SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (b) => (err += b));
+  const exited = () => new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no banner in 30 s; stdout: ${out} stderr: ${err}`)), 30_000);
+      child.stdout!.on('data', (b) => {
+        out += b;
+        const m = /^vector\s+(http:\/\/\S+)/m.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
+      });
+      child.on('exit', (code) => reject(new Error(`svc exited ${code}: ${err}`)));
+    });
+    return { child, url, log: () => err, exited };
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
 }

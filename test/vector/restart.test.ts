@@ -8,15 +8,14 @@
  * says so in the log and rebuilds the graph from the store.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Index } from '@upstash/vector';
 import { tempDir } from '../helpers/env.js';
-import { randomVectors } from './helpers.js';
+import { randomVectors, serveVectorChild } from './helpers.js';
 
-const root = path.resolve(import.meta.dirname, '../..');
 const D = 16;
 const children: ChildProcess[] = [];
 const data = tempDir('svc-vector-restart-');
@@ -25,33 +24,11 @@ after(() => {
   data.cleanup();
 });
 
-/**
- * Spawns svc on `dir` and resolves with its vector URL parsed from the banner; `log()` is what it
- * wrote to stderr so far (pino JSON lines, level warn and up).
- */
+/** svc on `dir` (a child process, {@link serveVectorChild}); `log()` is its stderr (level warn and up). */
 async function serve(dir = data.dir): Promise<{ child: ChildProcess; url: string; log(): string }> {
-  const child = spawn(process.execPath, [path.join(root, 'bin/svc.js'), 'serve'], {
-    cwd: root,
-    env: { ...process.env, SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dir, SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (b) => (err += b));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no banner in 20 s; stdout: ${out} stderr: ${err}`)), 20_000);
-    child.stdout!.on('data', (b) => {
-      out += b;
-      const m = /^vector\s+(http:\/\/\S+)/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`svc exited ${code}: ${err}`)));
-  });
-  return { child, url, log: () => err };
+  const s = await serveVectorChild(dir);
+  children.push(s.child);
+  return s;
 }
 
 const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));

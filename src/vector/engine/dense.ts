@@ -321,6 +321,97 @@ export interface SearchCosts {
 }
 
 /**
+ * The exact scan over 8-bit codes shared by {@link HnswDense} and {@link QuantizedDense}, with its
+ * buffers. Large lists take two passes of {@link QuantizedVectors.select} (the SIMD kernel for large
+ * namespaces): one over an evenly spaced sample of √(count·n) labels, whose n-th best key becomes
+ * the threshold of the pass over all of them; only the few labels under it (about count·n / sample)
+ * come back to JavaScript, where the best `n` are kept. A sample that is unrepresentative only lets
+ * more labels through: the result is the same.
+ */
+class CodeScanner {
+  private query: Float32Array | undefined;
+  private sample = new Int32Array(0);
+  private bestDist = new Float64Array(0);
+  private bestLabel = new Int32Array(0);
+
+  /**
+   * The `n` best of `labels[0..count)` (all live) ranked by `codes`, nearest first, with
+   * approximate distances in the graph's terms (`ip` 1 − dot, `l2` squared Euclidean); updates the
+   * scan cost in `costs` (lists of 256 or more).
+   */
+  scan(codes: QuantizedVectors, metric: Metric, costs: SearchCosts, q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
+    const d = codes.dimension;
+    if (this.query?.length !== d) this.query = new Float32Array(d);
+    const sq = this.query;
+    sq.set(storedForm(metric, q));
+    n = Math.min(n, count);
+    if (n <= 0) return [];
+    const t0 = performance.now();
+    // key = mul·dot + addNorm·|v|²; distance = base + key (`ip` 1 − dot, `l2` |q|² − 2·dot + |v|²)
+    const ip = spaceOf(metric) === 'ip';
+    let base = 1;
+    if (!ip) {
+      base = 0;
+      for (let j = 0; j < d; j++) base += sq[j] * sq[j];
+    }
+    const mul = ip ? -1 : -2;
+    const addNorm = ip ? 0 : 1;
+    let threshold = Infinity;
+    const s = Math.max(4 * n, Math.ceil(Math.sqrt(count * n)));
+    if (count >= 4 * s) {
+      if (this.sample.length < s) this.sample = new Int32Array(s);
+      const step = count / s;
+      for (let i = 0; i < s; i++) this.sample[i] = labels[Math.floor(i * step)];
+      const r = codes.select(sq, this.sample, s, mul, addNorm, Infinity);
+      this.keepBest(r.labels, r.keys, r.n, n);
+      // strictly above the sample's n-th best key: at least n labels pass
+      const nth = this.bestDist[n - 1];
+      threshold = nth + Math.abs(nth) * 1e-6 + 1e-30;
+    }
+    const r = codes.select(sq, labels, count, mul, addNorm, threshold);
+    const kept = this.keepBest(r.labels, r.keys, r.n, n);
+    if (count >= 256) {
+      const c = costs;
+      const ns = ((performance.now() - t0) * 1e6) / (count * d);
+      if (codes.simd) c.simdScanNs += 0.05 * (clampSample(ns, c.simdScanNs) - c.simdScanNs);
+      else c.scanNs += 0.05 * (clampSample(ns, c.scanNs) - c.scanNs);
+    }
+    const out: Neighbor[] = new Array(kept);
+    for (let i = 0; i < kept; i++) out[i] = { label: this.bestLabel[i], distance: base + this.bestDist[i] };
+    return out;
+  }
+
+  /**
+   * Keeps the `n` smallest of `keys[0..m)` (with their labels) sorted ascending in
+   * {@link bestDist} / {@link bestLabel}; returns how many (min(n, m)).
+   */
+  private keepBest(labels: Int32Array, keys: Float32Array, m: number, n: number): number {
+    if (this.bestDist.length < n) {
+      this.bestDist = new Float64Array(n);
+      this.bestLabel = new Int32Array(n);
+    }
+    const bd = this.bestDist;
+    const bl = this.bestLabel;
+    let kept = 0;
+    let worst = Infinity;
+    for (let i = 0; i < m; i++) {
+      const key = keys[i];
+      if (key >= worst) continue;
+      let j = kept < n ? kept++ : n - 1;
+      while (j > 0 && bd[j - 1] > key) {
+        bd[j] = bd[j - 1];
+        bl[j] = bl[j - 1];
+        j--;
+      }
+      bd[j] = key;
+      bl[j] = labels[i];
+      if (kept === n) worst = bd[n - 1];
+    }
+    return kept;
+  }
+}
+
+/**
  * A cost sample limited to twice the current mean: the costs are wall-clock times, and a search
  * the scheduler interrupted (busy machine) would otherwise swing the mean, and with it the
  * filtered-query path, by one outlier. A real change still moves the mean (by up to 5 % per sample).
@@ -364,16 +455,19 @@ export class HnswDense implements DenseIndex {
   private slots = 0;
   /** Conversion buffer of one vector (stored form). */
   private readonly scratch: Float32Array;
-  /** Buffers of {@link scan}: the query, the threshold sample, the best n so far (keys, labels). */
-  private scanQuery: Float32Array | undefined;
-  private sample = new Int32Array(0);
-  private bestDist = new Float64Array(0);
-  private bestLabel = new Int32Array(0);
+  private readonly scanner = new CodeScanner();
   /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
   private epoch = 0;
   /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
   private queue: { label: number; seq: number }[] = [];
   private head = 0;
+  /**
+   * Snapshot writes reading this graph on libuv's thread pool (snapshot.ts `writeSnapshotAsync`):
+   * while above 0 nothing is inserted ({@link indexPending} inserts nothing, {@link add} throws),
+   * so the file is one consistent graph. Searches, {@link enqueue} and {@link remove} (a
+   * mark-delete flag, re-derived from the records at load) go on meanwhile.
+   */
+  saving = 0;
 
   constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024) {
     this.space = spaceOf(metric);
@@ -532,6 +626,7 @@ export class HnswDense implements DenseIndex {
 
   /** Adds or replaces `label` and inserts it into the graph now. */
   add(label: number, v: ArrayLike<number>): void {
+    if (this.saving > 0) throw new Error('HNSW graph: insertion while a snapshot reads it');
     this.insert(label, this.store(label, v));
   }
 
@@ -547,9 +642,11 @@ export class HnswDense implements DenseIndex {
 
   /**
    * Inserts queued points into the graph, oldest first, until the queue is empty or
-   * `performance.now()` passes `deadline` (at least one point per call). Returns the number inserted.
+   * `performance.now()` passes `deadline` (at least one point per call); nothing while a snapshot
+   * reads the graph ({@link saving}). Returns the number inserted.
    */
   indexPending(deadline = Infinity): number {
+    if (this.saving > 0) return 0;
     let n = 0;
     while (this.head < this.queue.length) {
       const e = this.queue[this.head++];
@@ -649,80 +746,10 @@ export class HnswDense implements DenseIndex {
    * The `n` best of `labels[0..count)` ranked by the 8-bit codes, nearest first; distances
    * approximate (the exact scan of filtered queries: callers re-rank on the originals). Every
    * label must be live ({@link live} makes such a list). Queued points are scanned on their codes
-   * like the others (codes are written at {@link enqueue}). Large lists take two passes of
-   * {@link QuantizedVectors.select} (the SIMD kernel for large namespaces): one over an evenly
-   * spaced sample of √(count·n) labels, whose n-th best key becomes the threshold of the pass over
-   * all of them; only the few labels under it come back to JavaScript, where the best `n` are kept.
+   * like the others (codes are written at {@link enqueue}). See {@link CodeScanner}.
    */
   scan(q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
-    const d = this.dimension;
-    const sq = (this.scanQuery ??= new Float32Array(d));
-    sq.set(storedForm(this.metric, q));
-    n = Math.min(n, count);
-    if (n <= 0) return [];
-    const codes = this.codes;
-    const t0 = performance.now();
-    // key = mul·dot + addNorm·|v|²; distance = base + key (`ip` 1 − dot, `l2` |q|² − 2·dot + |v|²)
-    const ip = this.space === 'ip';
-    let base = 1;
-    if (!ip) {
-      base = 0;
-      for (let j = 0; j < d; j++) base += sq[j] * sq[j];
-    }
-    const mul = ip ? -1 : -2;
-    const addNorm = ip ? 0 : 1;
-    let threshold = Infinity;
-    const s = Math.max(4 * n, Math.ceil(Math.sqrt(count * n)));
-    if (count >= 4 * s) {
-      if (this.sample.length < s) this.sample = new Int32Array(s);
-      const step = count / s;
-      for (let i = 0; i < s; i++) this.sample[i] = labels[Math.floor(i * step)];
-      const r = codes.select(sq, this.sample, s, mul, addNorm, Infinity);
-      this.keepBest(r.labels, r.keys, r.n, n);
-      // strictly above the sample's n-th best key: at least n labels pass
-      const nth = this.bestDist[n - 1];
-      threshold = nth + Math.abs(nth) * 1e-6 + 1e-30;
-    }
-    const r = codes.select(sq, labels, count, mul, addNorm, threshold);
-    const kept = this.keepBest(r.labels, r.keys, r.n, n);
-    if (count >= 256) {
-      const c = this.costs;
-      const ns = ((performance.now() - t0) * 1e6) / (count * d);
-      if (codes.simd) c.simdScanNs += 0.05 * (clampSample(ns, c.simdScanNs) - c.simdScanNs);
-      else c.scanNs += 0.05 * (clampSample(ns, c.scanNs) - c.scanNs);
-    }
-    const out: Neighbor[] = new Array(kept);
-    for (let i = 0; i < kept; i++) out[i] = { label: this.bestLabel[i], distance: base + this.bestDist[i] };
-    return out;
-  }
-
-  /**
-   * Keeps the `n` smallest of `keys[0..m)` (with their labels) sorted ascending in
-   * {@link bestDist} / {@link bestLabel}; returns how many (min(n, m)).
-   */
-  private keepBest(labels: Int32Array, keys: Float32Array, m: number, n: number): number {
-    if (this.bestDist.length < n) {
-      this.bestDist = new Float64Array(n);
-      this.bestLabel = new Int32Array(n);
-    }
-    const bd = this.bestDist;
-    const bl = this.bestLabel;
-    let kept = 0;
-    let worst = Infinity;
-    for (let i = 0; i < m; i++) {
-      const key = keys[i];
-      if (key >= worst) continue;
-      let j = kept < n ? kept++ : n - 1;
-      while (j > 0 && bd[j - 1] > key) {
-        bd[j] = bd[j - 1];
-        bl[j] = bl[j - 1];
-        j--;
-      }
-      bd[j] = key;
-      bl[j] = labels[i];
-      if (kept === n) worst = bd[n - 1];
-    }
-    return kept;
+    return this.scanner.scan(this.codes, this.metric, this.costs, q, n, labels, count);
   }
 
   /**
@@ -741,6 +768,167 @@ export class HnswDense implements DenseIndex {
     return (this.codes.simd ? this.costs.simdScanNs : this.costs.scanNs) * count;
   }
 }
+
+/**
+ * The dense part of an index defined with `"quantization": "int8"` (definitions.ts): no graph, only
+ * the 8-bit codes of every live vector ({@link QuantizedVectors}: stride + 8 bytes per vector,
+ * about 0.25× float32) and a live bit per label. Every search is a scan of the codes — all live
+ * points, or a filter's matches — whose best candidates the caller re-ranks on the original
+ * vectors (`query/execute.ts` `exactDense`), so recall is that of an exact search up to near-ties
+ * the codes cannot separate, and the cost grows linearly with the points scanned. Writes only set
+ * codes: nothing is queued ({@link pending} is 0), nothing is tombstoned, nothing is rebuilt.
+ * A removed label gets scale 0, so a snapshot of the codes alone tells which labels are live
+ * (set codes always have a positive scale).
+ */
+export class QuantizedDense implements DenseIndex {
+  readonly codes: QuantizedVectors;
+  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
+  private bits = new Uint8Array(16);
+  private liveCount = 0;
+  private readonly space: 'ip' | 'l2';
+  /** Live labels in ascending order, rebuilt on demand after a change ({@link liveLabels}). */
+  private allLive: Int32Array | undefined = new Int32Array(0);
+  /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
+  private epoch = 0;
+  private readonly scratch: Float32Array;
+  private readonly scanner = new CodeScanner();
+
+  /** `params` only names the index's (unused) HNSW settings in snapshot headers. */
+  constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024, codes?: QuantizedVectors) {
+    this.space = spaceOf(metric);
+    this.codes = codes ?? new QuantizedVectors(dimension, Math.max(16, initial));
+    this.scratch = new Float32Array(dimension);
+  }
+
+  /**
+   * The index of codes read back from a snapshot (`QuantizedVectors.deserialize` of `labels`
+   * entries): labels with a positive scale are live.
+   */
+  static fromCodes(codes: QuantizedVectors, labels: number, metric: Metric, params: HnswParams): QuantizedDense {
+    const q = new QuantizedDense(codes.dimension, metric, params, 16, codes);
+    if (labels > 0) q.mark(labels - 1, false);
+    for (let l = 0; l < labels; l++) if (codes.scale[l] > 0) q.mark(l, true);
+    return q;
+  }
+
+  /** Sizes the live bits for `label`; sets its bit when `on`. */
+  private mark(label: number, on: boolean): void {
+    if (label >= this.bits.length) {
+      let cap = this.bits.length;
+      while (cap <= label) cap *= 2;
+      const b = new Uint8Array(cap);
+      b.set(this.bits);
+      this.bits = b;
+    }
+    if (on && !this.bits[label]) {
+      this.bits[label] = 1;
+      this.liveCount++;
+      this.epoch++;
+      this.allLive = undefined;
+    }
+  }
+
+  get size(): number {
+    return this.liveCount;
+  }
+  get tombstones(): number {
+    return 0;
+  }
+  /** Always 0: no graph for a snapshot to read (same interface as {@link HnswDense}). */
+  readonly saving = 0;
+  /** Always 0: writes take effect at once (same interface as {@link HnswDense}). */
+  get pending(): number {
+    return 0;
+  }
+  /** Highest live label + 1 (entries of the codes worth saving). */
+  get labelSpan(): number {
+    for (let i = this.bits.length - 1; i >= 0; i--) if (this.bits[i]) return i + 1;
+    return 0;
+  }
+  /** `current`: every write is in the codes (snapshot header). */
+  coveredSeq(current: number): number {
+    return current;
+  }
+  *labels(): Generator<number> {
+    const b = this.bits;
+    for (let i = 0; i < b.length; i++) if (b[i]) yield i;
+  }
+
+  /** Changes whenever a label becomes live or is removed: a {@link live} list stays valid while it does not. */
+  get liveEpoch(): number {
+    return this.epoch;
+  }
+
+  /** Every live label, ascending (cached until the next add of a new label or remove). */
+  liveLabels(): Int32Array {
+    if (this.allLive) return this.allLive;
+    const out = new Int32Array(this.liveCount);
+    const b = this.bits;
+    for (let i = 0, m = 0; i < b.length; i++) if (b[i]) out[m++] = i;
+    return (this.allLive = out);
+  }
+
+  /** The live points among `labels`, as a list for {@link scan}. Stays valid while {@link liveEpoch} is unchanged. */
+  live(labels: Iterable<number>): Int32Array {
+    const bits = this.bits;
+    const out: number[] = [];
+    for (const l of labels) if (l < bits.length && bits[l] === 1) out.push(l);
+    return Int32Array.from(out);
+  }
+
+  add(label: number, v: ArrayLike<number>): void {
+    const stored = this.scratch;
+    stored.set(storedForm(this.metric, v));
+    this.mark(label, true);
+    this.codes.set(label, stored);
+  }
+
+  /** {@link add} (the write path's call; nothing is queued here). */
+  enqueue(label: number, v: ArrayLike<number>, _seq: number): void {
+    this.add(label, v);
+  }
+
+  /** Nothing to insert: returns 0. */
+  indexPending(_deadline = Infinity): number {
+    return 0;
+  }
+
+  remove(label: number): void {
+    if (!this.has(label)) return;
+    this.bits[label] = 0;
+    this.liveCount--;
+    this.codes.scale[label] = 0;
+    this.epoch++;
+    this.allLive = undefined;
+  }
+
+  has(label: number): boolean {
+    return label < this.bits.length && this.bits[label] === 1;
+  }
+
+  /** The `k` best live points accepted by `filter`, ranked by the codes (approximate distances). */
+  search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean): Neighbor[] {
+    const all = this.liveLabels();
+    return this.scan(q, k, filter ? all.filter((l) => filter(l)) : all);
+  }
+
+  /**
+   * The `n` best of `labels[0..count)` (all live: {@link liveLabels} or a {@link live} list)
+   * ranked by the 8-bit codes, distances approximate (as {@link HnswDense.scan}: `ip` 1 − dot,
+   * `l2` squared Euclidean); callers re-rank on the original vectors. See {@link CodeScanner}.
+   */
+  scan(q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
+    return this.scanner.scan(this.codes, this.metric, this.costs, q, n, labels, count);
+  }
+
+  /** Estimated cost of {@link scan} over `count` candidates (ns per dimension). */
+  scanCost(count: number): number {
+    return (this.codes.simd ? this.costs.simdScanNs : this.costs.scanNs) * count;
+  }
+}
+
+/** A namespace's dense part: the HNSW graph, or the codes alone (`"quantization": "int8"`). */
+export type NamespaceDense = HnswDense | QuantizedDense;
 
 /** Brute-force exact index: stored-form vectors in one growing Float32Array. */
 export class FlatDense implements DenseIndex {

@@ -7,7 +7,7 @@
  * the originals); HNSW hits are scored from the graph distances by the query execution (`query/execute.ts`).
  */
 import { compileFilter, FilterSyntaxError } from '../filter/index.js';
-import type { HnswDense, Neighbor } from './dense.js';
+import { QuantizedDense, type NamespaceDense, type Neighbor } from './dense.js';
 import { vectorError } from '../errors.js';
 import type { NamespaceRow, SparseVector } from './store.js';
 import type { SparseIndex } from './sparse.js';
@@ -35,7 +35,7 @@ export interface FilterMatch {
   labels: number[];
   count: number;
   /** The matches live in the dense graph, as its exact scan takes them (built on first use, {@link NamespaceState.scanList}). */
-  scan?: { graph: HnswDense; epoch: number; list: Int32Array };
+  scan?: { graph: NamespaceDense; epoch: number; list: Int32Array };
 }
 
 export class NamespaceState {
@@ -48,9 +48,9 @@ export class NamespaceState {
   /** Labels below this have parsed metadata (start-up's background parse, {@link parseMetadata}). */
   private parsedUpTo = 0;
   readonly byId = new Map<string, number>();
-  dense?: HnswDense;
+  dense?: NamespaceDense;
   /** A graph rebuild in progress (`vector-index.ts`): the fresh graph and the labels still to add. */
-  rebuilding?: { graph: HnswDense; todo: number[]; at: number };
+  rebuilding?: { graph: NamespaceDense; todo: number[]; at: number };
   sparse?: SparseIndex;
   /** Bumped on every change (filter cache key). */
   version = 0;
@@ -184,7 +184,8 @@ export class NamespaceState {
    *   (search breadth: that + efSearch), keeping the accepted ones; cost ∝ breadth × dimension. When it yields fewer than k,
    *   once more at twice the breadth, then (matches clustered away from the query) HNSW with the
    *   filter as callback, then exact.
-   * Never fewer than k results when at least k records qualify.
+   * Never fewer than k results when at least k records qualify. An index without a graph
+   * (`"quantization": "int8"`, {@link QuantizedDense}) takes the exact path for every query.
    */
   denseCandidates(q: ArrayLike<number>, k: number, efSearch: number, match: FilterMatch | undefined, exclude: Set<string> | undefined, exact: ExactSearch, score: DistanceScorer): Scored[] {
     const g = this.dense;
@@ -195,6 +196,7 @@ export class NamespaceState {
     const want = Math.min(k, eligible);
     if (want === 0) return [];
     const ef = Math.max(efSearch, want);
+    if (g instanceof QuantizedDense && !accept) return exact(g.liveLabels(), want);
     if (!accept) return score(g.search(q, want, undefined, ef));
     const pool = () => {
       if (match && !exclude?.size) return this.scanList(g, match);
@@ -203,6 +205,7 @@ export class NamespaceState {
       for (const l of all) if (accept(l)) out.push(l);
       return g.live(out);
     };
+    if (g instanceof QuantizedDense) return exact(pool(), want);
     const selectivity = Math.max(eligible, 1) / g.size;
     const breadth = Math.ceil((POST_FILTER_FACTOR * want) / selectivity) + excluded;
     // The breadth plus efSearch: the top `breadth` at the quality efSearch gives the top k
@@ -232,7 +235,7 @@ export class NamespaceState {
    * the match (itself cached per namespace version) while the graph's live set is unchanged: the
    * list is built once per filter and write, not per query.
    */
-  private scanList(g: HnswDense, match: FilterMatch): Int32Array {
+  private scanList(g: NamespaceDense, match: FilterMatch): Int32Array {
     const s = match.scan;
     if (s && s.graph === g && s.epoch === g.liveEpoch) return s.list;
     const list = g.live(match.labels);

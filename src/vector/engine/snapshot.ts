@@ -19,13 +19,18 @@
  * only newer records are replayed. A header that does not match (magic, version, dimension,
  * metric, M, efConstruction, generation, size, checksums) is ignored and the graph is rebuilt from
  * SQLite.
+ * An index without a graph (`"quantization": "int8"`, dense.ts `QuantizedDense`) writes the codes
+ * file (`ns-<nsId>-<generation>-<seq>.int8.codes`) and the header only: `file` then names the
+ * codes file, `bytes`/`hnswSha256` repeat the
+ * codes', and `quantization: "int8"` in the header keeps it from being read as (or replaced by) a
+ * graph snapshot after a configuration change (headers without the field are graph snapshots).
  */
 import { createHash, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Metric } from '../definitions.js';
-import { HnswDense, QuantizedVectors, type HnswParams } from './dense.js';
+import type { Metric, Quantization } from '../definitions.js';
+import { HnswDense, QuantizedDense, QuantizedVectors, type HnswParams, type NamespaceDense } from './dense.js';
 
 export const SNAPSHOT_MAGIC = 'SVC-HNSW';
 /** 3: checksums in the header (version-2 snapshots, without them, are rebuilt once). */
@@ -50,11 +55,19 @@ export interface SnapshotHeader {
   hnswSha256: string;
   /** SHA-256 (hex) of the codes file. */
   codesSha256: string;
+  /** `int8`: no graph file (a `QuantizedDense` index); absent for a graph snapshot. */
+  quantization?: 'int8';
   /** SHA-256 (hex) of this header's JSON without this field (written last). */
   sha256?: string;
 }
 
 const codesName = (graphFile: string) => graphFile.replace(/\.hnsw$/, '.codes');
+/**
+ * The file a header names: the graph file, or for an int8 index its codes file — `.int8.codes`, so
+ * that it never has the name of a graph snapshot's codes file at the same sequence number (which
+ * replacing that snapshot removes).
+ */
+const snapshotName = (nsId: number, generation: number, seq: number, int8: boolean) => `ns-${nsId}-${generation}-${seq}.${int8 ? 'int8.codes' : 'hnsw'}`;
 const headerPath = (dir: string, nsId: number) => path.join(dir, `ns-${nsId}.json`);
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -109,18 +122,36 @@ function writeDurably(file: string, parts: Buffer[]): string {
  * Durable when it returns (files and directory fsynced). @throws on I/O errors (the previous
  * snapshot then stays in force).
  */
-export function writeSnapshot(dir: string, nsId: number, generation: number, seq: number, graph: HnswDense): void {
+export function writeSnapshot(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense): void {
   fs.mkdirSync(dir, { recursive: true });
-  const file = `ns-${nsId}-${generation}-${seq}.hnsw`;
-  const tmp = path.join(dir, `${file}.tmp`);
-  graph.index.writeIndexSync(tmp);
-  fsyncPath(tmp);
-  const hnswSha256 = fileSha256(tmp);
-  fs.renameSync(tmp, path.join(dir, file));
+  const int8 = graph instanceof QuantizedDense;
+  const file = snapshotName(nsId, generation, seq, int8);
+  let hnswSha256 = '';
+  if (!int8) {
+    const tmp = path.join(dir, `${file}.tmp`);
+    graph.index.writeIndexSync(tmp);
+    fsyncPath(tmp);
+    hnswSha256 = fileSha256(tmp);
+    fs.renameSync(tmp, path.join(dir, file));
+  }
   const labels = Math.min(graph.labelSpan, graph.codes.capacity);
   const codesFile = codesName(file);
   const codesSha256 = writeDurably(path.join(dir, codesFile), graph.codes.serialize(labels));
+  if (int8) hnswSha256 = codesSha256;
   fsyncPath(dir, true);
+  const header = snapshotHeader(graph, { count: graph.size, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
+  const previous = previousFile(dir, nsId);
+  writeDurably(headerPath(dir, nsId), [Buffer.from(JSON.stringify(header))]);
+  fsyncPath(dir, true);
+  dropPrevious(dir, previous, file);
+}
+
+/** The header of a snapshot whose files are written (sizes read from `dir`), with its own checksum. */
+function snapshotHeader(
+  graph: NamespaceDense,
+  h: Pick<SnapshotHeader, 'count' | 'seq' | 'generation' | 'file' | 'labels' | 'hnswSha256' | 'codesSha256'>,
+  dir: string,
+): SnapshotHeader {
   const header: SnapshotHeader = {
     magic: SNAPSHOT_MAGIC,
     version: SNAPSHOT_VERSION,
@@ -128,29 +159,123 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
     metric: graph.metric,
     m: graph.params.m,
     efConstruction: graph.params.efConstruction,
-    count: graph.size,
-    seq,
-    generation,
-    file,
-    bytes: fs.statSync(path.join(dir, file)).size,
-    labels,
-    codesBytes: fs.statSync(path.join(dir, codesFile)).size,
-    hnswSha256,
-    codesSha256,
+    count: h.count,
+    seq: h.seq,
+    generation: h.generation,
+    file: h.file,
+    bytes: fs.statSync(path.join(dir, h.file)).size,
+    labels: h.labels,
+    codesBytes: fs.statSync(path.join(dir, codesName(h.file))).size,
+    hnswSha256: h.hnswSha256,
+    codesSha256: h.codesSha256,
+    ...(graph instanceof QuantizedDense ? { quantization: 'int8' as const } : {}),
   };
   header.sha256 = sha256(JSON.stringify(header));
-  const hp = headerPath(dir, nsId);
-  let previous: string | undefined;
+  return header;
+}
+
+/** The graph file the current header of `nsId` names (undefined: none). */
+function previousFile(dir: string, nsId: number): string | undefined {
   try {
-    previous = (JSON.parse(fs.readFileSync(hp, 'utf8')) as SnapshotHeader).file;
+    return (JSON.parse(fs.readFileSync(headerPath(dir, nsId), 'utf8')) as SnapshotHeader).file;
   } catch {
-    /* none */
+    return undefined;
   }
-  writeDurably(hp, [Buffer.from(JSON.stringify(header))]);
-  fsyncPath(dir, true);
-  if (previous && previous !== file) {
-    fs.rmSync(path.join(dir, previous), { force: true });
-    fs.rmSync(path.join(dir, codesName(previous)), { force: true });
+}
+
+/** Removes the files of the snapshot `previous` once the header names `file`. */
+function dropPrevious(dir: string, previous: string | undefined, file: string): void {
+  if (!previous || previous === file) return;
+  fs.rmSync(path.join(dir, previous), { force: true });
+  fs.rmSync(path.join(dir, codesName(previous)), { force: true });
+}
+
+/** fsync of a file or directory by path, on libuv's thread pool (see {@link fsyncPath}). */
+async function fsyncPathAsync(p: string, directory = false): Promise<void> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(p, directory ? 'r' : 'r+');
+  } catch (err) {
+    if (directory && ['EISDIR', 'EPERM', 'EACCES'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+    throw err;
+  }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * {@link writeSnapshot} without holding the event loop: only the 8-bit codes are copied on the
+ * main thread (a memcpy, 0.25× the float32 size); hnswlib writes the graph on libuv's thread pool
+ * while `graph.saving` keeps insertions out of it (searches, queued writes and mark-deletes go on:
+ * the graph points written are those inserted when the call starts, the header's `seq` says which
+ * writes they cover); the graph file is hashed by a worker thread, the codes by WebCrypto, fsyncs
+ * and renames run on the thread pool, in the same order as {@link writeSnapshot} (graph → codes →
+ * directory → header → directory). `current()` is asked before the header is written: false (the
+ * namespace was reset or dropped meanwhile) removes the new files and resolves false. The caller
+ * runs at most one snapshot per namespace at a time. @throws (rejects) on I/O errors; before the
+ * header's rename the previous snapshot then stays in force and the new files are removed.
+ */
+export async function writeSnapshotAsync(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense, current: () => boolean): Promise<boolean> {
+  fs.mkdirSync(dir, { recursive: true });
+  const int8 = graph instanceof QuantizedDense;
+  const file = snapshotName(nsId, generation, seq, int8);
+  const graphPath = path.join(dir, file);
+  const codesPath = path.join(dir, codesName(file));
+  const tmp = `${graphPath}.tmp`;
+  const labels = Math.min(graph.labelSpan, graph.codes.capacity);
+  const codes = Buffer.concat(graph.codes.serialize(labels)); // a copy: queued writes change the codes meanwhile
+  const count = graph.size;
+  const remove = () => Promise.all([tmp, graphPath, `${codesPath}.tmp`, codesPath].map((f) => fs.promises.rm(f, { force: true })));
+  let committed = false;
+  try {
+    if (!int8) {
+      graph.saving++;
+      try {
+        await graph.index.writeIndex(tmp);
+      } finally {
+        graph.saving--;
+      }
+    }
+    const [graphSha256, codesSha256] = await Promise.all([
+      (async () => {
+        if (int8) return '';
+        await fsyncPathAsync(tmp);
+        const sum = await fileSha256InWorker(tmp);
+        await fs.promises.rename(tmp, graphPath);
+        return sum;
+      })(),
+      (async () => {
+        const sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', codes)).toString('hex');
+        await fs.promises.writeFile(`${codesPath}.tmp`, codes);
+        await fsyncPathAsync(`${codesPath}.tmp`);
+        await fs.promises.rename(`${codesPath}.tmp`, codesPath);
+        return sum;
+      })(),
+    ]);
+    await fsyncPathAsync(dir, true);
+    if (!current()) {
+      await remove();
+      return false;
+    }
+    const hnswSha256 = int8 ? codesSha256 : graphSha256;
+    const header = snapshotHeader(graph, { count, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
+    const previous = previousFile(dir, nsId);
+    const hp = headerPath(dir, nsId);
+    await fs.promises.writeFile(`${hp}.tmp`, JSON.stringify(header));
+    await fsyncPathAsync(`${hp}.tmp`);
+    await fs.promises.rename(`${hp}.tmp`, hp);
+    committed = true;
+    await fsyncPathAsync(dir, true);
+    // reset or dropped while the header was written: what it names is stale
+    if (!current()) dropSnapshot(dir, nsId);
+    else dropPrevious(dir, previous, file);
+    return true;
+  } catch (err) {
+    if (!committed) await remove().catch(() => undefined);
+    throw err;
   }
 }
 
@@ -163,10 +288,12 @@ export interface SnapshotExpectation {
   metric: Metric;
   params: HnswParams;
   generation: number;
+  /** Undefined = `none` (a graph snapshot). */
+  quantization?: Quantization;
 }
 
 /** A loaded snapshot, or why none was. */
-export type SnapshotResult = { graph: HnswDense; header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string };
+export type SnapshotResult = { graph: NamespaceDense; header: SnapshotHeader } | { rejected: SnapshotRejection; detail?: string };
 
 /**
  * Loads the snapshot of namespace `nsId` when its header matches and its checksums agree;
@@ -181,6 +308,7 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
   try {
     const file = path.join(dir, h.file);
     const codesFile = path.join(dir, codesName(h.file));
+    if (h.quantization === 'int8') return { graph: readCodes(h, fs.readFileSync(codesFile), sha256Hex, expect), header: h };
     if (fs.statSync(file).size !== h.bytes || fileSha256(file) !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
     const codesBuf = fs.readFileSync(codesFile);
     if (codesBuf.byteLength !== h.codesBytes || createHash('sha256').update(codesBuf).digest('hex') !== h.codesSha256) {
@@ -189,7 +317,7 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
     const codes = QuantizedVectors.deserialize(codesBuf, expect.dimension, h.labels);
     return { graph: HnswDense.load(file, codes, expect.dimension, expect.metric, expect.params), header: h };
   } catch (err) {
-    return { rejected: 'unreadable', detail: (err as Error).message };
+    return { rejected: err instanceof CodesMismatch ? 'checksum' : 'unreadable', detail: (err as Error).message };
   }
 }
 
@@ -209,6 +337,11 @@ export async function readSnapshotAsync(dir: string, nsId: number, expect: Snaps
   const codesFile = path.join(dir, codesName(h.file));
   const settle = <T>(p: Promise<T>) => p.then((value) => ({ value }), (err: unknown) => ({ err: err as Error }));
   try {
+    if (h.quantization === 'int8') {
+      const buf = await fs.promises.readFile(codesFile);
+      const sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', buf)).toString('hex');
+      return { graph: readCodes(h, buf, () => sum, expect), header: h };
+    }
     if ((await fs.promises.stat(file)).size !== h.bytes) return { rejected: 'checksum', detail: h.file };
     const [graphSum, codes, graph] = await Promise.all([
       settle(fileSha256InWorker(file)),
@@ -222,8 +355,22 @@ export async function readSnapshotAsync(dir: string, nsId: number, expect: Snaps
     if ('err' in graph) return { rejected: 'unreadable', detail: graph.err.message };
     return { graph: graph.value(QuantizedVectors.deserialize(codes.value.buf, expect.dimension, h.labels)), header: h };
   } catch (err) {
-    return { rejected: 'unreadable', detail: (err as Error).message };
+    return { rejected: err instanceof CodesMismatch ? 'checksum' : 'unreadable', detail: (err as Error).message };
   }
+}
+
+const sha256Hex = (buf: Buffer) => createHash('sha256').update(buf).digest('hex');
+
+/** Thrown by {@link readCodes} for a codes file whose size or checksum differs from the header's. */
+class CodesMismatch extends Error {}
+
+/**
+ * The `QuantizedDense` of an int8 snapshot from its codes file `buf` (`sum` hashes it).
+ * @throws CodesMismatch when size or checksum differ from `h` (callers answer `checksum`).
+ */
+function readCodes(h: SnapshotHeader, buf: Buffer, sum: (b: Buffer) => string, expect: SnapshotExpectation): QuantizedDense {
+  if (buf.byteLength !== h.codesBytes || sum(buf) !== h.codesSha256) throw new CodesMismatch(codesName(h.file));
+  return QuantizedDense.fromCodes(QuantizedVectors.deserialize(buf, expect.dimension, h.labels), h.labels, expect.metric, expect.params);
 }
 
 /** SHA-256 (hex) of a file, computed by a worker thread (so on another core than the event loop's). */
@@ -269,7 +416,8 @@ function checkHeader(dir: string, nsId: number, expect: SnapshotExpectation): { 
   if (sum !== sha256(JSON.stringify(rest))) return { rejected: 'checksum', detail: 'header' };
   if (
     h.dimension !== expect.dimension || h.metric !== expect.metric || h.m !== expect.params.m ||
-    h.efConstruction !== expect.params.efConstruction || h.generation !== expect.generation
+    h.efConstruction !== expect.params.efConstruction || h.generation !== expect.generation ||
+    (h.quantization ?? 'none') !== (expect.quantization ?? 'none')
   ) return { rejected: 'stale' };
   return { header: h };
 }

@@ -23,13 +23,13 @@
 import path from 'node:path';
 import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
-import { HnswDense } from './dense.js';
+import { HnswDense, QuantizedDense, type NamespaceDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
 import { isDiskFull } from '../../disk-full.js';
 import { vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
-import { dropSnapshot, readSnapshot, readSnapshotAsync, writeSnapshot, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
+import { dropSnapshot, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
 import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
 import type { Metadata, UpsertItem } from '../validate.js';
@@ -82,6 +82,10 @@ export class VectorIndex {
   private blocked: (() => void)[] = [];
   /** What the running write changed in memory (undone from SQLite when it rolls back). */
   private journal: WriteJournal | undefined;
+  /** Snapshot writes in progress ({@link maintain}), at most one per namespace. */
+  private readonly snapshots = new Map<NamespaceState, Promise<void>>();
+  /** The running {@link close}. */
+  private closing: Promise<void> | undefined;
 
   /**
    * Opens the index and loads it synchronously (tests, tools); the server uses {@link open}.
@@ -151,7 +155,7 @@ export class VectorIndex {
   /** What a snapshot of `ns` must match (undefined: the index has no dense part or no dimension yet). */
   private snapshotExpectation(ns: NamespaceState): SnapshotExpectation | undefined {
     if (!this.hasDense || this.dimension === undefined) return undefined;
-    return { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation };
+    return { dimension: this.dimension, metric: this.def.metric, params: this.def.hnsw, generation: ns.row.generation, quantization: this.def.quantization ?? 'none' };
   }
 
   /** Dimension and sequence number from the store. @throws Error when the stored dimension differs from the definition's. */
@@ -262,8 +266,10 @@ export class VectorIndex {
     return replayed;
   }
 
-  private newGraph(capacity = 0): HnswDense {
-    return new HnswDense(this.dimension!, this.def.metric, this.def.hnsw, Math.max(1024, capacity));
+  /** An empty dense part for a namespace: an HNSW graph, or the codes alone (`"quantization": "int8"`). */
+  private newGraph(capacity = 0): NamespaceDense {
+    const D = this.def.quantization === 'int8' ? QuantizedDense : HnswDense;
+    return new D(this.dimension!, this.def.metric, this.def.hnsw, Math.max(1024, capacity));
   }
 
   /** The namespace or undefined. */
@@ -352,7 +358,14 @@ export class VectorIndex {
       this.blocked = [];
       for (const enter of go) enter();
     }
-    if (this.pendingCount() > 0 || this.blocked.length || this.rebuildCount() > 0) this.scheduleIndexing();
+    // points of a graph a snapshot is reading wait for it: its end schedules the indexer again
+    if (this.insertablePending() || this.rebuildCount() > 0) this.scheduleIndexing();
+  }
+
+  /** True when some namespace has points queued for a graph that no snapshot is reading. */
+  private insertablePending(): boolean {
+    for (const ns of this.namespaces.values()) if (ns.dense && ns.dense.pending > 0 && ns.dense.saving === 0) return true;
+    return false;
   }
 
   /** Namespaces whose graph is being rebuilt. */
@@ -516,7 +529,7 @@ export class VectorIndex {
   }
 
   /** Checks dimensions/parts of records for this index type. @throws VectorError 400/422. */
-  checkRecord(item: { vector?: number[]; sparse?: unknown }, where = ''): void {
+  checkRecord(item: { vector?: ArrayLike<number>; sparse?: unknown }, where = ''): void {
     const t = this.def.type;
     if (t === 'DENSE' && !item.vector) throw vectorError('denseNeedsVector', where);
     if (t === 'DENSE' && item.sparse) throw vectorError('denseNoSparse', where);
@@ -697,8 +710,13 @@ export class VectorIndex {
   /**
    * Rebuilds graphs with many tombstones; snapshots graphs with at least `minWrites` record writes
    * since their last snapshot. Runs after each commit (default threshold), on a timer and on close.
+   * Snapshots are written off the event loop (snapshot.ts `writeSnapshotAsync`; one per namespace
+   * at a time, a namespace whose snapshot is still being written is skipped) unless `sync` (close);
+   * the returned promise resolves when the snapshots started here, or still being written, are
+   * done. Never rejects: failures are logged and the writes stay counted, so the next call retries.
    */
-  maintain(minWrites = SNAPSHOT_EVERY): void {
+  maintain(minWrites = SNAPSHOT_EVERY, sync = false): Promise<void> {
+    const running: Promise<void>[] = [];
     for (const ns of this.namespaces.values()) {
       const g = ns.dense;
       if (!g) continue;
@@ -707,17 +725,46 @@ export class VectorIndex {
           ns.rebuilding = { graph: this.newGraph(ns.count), todo: [...g.labels()], at: 0 };
           this.scheduleIndexing();
         }
-        if (ns.unsnapshotted >= Math.max(1, minWrites) && ns.count > 0) {
-          const start = performance.now();
-          writeSnapshot(this.snapshotDir, ns.row.id, ns.row.generation, ns.dense!.coveredSeq(this.seq), ns.dense!);
-          this.snapshotTimer?.since(start);
-          // points still queued for the graph are not covered: the closing snapshot must take them
-          ns.unsnapshotted = ns.dense!.pending;
+        const inFlight = this.snapshots.get(ns);
+        if (inFlight) running.push(inFlight);
+        else if (ns.unsnapshotted >= Math.max(1, minWrites) && ns.count > 0) {
+          if (sync) {
+            const start = performance.now();
+            writeSnapshot(this.snapshotDir, ns.row.id, ns.row.generation, g.coveredSeq(this.seq), g);
+            this.snapshotTimer?.since(start);
+            // points still queued for the graph are not covered: the closing snapshot must take them
+            ns.unsnapshotted = g.pending;
+          } else running.push(this.snapshotAsync(ns, g));
         }
       } catch (err) {
         this.logger.error({ err, index: this.def.name, namespace: ns.name }, 'vector maintenance failed');
       }
     }
+    return Promise.all(running).then(() => undefined);
+  }
+
+  /** Writes a snapshot of `g`, the graph of `ns`, off the event loop (see {@link maintain}). */
+  private snapshotAsync(ns: NamespaceState, g: NamespaceDense): Promise<void> {
+    const start = performance.now();
+    const generation = ns.row.generation;
+    // points still queued for the graph are not covered: the next snapshot must take them
+    const counted = ns.unsnapshotted - g.pending;
+    ns.unsnapshotted -= counted;
+    const current = () => this.namespaces.get(ns.name) === ns && ns.row.generation === generation;
+    const done = writeSnapshotAsync(this.snapshotDir, ns.row.id, generation, g.coveredSeq(this.seq), g, current)
+      .then(
+        () => this.snapshotTimer?.since(start),
+        (err: unknown) => {
+          ns.unsnapshotted += counted;
+          this.logger.error({ err, index: this.def.name, namespace: ns.name }, 'vector maintenance failed');
+        },
+      )
+      .finally(() => {
+        this.snapshots.delete(ns);
+        this.scheduleIndexing();
+      });
+    this.snapshots.set(ns, done);
+    return done;
   }
 
   /** Readiness: loaded (the constructor loaded every namespace), not closed, and SQLite answers. */
@@ -725,17 +772,24 @@ export class VectorIndex {
     return !this.closed && this.store.ping();
   }
 
-  /** Flushes pending writes, inserts queued points, snapshots dirty graphs and closes SQLite. Idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Flushes pending writes, waits for snapshots being written, inserts queued points, snapshots
+   * dirty graphs and closes SQLite. Idempotent (a second call returns the first one's promise).
+   */
+  close(): Promise<void> {
+    return (this.closing ??= this.closeNow());
+  }
+
+  private async closeNow(): Promise<void> {
     for (const enter of this.blocked.splice(0)) enter();
     if (this.queue.length) await new Promise<void>((r) => setImmediate(r));
     this.flush();
     this.closed = true;
+    await Promise.all(this.snapshots.values());
     // Insert what is queued (at most PENDING_LIMIT elements plus the last batch), so the closing
     // snapshot covers every write and the next start replays nothing.
     for (const ns of this.namespaces.values()) ns.dense?.indexPending();
-    this.maintain(1);
+    await this.maintain(1, true);
     this.store.close();
   }
 }

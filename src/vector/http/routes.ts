@@ -23,6 +23,7 @@ import { DISK_FULL_RETRY_AFTER_S, errorBody, VECTOR_ERRORS, VectorError, vectorM
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
 import type { VectorMetrics } from '../metrics.js';
 import type { ResumableQueries } from './resumable.js';
+import { OFF_THREAD_PARSE_CHARS, parseUpload, parsingUploads } from './upload-parse.js';
 
 export interface RouteDeps {
   indexes: Map<string, VectorIndex>;
@@ -126,6 +127,17 @@ function isBlank(text: string): boolean {
  * of it. Never throws/rejects: errors become `{error, status}` answers (500 logged).
  */
 export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promise<Answer> {
+  // large upsert bodies (and any upsert while one is parsed there, so writes keep their order)
+  // are parsed on a worker thread: upload-parse.ts
+  if (r.endpoint === 'upsert' && (text.length >= OFF_THREAD_PARSE_CHARS || parsingUploads() > 0)) {
+    return parseUpload(text).then(
+      (p) => ('error' in p ? errorAnswer('invalidJson', p.error) : 'tooDeep' in p ? errorAnswer('jsonTooDeep', MAX_JSON_DEPTH) : run(deps, r, p.body)),
+      (err: unknown) => {
+        deps.logger.error({ err, endpoint: r.endpoint, index: r.indexName }, 'vector request failed');
+        return errorAnswer('internal');
+      },
+    );
+  }
   let body: unknown;
   if (text.length > 0 && !isBlank(text)) {
     try {
@@ -135,6 +147,11 @@ export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promi
     }
     if (jsonTooDeep(body)) return errorAnswer('jsonTooDeep', MAX_JSON_DEPTH);
   }
+  return run(deps, r, body);
+}
+
+/** Runs the endpoint handler on the parsed body (see {@link answer}). Never throws/rejects. */
+function run(deps: RouteDeps, r: Routed, body: unknown): Answer | Promise<Answer> {
   const fail = (err: unknown): Answer => {
     if (err instanceof VectorError) return { status: err.status, body: errorBody(err.status, err.message) };
     deps.logger.error({ err, endpoint: r.endpoint, index: r.indexName }, 'vector request failed');

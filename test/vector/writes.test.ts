@@ -1,0 +1,161 @@
+/**
+ * Writes that do not stall reads (no timing thresholds: orders and states only).
+ *
+ * - Over HTTP: a batch is acknowledged before its graph insertion — right after the answer,
+ *   `info.indexingVectorCount` is above 0 and every vector of the batch is the top hit of the
+ *   next query for it (visibility delay 0); queries and `info` are answered while the indexer
+ *   inserts (the count is seen falling through several values above 0 between them), and the
+ *   count drains to 0. Insertion inside the request would answer 0 at once.
+ * - Snapshots are written off the event loop: while one is written, writes are acknowledged,
+ *   visible and queued (not inserted into the graph being written); a crash right after replays
+ *   exactly those; a namespace reset while a snapshot is written leaves no snapshot of the old
+ *   generation behind.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
+import { VectorIndex } from '../../src/vector/engine/vector-index.js';
+import { runQuery } from '../../src/vector/query/execute.js';
+import { createLogger } from '../../src/logger.js';
+import { tempDir } from '../helpers/env.js';
+import { OFF_THREAD_PARSE_CHARS } from '../../src/vector/http/upload-parse.js';
+import { randomVectors, raw, startVector } from './helpers.js';
+
+const logger = createLogger('silent');
+const D = 32;
+const def = (): IndexDefinition => ({ name: 'default', type: 'DENSE', dimension: D, metric: 'COSINE', hnsw: DEFAULT_HNSW, embedder: {} }) as IndexDefinition;
+const q = (vector: number[]) => ({ vector, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true }) as never;
+
+test('an upsert is acknowledged before its graph insertion; queries are answered while the indexer drains the queue', { timeout: 120_000 }, async () => {
+  const d = 64;
+  const svc = await startVector([], { env: { SVC_VECTOR_DIMENSION: String(d) } });
+  try {
+    const index = svc.client();
+    const info = async () => (await raw(`${svc.indexUrl()}/info`, svc.token(), '{}')).body.result as { vectorCount: number; indexingVectorCount: number };
+    const vs = randomVectors(4000, d, 51);
+    await index.upsert(vs.slice(0, 1000).map((v, i) => ({ id: String(i), vector: v })));
+    while ((await info()).indexingVectorCount > 0) await new Promise((r) => setTimeout(r, 20));
+    // 3,000 × 64 = 192k elements: under the back-pressure limit, so the answer does not wait for the indexer
+    await index.upsert(vs.slice(1000).map((v, i) => ({ id: String(1000 + i), vector: v })));
+    const seen: number[] = [(await info()).indexingVectorCount];
+    assert.ok(seen[0] > 0, 'acknowledged before every point of the batch was inserted');
+    for (let k = 0; k < 60; k++) {
+      const i = 1000 + Math.floor((k * 2999) / 59);
+      const got = await index.query({ vector: vs[i], topK: 1 });
+      assert.equal(got[0]?.id, String(i), `vector ${i} is the top hit right after its acknowledgement`);
+      seen.push((await info()).indexingVectorCount);
+    }
+    for (let k = 1; k < seen.length; k++) assert.ok(seen[k] <= seen[k - 1], `the queue only shrinks without writes: ${seen.join(',')}`);
+    const positive = new Set(seen.filter((x) => x > 0));
+    assert.ok(positive.size >= 2, `queries answered between insertion slices (queue seen at ${[...positive].join(', ')})`);
+    let last = await info();
+    while (last.indexingVectorCount > 0) {
+      await new Promise((r) => setTimeout(r, 20));
+      last = await info();
+    }
+    assert.equal(last.vectorCount, 4000);
+    for (const i of [1000, 2500, 3999]) assert.equal((await index.query({ vector: vs[i], topK: 1 }))[0]?.id, String(i));
+  } finally {
+    await svc.close();
+  }
+});
+
+test('a snapshot is written off the event loop: writes meanwhile are acknowledged, visible and replayed after a crash', { timeout: 120_000 }, async () => {
+  const tmp = tempDir();
+  try {
+    let idx = new VectorIndex(def(), tmp.dir, logger);
+    const vs = randomVectors(2200, D, 52);
+    await idx.upsert('', vs.slice(0, 2000).map((v, i) => ({ id: String(i), vector: v })));
+    await idx.whenIndexed();
+    let ns = idx.ns('')!;
+    const graph = ns.dense!;
+    const snap = idx.maintain(1);
+    assert.equal(graph.saving, 1, 'the graph is being written');
+    // writes during the snapshot: acknowledged and searchable, queued for the graph until it is written
+    await idx.upsert('', vs.slice(2000).map((v, i) => ({ id: String(2000 + i), vector: v })));
+    await idx.upsert('', [{ id: '7', vector: vs[2199] }]); // an update too
+    assert.equal(ns.ids[runQuery(idx, ns, q(vs[2100]), 1, 1)[0].label], '2100');
+    if (graph.saving) assert.ok(graph.pending > 0, 'nothing inserted into a graph being written');
+    await snap;
+    assert.equal(graph.saving, 0);
+    await idx.whenIndexed();
+    assert.equal(graph.pending, 0);
+    idx.store.close(); // crash: no closing snapshot
+    idx = new VectorIndex(def(), tmp.dir, logger);
+    assert.equal(idx.loadStats.fromSnapshot, 1);
+    assert.equal(idx.loadStats.replayed, 201, 'the snapshot covers the writes before it started, not those during it');
+    ns = idx.ns('')!;
+    assert.equal(ns.count, 2200);
+    for (const i of [0, 1999, 2000, 2150]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
+    assert.deepEqual(new Set(runQuery(idx, ns, q(vs[2199]), 2, 2).map((s) => ns.ids[s.label])), new Set(['7', '2199']));
+    await idx.close();
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('a namespace reset while its snapshot is written leaves no snapshot of the old generation', { timeout: 60_000 }, async () => {
+  const tmp = tempDir();
+  try {
+    let idx = new VectorIndex(def(), tmp.dir, logger);
+    const vs = randomVectors(1500, D, 53);
+    await idx.upsert('', vs.slice(0, 1000).map((v, i) => ({ id: String(i), vector: v })));
+    await idx.whenIndexed();
+    const snap = idx.maintain(1);
+    await idx.reset('', false);
+    await idx.upsert('', vs.slice(1000).map((v, i) => ({ id: `n${i}`, vector: v })));
+    await snap;
+    const files = fs.readdirSync(idx.snapshotDir);
+    assert.ok(!files.some((f) => /^ns-\d+-0-/.test(f)), `no file of generation 0 left: ${files.join(', ')}`);
+    idx.store.close(); // crash
+    idx = new VectorIndex(def(), tmp.dir, logger);
+    assert.equal(idx.loadStats.fromSnapshot, 0);
+    const ns = idx.ns('')!;
+    assert.equal(ns.count, 500);
+    assert.equal(ns.ids[runQuery(idx, ns, q(vs[1200]), 1, 1)[0].label], 'n200');
+    await idx.close();
+    assert.ok(fs.existsSync(path.join(idx.snapshotDir, `ns-${ns.row.id}.json`)), 'the closing snapshot is written');
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('an upsert body parsed off the event loop stores the same records and answers the same errors as one parsed inline', { timeout: 60_000 }, async () => {
+  const d = 128;
+  const svc = await startVector([], { env: { SVC_VECTOR_DIMENSION: String(d) } });
+  try {
+    const url = svc.indexUrl();
+    const token = svc.token();
+    const vs = randomVectors(300, d, 54);
+    const items = vs.map((v, i) => ({ id: `r${i}`, vector: v, metadata: { i, tag: ['a', { b: i % 3 }] }, data: `d${i}` }));
+    const big = JSON.stringify(items);
+    assert.ok(big.length >= OFF_THREAD_PARSE_CHARS, 'the batch goes to the worker');
+    assert.equal((await raw(`${url}/upsert/big`, token, big)).status, 200);
+    for (const it of items.slice(0, 40)) assert.equal((await raw(`${url}/upsert/small`, token, JSON.stringify(it))).status, 200);
+    const fetched = async (ns: string) => (await raw(`${url}/fetch/${ns}`, token, JSON.stringify({ ids: items.slice(0, 40).map((x) => x.id), includeVectors: true, includeMetadata: true, includeData: true }))).body.result;
+    assert.deepEqual(await fetched('big'), await fetched('small'));
+    // the same refusals with the same messages, whichever side parsed the body
+    const pad = (body: string) => body + ' '.repeat(OFF_THREAD_PARSE_CHARS);
+    const bad = [
+      JSON.stringify([{ id: 'x', vector: [...vs[0].slice(1), 'one'] }]),
+      `[{"id": "x", "vector": [${vs[0].slice(1).join(',')}, 1e400]}]`,
+      JSON.stringify([{ id: 'x', vector: [] }]),
+      JSON.stringify([{ id: 'x', vector: vs[0].slice(1) }]),
+      JSON.stringify({ id: 'x', vector: vs[0], metadata: 7 }),
+      JSON.stringify([{ id: 'x' }]),
+      '[{"id": "x", "vector": [1, 2,',
+      '['.repeat(200) + ']'.repeat(200),
+    ];
+    for (const body of bad) {
+      const inline = await raw(`${url}/upsert`, token, body);
+      const off = await raw(`${url}/upsert`, token, pad(body));
+      assert.ok(inline.status >= 400 && inline.status < 500, `${body.slice(0, 60)}: ${inline.status}`);
+      assert.deepEqual(off, inline, body.slice(0, 60));
+    }
+    assert.equal((await raw(`${url}/info`, token, '{}')).body.result.namespaces['']?.vectorCount ?? 0, 0, 'nothing refused was stored');
+  } finally {
+    await svc.close();
+  }
+});
