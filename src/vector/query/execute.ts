@@ -8,7 +8,7 @@ import { vectorError } from '../errors.js';
 import { blobToF32 } from '../engine/float32.js';
 import type { Neighbor } from '../engine/dense.js';
 import type { NamespaceState } from '../engine/namespace.js';
-import { denseScore, fuseDbsf, fuseRrf, byScore, type Scored } from '../engine/scores.js';
+import { denseScore, fuseDbsf, fuseRrf, byScore, norm2F32, type Scored } from '../engine/scores.js';
 import type { SparseVector } from '../engine/store.js';
 import type { QueryRequest } from '../validate.js';
 
@@ -70,8 +70,15 @@ function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], label
   const qf = Float32Array.from(q);
   const out: Scored[] = [];
   if (labels.length === 0) return out;
+  const metric = index.def.metric;
+  const qn = metric === 'COSINE' ? norm2F32(qf) : undefined;
+  let v: Float32Array | undefined;
   for (const r of index.store.vectorsByPos(ns.row.id, labels)) {
-    if (r.vector) out.push({ label: r.pos, score: denseScore(index.def.metric, qf, blobToF32(r.vector)) });
+    if (!r.vector) continue;
+    // one aligned buffer for every row (a BLOB's bytes need not be 4-byte aligned)
+    if (v?.byteLength !== r.vector.byteLength) v = new Float32Array(r.vector.byteLength / 4);
+    new Uint8Array(v.buffer).set(r.vector);
+    out.push({ label: r.pos, score: denseScore(metric, qf, v, qn) });
   }
   return out.sort(byScore);
 }
