@@ -31,6 +31,17 @@ test('codes move to the SIMD kernel past SIMD_MIN_BYTES; batch dots agree with t
   // the codes written before the move are still there: their dots match the float32 ones roughly
   const exact = (l: number) => vs[l].reduce((s, x, j) => s + x * query[j], 0);
   for (const l of [0, 1, 200, n - 1]) assert.ok(Math.abs(q.dot(query, l) - exact(l)) < 0.02, `label ${l}`);
+  // growing inside the kernel's memory keeps codes, scales and norms (they move to new offsets)
+  const cap = q.capacity;
+  const far = storedForm('COSINE', randomVectors(1, d, 23)[0]);
+  q.set(cap * 2, far);
+  assert.ok(q.capacity > cap * 2);
+  for (const l of [0, 1, 200, n - 1]) assert.ok(Math.abs(q.dot(query, l) - exact(l)) < 0.02, `label ${l} after growth`);
+  const farDot = far.reduce((s, x, j) => s + x * query[j], 0);
+  assert.ok(Math.abs(q.dot(query, cap * 2) - farDot) < 0.02);
+  const grown = new Float32Array(n);
+  q.dots(query, labels, n, grown);
+  assert.deepEqual(grown, out);
   // snapshot round trip (codes in stride layout)
   const copy = QuantizedVectors.deserialize(Buffer.concat(q.serialize(n)), d, n);
   assert.equal(copy.simd, true);
@@ -40,13 +51,39 @@ test('codes move to the SIMD kernel past SIMD_MIN_BYTES; batch dots agree with t
   assert.throws(() => QuantizedVectors.deserialize(Buffer.concat(q.serialize(n)), d + 16, n), /size mismatch/);
 });
 
+test('select keeps exactly the keys under the threshold, in input order, on the kernel and in JavaScript', () => {
+  const d = 40;
+  for (const n of [300, Math.ceil(SIMD_MIN_BYTES / 48) + 10]) {
+    const q = new QuantizedVectors(d, 16);
+    const vs = randomVectors(n, d, 41).map((v) => storedForm('EUCLIDEAN', v));
+    vs.forEach((v, i) => q.set(i, v));
+    assert.equal(q.simd, n > 300);
+    const query = Float32Array.from(randomVectors(1, d, 42)[0]);
+    const labels = Int32Array.from({ length: n }, (_, i) => (i * 7) % n);
+    // l2 keys: -2·dot + |v|²
+    const all = q.select(query, labels, n, -2, 1, Infinity);
+    assert.equal(all.n, n);
+    const keys = Array.from(all.keys);
+    assert.deepEqual(Array.from(all.labels), Array.from(labels));
+    for (let i = 0; i < n; i += 37) {
+      const want = -2 * q.dot(query, labels[i]) + q.norm2[labels[i]];
+      assert.ok(Math.abs(keys[i] - want) < 1e-3, `key ${i}: ${keys[i]} vs ${want}`);
+    }
+    const threshold = [...keys].sort((a, b) => a - b)[20];
+    const some = q.select(query, labels, n, -2, 1, threshold);
+    const expect = keys.map((k, i) => [k, labels[i]] as const).filter(([k]) => k < threshold);
+    assert.equal(some.n, expect.length);
+    assert.deepEqual(Array.from(some.labels), expect.map(([, l]) => l));
+  }
+});
+
 test('an exact scan over a SIMD namespace ranks like brute force', () => {
   const d = 64;
   const n = 20_000;
   const vs = randomVectors(n, d, 31);
   const h = new HnswDense(d, 'COSINE', { m: 8, efConstruction: 20, efSearch: 16 }, n);
   const f = new FlatDense(d, 'COSINE', n);
-  // half inserted into the graph, half still queued (scanned in float32): both kinds in one scan
+  // half inserted into the graph, half still queued (scanned on their codes too): both kinds in one scan
   vs.forEach((v, i) => {
     h.enqueue(i, v, i + 1);
     f.add(i, v);
@@ -59,7 +96,7 @@ test('an exact scan over a SIMD namespace ranks like brute force', () => {
   for (const query of randomVectors(20, d, 32)) {
     const labels = Array.from({ length: n / 10 }, (_, i) => i * 10);
     const truth = f.exact(query, 10, labels).map((x) => x.label);
-    const got = new Set(h.scan(query, 16, labels).map((x) => x.label));
+    const got = new Set(h.scan(query, 16, Int32Array.from(labels)).map((x) => x.label));
     hit += truth.filter((l) => got.has(l)).length;
     total += truth.length;
   }

@@ -113,30 +113,30 @@ export const SIMD_MIN_BYTES = 1 << 20;
 /**
  * 8-bit codes of stored-form vectors, one byte per dimension plus a per-vector scale (max |x| / 127)
  * and squared norm: what exact scans over filter matches read instead of SQLite or the graph
- * (`getPoint` builds a JS array per call, ~14 µs at 128-d). 0.25× the memory of float32; ranking
- * from the codes is approximate, so callers re-rank a few more candidates than they return on the
- * original vectors (`query/execute.ts`). Each vector takes `stride` bytes (the dimension rounded
- * up to 16, zero-padded) so the SIMD kernel reads whole 16-byte lanes. Grows by doubling with the
- * largest label.
+ * (`getPoint` builds a JS array per call: ~11 µs at 128-d, ~90–165 µs at 768-d). 0.25× the memory
+ * of float32; ranking from the codes is approximate, so callers re-rank a few more candidates than
+ * they return on the original vectors (`query/execute.ts`). Each vector takes `stride` bytes (the
+ * dimension rounded up to 16, zero-padded) so the SIMD kernel reads whole 16-byte lanes. Grows by
+ * doubling with the largest label. With the SIMD kernel, codes, scales and norms all live in its
+ * memory (codes at 0, then the scales, then the norms, then the scratch space of {@link select}).
  */
 export class QuantizedVectors {
-  codes: Int8Array;
-  scale: Float32Array;
-  norm2: Float32Array;
+  codes!: Int8Array;
+  scale!: Float32Array;
+  norm2!: Float32Array;
   /** Bytes per vector in {@link codes}: the dimension rounded up to a multiple of 16. */
   readonly stride: number;
   /** The SIMD kernel whose memory holds {@link codes} (large namespaces), if any. */
   private kernel: SimdKernel | undefined;
+  private cap = 0;
 
   constructor(readonly dimension: number, initial = 1024) {
     this.stride = Math.ceil(dimension / 16) * 16;
-    this.codes = this.allocate(initial, undefined);
-    this.scale = new Float32Array(initial);
-    this.norm2 = new Float32Array(initial);
+    this.resize(initial);
   }
 
   get capacity(): number {
-    return this.scale.length;
+    return this.cap;
   }
 
   /** Whether scans run on the SIMD kernel. */
@@ -145,22 +145,42 @@ export class QuantizedVectors {
   }
 
   /**
-   * Code storage for `cap` vectors holding the contents of `old`: in the kernel's memory from
-   * {@link SIMD_MIN_BYTES} on (when WebAssembly SIMD is available), a JavaScript array otherwise.
+   * Storage for `cap` vectors holding the current contents: in the kernel's memory from
+   * {@link SIMD_MIN_BYTES} of codes on (when WebAssembly SIMD is available), JavaScript arrays
+   * otherwise.
    */
-  private allocate(cap: number, old: Int8Array | undefined): Int8Array {
-    const bytes = cap * this.stride;
-    if (!this.kernel && bytes >= SIMD_MIN_BYTES) this.kernel = simdKernel(bytes);
-    if (!this.kernel) {
-      const c = new Int8Array(bytes);
-      if (old) c.set(old);
-      return c;
+  private resize(cap: number): void {
+    const stride = this.stride;
+    const had = this.cap;
+    // copies first: growing the kernel's memory detaches the old views, and the grown codes overlap the old scales
+    const oldCodes = had && !this.kernel ? this.codes : undefined;
+    const oldScale = had ? this.scale.slice(0, had) : undefined;
+    const oldNorm2 = had ? this.norm2.slice(0, had) : undefined;
+    if (!this.kernel && cap * stride >= SIMD_MIN_BYTES) this.kernel = simdKernel(cap * (stride + 8));
+    this.cap = cap;
+    if (this.kernel) {
+      this.reserve(cap * (stride + 8));
+      this.view();
+      if (oldCodes) this.codes.set(oldCodes);
+      this.scale.fill(0);
+      this.norm2.fill(0);
+    } else {
+      this.codes = new Int8Array(cap * stride);
+      this.scale = new Float32Array(cap);
+      this.norm2 = new Float32Array(cap);
+      if (oldCodes) this.codes.set(oldCodes);
     }
-    const inKernel = old !== undefined && old.buffer === this.kernel.memory.buffer;
-    this.reserve(bytes);
-    const c = new Int8Array(this.kernel.memory.buffer, 0, bytes);
-    if (old && !inKernel) c.set(old);
-    return c;
+    if (oldScale) this.scale.set(oldScale);
+    if (oldNorm2) this.norm2.set(oldNorm2);
+  }
+
+  /** (Re-)creates the views of codes, scales and norms on the kernel's memory. */
+  private view(): void {
+    const buf = this.kernel!.memory.buffer;
+    const cb = this.cap * this.stride;
+    this.codes = new Int8Array(buf, 0, cb);
+    this.scale = new Float32Array(buf, cb, this.cap);
+    this.norm2 = new Float32Array(buf, cb + this.cap * 4, this.cap);
   }
 
   /** Grows the kernel's memory to at least `bytes` (growing detaches the old views: callers re-view). */
@@ -171,16 +191,10 @@ export class QuantizedVectors {
   }
 
   private ensure(label: number): void {
-    if (label < this.scale.length) return;
-    let cap = Math.max(16, this.scale.length);
+    if (label < this.cap) return;
+    let cap = Math.max(16, this.cap);
     while (cap <= label) cap *= 2;
-    this.codes = this.allocate(cap, this.codes);
-    const s = new Float32Array(cap);
-    s.set(this.scale);
-    const n = new Float32Array(cap);
-    n.set(this.norm2);
-    this.scale = s;
-    this.norm2 = n;
+    this.resize(cap);
   }
 
   /** Stores the codes of `v` (stored form) at `label`. */
@@ -216,19 +230,48 @@ export class QuantizedVectors {
    * memory, {@link dot} otherwise. Same results within the codes' own rounding.
    */
   dots(q: Float32Array, labels: Int32Array, count: number, out: Float32Array): void {
-    const k = this.kernel;
-    if (!k || count === 0) {
+    if (!this.kernel) {
       for (let i = 0; i < count; i++) out[i] = this.dot(q, labels[i]);
       return;
     }
+    const r = this.select(q, labels, count, 1, 0, Infinity);
+    for (let i = 0; i < count; i++) out[i] = r.keys[i];
+  }
+
+  /**
+   * The entries of `labels[0..count)` whose key `dot(q, v) · mul + |v|² · addNorm` (approximate,
+   * from the codes) is below `threshold`, in input order: `labels[i]` / `keys[i]` for i < `n`. On
+   * the SIMD kernel when the codes live in its memory (the returned arrays are then views into its
+   * memory, valid until the next call), a JavaScript loop otherwise.
+   */
+  select(q: Float32Array, labels: Int32Array, count: number, mul: number, addNorm: number, threshold: number): { labels: Int32Array; keys: Float32Array; n: number } {
+    const k = this.kernel;
+    if (!k) {
+      const outL = new Int32Array(count);
+      const outK = new Float32Array(count);
+      let n = 0;
+      for (let i = 0; i < count; i++) {
+        const l = labels[i];
+        const key = this.dot(q, l) * mul + this.norm2[l] * addNorm;
+        if (key < threshold) {
+          outL[n] = l;
+          outK[n++] = key;
+        }
+      }
+      return { labels: outL.subarray(0, n), keys: outK.subarray(0, n), n };
+    }
     const stride = this.stride;
-    const codeBytes = this.capacity * stride;
-    const qOff = codeBytes;
+    const cap = this.cap;
+    const sOff = cap * stride;
+    const nOff = sOff + cap * 4;
+    const qOff = nOff + cap * 4;
     const lOff = qOff + stride * 2;
-    const oOff = lOff + count * 4;
-    if (k.memory.buffer.byteLength < oOff + count * 4) {
-      this.reserve(oOff + count * 4);
-      this.codes = new Int8Array(k.memory.buffer, 0, codeBytes);
+    const olOff = lOff + count * 4;
+    const okOff = olOff + count * 4;
+    const end = okOff + count * 4;
+    if (k.memory.buffer.byteLength < end) {
+      this.reserve(end);
+      this.view();
     }
     const buf = k.memory.buffer;
     let max = 0;
@@ -238,10 +281,8 @@ export class QuantizedVectors {
     for (let j = 0; j < this.dimension; j++) qi[j] = Math.round(q[j] / qs);
     qi.fill(0, this.dimension);
     new Int32Array(buf, lOff, count).set(count === labels.length ? labels : labels.subarray(0, count));
-    k.dots(0, qOff, stride / 16, stride, lOff, count, oOff);
-    const raw = new Float32Array(buf, oOff, count);
-    const scale = this.scale;
-    for (let i = 0; i < count; i++) out[i] = raw[i] * qs * scale[labels[i]];
+    const n = k.scan(0, qOff, stride / 16, stride, lOff, count, sOff, nOff, mul * qs, addNorm, threshold, olOff, okOff);
+    return { labels: new Int32Array(buf, olOff, n), keys: new Float32Array(buf, okOff, n), n };
   }
 
   /** Bytes of the three arrays up to `labels` entries (snapshot file body). */
@@ -260,8 +301,8 @@ export class QuantizedVectors {
     const stride = q.stride;
     if (buf.byteLength !== labels * (stride + 8)) throw new Error('vector codes: size mismatch');
     q.codes.set(new Int8Array(buf.buffer, buf.byteOffset, labels * stride));
-    new Uint8Array(q.scale.buffer).set(buf.subarray(labels * stride, labels * (stride + 4)));
-    new Uint8Array(q.norm2.buffer).set(buf.subarray(labels * (stride + 4)));
+    new Uint8Array(q.scale.buffer, q.scale.byteOffset, labels * 4).set(buf.subarray(labels * stride, labels * (stride + 4)));
+    new Uint8Array(q.norm2.buffer, q.norm2.byteOffset, labels * 4).set(buf.subarray(labels * (stride + 4)));
     return q;
   }
 }
@@ -277,6 +318,106 @@ export interface SearchCosts {
   scanNs: number;
   simdScanNs: number;
   hnswNs: number;
+}
+
+/**
+ * The exact scan over 8-bit codes shared by {@link HnswDense} and {@link QuantizedDense}, with its
+ * buffers. Large lists take two passes of {@link QuantizedVectors.select} (the SIMD kernel for large
+ * namespaces): one over an evenly spaced sample of √(count·n) labels, whose n-th best key becomes
+ * the threshold of the pass over all of them; only the few labels under it (about count·n / sample)
+ * come back to JavaScript, where the best `n` are kept. A sample that is unrepresentative only lets
+ * more labels through: the result is the same.
+ */
+class CodeScanner {
+  private query: Float32Array | undefined;
+  private sample = new Int32Array(0);
+  private bestDist = new Float64Array(0);
+  private bestLabel = new Int32Array(0);
+
+  /**
+   * The `n` best of `labels[0..count)` (all live) ranked by `codes`, nearest first, with
+   * approximate distances in the graph's terms (`ip` 1 − dot, `l2` squared Euclidean); updates the
+   * scan cost in `costs` (lists of 256 or more).
+   */
+  scan(codes: QuantizedVectors, metric: Metric, costs: SearchCosts, q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
+    const d = codes.dimension;
+    if (this.query?.length !== d) this.query = new Float32Array(d);
+    const sq = this.query;
+    sq.set(storedForm(metric, q));
+    n = Math.min(n, count);
+    if (n <= 0) return [];
+    const t0 = performance.now();
+    // key = mul·dot + addNorm·|v|²; distance = base + key (`ip` 1 − dot, `l2` |q|² − 2·dot + |v|²)
+    const ip = spaceOf(metric) === 'ip';
+    let base = 1;
+    if (!ip) {
+      base = 0;
+      for (let j = 0; j < d; j++) base += sq[j] * sq[j];
+    }
+    const mul = ip ? -1 : -2;
+    const addNorm = ip ? 0 : 1;
+    let threshold = Infinity;
+    const s = Math.max(4 * n, Math.ceil(Math.sqrt(count * n)));
+    if (count >= 4 * s) {
+      if (this.sample.length < s) this.sample = new Int32Array(s);
+      const step = count / s;
+      for (let i = 0; i < s; i++) this.sample[i] = labels[Math.floor(i * step)];
+      const r = codes.select(sq, this.sample, s, mul, addNorm, Infinity);
+      this.keepBest(r.labels, r.keys, r.n, n);
+      // strictly above the sample's n-th best key: at least n labels pass
+      const nth = this.bestDist[n - 1];
+      threshold = nth + Math.abs(nth) * 1e-6 + 1e-30;
+    }
+    const r = codes.select(sq, labels, count, mul, addNorm, threshold);
+    const kept = this.keepBest(r.labels, r.keys, r.n, n);
+    if (count >= 256) {
+      const c = costs;
+      const ns = ((performance.now() - t0) * 1e6) / (count * d);
+      if (codes.simd) c.simdScanNs += 0.05 * (clampSample(ns, c.simdScanNs) - c.simdScanNs);
+      else c.scanNs += 0.05 * (clampSample(ns, c.scanNs) - c.scanNs);
+    }
+    const out: Neighbor[] = new Array(kept);
+    for (let i = 0; i < kept; i++) out[i] = { label: this.bestLabel[i], distance: base + this.bestDist[i] };
+    return out;
+  }
+
+  /**
+   * Keeps the `n` smallest of `keys[0..m)` (with their labels) sorted ascending in
+   * {@link bestDist} / {@link bestLabel}; returns how many (min(n, m)).
+   */
+  private keepBest(labels: Int32Array, keys: Float32Array, m: number, n: number): number {
+    if (this.bestDist.length < n) {
+      this.bestDist = new Float64Array(n);
+      this.bestLabel = new Int32Array(n);
+    }
+    const bd = this.bestDist;
+    const bl = this.bestLabel;
+    let kept = 0;
+    let worst = Infinity;
+    for (let i = 0; i < m; i++) {
+      const key = keys[i];
+      if (key >= worst) continue;
+      let j = kept < n ? kept++ : n - 1;
+      while (j > 0 && bd[j - 1] > key) {
+        bd[j] = bd[j - 1];
+        bl[j] = bl[j - 1];
+        j--;
+      }
+      bd[j] = key;
+      bl[j] = labels[i];
+      if (kept === n) worst = bd[n - 1];
+    }
+    return kept;
+  }
+}
+
+/**
+ * A cost sample limited to twice the current mean: the costs are wall-clock times, and a search
+ * the scheduler interrupted (busy machine) would otherwise swing the mean, and with it the
+ * filtered-query path, by one outlier. A real change still moves the mean (by up to 5 % per sample).
+ */
+function clampSample(sample: number, mean: number): number {
+  return Math.min(sample, 2 * mean);
 }
 
 /** Graph state of a label: absent, current, stale (an older vector; re-inserted later), deleted. */
@@ -314,10 +455,9 @@ export class HnswDense implements DenseIndex {
   private slots = 0;
   /** Conversion buffer of one vector (stored form). */
   private readonly scratch: Float32Array;
-  /** Buffers of {@link scan}: the query, the labels scanned on their codes and their dot products. */
-  private scanQuery: Float32Array | undefined;
-  private scanLabels = new Int32Array(0);
-  private scanDots = new Float32Array(0);
+  private readonly scanner = new CodeScanner();
+  /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
+  private epoch = 0;
   /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
   private queue: { label: number; seq: number }[] = [];
   private head = 0;
@@ -419,6 +559,7 @@ export class HnswDense implements DenseIndex {
     if (!this.bits[label]) {
       this.bits[label] = 1;
       this.liveCount++;
+      this.epoch++;
     }
   }
 
@@ -427,6 +568,10 @@ export class HnswDense implements DenseIndex {
   }
   get tombstones(): number {
     return this.dead;
+  }
+  /** Changes whenever a label becomes live or is removed: a {@link live} list stays valid while it does not. */
+  get liveEpoch(): number {
+    return this.epoch;
   }
   /** Live points not yet inserted into the graph. */
   get pending(): number {
@@ -525,6 +670,7 @@ export class HnswDense implements DenseIndex {
     if (!this.has(label)) return;
     this.bits[label] = 0;
     this.liveCount--;
+    this.epoch++;
     this.releaseSlot(label);
     const st = this.state[label];
     if (st === CURRENT || st === STALE) {
@@ -564,7 +710,10 @@ export class HnswDense implements DenseIndex {
       const accept = filter ? (l: number) => state[l] === CURRENT && filter(l) : this.staleCount > 64 ? (l: number) => state[l] === CURRENT : undefined;
       const t0 = performance.now();
       const r = this.index.searchKnn(sq, Math.min(kk, this.index.getCurrentCount()), accept);
-      if (!accept) this.costs.hnswNs += 0.05 * (((performance.now() - t0) * 1e6) / (want * this.dimension) - this.costs.hnswNs);
+      if (!accept) {
+        const c = this.costs;
+        c.hnswNs += 0.05 * (clampSample(((performance.now() - t0) * 1e6) / (want * this.dimension), c.hnswNs) - c.hnswNs);
+      }
       for (let i = 0; i < r.neighbors.length; i++) {
         const label = r.neighbors[i];
         if (state[label] === CURRENT) out.push({ label, distance: r.distances[i] });
@@ -594,51 +743,24 @@ export class HnswDense implements DenseIndex {
   }
 
   /**
-   * The `n` best of `labels` ranked by the 8-bit codes (pending points: by their float32 vector);
-   * distances approximate. The exact scan of filtered queries: callers re-rank on the originals.
-   * The codes' dot products are computed in one batch ({@link QuantizedVectors.dots}: the SIMD
-   * kernel for large namespaces), then the best `n` kept.
+   * The `n` best of `labels[0..count)` ranked by the 8-bit codes, nearest first; distances
+   * approximate (the exact scan of filtered queries: callers re-rank on the originals). Every
+   * label must be live ({@link live} makes such a list). Queued points are scanned on their codes
+   * like the others (codes are written at {@link enqueue}). See {@link CodeScanner}.
    */
-  scan(q: ArrayLike<number>, n: number, labels: ArrayLike<number>): Neighbor[] {
-    const d = this.dimension;
-    const sq = (this.scanQuery ??= new Float32Array(d));
-    sq.set(storedForm(this.metric, q));
-    let qn = 0;
-    for (let j = 0; j < d; j++) qn += sq[j] * sq[j];
-    const codes = this.codes;
-    const ip = this.space === 'ip';
-    const pend = this.pendingVecs;
-    const t0 = performance.now();
-    const best: Neighbor[] = [];
-    if (this.scanLabels.length < labels.length) {
-      this.scanLabels = new Int32Array(labels.length);
-      this.scanDots = new Float32Array(labels.length);
-    }
-    const ids = this.scanLabels;
+  scan(q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
+    return this.scanner.scan(this.codes, this.metric, this.costs, q, n, labels, count);
+  }
+
+  /**
+   * The live points among `labels`, as the list {@link scan} takes. Stays valid while
+   * {@link liveEpoch} is unchanged.
+   */
+  live(labels: Iterable<number>): Int32Array {
     const bits = this.bits;
-    let m = 0;
-    for (let i = 0; i < labels.length; i++) {
-      const label = labels[i];
-      if (label >= bits.length || bits[label] !== 1) continue;
-      const p = pend.size ? pend.get(label) : undefined;
-      if (p) pushBounded(best, n, label, distance(this.space, sq, this.slotView(p.slot)));
-      else ids[m++] = label;
-    }
-    const dots = this.scanDots;
-    codes.dots(sq, ids, m, dots);
-    const norm2 = codes.norm2;
-    for (let i = 0; i < m; i++) {
-      const dist = ip ? 1 - dots[i] : qn - 2 * dots[i] + norm2[ids[i]];
-      if (best.length === n && dist >= best[n - 1].distance) continue;
-      pushBounded(best, n, ids[i], dist);
-    }
-    if (m >= 256) {
-      const c = this.costs;
-      const ns = ((performance.now() - t0) * 1e6) / (m * d);
-      if (codes.simd) c.simdScanNs += 0.05 * (ns - c.simdScanNs);
-      else c.scanNs += 0.05 * (ns - c.scanNs);
-    }
-    return best;
+    const out: number[] = [];
+    for (const l of labels) if (l < bits.length && bits[l] === 1) out.push(l);
+    return Int32Array.from(out);
   }
 
   /** Estimated cost of {@link scan} over `count` candidates (ns per dimension; see {@link SearchCosts}). */
@@ -669,9 +791,7 @@ export class QuantizedDense implements DenseIndex {
   /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
   private epoch = 0;
   private readonly scratch: Float32Array;
-  private scanQuery: Float32Array | undefined;
-  private scanLabels = new Int32Array(0);
-  private scanDots = new Float32Array(0);
+  private readonly scanner = new CodeScanner();
 
   /** `params` only names the index's (unused) HNSW settings in snapshot headers. */
   constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024, codes?: QuantizedVectors) {
@@ -793,51 +913,12 @@ export class QuantizedDense implements DenseIndex {
   }
 
   /**
-   * The `n` best of `labels` (dead ones skipped) ranked by the 8-bit codes, distances approximate
-   * (as {@link HnswDense.scan}: `ip` 1 − dot, `l2` squared Euclidean); callers re-rank on the
-   * original vectors.
+   * The `n` best of `labels[0..count)` (all live: {@link liveLabels} or a {@link live} list)
+   * ranked by the 8-bit codes, distances approximate (as {@link HnswDense.scan}: `ip` 1 − dot,
+   * `l2` squared Euclidean); callers re-rank on the original vectors. See {@link CodeScanner}.
    */
-  scan(q: ArrayLike<number>, n: number, labels: ArrayLike<number>): Neighbor[] {
-    const d = this.dimension;
-    const sq = (this.scanQuery ??= new Float32Array(d));
-    sq.set(storedForm(this.metric, q));
-    let qn = 0;
-    for (let j = 0; j < d; j++) qn += sq[j] * sq[j];
-    const t0 = performance.now();
-    if (this.scanDots.length < labels.length) this.scanDots = new Float32Array(labels.length);
-    let ids: Int32Array;
-    let m = 0;
-    if (labels === this.allLive) {
-      // every live label (the unfiltered query): nothing to check or copy
-      ids = this.allLive;
-      m = labels.length;
-    } else {
-      if (this.scanLabels.length < labels.length) this.scanLabels = new Int32Array(labels.length);
-      ids = this.scanLabels;
-      const bits = this.bits;
-      for (let i = 0; i < labels.length; i++) {
-        const label = labels[i];
-        if (label < bits.length && bits[label] === 1) ids[m++] = label;
-      }
-    }
-    const codes = this.codes;
-    const dots = this.scanDots;
-    codes.dots(sq, ids, m, dots);
-    const norm2 = codes.norm2;
-    const ip = this.space === 'ip';
-    const best: Neighbor[] = [];
-    for (let i = 0; i < m; i++) {
-      const dist = ip ? 1 - dots[i] : qn - 2 * dots[i] + norm2[ids[i]];
-      if (best.length === n && dist >= best[n - 1].distance) continue;
-      pushBounded(best, n, ids[i], dist);
-    }
-    if (m >= 256) {
-      const c = this.costs;
-      const ns = ((performance.now() - t0) * 1e6) / (m * d);
-      if (codes.simd) c.simdScanNs += 0.05 * (ns - c.simdScanNs);
-      else c.scanNs += 0.05 * (ns - c.scanNs);
-    }
-    return best;
+  scan(q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
+    return this.scanner.scan(this.codes, this.metric, this.costs, q, n, labels, count);
   }
 
   /** Estimated cost of {@link scan} over `count` candidates (ns per dimension). */

@@ -12,9 +12,10 @@ const f = Math.fround;
 /**
  * Dense score of `a` against `b` (same length):
  * COSINE `(1 + dot/(sqrt|a|²·sqrt|b|²))/2`, EUCLIDEAN `1/(1 + |a-b|²)`, DOT_PRODUCT `(1 + dot)/2`.
- * A zero vector has cosine 0.
+ * A zero vector has cosine 0. `aNorm2` = {@link norm2F32}(a) when the caller scores many vectors
+ * against one `a` (same result, computed once).
  */
-export function denseScore(metric: Metric, a: ArrayLike<number>, b: ArrayLike<number>): number {
+export function denseScore(metric: Metric, a: ArrayLike<number>, b: ArrayLike<number>, aNorm2?: number): number {
   if (metric === 'EUCLIDEAN') {
     let s = 0;
     for (let i = 0; i < a.length; i++) {
@@ -26,17 +27,20 @@ export function denseScore(metric: Metric, a: ArrayLike<number>, b: ArrayLike<nu
   let dot = 0;
   for (let i = 0; i < a.length; i++) dot = f(dot + f(a[i] * b[i]));
   if (metric === 'DOT_PRODUCT') return f(f(1 + dot) / 2);
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    na = f(na + f(a[i] * a[i]));
-    nb = f(nb + f(b[i] * b[i]));
-  }
+  const na = aNorm2 ?? norm2F32(a);
+  const nb = norm2F32(b);
   const den = f(f(Math.sqrt(na)) * f(Math.sqrt(nb)));
   // Identical vectors (dot = |a|² = |b|² bit for bit) score exactly 1, which the rounding of
   // sqrt·sqrt alone does not guarantee.
   const cos = den === 0 ? 0 : dot === na && na === nb ? 1 : Math.min(1, Math.max(-1, f(dot / den)));
   return f(f(1 + cos) / 2);
+}
+
+/** Squared norm of `v` summed in float32 arithmetic, in index order (as {@link denseScore}). */
+export function norm2F32(v: ArrayLike<number>): number {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n = f(n + f(v[i] * v[i]));
+  return n;
 }
 
 /** `IDF(q) = ln((N − n + 0.5)/(n + 0.5) + 1)` (the `+1` form the SDK tests reproduce). */
