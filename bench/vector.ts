@@ -216,7 +216,12 @@ function rssBytes(pid: number): number {
 
 const agent = new Agent({ connections: 32, pipelining: 1, keepAliveTimeout: 60_000 });
 async function post(url: string, token: string, body: unknown): Promise<any> {
-  const res = await request(url, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return postText(url, token, JSON.stringify(body));
+}
+
+/** {@link post} with the body already encoded. */
+async function postText(url: string, token: string, text: string): Promise<any> {
+  const res = await request(url, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: text });
   const json = (await res.body.json()) as any;
   if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${JSON.stringify(json)}`);
   return json.result;
@@ -399,14 +404,18 @@ async function runSet(n: number, d: number): Promise<void> {
       add(set, SVC, `filter ${f.name} (\`${f.text}\`), 1 client (wrk)`, `${fmt(median(fq))} QPS @ recall ${frec.toFixed(3)} = ${(median(ratios) * 100).toFixed(0)}% of unfiltered (paired runs); svc CPU ${fmt(median(fc))} µs/query = ${(median(cpuRatios) * 100).toFixed(0)}% of unfiltered throughput per core`);
     }
 
-    // Writes while reading: batches of 100 new vectors as fast as accepted, queries alongside.
-    const extra = clustered(10_000, d, 4, w);
+    // Writes while reading: batches of 100 new vectors as fast as accepted, queries alongside. The
+    // bodies are encoded first: JSON.stringify of 100 vectors (~10 ms at 768-d) on this process's
+    // event loop would delay the queries' timings too. Past the last body the stream starts over
+    // (updates instead of new vectors).
+    const extra = clustered(d >= 512 ? 10_000 : 30_000, d, 4, w);
+    const writes: string[] = [];
+    for (let b = 0; b < extra.length; b += 100) writes.push(JSON.stringify(extra.slice(b, b + 100).map((v, j) => ({ id: `w${b + j}`, vector: v, metadata: { s: (b + j) % 1000 } }))));
     let writing = true;
     let written = 0;
     const writer = (async () => {
-      for (let b = 0; writing; b = (b + 100) % extra.length) {
-        const first = written;
-        await post(`${svc.url}/upsert`, svc.token, extra.slice(b, b + 100).map((v, j) => ({ id: `w${first + j}`, vector: v, metadata: { s: (b + j) % 1000 } })));
+      for (let b = 0; writing; b = (b + 1) % writes.length) {
+        await postText(`${svc.url}/upsert`, svc.token, writes[b]);
         written += 100;
       }
     })();
