@@ -10,6 +10,8 @@
  *   visible and queued (not inserted into the graph being written); a crash right after replays
  *   exactly those; a namespace reset while a snapshot is written leaves no snapshot of the old
  *   generation behind.
+ * - The upload parse worker stops when idle (its heap would keep the parsed bodies' garbage) and a
+ *   later body starts a new one.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -20,7 +22,7 @@ import { VectorIndex } from '../../src/vector/engine/vector-index.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
-import { OFF_THREAD_PARSE_CHARS } from '../../src/vector/http/upload-parse.js';
+import { OFF_THREAD_PARSE_CHARS, parseUpload, parseWorkerRunning } from '../../src/vector/http/upload-parse.js';
 import { randomVectors, raw, startVector } from './helpers.js';
 
 const logger = createLogger('silent');
@@ -158,4 +160,22 @@ test('an upsert body parsed off the event loop stores the same records and answe
   } finally {
     await svc.close();
   }
+});
+
+test('the upload parse worker stops when idle, and the next large body starts it again', { timeout: 60_000 }, async () => {
+  const body = JSON.stringify(randomVectors(200, 64, 9).map((v, i) => ({ id: `p${i}`, vector: v })));
+  const parsed = async () => {
+    const r = await parseUpload(body);
+    assert.ok('body' in r);
+    const items = r.body as { id: string; vector: Float64Array }[];
+    assert.equal(items.length, 200);
+    assert.ok(items[7].vector instanceof Float64Array && items[7].vector.length === 64);
+  };
+  await parsed();
+  assert.equal(parseWorkerRunning(), true);
+  const t0 = Date.now();
+  while (parseWorkerRunning() && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(parseWorkerRunning(), false, 'stopped after being idle');
+  await parsed();
+  assert.equal(parseWorkerRunning(), true);
 });

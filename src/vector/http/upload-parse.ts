@@ -11,8 +11,8 @@
  * refuses) comes back by structured clone: small next to the vectors. A body that is not JSON
  * resolves to the `JSON.parse` error message (the same V8, the same message as inline).
  *
- * One worker per process, started on first use, keeping the process alive only while it holds a
- * body; it parses in
+ * One worker per process, started on first use and stopped after {@link PARSE_WORKER_IDLE_MS}
+ * without a body, keeping the process alive only while it holds a body; it parses in
  * arrival order, so writes keep the order their requests arrived in (the caller sends every upsert
  * body here while an earlier one is still being parsed: {@link parsingUploads}). A worker that dies
  * fails the bodies it held (rejects) and is replaced on the next call.
@@ -83,29 +83,56 @@ interface Reply {
   tooDeep?: boolean;
 }
 
+/**
+ * A worker idle this long (ms) is stopped: its heap keeps the garbage of the bodies it parsed (tens
+ * of MB after a bulk upload at 768-d), which only its own garbage collection would free, and an
+ * idle worker allocates nothing that would trigger one. Starting one again costs a few ms.
+ */
+export const PARSE_WORKER_IDLE_MS = 500;
+
 let worker: Worker | undefined;
 const waiting: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
+let idleTimer: NodeJS.Timeout | undefined;
+
+/** After a reply: when `w` holds no more bodies, unreferences it and stops it once idle long enough. */
+function settle(w: Worker): void {
+  if (waiting.length > 0) return;
+  w.unref();
+  clearTimeout(idleTimer);
+  idleTimer = setTimeout(() => {
+    if (worker !== w || waiting.length > 0) return;
+    worker = undefined;
+    void w.terminate();
+  }, PARSE_WORKER_IDLE_MS).unref();
+}
 
 function start(): Worker {
   const w = new Worker(WORKER_SOURCE, { eval: true });
   w.on('message', (r: Reply) => {
     waiting.shift()?.resolve(r);
-    if (waiting.length === 0) w.unref();
+    settle(w);
   });
   const fail = (err: Error) => {
-    if (worker === w) worker = undefined;
+    // a worker stopped when idle (or already replaced) holds none of the waiting bodies
+    if (worker !== w) return;
+    worker = undefined;
     for (const p of waiting.splice(0)) p.reject(err);
   };
   w.on('error', fail);
   // a reply that cannot be deserialized here is lost: fail its waiter, keep the order of the others
   w.on('messageerror', (err) => {
     waiting.shift()?.reject(err);
-    if (waiting.length === 0) w.unref();
+    settle(w);
   });
   w.on('exit', (code) => fail(new Error(`upload parse worker exited with code ${code}`)));
   // referenced only while it holds a body (after the listeners: adding one references it again)
   w.unref();
   return w;
+}
+
+/** True while the parse worker runs (started, not yet stopped as idle or dead). */
+export function parseWorkerRunning(): boolean {
+  return worker !== undefined;
 }
 
 /** Bodies sent to the worker and not answered yet. */
@@ -119,6 +146,7 @@ export function parsingUploads(): number {
  * `MAX_JSON_DEPTH`. @throws (rejects) when the worker dies.
  */
 export function parseUpload(text: string): Promise<ParsedUpload> {
+  clearTimeout(idleTimer);
   worker ??= start();
   const w = worker;
   return new Promise<Reply>((resolve, reject) => {
