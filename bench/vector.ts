@@ -36,7 +36,8 @@
  * cell instead of the ef sweep; the rows go to a section of their own ({@link INT8_HEADING}).
  * Memory: child RSS growth vs raw size = vectors (N·D·4) + level-0 links (N·(2M·4 + 4)) + labels
  * (N·8), sampled after forced full GCs (the child runs with `--inspect=127.0.0.1:0`;
- * `bench/lib/inspector-memory.ts`) at start, at N/2 and after the build, split into V8 heap and the
+ * `bench/lib/inspector-memory.ts`) at start, at N/2 and after the build (the N/2 and end samples
+ * once the upload parse worker has stopped: {@link settledMemory}), split into V8 heap and the
  * rest (native: hnswlib, SQLite, malloc); also right after the last upsert without a GC, scaled
  * per 100k vectors, and the marginal growth of the second half of the build (the per-vector cost
  * without the fixed base).
@@ -55,6 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import hnswlib from 'hnswlib-node';
 import { FlatDense, storedForm } from '../src/vector/engine/dense.js';
+import { PARSE_WORKER_IDLE_MS } from '../src/vector/http/upload-parse.js';
 import { runChroma } from './peers/chroma.js';
 import { ensurePeers, runLanceDb } from './peers/lancedb.js';
 import { runUsearch } from './peers/usearch.js';
@@ -236,6 +238,16 @@ async function stopSvc(svc: { child: ChildProcess }, signal: NodeJS.Signals): Pr
   await gone;
 }
 
+/**
+ * Memory after a forced full GC, sampled once svc's upload parse worker has stopped (it stops
+ * {@link PARSE_WORKER_IDLE_MS} after its last body; until then its own heap holds the parsed
+ * bodies' garbage, which the inspector's GC of the main thread does not collect).
+ */
+async function settledMemory(inspector: string): Promise<ChildMemory> {
+  await new Promise((r) => setTimeout(r, PARSE_WORKER_IDLE_MS + 500));
+  return memoryAfterGc(inspector);
+}
+
 /** Waits until svc reports no vector queued for graph insertion and no rebuild (`info`). */
 async function waitIndexed(svc: { url: string; token: string }): Promise<void> {
   for (;;) {
@@ -326,7 +338,7 @@ async function runSet(n: number, d: number): Promise<void> {
     for (let i = 0; i < n; i += 1000) {
       if (i === halfAt) {
         const t0 = performance.now();
-        half = await memoryAfterGc(svc.inspector);
+        half = await settledMemory(svc.inspector);
         t += performance.now() - t0; // not build time
       }
       await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((v, j) => ({ id: String(i + j), vector: v, metadata: { s: (i + j) % 1000 } })));
@@ -339,7 +351,7 @@ async function runSet(n: number, d: number): Promise<void> {
     if (!INT8) add(set, SVC, 'build until every vector is in the graph', `${fmt(indexed, 1)} s (${fmt(n / indexed)} vec/s)`);
     const raw = rawOf(n);
     const peak = rssBytes(svc.child.pid!) - base.rss;
-    const end = await memoryAfterGc(svc.inspector);
+    const end = await settledMemory(svc.inspector);
     const grow = (a: ChildMemory, b: ChildMemory) => {
       const rss = b.rss - a.rss;
       const heap = b.heapTotal - a.heapTotal;
