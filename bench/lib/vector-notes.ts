@@ -78,7 +78,11 @@ separate processes).
   the float32 size), ids and metadata (V8) and SQLite's cache. Not met: the codes that make
   filtered queries fast add 0.25×, and the upload parse worker leaves about 13 MB of its thread's
   malloc arena behind after a bulk upload even once stopped (same-run A/B at 100k×128: 1.84× with
-  it, 1.63× with large bodies parsed inline, 1.61× before this round's changes). The
+  it, 1.63× with large bodies parsed inline, 1.61× before this round's changes). In the graph
+  runs above (100k×128, 20k×768, 1M) the half-way sample was taken while that worker still held
+  the bodies' garbage (the bench now waits for it to stop), so their "marginal" rows understate
+  the per-vector cost (at 100k×128 it even comes out negative); the totals were sampled after it
+  had stopped. The
   memory-saving option is the int8 index (\`"quantization": "int8"\`: codes only, no graph; section
   above): recall@10 1.000 after the re-rank on the originals, at the cost of a scan of every code
   per query (linear in the count). No half-precision option: hnswlib-node stores float32 only.
