@@ -62,6 +62,19 @@ export function distance(space: 'ip' | 'l2', a: ArrayLike<number>, b: ArrayLike<
   return s;
 }
 
+/** The capacity of a per-label array holding `label`: `cap` doubled until it is above `label`. */
+function doubledFor(cap: number, label: number): number {
+  while (cap <= label) cap *= 2;
+  return cap;
+}
+
+/** `a` copied into a zeroed byte array of length `cap` (at least `a.length`). */
+function grownBytes(a: Uint8Array, cap: number): Uint8Array<ArrayBuffer> {
+  const b = new Uint8Array(cap);
+  b.set(a);
+  return b;
+}
+
 /**
  * Adds `{label, distance}` to `best` (sorted ascending, at most `n` long) when it is among the `n`
  * nearest so far (insertion into a sorted array: n is small). Allocates only for entries kept.
@@ -192,9 +205,7 @@ export class QuantizedVectors {
 
   private ensure(label: number): void {
     if (label < this.cap) return;
-    let cap = Math.max(16, this.cap);
-    while (cap <= label) cap *= 2;
-    this.resize(cap);
+    this.resize(doubledFor(Math.max(16, this.cap), label));
   }
 
   /** Stores the codes of `v` (stored form) at `label`. */
@@ -547,14 +558,9 @@ export class HnswDense implements DenseIndex {
 
   private mark(label: number): void {
     if (label >= this.bits.length) {
-      let cap = this.bits.length;
-      while (cap <= label) cap *= 2;
-      const b = new Uint8Array(cap);
-      b.set(this.bits);
-      this.bits = b;
-      const s = new Uint8Array(cap);
-      s.set(this.state);
-      this.state = s;
+      const cap = doubledFor(this.bits.length, label);
+      this.bits = grownBytes(this.bits, cap);
+      this.state = grownBytes(this.state, cap);
     }
     if (!this.bits[label]) {
       this.bits[label] = 1;
@@ -813,13 +819,7 @@ export class QuantizedDense implements DenseIndex {
 
   /** Sizes the live bits for `label`; sets its bit when `on`. */
   private mark(label: number, on: boolean): void {
-    if (label >= this.bits.length) {
-      let cap = this.bits.length;
-      while (cap <= label) cap *= 2;
-      const b = new Uint8Array(cap);
-      b.set(this.bits);
-      this.bits = b;
-    }
+    if (label >= this.bits.length) this.bits = grownBytes(this.bits, doubledFor(this.bits.length, label));
     if (on && !this.bits[label]) {
       this.bits[label] = 1;
       this.liveCount++;
@@ -952,14 +952,11 @@ export class FlatDense implements DenseIndex {
 
   add(label: number, v: ArrayLike<number>): void {
     if (label >= this.alive.length) {
-      let cap = this.alive.length;
-      while (cap <= label) cap *= 2;
+      const cap = doubledFor(this.alive.length, label);
       const d = new Float32Array(cap * this.dimension);
       d.set(this.data);
-      const a = new Uint8Array(cap);
-      a.set(this.alive);
       this.data = d;
-      this.alive = a;
+      this.alive = grownBytes(this.alive, cap);
     }
     this.data.set(storedForm(this.metric, v), label * this.dimension);
     if (!this.alive[label]) this.count++;
