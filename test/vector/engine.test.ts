@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine/vector-index.js';
 import { shortestFloat32 } from '../../src/vector/engine/float32.js';
+import { GRAPH_GROWTH, HnswDense } from '../../src/vector/engine/dense.js';
 import { createLogger } from '../../src/logger.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/http/resumable.js';
@@ -232,4 +233,14 @@ test('index definitions file is validated', () => {
   } finally {
     tmp.cleanup();
   }
+});
+
+test('a full HNSW graph grows by GRAPH_GROWTH, not by doubling (hnswlib touches per-slot arrays for its whole capacity)', () => {
+  const n = 5000;
+  const g = new HnswDense(8, 'COSINE', { m: 8, efConstruction: 32, efSearch: 32 }, 16);
+  randomVectors(n, 8, 3).forEach((v, i) => g.add(i, v));
+  const cap = g.index.getMaxElements();
+  assert.ok(cap >= n && cap <= Math.ceil(n * GRAPH_GROWTH) + 1, `capacity ${cap} for ${n} points`);
+  assert.equal(g.size, n);
+  assert.equal(g.search(randomVectors(1, 8, 3)[0], 1)[0].label, 0, 'still finds a point it holds');
 });
