@@ -23,6 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_HNSW, type IndexDefinition } from '../src/vector/definitions.js';
 import { FlatDense } from '../src/vector/engine/dense.js';
+import { hnswlibBuild } from '../src/vector/engine/hnswlib.js';
 import { VectorIndex } from '../src/vector/engine/vector-index.js';
 import { createLogger } from '../src/logger.js';
 import { runQuery } from '../src/vector/query/execute.js';
@@ -119,7 +120,7 @@ if (OUT !== '-' && !process.env.BENCH_PATH && !process.env.BENCH_FILTERS) {
   const text = [
     FILTERED_HEADING,
     '',
-    `Run ${new Date().toISOString()} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, 1-minute load average ${load0.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end. ${N.toLocaleString('en-US')} × ${D} clustered vectors (COSINE, metadata \`s = i % 1000\`), efSearch ${EF}, ${QN} queries, topK ${K}; engine level (\`runQuery\` + result formatting, no HTTP), CPU time per query. Each filtered pass is paired with an unfiltered pass right before it; share = median over ${PAIRS} pairs of unfiltered ÷ filtered CPU time (filtered throughput as a share of unfiltered, one core); recall@10 against the exact filtered top-10.`,
+    `Run ${new Date().toISOString()} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, hnswlib build ${hnswlibBuild}, 1-minute load average ${load0.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end. ${N.toLocaleString('en-US')} × ${D} clustered vectors (COSINE, metadata \`s = i % 1000\`), efSearch ${EF}, ${QN} queries, topK ${K}; engine level (\`runQuery\` + result formatting, no HTTP), CPU time per query. Each filtered pass is paired with an unfiltered pass right before it; share = median over ${PAIRS} pairs of unfiltered ÷ filtered CPU time (filtered throughput as a share of unfiltered, one core); recall@10 against the exact filtered top-10.`,
     '',
     '| filter | µs/query | share of unfiltered | recall@10 |',
     '|---|---:|---:|---:|',

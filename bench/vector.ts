@@ -54,7 +54,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import hnswlib from 'hnswlib-node';
+import type { HierarchicalNSW } from 'hnswlib-node';
+import { hnswlib, hnswlibBuild } from '../src/vector/engine/hnswlib.js';
 import { FlatDense, storedForm } from '../src/vector/engine/dense.js';
 import { PARSE_WORKER_IDLE_MS } from '../src/vector/http/upload-parse.js';
 import { runChroma } from './peers/chroma.js';
@@ -315,7 +316,7 @@ async function runSet(n: number, d: number): Promise<void> {
 
   // In-process hnswlib-node: the ceiling (not in the million run: svc's own build is the measure).
   let efStar = 32;
-  let h: hnswlib.HierarchicalNSW | undefined;
+  let h: HierarchicalNSW | undefined;
   const sq = queries.map((q) => storedForm('COSINE', q));
   if (!MILLION && !INT8) {
     h = new hnswlib.HierarchicalNSW('ip', d);
@@ -598,7 +599,7 @@ const table = [
   ...rows.map((r) => `| ${r.set} | ${r.system} | ${r.what} | ${r.value} |`),
 ].join('\n');
 const pairing = MILLION || INT8 ? 'filtered cells each paired with an unfiltered wrk run' : 'each paired with a ~1 s in-process run at the same\nef (filtered cells: with an unfiltered wrk run)';
-const runLine = `Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, ${QN} queries per cell,
+const runLine = `Run ${started} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, hnswlib build ${hnswlibBuild} (svc and in-process), ${QN} queries per cell,
 topK 10, COSINE, clustered data (see \`bench/vector.ts\`). svc and the load generator (\`wrk\`, one
 thread) share the machine (1-minute load average ${loadStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end, on 2 cores): throughput
 cells are medians of ${REPS} runs of ${SECONDS} s, ${pairing}, and the percentage is the median of the paired

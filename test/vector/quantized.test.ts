@@ -29,10 +29,10 @@ function clustered(n: number, d: number, clusters: number, seed: number): number
   return Array.from({ length: n }, (_, i) => centres[i % clusters].map((c) => c + (r() - 0.5) * 0.3));
 }
 
-/** Same ids in the same order, scores equal to within a float32 rounding step (HNSW scores come from graph distances). */
+/** Same ids in the same order, scores equal to within a few float32 rounding steps (HNSW scores come from graph distances, summed with FMA in the x86-64-v3/v4 builds). */
 function assertSameHits(got: Hit[], want: Hit[], what: string): void {
   assert.deepEqual(got.map((h) => h.id), want.map((h) => h.id), `${what}: ids`);
-  got.forEach((h, i) => assert.ok(Math.abs(h.score - want[i].score) <= 1e-6, `${what}: score of ${h.id} ${h.score} vs ${want[i].score}`));
+  got.forEach((h, i) => assert.ok(Math.abs(h.score - want[i].score) <= 1e-6 * Math.max(1, Math.abs(want[i].score)), `${what}: score of ${h.id} ${h.score} vs ${want[i].score}`));
 }
 
 /** Exact cosine top-k ids of `q` among `vecs` (double precision). */

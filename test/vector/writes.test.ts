@@ -22,7 +22,7 @@ import { VectorIndex } from '../../src/vector/engine/vector-index.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
-import { OFF_THREAD_PARSE_CHARS, parseUpload, parseWorkerRunning } from '../../src/vector/http/upload-parse.js';
+import { OFF_THREAD_PARSE_CHARS, PIECE_CHARS, parseUpload, parseWorkerRunning } from '../../src/vector/http/upload-parse.js';
 import { randomVectors, raw, startVector } from './helpers.js';
 
 const logger = createLogger('silent');
@@ -178,4 +178,29 @@ test('the upload parse worker stops when idle, and the next large body starts it
   assert.equal(parseWorkerRunning(), false, 'stopped after being idle');
   await parsed();
   assert.equal(parseWorkerRunning(), true);
+});
+
+test('a body parsed on the worker (sent in pieces) equals JSON.parse of it, pieces split inside surrogate pairs and metadata included', { timeout: 60_000 }, async () => {
+  const vs = randomVectors(300, 16, 12);
+  // every item's id and metadata hold astral characters (surrogate pairs), so piece boundaries
+  // fall inside some of them; one item's metadata is nested, one has none, one a scalar (refused later)
+  const items: Record<string, unknown>[] = vs.map((v, i) => ({ id: `😀${i}`, vector: v, metadata: { s: i % 7, t: `é🎉${'x'.repeat(i % 50)}`, n: { a: [1, { b: '𝄞' }], z: null } } }));
+  delete items[3].metadata;
+  items[4].metadata = 'not an object';
+  const text = JSON.stringify(items);
+  assert.ok(text.length > 3 * PIECE_CHARS, 'several pieces');
+  const r = await parseUpload(text);
+  assert.ok('body' in r);
+  const got = r.body as Record<string, unknown>[];
+  const want = JSON.parse(text) as Record<string, unknown>[];
+  assert.equal(got.length, want.length);
+  for (let i = 0; i < want.length; i++) {
+    const { vector, ...rest } = got[i];
+    const { vector: wantVector, ...wantRest } = want[i];
+    assert.deepEqual(rest, wantRest, `item ${i}`);
+    assert.ok(vector instanceof Float64Array);
+    assert.deepEqual(Array.from(vector), wantVector);
+  }
+  const bad = await parseUpload(text.slice(0, PIECE_CHARS + 5));
+  assert.ok('error' in bad && bad.error.length > 0, 'a cut body is still refused as invalid JSON');
 });

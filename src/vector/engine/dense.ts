@@ -7,7 +7,8 @@
  * given otherwise. Distances: `ip` -> `1 - dot`, `l2` -> squared Euclidean; smaller is nearer.
  * Final scores are computed elsewhere from the original vectors (scores.ts).
  */
-import hnswlib from 'hnswlib-node';
+import type { HierarchicalNSW } from 'hnswlib-node';
+import { hnswlib } from './hnswlib.js';
 import type { Metric } from '../definitions.js';
 import { maxQueryCode, simdKernel, type SimdKernel } from './simd.js';
 
@@ -463,7 +464,7 @@ const DELETED = 3;
  * graph hit whose vector was replaced since (a pending update) is dropped in favour of the scan.
  */
 export class HnswDense implements DenseIndex {
-  readonly index: hnswlib.HierarchicalNSW;
+  readonly index: HierarchicalNSW;
   readonly codes: QuantizedVectors;
   readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
   private bits = new Uint8Array(1024);

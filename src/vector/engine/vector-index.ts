@@ -33,6 +33,7 @@ import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
 import { HnswDense, QuantizedDense, type NamespaceDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
+import { hnswlibBuild } from './hnswlib.js';
 import { isDiskFull } from '../../disk-full.js';
 import { vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
@@ -160,7 +161,7 @@ export class VectorIndex {
       replayed += this.loadIndexes(ns, ns.count > 0 ? got : undefined);
       phases.indexesMs += Date.now() - t;
     }
-    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0, ...phases }, 'vector index loaded');
+    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0, ...phases, hnswlib: hnswlibBuild }, 'vector index loaded');
     // after loading, not while the snapshot is read: the graph read and the hashing need the cores
     this.scheduleMetadataParse();
     this.scheduleIndexing();
@@ -194,7 +195,7 @@ export class VectorIndex {
       this.loadHeads(ns);
       replayed += this.loadIndexes(ns);
     }
-    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0 }, 'vector index loaded');
+    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0, hnswlib: hnswlibBuild }, 'vector index loaded');
     this.scheduleMetadataParse();
     this.scheduleIndexing();
   }

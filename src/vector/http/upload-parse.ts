@@ -8,8 +8,21 @@
  * transferred back without a copy; each such item's `vector` becomes a view into it (exactly the
  * numbers `JSON.parse` gave: validation treats them as an already checked vector, `validate.ts`
  * `parseVector`). Everything else (ids, metadata, vectors with bad entries, which validation then
- * refuses) comes back by structured clone: small next to the vectors. A body that is not JSON
+ * refuses) comes back by structured clone: small next to the vectors — except the top-level items'
+ * `metadata` objects, which come back as JSON text parsed here (below). A body that is not JSON
  * resolves to the `JSON.parse` error message (the same V8, the same message as inline).
+ *
+ * Memory (measured with glibc malloc, docs/readme/vector.md "Memory"): the body text goes to the
+ * worker in pieces of {@link PIECE_CHARS} characters, not in one message. One message of a 15 MB
+ * body (1,000 vectors at 768-d) needs a serialization buffer of that size; freeing it raises
+ * glibc's mmap threshold to 15 MB (and its trim threshold to twice that), after which the worker's
+ * vector arrays and the next bodies' buffers come from malloc arenas that keep the freed memory:
+ * about 30 MB of RSS after a 20k × 768 upload (146 → 115 MB). Small pieces keep every buffer of the
+ * transfer below the default threshold. Metadata objects made by structured clone take 56 bytes
+ * for `{"s": 1}` (V8 gives a cloned object four in-object property slots) against 32 from
+ * `JSON.parse`, and the namespace keeps every record's metadata object: JSON text re-parsed here
+ * costs about as much as the clone and keeps them compact. The round trip is `JSON.stringify`'s,
+ * the form SQLite stores anyway (a number too large for a double, parsed as Infinity, is `null`).
  *
  * One worker per process, started on first use and stopped after {@link PARSE_WORKER_IDLE_MS}
  * without a body, keeping the process alive only while it holds a body; it parses in
@@ -22,6 +35,11 @@ import { jsonTooDeep, MAX_JSON_DEPTH } from '../../http/json-depth.js';
 
 /** Upsert bodies from this many characters are parsed on the worker (100 vectors at 128-d are ~250 kB). */
 export const OFF_THREAD_PARSE_CHARS = 64 * 1024;
+/**
+ * Characters per message carrying a body to the worker: at most 64 kB serialized (two bytes per
+ * character), below glibc's default mmap threshold of 128 kB (module doc).
+ */
+export const PIECE_CHARS = 32 * 1024;
 
 /** A parsed body, the `JSON.parse` error message, or a body nested too deep (`http/json-depth.ts`). */
 export type ParsedUpload = { body: unknown } | { error: string } | { tooDeep: true };
@@ -34,7 +52,14 @@ export type ParsedUpload = { body: unknown } | { error: string } | { tooDeep: tr
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const jsonTooDeep = ${jsonTooDeep.toString()};
-parentPort.on('message', (text) => {
+let pieces = [];
+parentPort.on('message', (piece) => {
+  if (typeof piece === 'string') {
+    pieces.push(piece);
+    return;
+  }
+  const text = pieces.length === 1 ? pieces[0] : pieces.join('');
+  pieces = [];
   let body;
   try {
     body = JSON.parse(text);
@@ -70,7 +95,18 @@ parentPort.on('message', (text) => {
     o += it.vector.length;
     it.vector = null;
   }
-  parentPort.postMessage({ body, vectors, at }, [vectors.buffer, at.buffer]);
+  const metaAt = [];
+  const metaText = [];
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i];
+    if (it === null || typeof it !== 'object' || Array.isArray(it)) continue;
+    const m = it.metadata;
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) continue;
+    metaAt.push(i);
+    metaText.push(JSON.stringify(m));
+    it.metadata = null;
+  }
+  parentPort.postMessage({ body, vectors, at, metaAt, metaText }, [vectors.buffer, at.buffer]);
 });
 `;
 
@@ -79,6 +115,9 @@ interface Reply {
   vectors?: Float64Array;
   /** Pairs (item index, vector length), in the order of {@link vectors}. */
   at?: Int32Array;
+  /** Items whose `metadata` object comes back as JSON text ({@link metaText}, same order). */
+  metaAt?: number[];
+  metaText?: string[];
   error?: string;
   tooDeep?: boolean;
 }
@@ -152,7 +191,8 @@ export function parseUpload(text: string): Promise<ParsedUpload> {
   return new Promise<Reply>((resolve, reject) => {
     waiting.push({ resolve, reject });
     w.ref();
-    w.postMessage(text);
+    for (let i = 0; i < text.length; i += PIECE_CHARS) w.postMessage(text.slice(i, i + PIECE_CHARS));
+    w.postMessage(null); // end of the body
   }).then((r) => {
     if (r.error !== undefined) return { error: r.error };
     if (r.tooDeep) return { tooDeep: true };
@@ -163,6 +203,8 @@ export function parseUpload(text: string): Promise<ParsedUpload> {
       (items[at[k]] as { vector: unknown }).vector = r.vectors!.subarray(o, o + at[k + 1]);
       o += at[k + 1];
     }
+    const metaAt = r.metaAt!;
+    for (let k = 0; k < metaAt.length; k++) (items[metaAt[k]] as { metadata: unknown }).metadata = JSON.parse(r.metaText![k]);
     return { body: r.body };
   });
 }
