@@ -269,6 +269,35 @@ async function latencies(url: string, token: string, bodies: unknown[], until?: 
   return lat;
 }
 
+/**
+ * Writes while reading: sequential queries (`plain`, cycled) for {@link STREAM_SECONDS} while a
+ * writer upserts batches of 100 new `d`-dimensional vectors (latent map `w`) as fast as they are
+ * accepted, then waits until svc has indexed them. The bodies are encoded first: JSON.stringify
+ * of 100 vectors (~10 ms at 768-d) on this process's event loop would delay the queries' timings
+ * too. Past the last body the stream starts over (updates instead of new vectors). Returns the
+ * query latency p50/p99 (ms), vectors written per second and queries per second.
+ */
+async function writeWhileRead(svc: { url: string; token: string }, d: number, w: ReturnType<typeof latentMap>, plain: unknown[]): Promise<{ p50: number; p99: number; written: number; qps: number }> {
+  const extra = clustered(d >= 512 ? 10_000 : 30_000, d, 4, w);
+  const writes: string[] = [];
+  for (let b = 0; b < extra.length; b += 100) writes.push(JSON.stringify(extra.slice(b, b + 100).map((v, j) => ({ id: `w${b + j}`, vector: v, metadata: { s: (b + j) % 1000 } }))));
+  let writing = true;
+  let written = 0;
+  const writer = (async () => {
+    for (let b = 0; writing; b = (b + 1) % writes.length) {
+      await postText(`${svc.url}/upsert`, svc.token, writes[b]);
+      written += 100;
+    }
+  })();
+  const ts = performance.now();
+  const during = await latencies(`${svc.url}/query`, svc.token, plain, () => performance.now() - ts > STREAM_SECONDS * 1000);
+  writing = false;
+  await writer;
+  const secs = (performance.now() - ts) / 1000;
+  await waitIndexed(svc);
+  return { p50: percentile(during, 50), p99: percentile(during, 99), written: written / secs, qps: during.length / secs };
+}
+
 async function runSet(n: number, d: number): Promise<void> {
   const set = `${n >= 1e6 ? `${n / 1e6}M` : `${n / 1000}k`}×${d}`;
   console.log(`\n== ${set} ==`);
@@ -417,28 +446,8 @@ async function runSet(n: number, d: number): Promise<void> {
       add(set, SVC, `filter ${f.name} (\`${f.text}\`), 1 client (wrk)`, `${fmt(median(fq))} QPS @ recall ${frec.toFixed(3)} = ${(median(ratios) * 100).toFixed(0)}% of unfiltered (paired runs); svc CPU ${fmt(median(fc))} µs/query = ${(median(cpuRatios) * 100).toFixed(0)}% of unfiltered throughput per core`);
     }
 
-    // Writes while reading: batches of 100 new vectors as fast as accepted, queries alongside. The
-    // bodies are encoded first: JSON.stringify of 100 vectors (~10 ms at 768-d) on this process's
-    // event loop would delay the queries' timings too. Past the last body the stream starts over
-    // (updates instead of new vectors).
-    const extra = clustered(d >= 512 ? 10_000 : 30_000, d, 4, w);
-    const writes: string[] = [];
-    for (let b = 0; b < extra.length; b += 100) writes.push(JSON.stringify(extra.slice(b, b + 100).map((v, j) => ({ id: `w${b + j}`, vector: v, metadata: { s: (b + j) % 1000 } }))));
-    let writing = true;
-    let written = 0;
-    const writer = (async () => {
-      for (let b = 0; writing; b = (b + 1) % writes.length) {
-        await postText(`${svc.url}/upsert`, svc.token, writes[b]);
-        written += 100;
-      }
-    })();
-    const ts = performance.now();
-    const during = await latencies(`${svc.url}/query`, svc.token, plain, () => performance.now() - ts > STREAM_SECONDS * 1000);
-    writing = false;
-    await writer;
-    const secs = (performance.now() - ts) / 1000;
-    await waitIndexed(svc);
-    add(set, SVC, `query latency while upserting batches of 100 (${STREAM_SECONDS} s)`, `p50 ${percentile(during, 50).toFixed(2)} ms, p99 ${percentile(during, 99).toFixed(2)} ms = ${(percentile(during, 99) / percentile(idle, 99)).toFixed(1)}× idle p99; ${fmt(written / secs)} vectors/s written, ${fmt(during.length / secs)} queries/s`);
+    const stream = await writeWhileRead(svc, d, w, plain);
+    add(set, SVC, `query latency while upserting batches of 100 (${STREAM_SECONDS} s)`, `p50 ${stream.p50.toFixed(2)} ms, p99 ${stream.p99.toFixed(2)} ms = ${(stream.p99 / percentile(idle, 99)).toFixed(1)}× idle p99; ${fmt(stream.written)} vectors/s written, ${fmt(stream.qps)} queries/s`);
 
     // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
     await stopSvc(svc, 'SIGKILL');
@@ -490,19 +499,24 @@ async function runSet(n: number, d: number): Promise<void> {
 /**
  * An A/B run (`lib/ab.ts` {@link abVariants}, e.g. two Node.js versions): on the first set of
  * `BENCH_SETS`, each of `BENCH_REPS` rounds starts both svc variants in turn (the first swapped
- * every round) on a fresh data directory, upserts the set in batches of 1,000 (build vec/s, until
- * indexed), and measures queries (ef `BENCH_AB_EF`, default 64) with wrk at 16 and 1 connections
- * (QPS, svc CPU µs per query at 16). Prints medians (min-max) and ratios B/A; writes the table to
- * `BENCH_OUT` only when that is set.
+ * every round) on a fresh data directory, upserts the set in batches of 1,000 (build vec/s,
+ * acknowledged and until indexed), and measures queries (ef `BENCH_AB_EF`, default 64) with wrk at
+ * 16 and 1 connections (QPS, svc CPU µs per query at 16), then the sequential latency p99 idle and
+ * while writing ({@link writeWhileRead}). Prints medians (min-max) and ratios B/A; writes the table
+ * to `BENCH_OUT` only when that is set. Two checkouts on the same Node.js: `BENCH_AB_NODE=$(which
+ * node) BENCH_AB_ROOT=<other checkout>`.
  */
 async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
   const [n, d] = SETS[0];
   const ef = Number(process.env.BENCH_AB_EF ?? 64);
   const w = latentMap(d);
   const data = clustered(n, d, 2, w);
-  const bodies = clustered(QN, d, 3, w).map((q) => JSON.stringify({ vector: q, topK: 10 }));
+  const plain = clustered(QN, d, 3, w).map((q) => ({ vector: q, topK: 10 }));
+  const bodies = plain.map((q) => JSON.stringify(q));
   const load0 = os.loadavg().map((x) => x.toFixed(1)).join(' ');
-  const runs = new Map<string, { build: number[]; q16: number[]; cpu16: number[]; q1: number[] }>(ab.map((v) => [v.name, { build: [], q16: [], cpu16: [], q1: [] }]));
+  type Cells = { acked: number[]; build: number[]; q16: number[]; cpu16: number[]; q1: number[]; idle99: number[]; stream99: number[]; ratio: number[]; streamed: number[] };
+  const cells = (): Cells => ({ acked: [], build: [], q16: [], cpu16: [], q1: [], idle99: [], stream99: [], ratio: [], streamed: [] });
+  const runs = new Map<string, Cells>(ab.map((v) => [v.name, cells()]));
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-ab-'));
   try {
     for (let round = 0; round < REPS; round++) {
@@ -511,15 +525,22 @@ async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
         const svc = await startSvc(dir, d, ef, v);
         try {
           const t0 = performance.now();
-          for (let i = 0; i < n; i += 1000) await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((x, j) => ({ id: String(i + j), vector: x })));
-          await waitIndexed(svc);
+          for (let i = 0; i < n; i += 1000) await post(`${svc.url}/upsert`, svc.token, data.slice(i, i + 1000).map((x, j) => ({ id: String(i + j), vector: x, metadata: { s: (i + j) % 1000 } })));
           const r = runs.get(v.name)!;
+          r.acked.push(n / ((performance.now() - t0) / 1000));
+          await waitIndexed(svc);
           r.build.push(n / ((performance.now() - t0) / 1000));
           const q16 = await wrkCpu(`${svc.url}/query`, svc.token, bodies, 16, work, svc.child.pid!);
           r.q16.push(q16.qps);
           r.cpu16.push(q16.cpuUs);
           r.q1.push(await wrkQps(`${svc.url}/query`, svc.token, bodies, 1, work));
-          console.error(`[bench:vector] ${v.name} round ${round + 1}: build ${fmt(r.build.at(-1)!)} vec/s, ${fmt(q16.qps)} QPS at 16 (${fmt(q16.cpuUs)} µs CPU/query), ${fmt(r.q1.at(-1)!)} QPS at 1`);
+          const idle = await latencies(`${svc.url}/query`, svc.token, [...plain, ...plain]);
+          const stream = await writeWhileRead(svc, d, w, plain);
+          r.idle99.push(percentile(idle, 99));
+          r.stream99.push(stream.p99);
+          r.ratio.push(stream.p99 / percentile(idle, 99));
+          r.streamed.push(stream.written);
+          console.error(`[bench:vector] ${v.name} round ${round + 1}: build ${fmt(r.acked.at(-1)!)} vec/s acknowledged, ${fmt(r.build.at(-1)!)} vec/s indexed, ${fmt(q16.qps)} QPS at 16 (${fmt(q16.cpuUs)} µs CPU/query), ${fmt(r.q1.at(-1)!)} QPS at 1; p99 idle ${r.idle99.at(-1)!.toFixed(2)} ms, while writing ${stream.p99.toFixed(2)} ms = ${r.ratio.at(-1)!.toFixed(2)}×, ${fmt(stream.written)} vec/s written`);
         } finally {
           await stopSvc(svc, 'SIGTERM');
           fs.rmSync(dir, { recursive: true, force: true });
@@ -530,9 +551,10 @@ async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
     fs.rmSync(work, { recursive: true, force: true });
   }
   const [A, B] = ab.map((v) => runs.get(v.name)!);
-  const row = (what: string, a: number[], b: number[]) => {
+  const ms = (x: number) => x.toFixed(2);
+  const row = (what: string, a: number[], b: number[], f?: (x: number) => string) => {
     const r = abRatios(a, b);
-    return `| ${what} | ${fmtSpread(a)} | ${fmtSpread(b)} | ${r.ofMedians} | ${r.paired} |`;
+    return `| ${what} | ${fmtSpread(a, f)} | ${fmtSpread(b, f)} | ${r.ofMedians} | ${r.paired} |`;
   };
   const text = [
     `## Vector bench: ${ab[0].name} vs ${ab[1].name} (interleaved)`,
@@ -541,10 +563,15 @@ async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
     '',
     `| measure | ${ab[0].name} | ${ab[1].name} | B/A (medians) | B/A (paired) |`,
     '| --- | ---: | ---: | ---: | ---: |',
+    row('build (upserts of 1,000, acknowledged), vec/s', A.acked, B.acked),
     row('build (upserts of 1,000 until indexed), vec/s', A.build, B.build),
     row('query QPS, 16 connections', A.q16, B.q16),
     row('svc CPU µs per query, 16 connections', A.cpu16, B.cpu16),
     row('query QPS, 1 connection', A.q1, B.q1),
+    row('query p99 idle (sequential), ms', A.idle99, B.idle99, ms),
+    row(`query p99 while upserting batches of 100 (${STREAM_SECONDS} s), ms`, A.stream99, B.stream99, ms),
+    row('p99 while upserting / idle p99', A.ratio, B.ratio, ms),
+    row('vectors/s written while querying', A.streamed, B.streamed),
     '',
   ].join('\n');
   console.log(text);

@@ -9,8 +9,9 @@
  * writes' promises resolve. That is exactly what `synchronous = FULL` does in WAL mode ("the WAL
  * file is synchronized after each transaction commit", sqlite.org/pragma.html#pragma_synchronous)
  * minus the stall: the main thread keeps serving requests while the disk flushes, and every
- * batch committed while one fsync runs is covered by the next (classic group commit). NORMAL
- * itself still syncs the WAL before checkpoints and its header on reuse.
+ * batch committed while one fsync runs is covered by the next (classic group commit; the fsync
+ * itself is `src/sqlite-wal-sync.ts`, shared with the vector store). NORMAL itself still syncs
+ * the WAL before checkpoints and its header on reuse.
  *
  * Two durability classes: `durable` writes (acknowledged publishes, DLQ moves, user actions)
  * resolve after the fsync; `relaxed` writes (delivery leases, ACTIVE/DELIVERED bookkeeping)
@@ -25,9 +26,9 @@
  * and the WAL is fsynced once a second when something was committed, so a power loss or OS crash
  * can lose about the last second of acknowledged writes.
  */
-import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import type { Config } from '../../config.js';
+import { WalSyncer } from '../../sqlite-wal-sync.js';
 
 const MAX_BATCH = 2000;
 /**
@@ -55,60 +56,11 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-/** Serialises fdatasync calls on one file; a waiter is covered by an fsync that starts after it. */
-class FileSyncer {
-  private fd: number | undefined;
-  /** An fdatasync is in flight. */
-  running = false;
-  /** Called each time an fdatasync completes (after its waiters are settled). */
-  onSynced: (() => void) | undefined;
-  /** Told the duration of each fdatasync in seconds (metrics). */
-  onDuration: ((seconds: number) => void) | undefined;
-  private waiting: { resolve: () => void; reject: (e: unknown) => void }[] = [];
-
-  constructor(private readonly file: string) {}
-
-  /** Resolves once an fdatasync that started after this call has completed. */
-  sync(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
-      this.kick();
-    });
-  }
-
-  private kick(): void {
-    if (this.running || this.waiting.length === 0) return;
-    const batch = this.waiting.splice(0);
-    try {
-      this.fd ??= fs.openSync(this.file, 'r');
-    } catch (err) {
-      for (const w of batch) w.reject(err);
-      return;
-    }
-    this.running = true;
-    const start = performance.now();
-    fs.fdatasync(this.fd, (err) => {
-      this.running = false;
-      this.onDuration?.((performance.now() - start) / 1000);
-      for (const w of batch) (err ? w.reject(err) : w.resolve());
-      this.onSynced?.();
-      this.kick();
-    });
-  }
-
-  /** Waits for a running fsync, then closes the descriptor. */
-  async close(): Promise<void> {
-    while (this.running || this.waiting.length) await new Promise((r) => setTimeout(r, 1));
-    if (this.fd !== undefined) fs.closeSync(this.fd);
-    this.fd = undefined;
-  }
-}
-
 export class GroupCommitter {
   private queue: Pending[] = [];
   private scheduled = false;
   private closed = false;
-  private readonly syncer: FileSyncer;
+  private readonly syncer: WalSyncer;
   // Prepared once: better-sqlite3's db.transaction() wrapper costs ~0.3 ms to build per call.
   private readonly sql;
 
@@ -131,7 +83,7 @@ export class GroupCommitter {
     fsync: FsyncPolicy = 'always',
   ) {
     this.waitForSync = fsync === 'always';
-    this.syncer = new FileSyncer(walFile);
+    this.syncer = new WalSyncer(walFile);
     if (fsync === 'everysec') {
       this.everysec = setInterval(() => {
         if (!this.unsynced || this.syncer.running) return;

@@ -49,6 +49,23 @@ export function storedForm(metric: Metric, v: ArrayLike<number>): number[] {
   return out;
 }
 
+/**
+ * {@link storedForm} written into `out` (length = `v`'s), without the intermediate array: the
+ * write path's conversion (an `Array.from` of a 768-d vector costs ~35 µs; this ~2 µs). Same
+ * float32 values as `out.set(storedForm(metric, v))`: norm and quotients in double precision.
+ */
+export function storedFormInto(metric: Metric, v: ArrayLike<number>, out: Float32Array): Float32Array {
+  const d = out.length;
+  let n = 0;
+  if (metric === 'COSINE') {
+    for (let i = 0; i < d; i++) n += v[i] * v[i];
+    n = Math.sqrt(n);
+  }
+  if (n > 0) for (let i = 0; i < d; i++) out[i] = v[i] / n;
+  else for (let i = 0; i < d; i++) out[i] = v[i];
+  return out;
+}
+
 /** Distance between stored-form vectors (see module doc). */
 export function distance(space: 'ip' | 'l2', a: ArrayLike<number>, b: ArrayLike<number>): number {
   let s = 0;
@@ -617,8 +634,7 @@ export class HnswDense implements DenseIndex {
 
   /** Marks `label` live with stored-form vector `v` (codes updated); returns `v` in stored form (scratch buffer). */
   private store(label: number, v: ArrayLike<number>): Float32Array {
-    const stored = this.scratch;
-    stored.set(storedForm(this.metric, v));
+    const stored = storedFormInto(this.metric, v, this.scratch);
     this.mark(label);
     this.codes.set(label, stored);
     if (this.state[label] === CURRENT) {
@@ -888,8 +904,7 @@ export class QuantizedDense implements DenseIndex {
   }
 
   add(label: number, v: ArrayLike<number>): void {
-    const stored = this.scratch;
-    stored.set(storedForm(this.metric, v));
+    const stored = storedFormInto(this.metric, v, this.scratch);
     this.mark(label, true);
     this.codes.set(label, stored);
   }

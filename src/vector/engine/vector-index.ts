@@ -4,14 +4,22 @@
  *
  * Writes go through a group-commit queue: requests arriving in the same event-loop turn run in
  * one SQLite transaction (each in its own savepoint), memory is updated in the same synchronous
- * step, and every request is answered only after the commit — so an acknowledged write is durable
- * and visible to the next query. A write that fails (its savepoint, or the whole commit, e.g. on
- * a full disk) leaves no trace in memory: each write keeps a journal of what it touched, and after
- * the rollback those records (and, for namespace-level writes, the namespaces) are restored from
- * SQLite, the source of truth (`undo`). HNSW insertion is not part of the write: new dense
- * vectors are queued in the graph (dense.ts `enqueue`; searched exactly until inserted) and inserted between
- * requests in slices of at most {@link INDEX_SLICE_MS}. When more than {@link PENDING_LIMIT} vector elements wait, further writes
- * wait for the indexer (back-pressure), which bounds the exact part of every query.
+ * step, and every request is answered only after the commit and an fdatasync of the WAL that
+ * started after it (`store.wal`, on libuv's thread pool: COMMIT itself runs with
+ * `synchronous=NORMAL`, so the event loop never waits for the disk) — so an acknowledged write is
+ * durable and visible to the next query (visible from its commit on, even before its answer). A
+ * failed fdatasync refuses the writes it should have covered (500/507) though they stay
+ * committed; {@link close} waits for the last one. WAL checkpoints run on a worker thread
+ * (`store.checkpointer`). A graph snapshot ahead of the store's sequence number (commits lost to a
+ * power loss before their sync) is not loaded. A write that fails (its savepoint, or the whole
+ * commit, e.g. on a full disk) leaves no trace in memory: each write keeps a journal of what it
+ * touched, and after the rollback those records (and, for namespace-level writes, the namespaces)
+ * are restored from SQLite, the source of truth (`undo`). HNSW insertion is not part of the
+ * write: new dense vectors are queued in the graph (dense.ts `enqueue`; searched exactly until
+ * inserted) and inserted between requests in slices of at most {@link INDEX_SLICE_MS}; a slice
+ * that would share its event-loop turn with a group commit waits for the next turn. When more
+ * than {@link PENDING_LIMIT} vector elements wait, further writes wait for the indexer
+ * (back-pressure), which bounds the exact part of every query.
  *
  * Start-up: per namespace, load the graph snapshot (`snapshot.ts`) when its header matches and
  * queue the records written after its sequence number; otherwise rebuild from SQLite. Deletes
@@ -77,6 +85,8 @@ export class VectorIndex {
   private scheduled = false;
   private closed = false;
   private indexing = false;
+  /** The last indexer slice gave its turn to a group commit ({@link indexTick}). */
+  private yielded = false;
   /** Start-up's metadata parse is scheduled ({@link scheduleMetadataParse}). */
   private parsing = false;
   /** Writes waiting for the indexer (back-pressure, {@link PENDING_LIMIT}). */
@@ -87,6 +97,8 @@ export class VectorIndex {
   private readonly snapshots = new Map<NamespaceState, Promise<void>>();
   /** The running {@link close}. */
   private closing: Promise<void> | undefined;
+  /** Committed batches waiting for their WAL fsync ({@link flush}); close waits for them. */
+  private readonly syncing = new Set<Promise<void>>();
 
   /**
    * Opens the index and loads it synchronously (tests, tools); the server uses {@link open}.
@@ -96,6 +108,8 @@ export class VectorIndex {
   constructor(readonly def: IndexDefinition, dataDir: string, private readonly logger: Logger, deferLoad = false) {
     const dir = path.join(dataDir, 'vector');
     this.store = new VectorStore(path.join(dir, `${def.name}.sqlite`));
+    this.store.onCheckpointError = (err) =>
+      this.logger.error({ err, index: def.name }, 'vector WAL checkpoint worker failed: SQLite checkpoints on the event loop again');
     this.snapshotDir = path.join(dir, `${def.name}.snapshots`);
     if (def.embedder.dense) this.denseEmbedder = new HttpDenseEmbedder(def.embedder.dense);
     if (def.embedder.sparse === 'BM25') this.sparseEmbedder = new Bm25Embedder();
@@ -231,7 +245,10 @@ export class VectorIndex {
     }
     const expect = this.snapshotExpectation(ns);
     if (expect) {
-      const snap = ns.count > 0 ? (read ?? readSnapshot(this.snapshotDir, ns.row.id, expect)) : undefined;
+      let snap = ns.count > 0 ? (read ?? readSnapshot(this.snapshotDir, ns.row.id, expect)) : undefined;
+      // A snapshot covering writes the store does not have: written after commits whose WAL sync
+      // never completed (power loss). Its sequence numbers would be handed out again.
+      if (snap && !('rejected' in snap) && snap.header.seq > this.seq) snap = { rejected: 'stale', detail: `covers seq ${snap.header.seq}, the store ends at ${this.seq}` };
       if (snap && 'rejected' in snap) {
         const where = { index: this.def.name, namespace: ns.name, records: ns.count, reason: snap.rejected, detail: snap.detail };
         if (snap.rejected === 'checksum' || snap.rejected === 'unreadable') {
@@ -345,6 +362,16 @@ export class VectorIndex {
   private indexTick(): void {
     this.indexing = false;
     if (this.closed) return;
+    if (this.scheduled && !this.yielded) {
+      // A group commit runs later in this same turn of the event loop (its setImmediate was queued
+      // after this one): let it run alone, so a query waits for one of the two, not both.
+      // Rescheduled from within the turn, the slice runs in the next one, after pending I/O (never
+      // twice in a row: writes arriving every turn must not starve the indexer).
+      this.yielded = true;
+      this.scheduleIndexing();
+      return;
+    }
+    this.yielded = false;
     const deadline = performance.now() + INDEX_SLICE_MS;
     for (const ns of this.namespaces.values()) {
       if (performance.now() >= deadline) break;
@@ -444,7 +471,24 @@ export class VectorIndex {
       for (const op of batch) op.reject(answer);
       return;
     }
-    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(isDiskFull(results[i].v) ? vectorError('diskFull') : results[i].v)));
+    // failed writes were rolled back (nothing to make durable): answered at once; the others
+    // after the WAL fsync that covers this commit (off the event loop)
+    const committed: number[] = [];
+    batch.forEach((op, i) => (results[i].ok ? committed.push(i) : op.reject(isDiskFull(results[i].v) ? vectorError('diskFull') : results[i].v)));
+    this.store.checkpointer.committed();
+    if (committed.length) {
+      const synced = this.store.wal.sync().then(
+        () => committed.forEach((i) => batch[i].resolve(results[i].v)),
+        (err: unknown) => {
+          // committed, but not known to be on disk: refused, so the client repeats it (kept in memory and SQLite)
+          this.logger.error({ err, index: this.def.name }, 'vector commit failed: the WAL could not be synced');
+          const answer = vectorError(isDiskFull(err) ? 'diskFull' : 'commitFailed');
+          committed.forEach((i) => batch[i].reject(answer));
+        },
+      );
+      this.syncing.add(synced);
+      void synced.finally(() => this.syncing.delete(synced));
+    }
     this.maintain();
     if (this.pendingCount() > 0) this.scheduleIndexing();
   }
@@ -791,6 +835,9 @@ export class VectorIndex {
     // snapshot covers every write and the next start replays nothing.
     for (const ns of this.namespaces.values()) ns.dense?.indexPending();
     await this.maintain(1, true);
+    await Promise.all(this.syncing);
+    await this.store.wal.close();
+    await this.store.checkpointer.close();
     this.store.close();
   }
 }
