@@ -12,12 +12,14 @@ import { test } from 'node:test';
 import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine/vector-index.js';
 import { shortestFloat32 } from '../../src/vector/engine/float32.js';
+import { GRAPH_GROWTH, HnswDense } from '../../src/vector/engine/dense.js';
 import { createLogger } from '../../src/logger.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/http/resumable.js';
 import { fuseDbsf, fuseRrf } from '../../src/vector/engine/scores.js';
 import { tempDir, testConfig } from '../helpers/env.js';
-import { randomVectors } from './helpers.js';
+import { randomVectors, rng } from './helpers.js';
+import { IdIndex } from '../../src/vector/engine/id-index.js';
 
 const logger = createLogger('silent');
 const def = (over: Partial<IndexDefinition> = {}): IndexDefinition => ({
@@ -232,4 +234,45 @@ test('index definitions file is validated', () => {
   } finally {
     tmp.cleanup();
   }
+});
+
+test('a full HNSW graph grows by GRAPH_GROWTH, not by doubling (hnswlib touches per-slot arrays for its whole capacity)', () => {
+  const n = 5000;
+  const g = new HnswDense(8, 'COSINE', { m: 8, efConstruction: 32, efSearch: 32 }, 16);
+  randomVectors(n, 8, 3).forEach((v, i) => g.add(i, v));
+  const cap = g.index.getMaxElements();
+  assert.ok(cap >= n && cap <= Math.ceil(n * GRAPH_GROWTH) + 1, `capacity ${cap} for ${n} points`);
+  assert.equal(g.size, n);
+  assert.equal(g.search(randomVectors(1, 8, 3)[0], 1)[0].label, 0, 'still finds a point it holds');
+});
+
+test('IdIndex answers as a Map over random puts, re-puts and deletes (ids read from the label array)', () => {
+  const r = rng(77);
+  const ids: (string | undefined)[] = [];
+  const idx = new IdIndex((l) => ids[l], () => ids.length);
+  const ref = new Map<string, number>();
+  let next = 0;
+  for (let step = 0; step < 20_000; step++) {
+    const id = `k${Math.floor(r() * 3000)}${r() < 0.1 ? 'é😀' : ''}`;
+    if (r() < 0.65) {
+      const at = ref.get(id);
+      const pos = at ?? next++;
+      ids[pos] = id;
+      idx.set(id, pos);
+      ref.set(id, pos);
+    } else {
+      const at = ref.get(id);
+      assert.equal(idx.delete(id), at !== undefined);
+      if (at !== undefined) ids[at] = undefined;
+      ref.delete(id);
+    }
+    assert.equal(idx.size, ref.size);
+  }
+  for (const [id, pos] of ref) assert.equal(idx.get(id), pos);
+  for (let i = 0; i < 500; i++) assert.equal(idx.has(`absent${i}`), false);
+  assert.deepEqual([...idx.values()], [...ref.values()].sort((a, b) => a - b));
+  assert.deepEqual(new Set(idx.keys()), new Set(ref.keys()));
+  idx.clear();
+  assert.equal(idx.size, 0);
+  assert.equal(idx.get([...ref.keys()][0]), undefined);
 });

@@ -449,6 +449,16 @@ function clampSample(sample: number, mean: number): number {
   return Math.min(sample, 2 * mean);
 }
 
+/**
+ * Factor by which a full graph's capacity grows. hnswlib touches a mutex (40 B), a level (4 B) and
+ * a visited mark (2 B) for every slot of its capacity at a resize, not only for the points it
+ * holds, and frees the old arrays at every resize: doubling left up to half of them unused (150k
+ * × 128 built one by one: the process grew by 108 MB with doubling, 95 MB with this factor; raw
+ * 93 MB). Resizing reallocates the level-0 block (`realloc`: untouched pages cost nothing) and
+ * rebuilds those arrays, O(capacity) each time, so growth stays geometric.
+ */
+export const GRAPH_GROWTH = 1.25;
+
 /** Graph state of a label: absent, current, stale (an older vector; re-inserted later), deleted. */
 const ABSENT = 0;
 const CURRENT = 1;
@@ -638,7 +648,7 @@ export class HnswDense implements DenseIndex {
     const st = this.state[label];
     if (st === ABSENT) {
       const cap = this.index.getMaxElements();
-      if (this.index.getCurrentCount() >= cap) this.index.resizeIndex(cap * 2);
+      if (this.index.getCurrentCount() >= cap) this.index.resizeIndex(Math.ceil(cap * GRAPH_GROWTH));
     }
     this.index.addPoint(Array.from(stored), label, false);
     if (st === STALE) this.staleCount--;

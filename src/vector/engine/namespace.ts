@@ -8,6 +8,7 @@
  */
 import { compileFilter, FilterSyntaxError } from '../filter/index.js';
 import { QuantizedDense, type NamespaceDense, type Neighbor } from './dense.js';
+import { IdIndex } from './id-index.js';
 import { vectorError } from '../errors.js';
 import type { NamespaceRow, SparseVector } from './store.js';
 import type { SparseIndex } from './sparse.js';
@@ -57,7 +58,11 @@ export class NamespaceState {
   metas: (Record<string, unknown> | string | undefined)[] = [];
   /** Labels below this have parsed metadata (start-up's background parse, {@link parseMetadata}). */
   private parsedUpTo = 0;
-  readonly byId = new Map<string, number>();
+  /** Id -> label (reads its keys from {@link ids}: set an id there before adding it, delete it before clearing it). */
+  readonly byId = new IdIndex(
+    (label) => this.ids[label],
+    () => this.ids.length,
+  );
   dense?: NamespaceDense;
   /** A graph rebuild in progress (`vector-index.ts`): the fresh graph and the labels still to add. */
   rebuilding?: { graph: NamespaceDense; todo: number[]; at: number };
