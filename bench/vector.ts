@@ -58,6 +58,7 @@ import type { HierarchicalNSW } from 'hnswlib-node';
 import { hnswlib, hnswlibBuild } from '../src/vector/engine/hnswlib.js';
 import { FlatDense, storedForm } from '../src/vector/engine/dense.js';
 import { PARSE_WORKER_IDLE_MS } from '../src/vector/http/upload-parse.js';
+import { CHECKPOINT_IDLE_MS, CHECKPOINT_INTERVAL_MS } from '../src/vector/engine/store.js';
 import { runChroma } from './peers/chroma.js';
 import { ensurePeers, runLanceDb } from './peers/lancedb.js';
 import { runUsearch } from './peers/usearch.js';
@@ -242,10 +243,12 @@ async function stopSvc(svc: { child: ChildProcess }, signal: NodeJS.Signals): Pr
 /**
  * Memory after a forced full GC, sampled once svc's upload parse worker has stopped (it stops
  * {@link PARSE_WORKER_IDLE_MS} after its last body; until then its own heap holds the parsed
- * bodies' garbage, which the inspector's GC of the main thread does not collect).
+ * bodies' garbage, which the inspector's GC of the main thread does not collect) and so has the
+ * WAL checkpoint worker (~9 MB, alive while writes arrive: it stops {@link CHECKPOINT_IDLE_MS}
+ * after the checkpoint {@link CHECKPOINT_INTERVAL_MS} after the last commit).
  */
 async function settledMemory(inspector: string): Promise<ChildMemory> {
-  await new Promise((r) => setTimeout(r, PARSE_WORKER_IDLE_MS + 500));
+  await new Promise((r) => setTimeout(r, Math.max(PARSE_WORKER_IDLE_MS, CHECKPOINT_INTERVAL_MS + CHECKPOINT_IDLE_MS) + 500));
   return memoryAfterGc(inspector);
 }
 

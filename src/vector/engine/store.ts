@@ -67,8 +67,12 @@ export function blobToSparse(b: Buffer): SparseVector {
  * SQLite's automatic rhythm (1,000 pages, ~4 MB) at a thousand 768-d vectors per second.
  */
 export const CHECKPOINT_INTERVAL_MS = 1000;
-/** The checkpoint worker stops after this long (ms) without a checkpoint. */
-export const CHECKPOINT_IDLE_MS = 5000;
+/**
+ * The checkpoint worker stops this long (ms) after a checkpoint when no commit came meanwhile:
+ * its thread (~9 MB RSS) lives only while writes arrive (and at most {@link CHECKPOINT_INTERVAL_MS}
+ * + this after the last one).
+ */
+export const CHECKPOINT_IDLE_MS = 500;
 
 /** The SQLite store of one index. Methods throw better-sqlite3 errors on I/O failure. */
 export class VectorStore {
