@@ -17,7 +17,8 @@
  * body (1,000 vectors at 768-d) needs a serialization buffer of that size; freeing it raises
  * glibc's mmap threshold to 15 MB (and its trim threshold to twice that), after which the worker's
  * vector arrays and the next bodies' buffers come from malloc arenas that keep the freed memory:
- * about 30 MB of RSS after a 20k × 768 upload (146 → 115 MB). Small pieces keep every buffer of the
+ * RSS growth of 146 MB after a 20k × 768 upload (raw 61 MB), 115–132 MB with pieces (glibc's
+ * retention varies from run to run by about ±15 MB). Small pieces keep every buffer of the
  * transfer below the default threshold. Metadata objects made by structured clone take 56 bytes
  * for `{"s": 1}` (V8 gives a cloned object four in-object property slots) against 32 from
  * `JSON.parse`, and the namespace keeps every record's metadata object: JSON text re-parsed here
