@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
-import { FlatDense } from '../../src/vector/engine/dense.js';
+import { FlatDense, HnswDense } from '../../src/vector/engine/dense.js';
 import { VectorIndex } from '../../src/vector/engine/vector-index.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
@@ -136,9 +136,13 @@ test('points waiting for graph insertion are found at once, and after insertion'
     const vs = randomVectors(3000, D, 21);
     await idx.upsert('', vs.slice(0, 2000).map((v, i) => ({ id: String(i), vector: v, metadata: { even: i % 2 === 0 } })));
     await idx.whenIndexed();
-    await idx.upsert('', vs.slice(2000).map((v, i) => ({ id: String(2000 + i), vector: v, metadata: { even: i % 2 === 0 } })));
     const ns = idx.ns('')!;
-    assert.ok(ns.dense!.pending > 0, 'the second batch waits for graph insertion');
+    // Insertion held as while a snapshot reads the graph: the answer waits for the WAL fsync, and
+    // meanwhile the indexer would insert the whole batch (32-d points are quick).
+    const graph = ns.dense as HnswDense;
+    graph.saving++;
+    await idx.upsert('', vs.slice(2000).map((v, i) => ({ id: String(2000 + i), vector: v, metadata: { even: i % 2 === 0 } })));
+    assert.equal(ns.dense!.pending, 1000, 'the second batch waits for graph insertion');
     const q = (vector: number[], filter?: string) => ({ vector, filter, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true }) as never;
     for (const i of [2000, 2500, 2998]) {
       assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i), `pending ${i} found unfiltered`);
@@ -146,7 +150,8 @@ test('points waiting for graph insertion are found at once, and after insertion'
       assert.equal(ns.ids[hit.label], String(i), `pending ${i} found filtered`);
       assert.equal(hit.score, 1, `pending ${i}: score of its own vector`);
     }
-    // An update of an indexed point is seen with its new vector while queued.
+    graph.saving--; // the next write schedules the indexer again
+    // An update of an indexed point is seen with its new vector (queued or inserted).
     await idx.upsert('', [{ id: '5', vector: vs[2999] }]);
     const top = runQuery(idx, ns, q(vs[2999]), 2, 2).map((s) => ns.ids[s.label]);
     assert.deepEqual(new Set(top), new Set(['5', '2999']));
@@ -197,10 +202,15 @@ test('a snapshot taken while points wait for insertion covers only the graph; a 
     const vs = randomVectors(1500, D, 41);
     await idx.upsert('', vs.slice(0, 1000).map((v, i) => ({ id: String(i), vector: v })));
     await idx.whenIndexed();
+    // insertion held as while a snapshot reads the graph (the answers wait for the WAL fsync,
+    // long enough for the indexer to insert these 32-d points otherwise)
+    const graph = idx.ns('')!.dense as HnswDense;
+    graph.saving++;
     await idx.upsert('', vs.slice(1000).map((v, i) => ({ id: String(1000 + i), vector: v })));
     await idx.upsert('', [{ id: '3', vector: vs[1499] }]); // an update queued too
-    assert.ok(idx.ns('')!.dense!.pending > 0);
-    await idx.maintain(1); // snapshot now: covers the indexed part only
+    assert.equal(graph.pending, 501);
+    graph.saving--;
+    await idx.maintain(1); // snapshot now (it holds insertion again at once): covers the indexed part only
     idx.store.close(); // crash: no closing snapshot
     idx = new VectorIndex(def(), tmp.dir, logger);
     assert.equal(idx.loadStats.fromSnapshot, 1);
