@@ -16,12 +16,13 @@ import portable from 'hnswlib-node';
 
 type Hnswlib = typeof portable;
 
-/** CPU flags each level needs (x86-64 psABI micro-architecture levels, v3 includes v2). */
+/** CPU flags of x86-64-v3 (x86-64 psABI micro-architecture level; includes v2's). */
+const V3_FLAGS = ['avx', 'avx2', 'bmi1', 'bmi2', 'f16c', 'fma', 'abm', 'movbe', 'xsave', 'sse4_2', 'ssse3', 'popcnt', 'cx16'];
+/** CPU flags each level needs, best level first. */
 const LEVEL_FLAGS: Record<string, string[]> = {
-  'x86-64-v4': ['avx512f', 'avx512bw', 'avx512cd', 'avx512dq', 'avx512vl'],
-  'x86-64-v3': ['avx', 'avx2', 'bmi1', 'bmi2', 'f16c', 'fma', 'abm', 'movbe', 'xsave', 'sse4_2', 'ssse3', 'popcnt', 'cx16'],
+  'x86-64-v4': [...V3_FLAGS, 'avx512f', 'avx512bw', 'avx512cd', 'avx512dq', 'avx512vl'],
+  'x86-64-v3': V3_FLAGS,
 };
-LEVEL_FLAGS['x86-64-v4'].push(...LEVEL_FLAGS['x86-64-v3']);
 
 const require = createRequire(import.meta.url);
 
