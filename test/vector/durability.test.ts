@@ -17,23 +17,19 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import { VectorIndex } from '../../src/vector/engine/vector-index.js';
-import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
-import { randomVectors, raw, startVector } from './helpers.js';
+import { denseDefinition, nearestId, randomVectors, raw, startVector } from './helpers.js';
 
 const logger = createLogger('silent');
 const D = 32;
-const def = (): IndexDefinition => ({ name: 'default', type: 'DENSE', dimension: D, metric: 'COSINE', hnsw: DEFAULT_HNSW, embedder: {} }) as IndexDefinition;
-const q = (vector: number[]) => ({ vector, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true }) as never;
 
 test('a write is answered after a WAL fdatasync that completed after its commit; close waits for it', { timeout: 60_000 }, async () => {
   const tmp = tempDir();
   try {
-    let idx = new VectorIndex(def(), tmp.dir, logger);
+    let idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     assert.equal(idx.store.db.pragma('synchronous', { simple: true }), 1, 'NORMAL: COMMIT does not fsync on the event loop');
     assert.equal(idx.store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'no checkpoint inside COMMIT');
     let synced = 0;
@@ -48,7 +44,7 @@ test('a write is answered after a WAL fdatasync that completed after its commit;
       while (idx.commits === commits) await new Promise((r) => setImmediate(r));
       // committed (and visible) now; answered only once an fdatasync started after the commit is done
       const ns = idx.ns('')!;
-      assert.equal(ns.ids[runQuery(idx, ns, q(vs[k * 10 + 3]), 1, 1)[0].label], String(k * 10 + 3), 'visible at once');
+      assert.equal(nearestId(idx, ns, vs[k * 10 + 3]), String(k * 10 + 3), 'visible at once');
       assert.equal(await ack, 'Success');
       assert.ok(answered);
       assert.ok(synced > before, `answered after an fdatasync (${before} completed before the write, ${synced} at its answer)`);
@@ -61,7 +57,7 @@ test('a write is answered after a WAL fdatasync that completed after its commit;
     void last.then(() => (state = 'answered'), () => (state = 'refused'));
     await new Promise((r) => setImmediate(r));
     assert.equal(state, 'answered');
-    idx = new VectorIndex(def(), tmp.dir, logger);
+    idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     assert.equal(idx.ns('')!.count, 40);
     await idx.close();
   } finally {
@@ -94,27 +90,27 @@ test('a WAL that cannot be synced refuses the write with 500 commit failed; read
 test('a snapshot covering writes the store lost (power loss before their WAL sync) is not loaded', { timeout: 60_000 }, async () => {
   const tmp = tempDir();
   try {
-    let idx = new VectorIndex(def(), tmp.dir, logger);
+    let idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     const vs = randomVectors(1300, D, 63);
     await idx.upsert('', vs.slice(0, 1000).map((v, i) => ({ id: String(i), vector: v })));
     await idx.upsert('', vs.slice(1000, 1200).map((v, i) => ({ id: String(1000 + i), vector: v })));
     await idx.close(); // the closing snapshot covers both upserts (seq 1200)
     // The last commit (seq 1001-1200) never reached the disk: the store ends at seq 1000.
-    idx = new VectorIndex(def(), tmp.dir, logger);
+    idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     idx.store.db.exec("DELETE FROM records WHERE seq > 1000; UPDATE meta SET value = '1000' WHERE key = 'seq'");
     idx.store.close();
-    idx = new VectorIndex(def(), tmp.dir, logger);
+    idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     assert.equal(idx.loadStats.fromSnapshot, 0, 'the snapshot is ahead of the store');
     assert.equal(idx.loadStats.rebuilt, 1);
     // new writes take the lost sequence numbers again; after a crash they must be in the graph
     await idx.upsert('', vs.slice(1200).map((v, i) => ({ id: `n${i}`, vector: v })));
     await idx.whenIndexed();
     idx.store.close(); // crash: no closing snapshot
-    idx = new VectorIndex(def(), tmp.dir, logger);
+    idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     const ns = idx.ns('')!;
     assert.equal(ns.count, 1100);
-    for (const i of [0, 999]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
-    for (const i of [0, 50, 99]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[1200 + i]), 1, 1)[0]?.label], `n${i}`, `n${i} is found after the crash`);
+    for (const i of [0, 999]) assert.equal(nearestId(idx, ns, vs[i]), String(i));
+    for (const i of [0, 50, 99]) assert.equal(nearestId(idx, ns, vs[1200 + i]), `n${i}`, `n${i} is found after the crash`);
     await idx.close();
   } finally {
     tmp.cleanup();

@@ -14,13 +14,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import { FlatDense, HnswDense } from '../../src/vector/engine/dense.js';
 import { VectorIndex } from '../../src/vector/engine/vector-index.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
-import { randomVectors, startVector } from './helpers.js';
+import { denseDefinition, engineQuery, nearestId, randomVectors, startVector } from './helpers.js';
 
 const N = 5_000;
 const D = 32;
@@ -127,12 +126,11 @@ test('filtered and unfiltered queries score a record alike; fresh writes and del
 });
 
 const logger = createLogger('silent');
-const def = (): IndexDefinition => ({ name: 'default', type: 'DENSE', dimension: D, metric: 'COSINE', hnsw: DEFAULT_HNSW, embedder: {} }) as IndexDefinition;
 
 test('points waiting for graph insertion are found at once, and after insertion', async () => {
   const tmp = tempDir();
   try {
-    const idx = new VectorIndex(def(), tmp.dir, logger);
+    const idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     const vs = randomVectors(3000, D, 21);
     await idx.upsert('', vs.slice(0, 2000).map((v, i) => ({ id: String(i), vector: v, metadata: { even: i % 2 === 0 } })));
     await idx.whenIndexed();
@@ -143,21 +141,20 @@ test('points waiting for graph insertion are found at once, and after insertion'
     graph.saving++;
     await idx.upsert('', vs.slice(2000).map((v, i) => ({ id: String(2000 + i), vector: v, metadata: { even: i % 2 === 0 } })));
     assert.equal(ns.dense!.pending, 1000, 'the second batch waits for graph insertion');
-    const q = (vector: number[], filter?: string) => ({ vector, filter, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true }) as never;
     for (const i of [2000, 2500, 2998]) {
-      assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i), `pending ${i} found unfiltered`);
-      const [hit] = runQuery(idx, ns, q(vs[i], 'even = true'), 1, 1);
+      assert.equal(nearestId(idx, ns, vs[i]), String(i), `pending ${i} found unfiltered`);
+      const [hit] = runQuery(idx, ns, engineQuery(vs[i], 'even = true'), 1, 1);
       assert.equal(ns.ids[hit.label], String(i), `pending ${i} found filtered`);
       assert.equal(hit.score, 1, `pending ${i}: score of its own vector`);
     }
     graph.saving--; // the next write schedules the indexer again
     // An update of an indexed point is seen with its new vector (queued or inserted).
     await idx.upsert('', [{ id: '5', vector: vs[2999] }]);
-    const top = runQuery(idx, ns, q(vs[2999]), 2, 2).map((s) => ns.ids[s.label]);
+    const top = runQuery(idx, ns, engineQuery(vs[2999]), 2, 2).map((s) => ns.ids[s.label]);
     assert.deepEqual(new Set(top), new Set(['5', '2999']));
     await idx.whenIndexed();
     assert.equal(ns.dense!.pending, 0);
-    for (const i of [2000, 2500, 2998]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
+    for (const i of [2000, 2500, 2998]) assert.equal(nearestId(idx, ns, vs[i]), String(i));
     await idx.close();
   } finally {
     tmp.cleanup();
@@ -198,7 +195,7 @@ test('a stream of upsert batches of 100 with queries alongside: every query answ
 test('a snapshot taken while points wait for insertion covers only the graph; a crash replays the rest', async () => {
   const tmp = tempDir();
   try {
-    let idx = new VectorIndex(def(), tmp.dir, logger);
+    let idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     const vs = randomVectors(1500, D, 41);
     await idx.upsert('', vs.slice(0, 1000).map((v, i) => ({ id: String(i), vector: v })));
     await idx.whenIndexed();
@@ -212,16 +209,15 @@ test('a snapshot taken while points wait for insertion covers only the graph; a 
     graph.saving--;
     await idx.maintain(1); // snapshot now (it holds insertion again at once): covers the indexed part only
     idx.store.close(); // crash: no closing snapshot
-    idx = new VectorIndex(def(), tmp.dir, logger);
+    idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     assert.equal(idx.loadStats.fromSnapshot, 1);
     assert.ok(idx.loadStats.replayed > 0 && idx.loadStats.replayed <= 501, `replayed ${idx.loadStats.replayed}`);
     const ns = idx.ns('')!;
     assert.equal(ns.count, 1500);
-    const q = (vector: number[]) => ({ vector, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true }) as never;
-    for (const i of [0, 999, 1000, 1498]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
-    assert.deepEqual(new Set(runQuery(idx, ns, q(vs[1499]), 2, 2).map((s) => ns.ids[s.label])), new Set(['3', '1499']));
+    for (const i of [0, 999, 1000, 1498]) assert.equal(nearestId(idx, ns, vs[i]), String(i));
+    assert.deepEqual(new Set(runQuery(idx, ns, engineQuery(vs[1499]), 2, 2).map((s) => ns.ids[s.label])), new Set(['3', '1499']));
     await idx.whenIndexed();
-    for (const i of [0, 1000, 1498]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
+    for (const i of [0, 1000, 1498]) assert.equal(nearestId(idx, ns, vs[i]), String(i));
     await idx.close();
   } finally {
     tmp.cleanup();

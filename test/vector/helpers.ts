@@ -7,6 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Index } from '@upstash/vector';
 import { startTestSvc, tempDir } from '../helpers/env.js';
+import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
+import type { NamespaceState } from '../../src/vector/engine/namespace.js';
+import type { VectorIndex } from '../../src/vector/engine/vector-index.js';
+import { runQuery } from '../../src/vector/query/execute.js';
 
 export type Svc = Awaited<ReturnType<typeof startTestSvc>>;
 
@@ -97,4 +101,20 @@ export async function serveVectorChild(dataDir: string, env: Record<string, stri
     child.kill('SIGKILL');
     throw e;
   }
+}
+
+/** A dense COSINE index definition of dimension `d` with the default HNSW parameters (engine-level tests). */
+export function denseDefinition(d: number): IndexDefinition {
+  return { name: 'default', type: 'DENSE', dimension: d, metric: 'COSINE', hnsw: DEFAULT_HNSW, embedder: {} } as IndexDefinition;
+}
+
+/** An engine-level query for `vector` (optionally filtered) with the options the HTTP routes fill in. */
+export function engineQuery(vector: number[], filter?: string): never {
+  return { vector, filter, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true } as never;
+}
+
+/** Id of the record nearest to `vector` in `ns` (top 1, search breadth 1); undefined when none. */
+export function nearestId(idx: VectorIndex, ns: NamespaceState, vector: number[]): string | undefined {
+  const [hit] = runQuery(idx, ns, engineQuery(vector), 1, 1);
+  return hit === undefined ? undefined : ns.ids[hit.label];
 }

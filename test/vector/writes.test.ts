@@ -17,18 +17,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import { VectorIndex } from '../../src/vector/engine/vector-index.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
 import { OFF_THREAD_PARSE_CHARS, PIECE_CHARS, parseUpload, parseWorkerRunning } from '../../src/vector/http/upload-parse.js';
-import { randomVectors, raw, startVector } from './helpers.js';
+import { denseDefinition, engineQuery, nearestId, randomVectors, raw, startVector } from './helpers.js';
 
 const logger = createLogger('silent');
 const D = 32;
-const def = (): IndexDefinition => ({ name: 'default', type: 'DENSE', dimension: D, metric: 'COSINE', hnsw: DEFAULT_HNSW, embedder: {} }) as IndexDefinition;
-const q = (vector: number[]) => ({ vector, includeMetadata: false, includeVectors: false, includeData: false, fusion: 'RRF', useIdf: true }) as never;
 
 test('an upsert is acknowledged before its graph insertion; queries are answered while the indexer drains the queue', { timeout: 120_000 }, async () => {
   const d = 64;
@@ -67,7 +64,7 @@ test('an upsert is acknowledged before its graph insertion; queries are answered
 test('a snapshot is written off the event loop: writes meanwhile are acknowledged, visible and replayed after a crash', { timeout: 120_000 }, async () => {
   const tmp = tempDir();
   try {
-    let idx = new VectorIndex(def(), tmp.dir, logger);
+    let idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     const vs = randomVectors(2200, D, 52);
     await idx.upsert('', vs.slice(0, 2000).map((v, i) => ({ id: String(i), vector: v })));
     await idx.whenIndexed();
@@ -78,20 +75,20 @@ test('a snapshot is written off the event loop: writes meanwhile are acknowledge
     // writes during the snapshot: acknowledged and searchable, queued for the graph until it is written
     await idx.upsert('', vs.slice(2000).map((v, i) => ({ id: String(2000 + i), vector: v })));
     await idx.upsert('', [{ id: '7', vector: vs[2199] }]); // an update too
-    assert.equal(ns.ids[runQuery(idx, ns, q(vs[2100]), 1, 1)[0].label], '2100');
+    assert.equal(nearestId(idx, ns, vs[2100]), '2100');
     if (graph.saving) assert.ok(graph.pending > 0, 'nothing inserted into a graph being written');
     await snap;
     assert.equal(graph.saving, 0);
     await idx.whenIndexed();
     assert.equal(graph.pending, 0);
     idx.store.close(); // crash: no closing snapshot
-    idx = new VectorIndex(def(), tmp.dir, logger);
+    idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     assert.equal(idx.loadStats.fromSnapshot, 1);
     assert.equal(idx.loadStats.replayed, 201, 'the snapshot covers the writes before it started, not those during it');
     ns = idx.ns('')!;
     assert.equal(ns.count, 2200);
-    for (const i of [0, 1999, 2000, 2150]) assert.equal(ns.ids[runQuery(idx, ns, q(vs[i]), 1, 1)[0].label], String(i));
-    assert.deepEqual(new Set(runQuery(idx, ns, q(vs[2199]), 2, 2).map((s) => ns.ids[s.label])), new Set(['7', '2199']));
+    for (const i of [0, 1999, 2000, 2150]) assert.equal(nearestId(idx, ns, vs[i]), String(i));
+    assert.deepEqual(new Set(runQuery(idx, ns, engineQuery(vs[2199]), 2, 2).map((s) => ns.ids[s.label])), new Set(['7', '2199']));
     await idx.close();
   } finally {
     tmp.cleanup();
@@ -101,7 +98,7 @@ test('a snapshot is written off the event loop: writes meanwhile are acknowledge
 test('a namespace reset while its snapshot is written leaves no snapshot of the old generation', { timeout: 60_000 }, async () => {
   const tmp = tempDir();
   try {
-    let idx = new VectorIndex(def(), tmp.dir, logger);
+    let idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     const vs = randomVectors(1500, D, 53);
     await idx.upsert('', vs.slice(0, 1000).map((v, i) => ({ id: String(i), vector: v })));
     await idx.whenIndexed();
@@ -112,11 +109,11 @@ test('a namespace reset while its snapshot is written leaves no snapshot of the 
     const files = fs.readdirSync(idx.snapshotDir);
     assert.ok(!files.some((f) => /^ns-\d+-0-/.test(f)), `no file of generation 0 left: ${files.join(', ')}`);
     idx.store.close(); // crash
-    idx = new VectorIndex(def(), tmp.dir, logger);
+    idx = new VectorIndex(denseDefinition(D), tmp.dir, logger);
     assert.equal(idx.loadStats.fromSnapshot, 0);
     const ns = idx.ns('')!;
     assert.equal(ns.count, 500);
-    assert.equal(ns.ids[runQuery(idx, ns, q(vs[1200]), 1, 1)[0].label], 'n200');
+    assert.equal(nearestId(idx, ns, vs[1200]), 'n200');
     await idx.close();
     assert.ok(fs.existsSync(path.join(idx.snapshotDir, `ns-${ns.row.id}.json`)), 'the closing snapshot is written');
   } finally {
