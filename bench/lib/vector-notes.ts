@@ -43,11 +43,11 @@ too; svc answers every request on one thread, so one index's QPS is bounded by t
   (table above, svc CPU per query relative to unfiltered, i.e. throughput per core): 94 / 106 /
   66 / 81 %, wall-clock 94 / 111 / 69 / 84 % of the paired unfiltered runs, recall@10 1.000 /
   1.000 / 1.000 / 0.967 — met; at 20k×768: 100 / 74 / 58 / 89 % per core. In process (engine
-  only, section above): 136 / 127 / 50 / 69 %. The shares fell from the last run (130 / 112 / 77
-  / 84 % over HTTP) because the unfiltered search got faster with the AVX-512 build (176 → 154 µs
+  only, section above): 181 / 128 / 50 / 69 %. The shares fell from the last run (130 / 112 / 77
+  / 84 % over HTTP) because the unfiltered search got faster with the AVX-512 build (176 → 151 µs
   per query at engine level) while the 10 % case is bound by the SIMD scan of 10,000 codes (~0.09 ns per element,
   our WebAssembly kernel, unchanged) plus 13 SQLite reads (~4 µs each): its absolute cost is the
-  same (220 µs in process). A cheaper first pass (4-bit codes, or relaxed-SIMD 8-bit dot products
+  about the same (220–240 µs in process). A cheaper first pass (4-bit codes, or relaxed-SIMD 8-bit dot products
   on Node 22+) is the next step. hnswlib-node's \`getPoint\` is no alternative for the re-rank
   (~11 µs per call at 128-d, 90–165 µs at 768-d: it builds a JavaScript array). At 1M×128 (section
   above) 97 / 75 / 41 / 83 % wall-clock: the 10 % case scans 100,000 codes.
