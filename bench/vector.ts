@@ -8,7 +8,8 @@
  *   pre-encoded bodies cycling over the query set) at 1 and 16 connections. Each throughput cell
  *   alternates REPS × (~1 s in-process hnswlib at the same ef, one wrk run) and reports the
  *   medians and the median of the paired ratios, so both sides see the same machine load.
- * - **hnswlib-node in-process** (the ceiling): the same graph parameters (M 16, efConstruction 100,
+ * - **hnswlib in-process** (the ceiling; svc's addon, the build svc loads, called directly — also
+ *   built by batch insertion on every core): the same graph parameters (M 16, efConstruction 100,
  *   same seed and insertion order, so the same graph), `searchKnn` called directly.
  * - **brute force** (exact, `FlatDense`): also the ground truth for recall@10.
  * - **LanceDB** (`@lancedb/lancedb` 0.37.1, in-process, the peer users pick): flat search and an
@@ -54,10 +55,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import type { HierarchicalNSW } from 'hnswlib-node';
-import { hnswlib, hnswlibBuild } from '../src/vector/engine/hnswlib.js';
+import { Graph, hnswlibBuild, type HnswGraph } from '../src/vector/engine/hnswlib.js';
 import { FlatDense, storedForm } from '../src/vector/engine/dense.js';
 import { PARSE_WORKER_IDLE_MS } from '../src/vector/http/upload-parse.js';
+import { MEMORY_TRIM_QUIET_MS, TRIM_CHECK_MS } from '../src/vector/index.js';
 import { CHECKPOINT_IDLE_MS, CHECKPOINT_INTERVAL_MS } from '../src/vector/engine/store.js';
 import { runChroma } from './peers/chroma.js';
 import { ensurePeers, runLanceDb } from './peers/lancedb.js';
@@ -145,6 +146,8 @@ end
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const M = 16;
 const EF_C = 100;
+/** Row name of the in-process ceiling: hnswlib in svc's addon (the build svc loads), called directly. */
+const IN_PROCESS = 'hnswlib in-process';
 const MILLION = process.argv.includes('--million') || process.env.BENCH_MILLION === '1';
 const QN = Number(process.env.BENCH_QUERIES ?? (MILLION ? 100 : 300));
 const SETS = MILLION
@@ -245,10 +248,11 @@ async function stopSvc(svc: { child: ChildProcess }, signal: NodeJS.Signals): Pr
  * {@link PARSE_WORKER_IDLE_MS} after its last body; until then its own heap holds the parsed
  * bodies' garbage, which the inspector's GC of the main thread does not collect) and so has the
  * WAL checkpoint worker (~9 MB, alive while writes arrive: it stops {@link CHECKPOINT_IDLE_MS}
- * after the checkpoint {@link CHECKPOINT_INTERVAL_MS} after the last commit).
+ * after the checkpoint {@link CHECKPOINT_INTERVAL_MS} after the last commit), and after svc's
+ * `malloc_trim` once writes are quiet ({@link MEMORY_TRIM_QUIET_MS}).
  */
 async function settledMemory(inspector: string): Promise<ChildMemory> {
-  await new Promise((r) => setTimeout(r, Math.max(PARSE_WORKER_IDLE_MS, CHECKPOINT_INTERVAL_MS + CHECKPOINT_IDLE_MS) + 500));
+  await new Promise((r) => setTimeout(r, Math.max(PARSE_WORKER_IDLE_MS, CHECKPOINT_INTERVAL_MS + CHECKPOINT_IDLE_MS, MEMORY_TRIM_QUIET_MS + 2 * TRIM_CHECK_MS) + 500));
   return memoryAfterGc(inspector);
 }
 
@@ -319,13 +323,23 @@ async function runSet(n: number, d: number): Promise<void> {
 
   // In-process hnswlib-node: the ceiling (not in the million run: svc's own build is the measure).
   let efStar = 32;
-  let h: HierarchicalNSW | undefined;
-  const sq = queries.map((q) => storedForm('COSINE', q));
+  let h: HnswGraph | undefined;
+  const sq = queries.map((q) => Float32Array.from(storedForm('COSINE', q)));
   if (!MILLION && !INT8) {
-    h = new hnswlib.HierarchicalNSW('ip', d);
-    h.initIndex({ maxElements: n, m: M, efConstruction: EF_C, randomSeed: 100 });
+    const stored = data.map((v) => Float32Array.from(storedForm('COSINE', v)));
+    const packed = new Float32Array(n * d);
+    stored.forEach((v, i) => packed.set(v, i * d));
+    const labels = Uint32Array.from({ length: n }, (_, i) => i);
+    // the same graph built by svc's batch insertion on every core (what svc's indexer runs)
+    const par = new Graph('ip', d);
+    par.initIndex(n, M, EF_C, 100);
+    t = performance.now();
+    await par.addPoints(packed, labels, os.availableParallelism());
+    const parBuild = (performance.now() - t) / 1000;
+    add(set, IN_PROCESS, `build, ${os.availableParallelism()} threads (batch insertion)`, `${fmt(parBuild, 1)} s (${fmt(n / parBuild)} vec/s)`);
+    h = new Graph('ip', d);
+    h.initIndex(n, M, EF_C, 100);
     const rss0 = process.memoryUsage().rss;
-    const stored = data.map((v) => storedForm('COSINE', v));
     t = performance.now();
     const cb = process.cpuUsage();
     stored.forEach((v, i) => h!.addPoint(v, i));
@@ -333,17 +347,16 @@ async function runSet(n: number, d: number): Promise<void> {
     const cbu = process.cpuUsage(cb);
     const raw = n * d * 4 + n * (2 * M * 4 + 4) + n * 8;
     const grown = process.memoryUsage().rss - rss0;
-    add(set, 'hnswlib-node in-process', 'build, 1 thread', `${fmt(inBuild, 1)} s (${fmt(n / inBuild)} vec/s), CPU ${fmt((cbu.user + cbu.system) / 1e6, 1)} s; RSS +${mb(grown)} = ${(grown / raw).toFixed(2)}× raw (incl. the stored-form copies)`);
+    add(set, IN_PROCESS, 'build, 1 thread', `${fmt(inBuild, 1)} s (${fmt(n / inBuild)} vec/s), CPU ${fmt((cbu.user + cbu.system) / 1e6, 1)} s; RSS +${mb(grown)} = ${(grown / raw).toFixed(2)}× raw (incl. the stored-form copies)`);
     efStar = 0;
     for (const ef of [16, 32, 64, 100, 128, 256]) {
-      h.setEf(ef);
       t = performance.now();
       const c0 = process.cpuUsage();
-      const got = sq.map((q) => h!.searchKnn(q, 10).neighbors);
+      const got = sq.map((q) => Array.from(h!.searchKnn(q, 10, ef).neighbors));
       const c1 = process.cpuUsage(c0);
       const qps = (QN / (performance.now() - t)) * 1000;
       const rec = recallOf(got, truth);
-      add(set, 'hnswlib-node in-process', `ef ${ef}`, `${fmt(qps)} QPS @ recall ${rec.toFixed(3)}; CPU ${fmt((c1.user + c1.system) / QN)} µs/query`);
+      add(set, IN_PROCESS, `ef ${ef}`, `${fmt(qps)} QPS @ recall ${rec.toFixed(3)}; CPU ${fmt((c1.user + c1.system) / QN)} µs/query`);
       if (!efStar && rec >= 0.95) efStar = ef;
     }
     efStar ||= 256;
@@ -408,10 +421,9 @@ async function runSet(n: number, d: number): Promise<void> {
     const rec = await httpRecall({}, truth);
     /** In-process QPS at efStar over ~1 s (whole query set repeated). */
     const inProc = () => {
-      h!.setEf(efStar);
       let done = 0;
       const t0 = performance.now();
-      while (performance.now() - t0 < 1000) for (const q of sq) (h!.searchKnn(q, 10), done++);
+      while (performance.now() - t0 < 1000) for (const q of sq) (h!.searchKnn(q, 10, efStar), done++);
       return (done / (performance.now() - t0)) * 1000;
     };
     const wrk = (b: string[], c: number) => wrkQps(`${svc.url}/query`, svc.token, b, c, dir);

@@ -12,6 +12,7 @@ import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
 import { vectorFastHandler } from './http/fast-front.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine/vector-index.js';
+import { mallocTrim } from './engine/hnswlib.js';
 import { VectorMetrics } from './metrics.js';
 import { ResumableQueries } from './http/resumable.js';
 import { vectorRequestListener } from './http/routes.js';
@@ -21,6 +22,15 @@ export const VECTOR_BODY_LIMIT = 128 * 1024 * 1024;
 /** Background snapshot: every minute, namespaces with at least this many unsnapshotted writes. */
 export const SNAPSHOT_INTERVAL_MS = 60_000;
 export const SNAPSHOT_MIN_WRITES = 1000;
+/**
+ * Once the indexes' writes have stopped (no new write, nothing queued for a graph) for this long
+ * (ms), glibc's `malloc_trim` hands the memory it kept free after the burst back to the kernel: a
+ * bulk upload frees tens of MB (parsed bodies, copies of vectors, the upload parse worker's and
+ * the insertion threads' allocations) that glibc's arenas otherwise keep for good (measured in
+ * `docs/readme/vector.md`, "Memory"). Checked every {@link TRIM_CHECK_MS}.
+ */
+export const MEMORY_TRIM_QUIET_MS = 2000;
+export const TRIM_CHECK_MS = 500;
 
 /** Credential names of an index. */
 export const tokenName = (index: string) => `vector.${index}.token`;
@@ -75,6 +85,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   // the port's socket: every request is answered 503 until start() has loaded the indexes
   const gate = startingGate('{"error":"svc is starting: the vector indexes are not loaded yet, retry shortly","status":503}');
   let timer: NodeJS.Timeout | undefined;
+  let trimTimer: NodeJS.Timeout | undefined;
   let loaded = false;
   let starting: Promise<void> | undefined;
   const load = async () => {
@@ -90,6 +101,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
       for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
     }, SNAPSHOT_INTERVAL_MS);
     timer.unref();
+    trimTimer = memoryTrimmer(indexes, ctx);
     gate.open((socket) => {
       server.emit('connection', socket);
       socket.resume();
@@ -105,6 +117,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
       (closing ??= (async () => {
         await starting?.catch(() => undefined);
         if (timer) clearInterval(timer);
+        if (trimTimer) clearInterval(trimTimer);
         const accepting = gate.close();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAll();
@@ -116,6 +129,32 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
     // every index was loaded by start(); ready while listening and each SQLite file answers
     ready: () => loaded && gate.server.listening && [...indexes.values()].every((i) => i.ready()),
   };
+}
+
+/** Calls `malloc_trim` once after each burst of writes, {@link MEMORY_TRIM_QUIET_MS} after its end. */
+function memoryTrimmer(indexes: Map<string, VectorIndex>, ctx: AreaContext): NodeJS.Timeout {
+  let lastSeq = -1;
+  let quietSince = 0;
+  let trimmed = true;
+  const timer = setInterval(() => {
+    let seq = 0;
+    let busy = false;
+    for (const i of indexes.values()) {
+      seq += i.seq;
+      busy ||= i.pendingCount() > 0 || i.rebuildCount() > 0;
+    }
+    if (seq !== lastSeq || busy) {
+      lastSeq = seq;
+      quietSince = performance.now();
+      trimmed = false;
+    } else if (!trimmed && performance.now() - quietSince >= MEMORY_TRIM_QUIET_MS) {
+      trimmed = true;
+      const rss = process.memoryUsage.rss();
+      void mallocTrim().then((released) => ctx.logger.debug({ released, rssBefore: rss, rssAfter: process.memoryUsage.rss() }, 'vector: free memory handed back after writes'));
+    }
+  }, TRIM_CHECK_MS);
+  timer.unref();
+  return timer;
 }
 
 function definitions(ctx: AreaContext): IndexDefinition[] {

@@ -4,8 +4,9 @@
  * - Over HTTP: a batch is acknowledged before its graph insertion — right after the answer,
  *   `info.indexingVectorCount` is above 0 and every vector of the batch is the top hit of the
  *   next query for it (visibility delay 0); queries and `info` are answered while the indexer
- *   inserts (the count is seen falling through several values above 0 between them), and the
- *   count drains to 0. Insertion inside the request would answer 0 at once.
+ *   inserts, batch after batch on its own threads (the count is seen falling through several
+ *   values above 0 between them), and the count drains to 0. Insertion inside the request would
+ *   answer 0 at once.
  * - Snapshots are written off the event loop: while one is written, writes are acknowledged,
  *   visible and queued (not inserted into the graph being written); a crash right after replays
  *   exactly those; a namespace reset while a snapshot is written leaves no snapshot of the old
@@ -18,6 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { VectorIndex } from '../../src/vector/engine/vector-index.js';
+import { HnswDense } from '../../src/vector/engine/dense.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { createLogger } from '../../src/logger.js';
 import { tempDir } from '../helpers/env.js';
@@ -48,7 +50,7 @@ test('an upsert is acknowledged before its graph insertion; queries are answered
     }
     for (let k = 1; k < seen.length; k++) assert.ok(seen[k] <= seen[k - 1], `the queue only shrinks without writes: ${seen.join(',')}`);
     const positive = new Set(seen.filter((x) => x > 0));
-    assert.ok(positive.size >= 2, `queries answered between insertion slices (queue seen at ${[...positive].join(', ')})`);
+    assert.ok(positive.size >= 2, `queries answered while the indexer inserts batch after batch (queue seen at ${[...positive].join(', ')})`);
     let last = await info();
     while (last.indexingVectorCount > 0) {
       await new Promise((r) => setTimeout(r, 20));
@@ -200,4 +202,50 @@ test('a body parsed on the worker (sent in pieces) equals JSON.parse of it, piec
   }
   const bad = await parseUpload(text.slice(0, PIECE_CHARS + 5));
   assert.ok('error' in bad && bad.error.length > 0, 'a cut body is still refused as invalid JSON');
+});
+
+test('a batch insertion runs beside searches, updates and deletes of its own points; each point ends current, stale or deleted', { timeout: 60_000 }, async () => {
+  const d = 48;
+  const g = new HnswDense(d, 'EUCLIDEAN', { m: 16, efConstruction: 64, efSearch: 64 });
+  const vs = randomVectors(3000, d, 54);
+  let seq = 0;
+  vs.slice(0, 2000).forEach((v, i) => g.add(i, v));
+  for (let i = 2000; i < 3000; i++) g.enqueue(i, vs[i], ++seq);
+  g.enqueue(5, vs[2999], ++seq); // an update of a graph point, in the batch as well
+  const nearest = (v: number[], k = 1) => g.search(v, k).map((n) => n.label);
+  const batch = g.indexBatch(3000 * d, 2);
+  assert.ok(batch && g.inserting && !g.insertable);
+  assert.equal(g.indexBatch(3000 * d, 2), undefined, 'one batch at a time');
+  // meanwhile: searches pause the threads and see every point exactly; writes touch points in flight
+  assert.deepEqual(nearest(vs[2500]), [2500]);
+  g.enqueue(2100, vs[17], ++seq); // written again: the batch inserts the older vector
+  g.remove(2200); // removed while being inserted
+  g.remove(5); // an updated graph point removed while its new vector is inserted
+  g.remove(2300);
+  g.enqueue(2300, vs[2300], ++seq); // removed and written again
+  assert.equal(g.pending, 999); // 1,001 queued, two removed (2200, 5), 2300 removed and queued again
+  assert.deepEqual(nearest(vs[2200], 3).includes(2200), false);
+  await batch;
+  assert.ok(!g.inserting);
+  assert.equal(g.pending, 2, 'the points written again stay queued');
+  assert.equal(g.size, 2998);
+  assert.deepEqual(new Set(nearest(vs[17], 2)), new Set([17, 2100]), 'the newer vector of 2100 is found, the older one is not');
+  assert.ok(!nearest(vs[2100], 5).includes(2100));
+  assert.ok(!nearest(vs[2200], 50).includes(2200), 'a point removed during its insertion is mark-deleted after it');
+  assert.ok(!nearest(vs[2999], 5).includes(5));
+  assert.equal(g.tombstones, 2);
+  g.indexPending();
+  assert.equal(g.pending, 0);
+  assert.deepEqual(nearest(vs[2300]), [2300]);
+  assert.deepEqual(new Set(nearest(vs[17], 2)), new Set([17, 2100]));
+  assert.equal(g.size, 2998);
+  // a search between two batches needs no pause; one during a batch does (a query never sees it unpaused)
+  for (let i = 0; i < 50; i++) g.enqueue(100 + i, vs[2000 + i], ++seq);
+  const again = g.indexBatch(50 * d, 2)!;
+  for (let i = 0; i < 5; i++) {
+    assert.deepEqual(nearest(vs[2000 + i]).length, 1);
+    await new Promise((r) => setImmediate(r));
+  }
+  await again;
+  assert.deepEqual(new Set(nearest(vs[2010], 2)), new Set([110, 2010]), 'the second batch is in the graph');
 });

@@ -1,14 +1,13 @@
 /**
  * Dense nearest-neighbour indexes behind one interface: {@link HnswDense}
- * (`hnswlib-node`, approximate) and {@link FlatDense} (brute force, exact; the recall oracle).
+ * (hnswlib through svc's addon, approximate) and {@link FlatDense} (brute force, exact; the recall oracle).
  *
  * Labels are the records' range positions (integers). Vectors are kept in "stored form": unit
  * length for COSINE (so COSINE is inner product on normalized vectors), as
  * given otherwise. Distances: `ip` -> `1 - dot`, `l2` -> squared Euclidean; smaller is nearer.
  * Final scores are computed elsewhere from the original vectors (scores.ts).
  */
-import type { HierarchicalNSW } from 'hnswlib-node';
-import { hnswlib } from './hnswlib.js';
+import { Graph, type HnswGraph } from './hnswlib.js';
 import type { Metric } from '../definitions.js';
 import { maxQueryCode, simdKernel, type SimdKernel } from './simd.js';
 
@@ -38,7 +37,7 @@ export function spaceOf(metric: Metric): 'ip' | 'l2' {
   return metric === 'EUCLIDEAN' ? 'l2' : 'ip';
 }
 
-/** `v` in stored form as a plain array (hnswlib-node accepts only arrays). */
+/** `v` in stored form as a plain array (components in double precision). */
 export function storedForm(metric: Metric, v: ArrayLike<number>): number[] {
   return storedFormInto(metric, v, new Array<number>(v.length));
 }
@@ -461,15 +460,19 @@ const STALE = 2;
 const DELETED = 3;
 
 /**
- * HNSW graph (hnswlib-node) plus the 8-bit codes of every live vector and a queue of points not
- * yet inserted ("pending"). {@link add} inserts at once; {@link enqueue} only stores the vector, so
- * a write can be acknowledged without paying the insertion (about 1 ms at 768-d), and
- * {@link indexPending} inserts queued points later in small time slices. Searches see pending
- * points at once: they are scanned exactly (float32, stored form) next to the graph search, and a
- * graph hit whose vector was replaced since (a pending update) is dropped in favour of the scan.
+ * HNSW graph (svc's hnswlib addon, `hnswlib.ts`) plus the 8-bit codes of every live vector and a
+ * queue of points not yet inserted ("pending"). {@link add} inserts at once; {@link enqueue} only
+ * stores the vector, so a write can be acknowledged without paying the insertion (about 0.5 ms at
+ * 768-d), and {@link indexBatch} inserts queued points later on the addon's own threads, in
+ * parallel and off the event loop ({@link indexPending}: on the calling thread). Searches see
+ * pending points at once — those of a batch being inserted too — : they are scanned exactly
+ * (float32, stored form) next to the graph search, and a graph hit whose vector was replaced since
+ * (a pending update), or that a running batch is inserting, is dropped in favour of the scan.
+ * While a batch runs, every other use of the graph pauses its threads for the rest of the event
+ * loop's turn ({@link graph}): hnswlib allows no read during an insertion.
  */
 export class HnswDense implements DenseIndex {
-  readonly index: HierarchicalNSW;
+  readonly index: HnswGraph;
   readonly codes: QuantizedVectors;
   readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
   private bits = new Uint8Array(1024);
@@ -489,8 +492,8 @@ export class HnswDense implements DenseIndex {
   private slots = 0;
   /** Conversion buffer of one vector (stored form). */
   private readonly scratch: Float32Array;
-  /** Reused argument of hnswlib's `addPoint` (a plain array of the dimension's length). */
-  private readonly point: number[];
+  /** Query in stored form (reused). */
+  private readonly query: Float32Array;
   private readonly scanner = new CodeScanner();
   /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
   private epoch = 0;
@@ -499,21 +502,42 @@ export class HnswDense implements DenseIndex {
   private head = 0;
   /**
    * Snapshot writes reading this graph on libuv's thread pool (snapshot.ts `writeSnapshotAsync`):
-   * while above 0 nothing is inserted ({@link indexPending} inserts nothing, {@link add} throws),
-   * so the file is one consistent graph. Searches, {@link enqueue} and {@link remove} (a
-   * mark-delete flag, re-derived from the records at load) go on meanwhile.
+   * while above 0 nothing is inserted ({@link indexPending} and {@link indexBatch} insert nothing,
+   * {@link add} throws), so the file is one consistent graph. Searches, {@link enqueue} and
+   * {@link remove} (a mark-delete flag, re-derived from the records at load) go on meanwhile.
    */
   saving = 0;
+  /** The running batch insertion ({@link indexBatch}): its points (queue entries) and its promise. */
+  private batch: { entries: { label: number; seq: number }[]; done: Promise<void> } | undefined;
+  /** The batch's threads are paused until the end of this event-loop turn ({@link graph}). */
+  private paused = false;
 
   constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024) {
     this.space = spaceOf(metric);
-    this.index = new hnswlib.HierarchicalNSW(this.space, dimension);
-    this.index.initIndex({ maxElements: Math.max(16, initial), m: params.m, efConstruction: params.efConstruction, randomSeed: 100 });
-    this.index.setEf(params.efSearch);
+    this.index = new Graph(this.space, dimension);
+    this.index.initIndex(Math.max(16, initial), params.m, params.efConstruction, 100);
     this.codes = new QuantizedVectors(dimension, Math.max(16, initial));
     this.slab = new Float32Array(64 * dimension);
     this.scratch = new Float32Array(dimension);
-    this.point = new Array<number>(dimension).fill(0.5);
+    this.query = new Float32Array(dimension);
+  }
+
+  /**
+   * The graph, ready for a read or a single-point change on this thread: when a batch insertion
+   * runs, its threads are paused (after the insertions under way end) until this event-loop turn
+   * is over, so every use within one turn shares one pause.
+   */
+  private graph(): HnswGraph {
+    if (this.batch && !this.paused) {
+      this.index.pause();
+      this.paused = true;
+      setImmediate(() => {
+        if (!this.paused) return; // a new batch started since (it starts unpaused)
+        this.paused = false;
+        this.index.resume();
+      });
+    }
+    return this.index;
   }
 
   /** The stored-form vector of a pending slot (a view into the slab). */
@@ -551,25 +575,24 @@ export class HnswDense implements DenseIndex {
    */
   static load(file: string, codes: QuantizedVectors, dimension: number, metric: Metric, params: HnswParams): HnswDense {
     const h = new HnswDense(dimension, metric, params, 16);
-    h.index.readIndexSync(file, false);
+    h.index.readIndexSync(file);
     return h.adopt(codes);
   }
 
   /**
-   * {@link load} with the file read on libuv's thread pool (hnswlib-node `readIndex`): the event
+   * {@link load} with the file read on libuv's thread pool (`readIndex`): the event
    * loop stays free meanwhile (start-up reads SQLite in parallel). Returns a function that
    * completes the graph with its codes (call it only once the files are verified). @throws
    * (rejects) when hnswlib cannot read the file.
    */
   static async read(file: string, dimension: number, metric: Metric, params: HnswParams): Promise<(codes: QuantizedVectors) => HnswDense> {
     const h = new HnswDense(dimension, metric, params, 16);
-    await h.index.readIndex(file, false);
+    await h.index.readIndex(file);
     return (codes) => h.adopt(codes);
   }
 
   /** Takes `codes` and marks every label of the loaded graph live and current. */
   private adopt(codes: QuantizedVectors): HnswDense {
-    this.index.setEf(this.params.efSearch);
     (this as { codes: QuantizedVectors }).codes = codes;
     const ids = this.index.getIdsList();
     let max = -1;
@@ -616,14 +639,19 @@ export class HnswDense implements DenseIndex {
   }
   /**
    * Sequence number up to which the graph holds every write: one less than the oldest pending
-   * point's, or `current` when nothing is pending (snapshot header).
+   * point's (a running batch's included), or `current` when nothing is pending (snapshot header).
    */
   coveredSeq(current: number): number {
+    let oldest = current + 1;
+    for (const e of this.batch?.entries ?? []) if (e.seq < oldest && this.pendingVecs.get(e.label)?.seq === e.seq) oldest = e.seq;
     for (let i = this.head; i < this.queue.length; i++) {
       const e = this.queue[i];
-      if (this.pendingVecs.get(e.label)?.seq === e.seq) return e.seq - 1;
+      if (this.pendingVecs.get(e.label)?.seq === e.seq) {
+        oldest = Math.min(oldest, e.seq);
+        break;
+      }
     }
-    return current;
+    return oldest - 1;
   }
   *labels(): Generator<number> {
     const b = this.bits;
@@ -642,24 +670,30 @@ export class HnswDense implements DenseIndex {
     return stored;
   }
 
-  private insert(label: number, stored: Float32Array): void {
+  /** Grows the graph's capacity (by {@link GRAPH_GROWTH} at least) for `more` points new to it. No batch may run. */
+  private reserve(more: number): void {
+    const cap = this.index.getMaxElements();
+    const need = this.index.getCurrentCount() + more;
+    if (need > cap) this.index.resizeIndex(Math.max(need, Math.ceil(cap * GRAPH_GROWTH)));
+  }
+
+  /** The graph now holds `label`'s current vector: its state and the pending queue say so. */
+  private inserted(label: number): void {
     const st = this.state[label];
-    if (st === ABSENT) {
-      const cap = this.index.getMaxElements();
-      if (this.index.getCurrentCount() >= cap) this.index.resizeIndex(Math.ceil(cap * GRAPH_GROWTH));
-    }
-    // hnswlib-node takes a plain array and copies it: one reused array (a fresh `Array.from` of a
-    // 768-d vector costs ~19 µs of a ~500 µs insertion)
-    const point = this.point;
-    for (let i = 0; i < point.length; i++) point[i] = stored[i];
-    this.index.addPoint(point, label, false);
     if (st === STALE) this.staleCount--;
     if (st === DELETED) this.dead--;
     this.state[label] = CURRENT;
     this.releaseSlot(label);
   }
 
-  /** Adds or replaces `label` and inserts it into the graph now. */
+  private insert(label: number, stored: Float32Array): void {
+    if (this.batch) throw new Error('HNSW graph: single insertion while a batch insertion runs');
+    if (this.state[label] === ABSENT) this.reserve(1);
+    this.index.addPoint(stored, label);
+    this.inserted(label);
+  }
+
+  /** Adds or replaces `label` and inserts it into the graph now. @throws while a snapshot reads the graph or a batch runs. */
   add(label: number, v: ArrayLike<number>): void {
     if (this.saving > 0) throw new Error('HNSW graph: insertion while a snapshot reads it');
     this.insert(label, this.store(label, v));
@@ -676,12 +710,12 @@ export class HnswDense implements DenseIndex {
   }
 
   /**
-   * Inserts queued points into the graph, oldest first, until the queue is empty or
+   * Inserts queued points into the graph on this thread, oldest first, until the queue is empty or
    * `performance.now()` passes `deadline` (at least one point per call); nothing while a snapshot
-   * reads the graph ({@link saving}). Returns the number inserted.
+   * reads the graph ({@link saving}) or a batch runs ({@link idle} first). Returns the number inserted.
    */
   indexPending(deadline = Infinity): number {
-    if (this.saving > 0) return 0;
+    if (this.saving > 0 || this.batch) return 0;
     let n = 0;
     while (this.head < this.queue.length) {
       const e = this.queue[this.head++];
@@ -691,6 +725,99 @@ export class HnswDense implements DenseIndex {
       n++;
       if (performance.now() >= deadline) break;
     }
+    this.compactQueue();
+    return n;
+  }
+
+  /** True when queued points could go into the graph now: no snapshot reads it, no batch runs. */
+  get insertable(): boolean {
+    return this.saving === 0 && !this.batch && this.head < this.queue.length;
+  }
+
+  /** True while a batch insertion ({@link indexBatch}) runs. */
+  get inserting(): boolean {
+    return this.batch !== undefined;
+  }
+
+  /** Resolves once no batch insertion runs (at once when none does). */
+  async idle(): Promise<void> {
+    while (this.batch) await this.batch.done.catch(() => undefined);
+  }
+
+  /**
+   * Starts inserting the queued points, oldest first, up to `maxElements` vector elements (at
+   * least one point), on `threads` threads of the addon's own, off the event loop; undefined when
+   * nothing can start ({@link insertable} is false). The points stay pending — scanned exactly by
+   * searches, their graph hits dropped — until the returned promise settles: then each is current
+   * in the graph, unless it was written again meanwhile (the graph holds the older vector: stale,
+   * queued again) or removed (mark-deleted now). Rejects with hnswlib's error (out of memory); its
+   * points are queued again.
+   */
+  indexBatch(maxElements: number, threads: number): Promise<void> | undefined {
+    if (!this.insertable) return undefined;
+    const entries: { label: number; seq: number }[] = [];
+    let fresh = 0;
+    while (this.head < this.queue.length && (entries.length === 0 || (entries.length + 1) * this.dimension <= maxElements)) {
+      const e = this.queue[this.head++];
+      if (this.pendingVecs.get(e.label)?.seq !== e.seq) continue;
+      entries.push(e);
+      if (this.state[e.label] === ABSENT) fresh++;
+    }
+    this.compactQueue();
+    if (entries.length === 0) return undefined;
+    this.reserve(fresh);
+    const d = this.dimension;
+    const vectors = new Float32Array(entries.length * d);
+    const labels = new Uint32Array(entries.length);
+    entries.forEach((e, i) => {
+      vectors.set(this.slotView(this.pendingVecs.get(e.label)!.slot), i * d);
+      labels[i] = e.label;
+    });
+    this.paused = false;
+    const done = this.index.addPoints(vectors, labels, threads).then(
+      () => {
+        this.batch = undefined;
+        for (const e of entries) this.batchInserted(e);
+      },
+      (err: unknown) => {
+        this.batch = undefined;
+        for (const e of entries) if (this.pendingVecs.get(e.label)?.seq === e.seq) this.queue.push(e);
+        throw err;
+      },
+    );
+    this.batch = { entries, done };
+    return done;
+  }
+
+  /** Settles a point of a finished batch (see {@link indexBatch}). */
+  private batchInserted(e: { label: number; seq: number }): void {
+    const label = e.label;
+    if (this.pendingVecs.get(label)?.seq === e.seq) return this.inserted(label);
+    const st = this.state[label];
+    if (this.has(label)) {
+      // written again meanwhile: the graph holds the older vector until the newer one goes in
+      if (st === ABSENT || st === DELETED) {
+        if (st === DELETED) this.dead--;
+        this.state[label] = STALE;
+        this.staleCount++;
+      }
+      return;
+    }
+    // removed meanwhile (inserting a label hnswlib had mark-deleted also clears the mark)
+    try {
+      this.index.markDelete(label);
+    } catch {
+      /* not in the graph */
+    }
+    if (st !== DELETED) {
+      if (st === STALE) this.staleCount--;
+      this.state[label] = DELETED;
+      this.dead++;
+    }
+  }
+
+  /** Drops consumed entries from the head of the insertion queue. */
+  private compactQueue(): void {
     if (this.head >= this.queue.length) {
       this.queue = [];
       this.head = 0;
@@ -698,7 +825,6 @@ export class HnswDense implements DenseIndex {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    return n;
   }
 
   remove(label: number): void {
@@ -710,7 +836,7 @@ export class HnswDense implements DenseIndex {
     const st = this.state[label];
     if (st === CURRENT || st === STALE) {
       try {
-        this.index.markDelete(label);
+        this.graph().markDelete(label);
       } catch {
         /* already deleted in a loaded snapshot */
       }
@@ -731,7 +857,7 @@ export class HnswDense implements DenseIndex {
    */
   search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean, ef?: number): Neighbor[] {
     if (this.liveCount === 0 || k <= 0) return [];
-    const sq = storedForm(this.metric, q);
+    const sq = storedFormInto(this.metric, q, this.query);
     const graphLive = this.liveCount - this.pendingVecs.size;
     let out: Neighbor[] = [];
     if (graphLive > 0) {
@@ -741,10 +867,10 @@ export class HnswDense implements DenseIndex {
       const skipStale = !filter && this.staleCount > 0 && this.staleCount <= 64;
       const kk = Math.min(k, graphLive) + (skipStale ? this.staleCount : 0);
       const want = Math.max(this.params.efSearch, ef ?? 0, kk);
-      if (this.index.getEf() !== want) this.index.setEf(want);
       const accept = filter ? (l: number) => state[l] === CURRENT && filter(l) : this.staleCount > 64 ? (l: number) => state[l] === CURRENT : undefined;
+      const graph = this.graph();
       const t0 = performance.now();
-      const r = this.index.searchKnn(sq, Math.min(kk, this.index.getCurrentCount()), accept);
+      const r = graph.searchKnn(sq, Math.min(kk, graph.getCurrentCount()), want, accept);
       if (!accept) {
         const c = this.costs;
         c.hnswNs += 0.05 * (clampSample(((performance.now() - t0) * 1e6) / (want * this.dimension), c.hnswNs) - c.hnswNs);
@@ -920,6 +1046,17 @@ export class QuantizedDense implements DenseIndex {
   indexPending(_deadline = Infinity): number {
     return 0;
   }
+
+  /** Always false: nothing to insert (same interface as {@link HnswDense}). */
+  readonly insertable = false;
+
+  /** Nothing to insert: undefined (same interface as {@link HnswDense}). */
+  indexBatch(_maxElements: number, _threads: number): Promise<void> | undefined {
+    return undefined;
+  }
+
+  /** Resolves at once: no batch insertion ever runs. */
+  async idle(): Promise<void> {}
 
   remove(label: number): void {
     if (!this.has(label)) return;

@@ -232,6 +232,7 @@ export async function writeSnapshotAsync(dir: string, nsId: number, generation: 
   let committed = false;
   try {
     if (!int8) {
+      if (graph.inserting) await graph.idle(); // a running batch insertion ends first (the file is one consistent graph)
       graph.saving++;
       try {
         await graph.index.writeIndex(tmp);
