@@ -453,6 +453,14 @@ function clampSample(sample: number, mean: number): number {
  */
 export const GRAPH_GROWTH = 1.25;
 
+/** `performance.now()` of the last {@link HnswDense.search} in this process. */
+let lastGraphSearch = -Infinity;
+
+/** True when some HNSW graph of this process was searched within the last `ms` milliseconds. */
+export function graphSearchedWithin(ms: number): boolean {
+  return performance.now() - lastGraphSearch < ms;
+}
+
 /** Graph state of a label: absent, current, stale (an older vector; re-inserted later), deleted. */
 const ABSENT = 0;
 const CURRENT = 1;
@@ -509,7 +517,7 @@ export class HnswDense implements DenseIndex {
   saving = 0;
   /** The running batch insertion ({@link indexBatch}): its points (queue entries) and its promise. */
   private batch: { entries: { label: number; seq: number }[]; done: Promise<void> } | undefined;
-  /** The batch's threads are paused until the end of this event-loop turn ({@link graph}). */
+  /** The batch's threads are paused until the JavaScript running now ends ({@link graph}). */
   private paused = false;
 
   constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024) {
@@ -524,14 +532,16 @@ export class HnswDense implements DenseIndex {
 
   /**
    * The graph, ready for a read or a single-point change on this thread: when a batch insertion
-   * runs, its threads are paused (after the insertions under way end) until this event-loop turn
-   * is over, so every use within one turn shares one pause.
+   * runs, its threads are paused (after the insertions under way end) until the JavaScript running
+   * now returns to the event loop (a microtask resumes them), so every use within one synchronous
+   * run — a query, the deletes of one request — shares one pause, and the threads insert again
+   * while the event loop waits for I/O or runs anything else.
    */
   private graph(): HnswGraph {
     if (this.batch && !this.paused) {
       this.index.pause();
       this.paused = true;
-      setImmediate(() => {
+      queueMicrotask(() => {
         if (!this.paused) return; // a new batch started since (it starts unpaused)
         this.paused = false;
         this.index.resume();
@@ -856,6 +866,7 @@ export class HnswDense implements DenseIndex {
    * float32 stored-form distances in both cases.
    */
   search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean, ef?: number): Neighbor[] {
+    lastGraphSearch = performance.now();
     if (this.liveCount === 0 || k <= 0) return [];
     const sq = storedFormInto(this.metric, q, this.query);
     const graphLive = this.liveCount - this.pendingVecs.size;

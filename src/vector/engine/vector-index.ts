@@ -34,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
-import { HnswDense, QuantizedDense, type NamespaceDense } from './dense.js';
+import { graphSearchedWithin, HnswDense, QuantizedDense, type NamespaceDense } from './dense.js';
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
 import { hnswlibBuild } from './hnswlib.js';
 import { isDiskFull } from '../../disk-full.js';
@@ -54,11 +54,17 @@ export const SNAPSHOT_EVERY = 50_000;
 /** Longest graph-rebuild (and metadata-parse) slice between two turns of the event loop (ms). */
 export const INDEX_SLICE_MS = 2;
 /**
- * Threads a batch insertion runs on: one per core, at most 8. hnswlib's insertions scale with
- * them (20k × 768 in-process on this 2-core machine: 1.9× one thread's rate on two); searches
- * pause them (dense.ts), so queries keep their latency while a batch runs.
+ * Threads a batch insertion runs on: one per core, at most 8 — one less (at least one) while
+ * queries arrive (a graph was searched within {@link QUERIES_RECENT_MS}), so the event loop keeps
+ * a core to itself. hnswlib's insertions scale with the threads (10k × 768 in-process on this
+ * 2-core machine: 1.9× one thread's rate on two); searches pause them (dense.ts `graph`). On this
+ * 2-core machine, 20k × 768 with batches of 100 upserted while one client queries, the query p99
+ * was 4.6–6.1× idle with two threads during queries and 2.4–2.8× with one
+ * (`docs/readme/vector-bench.md`).
  */
 export const INSERT_THREADS = Math.min(8, Math.max(1, os.availableParallelism()));
+/** Queries this recent (ms) leave a core to the event loop ({@link INSERT_THREADS}). */
+export const QUERIES_RECENT_MS = 100;
 /**
  * Most queued vector elements (pending points × dimension) before writes wait for the indexer:
  * 256k elements = 2,048 vectors at 128-d, 341 at 768-d; an exact scan of that many costs about
@@ -387,9 +393,11 @@ export class VectorIndex {
       return;
     }
     this.yielded = false;
+    // while queries arrive, one core is left to the event loop
+    const threads = graphSearchedWithin(QUERIES_RECENT_MS) ? Math.max(1, INSERT_THREADS - 1) : INSERT_THREADS;
     for (const ns of this.namespaces.values()) {
       const dense = ns.dense;
-      dense?.indexBatch(BATCH_ELEMENTS, INSERT_THREADS)?.then(
+      dense?.indexBatch(BATCH_ELEMENTS, threads)?.then(
         () => this.scheduleIndexing(),
         (err: unknown) => {
           this.logger.error({ err, index: this.def.name, namespace: ns.name }, 'vector graph insertion failed');
