@@ -43,8 +43,12 @@ export function inspectorUrl(stderr: Readable, forward: (text: string) => void, 
   });
 }
 
+/** Wait between the forced GCs and the sample (ms): svc's `malloc_trim` after a major GC runs meanwhile. */
+const AFTER_GC_MS = 500;
+
 /**
- * Forces `rounds` full GCs in the child at `wsUrl` and returns its `process.memoryUsage()`.
+ * Forces `rounds` full GCs in the child at `wsUrl` and returns its `process.memoryUsage()`
+ * {@link AFTER_GC_MS} later.
  * @throws Error when the inspector cannot be reached or answers an error (10 s timeout).
  */
 export async function memoryAfterGc(wsUrl: string, rounds = 2): Promise<ChildMemory> {
@@ -75,6 +79,9 @@ export async function memoryAfterGc(wsUrl: string, rounds = 2): Promise<ChildMem
     });
   try {
     for (let i = 0; i < rounds; i++) await call('HeapProfiler.collectGarbage');
+    // svc hands what a major GC after a write burst freed back to the kernel (malloc_trim on the
+    // thread pool, vector/index.ts): sample once it has
+    await new Promise((r) => setTimeout(r, AFTER_GC_MS));
     const r = await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
     return JSON.parse(r.result.value) as ChildMemory;
   } finally {

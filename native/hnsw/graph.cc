@@ -68,8 +68,9 @@ class Graph;
 // Inserts a batch on `threads` threads of its own (run from a libuv pool thread, which only waits).
 class InsertWorker : public Napi::AsyncWorker {
  public:
-  InsertWorker(Napi::Env env, Graph* graph, std::vector<float>&& data, std::vector<uint32_t>&& labels, int threads)
-      : Napi::AsyncWorker(env), graph_(graph), data_(std::move(data)), labels_(std::move(labels)), threads_(threads),
+  // data and labels: the graph's batch buffers (one batch at a time, so nothing else touches them)
+  InsertWorker(Napi::Env env, Graph* graph, const std::vector<float>& data, const std::vector<uint32_t>& labels, int threads)
+      : Napi::AsyncWorker(env), graph_(graph), data_(data), labels_(labels), threads_(threads),
         deferred_(Napi::Promise::Deferred::New(env)) {}
   void Hold(Napi::Object self) { self_ = Napi::Persistent(self); }
   Napi::Promise Promise() { return deferred_.Promise(); }
@@ -80,8 +81,8 @@ class InsertWorker : public Napi::AsyncWorker {
  private:
   Graph* graph_;
   Napi::ObjectReference self_;  // keeps the graph alive until the batch ends
-  std::vector<float> data_;
-  std::vector<uint32_t> labels_;
+  const std::vector<float>& data_;
+  const std::vector<uint32_t>& labels_;
   int threads_;
   Napi::Promise::Deferred deferred_;
 };
@@ -118,6 +119,7 @@ class Graph : public Napi::ObjectWrap<Graph> {
                            InstanceMethod("resizeIndex", &Graph::ResizeIndex),
                            InstanceMethod("addPoint", &Graph::AddPoint),
                            InstanceMethod("addPoints", &Graph::AddPoints),
+                           InstanceMethod("releaseBatchBuffers", &Graph::ReleaseBatchBuffers),
                            InstanceMethod("pause", &Graph::Pause),
                            InstanceMethod("resume", &Graph::Resume),
                            InstanceMethod("markDelete", &Graph::MarkDelete),
@@ -178,6 +180,10 @@ class Graph : public Napi::ObjectWrap<Graph> {
   int active_ = 0;        // insertion threads inside addPoint, guarded by mu_
   bool running_ = false;  // a batch is in flight (set on the main thread, cleared by the worker)
   bool fileJob_ = false;  // a file read or write is in flight on the pool
+  // Copies of the running batch's arguments, kept between batches: no allocation per batch (a
+  // fresh buffer per batch churns glibc's heap and leaves it fragmented after a bulk upload).
+  std::vector<float> batchData_;
+  std::vector<uint32_t> batchLabels_;
 
   Hnsw& need(Napi::Env env) {
     if (!index_) throw Napi::Error::New(env, "HNSW graph: not initialized");
@@ -277,17 +283,24 @@ class Graph : public Napi::ObjectWrap<Graph> {
     for (size_t i = 0; i < ls.ElementLength(); i++) fresh += h.label_lookup_.count(ls[i]) == 0;
     if (h.getCurrentElementCount() + fresh > h.getMaxElements()) throw Napi::RangeError::New(env, "HNSW graph: not enough capacity for the batch");
     int threads = std::max(1, static_cast<int>(info[2].As<Napi::Number>().Int32Value()));
-    std::vector<float> data(vs.Data(), vs.Data() + vs.ElementLength());
-    std::vector<uint32_t> labels(ls.Data(), ls.Data() + ls.ElementLength());
+    batchData_.assign(vs.Data(), vs.Data() + vs.ElementLength());
+    batchLabels_.assign(ls.Data(), ls.Data() + ls.ElementLength());
     {
       std::lock_guard<std::mutex> lk(mu_);
       running_ = true;
       paused_ = false;
     }
-    auto* w = new InsertWorker(env, this, std::move(data), std::move(labels), threads);
+    auto* w = new InsertWorker(env, this, batchData_, batchLabels_, threads);
     w->Hold(Value());
     w->Queue();
     return w->Promise();
+  }
+
+  // releaseBatchBuffers(): frees the copies kept for the next batch (between bursts of writes).
+  void ReleaseBatchBuffers(const Napi::CallbackInfo& info) {
+    idle(info.Env());
+    std::vector<float>().swap(batchData_);
+    std::vector<uint32_t>().swap(batchLabels_);
   }
 
   // pause(): returns once no insertion thread is inside an insertion; none starts until resume().

@@ -6,6 +6,7 @@
  */
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import http from 'node:http';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { listenRaw } from '../http/raw.js';
 import { startingGate } from '../http/starting.js';
 import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
@@ -27,7 +28,8 @@ export const SNAPSHOT_MIN_WRITES = 1000;
  * (ms), glibc's `malloc_trim` hands the memory it kept free after the burst back to the kernel: a
  * bulk upload frees tens of MB (parsed bodies, copies of vectors, the upload parse worker's and
  * the insertion threads' allocations) that glibc's arenas otherwise keep for good (measured in
- * `docs/readme/vector.md`, "Memory"). Checked every {@link TRIM_CHECK_MS}.
+ * `docs/readme/vector.md`, "Memory"). Buffers of the burst that V8 still holds are freed by its
+ * next major GC: `malloc_trim` runs once more after it. Checked every {@link TRIM_CHECK_MS}.
  */
 export const MEMORY_TRIM_QUIET_MS = 2000;
 export const TRIM_CHECK_MS = 500;
@@ -85,7 +87,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   // the port's socket: every request is answered 503 until start() has loaded the indexes
   const gate = startingGate('{"error":"svc is starting: the vector indexes are not loaded yet, retry shortly","status":503}');
   let timer: NodeJS.Timeout | undefined;
-  let trimTimer: NodeJS.Timeout | undefined;
+  let stopTrimmer: (() => void) | undefined;
   let loaded = false;
   let starting: Promise<void> | undefined;
   const load = async () => {
@@ -101,7 +103,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
       for (const i of indexes.values()) i.maintain(SNAPSHOT_MIN_WRITES);
     }, SNAPSHOT_INTERVAL_MS);
     timer.unref();
-    trimTimer = memoryTrimmer(indexes, ctx);
+    stopTrimmer = memoryTrimmer(indexes, ctx);
     gate.open((socket) => {
       server.emit('connection', socket);
       socket.resume();
@@ -117,7 +119,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
       (closing ??= (async () => {
         await starting?.catch(() => undefined);
         if (timer) clearInterval(timer);
-        if (trimTimer) clearInterval(trimTimer);
+        stopTrimmer?.();
         const accepting = gate.close();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAll();
@@ -131,11 +133,19 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   };
 }
 
-/** Calls `malloc_trim` once after each burst of writes, {@link MEMORY_TRIM_QUIET_MS} after its end. */
-function memoryTrimmer(indexes: Map<string, VectorIndex>, ctx: AreaContext): NodeJS.Timeout {
+/**
+ * Calls `malloc_trim` after each burst of writes: {@link MEMORY_TRIM_QUIET_MS} after its end, and
+ * again after the next major GC. Returns the function that stops it.
+ */
+function memoryTrimmer(indexes: Map<string, VectorIndex>, ctx: AreaContext): () => void {
   let lastSeq = -1;
   let quietSince = 0;
   let trimmed = true;
+  let trimAfterGc = false;
+  const trim = (when: string) => {
+    const rss = process.memoryUsage.rss();
+    void mallocTrim().then((released) => ctx.logger.debug({ when, released, rssBefore: rss, rssAfter: process.memoryUsage.rss() }, 'vector: free memory handed back after writes'));
+  };
   const timer = setInterval(() => {
     let seq = 0;
     let busy = false;
@@ -147,14 +157,25 @@ function memoryTrimmer(indexes: Map<string, VectorIndex>, ctx: AreaContext): Nod
       lastSeq = seq;
       quietSince = performance.now();
       trimmed = false;
+      trimAfterGc = false;
     } else if (!trimmed && performance.now() - quietSince >= MEMORY_TRIM_QUIET_MS) {
       trimmed = true;
-      const rss = process.memoryUsage.rss();
-      void mallocTrim().then((released) => ctx.logger.debug({ released, rssBefore: rss, rssAfter: process.memoryUsage.rss() }, 'vector: free memory handed back after writes'));
+      trimAfterGc = true;
+      trim('writes quiet');
     }
   }, TRIM_CHECK_MS);
   timer.unref();
-  return timer;
+  const gc = new PerformanceObserver((list) => {
+    if (!trimAfterGc) return;
+    if (!list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) return;
+    trimAfterGc = false;
+    trim('major GC after writes');
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  return () => {
+    clearInterval(timer);
+    gc.disconnect();
+  };
 }
 
 function definitions(ctx: AreaContext): IndexDefinition[] {

@@ -519,6 +519,9 @@ export class HnswDense implements DenseIndex {
   private batch: { entries: { label: number; seq: number }[]; done: Promise<void> } | undefined;
   /** The batch's threads are paused until the JavaScript running now ends ({@link graph}). */
   private paused = false;
+  /** Arguments of {@link indexBatch} (the addon copies them), kept between batches. */
+  private batchLabels = new Uint32Array(0);
+  private batchVectors = new Float32Array(0);
 
   constructor(readonly dimension: number, readonly metric: Metric, readonly params: HnswParams, initial = 1024) {
     this.space = spaceOf(metric);
@@ -777,17 +780,25 @@ export class HnswDense implements DenseIndex {
     if (entries.length === 0) return undefined;
     this.reserve(fresh);
     const d = this.dimension;
-    const vectors = new Float32Array(entries.length * d);
-    const labels = new Uint32Array(entries.length);
+    if (this.batchLabels.length < entries.length) {
+      this.batchLabels = new Uint32Array(entries.length);
+      this.batchVectors = new Float32Array(entries.length * d);
+    }
     entries.forEach((e, i) => {
-      vectors.set(this.slotView(this.pendingVecs.get(e.label)!.slot), i * d);
-      labels[i] = e.label;
+      this.batchVectors.set(this.slotView(this.pendingVecs.get(e.label)!.slot), i * d);
+      this.batchLabels[i] = e.label;
     });
     this.paused = false;
-    const done = this.index.addPoints(vectors, labels, threads).then(
+    const done = this.index.addPoints(this.batchVectors.subarray(0, entries.length * d), this.batchLabels.subarray(0, entries.length), threads).then(
       () => {
         this.batch = undefined;
         for (const e of entries) this.batchInserted(e);
+        if (this.head >= this.queue.length) {
+          // the burst is over: no copies kept for a next batch
+          this.batchLabels = new Uint32Array(0);
+          this.batchVectors = new Float32Array(0);
+          this.index.releaseBatchBuffers();
+        }
       },
       (err: unknown) => {
         this.batch = undefined;

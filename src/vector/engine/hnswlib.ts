@@ -41,8 +41,11 @@ export interface HnswGraph {
    * Inserts (or replaces) `labels.length` points (`vectors`: labels.length × dimension, copied) on
    * `threads` threads of the addon's own; resolves when all are in. Capacity must be there for
    * every label new to the graph. Rejects with the first insertion's error (the others go in).
+   * The copies are kept for the next batch until {@link releaseBatchBuffers}.
    */
   addPoints(vectors: Float32Array, labels: Uint32Array, threads: number): Promise<void>;
+  /** Frees the copies of a batch's arguments kept for the next batch. No batch may run. */
+  releaseBatchBuffers(): void;
   /** Blocks until no insertion thread is inside an insertion (~one insertion); none starts until {@link resume}. */
   pause(): void;
   resume(): void;
