@@ -9,7 +9,7 @@ mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
 {
   echo "# Benchmarks"
   echo
-  echo "All numbers measured on this project's machine: $(nproc) cores ($cpu, Firecracker VM), $mem RAM, Linux $(uname -r | cut -d. -f1,2), Node $(node --version), on $date. Compare the ratios measured in the same run, not absolute numbers across tables or days (machines of this kind differ, and some runs shared the machine with other jobs; each report gives its load average). Each section below is the report its bench script wrote (\`npm run bench:kv\`, \`bench:queue\`, \`bench:vector\`), from \`docs/readme/\`."
+  echo "All numbers measured on this project's machine: $(nproc) cores ($cpu, Firecracker VM), $mem RAM, Linux $(uname -r | cut -d. -f1,2), on $date (each report names its Node.js version). Compare the ratios measured in the same run, not absolute numbers across tables or days (machines of this kind differ, and some runs shared the machine with other jobs; each report gives its load average). Each section below is the report its bench script wrote (\`npm run bench:kv\`, \`bench:queue\`, \`bench:vector\`), from \`docs/readme/\`."
   echo
   for f in kv-bench kv-perf queue-bench vector-bench node-bench metrics-bench; do
     echo
