@@ -3,12 +3,13 @@
 //
 // What it adds over hnswlib-node's binding:
 // - addPoints: batch insertion on several threads of its own, off the event loop, returning a
-//   Promise. hnswlib allows concurrent insertions of distinct labels but not a search (or any other
-//   read) at the same time as an insertion (hnswlib issues #29, #100, #562: searches take no
-//   locks), so every other method runs with the insertion threads paused: the caller brackets
-//   them with pause() / resume(). pause() blocks until every insertion thread has finished the
-//   point it is inserting (one insertion: ~0.1 ms at 128-d, ~0.5 ms at 768-d) and starts no new
-//   one until resume(). A method that reads the graph while a batch runs unpaused throws.
+//   Promise. hnswlib allows concurrent insertions of distinct labels but not a search (or any
+//   other read) at the same time as an insertion (searches take no locks; the maintainers'
+//   answers in the nmslib/hnswlib GitHub issues 29, 100 and 562), so every other method runs with
+//   the insertion threads paused: the caller brackets them with pause() / resume(). pause()
+//   blocks until every insertion thread has finished the point it is inserting (one insertion:
+//   ~0.1 ms at 128-d, ~0.5 ms at 768-d) and starts no new one until resume(). A method that reads
+//   the graph while a batch runs unpaused throws.
 // - Float32Array arguments and results (no per-element JavaScript numbers), and the search
 //   breadth (ef) as an argument of the search.
 // - mallocTrim(): glibc's malloc_trim(0), which hands free memory of every malloc arena back to
@@ -65,45 +66,66 @@ auto guarded(Napi::Env env, F f) -> decltype(f()) {
 
 class Graph;
 
-// Inserts a batch on `threads` threads of its own (run from a libuv pool thread, which only waits).
-class InsertWorker : public Napi::AsyncWorker {
+// Work on a libuv pool thread whose end settles a Promise: resolved with result() (undefined
+// unless overridden), rejected with the error Execute() set. `self`, when given, keeps that
+// JavaScript object (the graph the work uses) alive until the end.
+class PromiseWorker : public Napi::AsyncWorker {
  public:
-  // data and labels: the graph's batch buffers (one batch at a time, so nothing else touches them)
-  InsertWorker(Napi::Env env, Graph* graph, const std::vector<float>& data, const std::vector<uint32_t>& labels, int threads)
-      : Napi::AsyncWorker(env), graph_(graph), data_(data), labels_(labels), threads_(threads),
-        deferred_(Napi::Promise::Deferred::New(env)) {}
-  void Hold(Napi::Object self) { self_ = Napi::Persistent(self); }
-  Napi::Promise Promise() { return deferred_.Promise(); }
-  void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error& e) override;
+  PromiseWorker(Napi::Env env, Napi::Object self) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {
+    if (!self.IsEmpty()) self_ = Napi::Persistent(self);
+  }
+  // Queues the work and returns its Promise.
+  Napi::Promise Start() {
+    Queue();
+    return deferred_.Promise();
+  }
+
+ protected:
+  virtual Napi::Value result() { return Env().Undefined(); }
+  virtual void finished() {}  // on the main thread, before the Promise settles
 
  private:
-  Graph* graph_;
-  Napi::ObjectReference self_;  // keeps the graph alive until the batch ends
-  const std::vector<float>& data_;
-  const std::vector<uint32_t>& labels_;
-  int threads_;
+  void OnOK() override {
+    finished();
+    deferred_.Resolve(result());
+  }
+  void OnError(const Napi::Error& e) override {
+    finished();
+    deferred_.Reject(e.Value());
+  }
+  Napi::ObjectReference self_;
   Napi::Promise::Deferred deferred_;
 };
 
-// Runs a graph file read or write on a libuv pool thread.
-class FileWorker : public Napi::AsyncWorker {
+// Inserts a batch on `threads` threads of its own (the pool thread only waits for them).
+class InsertWorker : public PromiseWorker {
  public:
-  FileWorker(Napi::Env env, Graph* graph, std::string path, bool write)
-      : Napi::AsyncWorker(env), graph_(graph), path_(std::move(path)), write_(write), deferred_(Napi::Promise::Deferred::New(env)) {}
-  void Hold(Napi::Object self) { self_ = Napi::Persistent(self); }
-  Napi::Promise Promise() { return deferred_.Promise(); }
+  // data and labels: the graph's batch buffers (one batch at a time, so nothing else touches them)
+  InsertWorker(Napi::Env env, Napi::Object self, Graph* graph, const std::vector<float>& data, const std::vector<uint32_t>& labels, int threads)
+      : PromiseWorker(env, self), graph_(graph), data_(data), labels_(labels), threads_(threads) {}
   void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error& e) override;
 
  private:
   Graph* graph_;
-  Napi::ObjectReference self_;  // keeps the graph alive until the file job ends
+  const std::vector<float>& data_;
+  const std::vector<uint32_t>& labels_;
+  int threads_;
+};
+
+// Reads or writes a graph file.
+class FileWorker : public PromiseWorker {
+ public:
+  FileWorker(Napi::Env env, Napi::Object self, Graph* graph, std::string path, bool write)
+      : PromiseWorker(env, self), graph_(graph), path_(std::move(path)), write_(write) {}
+  void Execute() override;
+
+ protected:
+  void finished() override;
+
+ private:
+  Graph* graph_;
   std::string path_;
   bool write_;
-  Napi::Promise::Deferred deferred_;
 };
 
 class Graph : public Napi::ObjectWrap<Graph> {
@@ -245,10 +267,7 @@ class Graph : public Napi::ObjectWrap<Graph> {
     idle(env);
     if (write) need(env);
     fileJob_ = true;
-    auto* w = new FileWorker(env, this, info[0].As<Napi::String>().Utf8Value(), write);
-    w->Hold(Value());
-    w->Queue();
-    return w->Promise();
+    return (new FileWorker(env, Value(), this, info[0].As<Napi::String>().Utf8Value(), write))->Start();
   }
 
   void ResizeIndex(const Napi::CallbackInfo& info) {
@@ -290,10 +309,7 @@ class Graph : public Napi::ObjectWrap<Graph> {
       running_ = true;
       paused_ = false;
     }
-    auto* w = new InsertWorker(env, this, batchData_, batchLabels_, threads);
-    w->Hold(Value());
-    w->Queue();
-    return w->Promise();
+    return (new InsertWorker(env, Value(), this, batchData_, batchLabels_, threads))->Start();
   }
 
   // releaseBatchBuffers(): frees the copies kept for the next batch (between bursts of writes).
@@ -414,8 +430,6 @@ void InsertWorker::Execute() {
   graph_->batchDone();
   if (!err.empty()) SetError(err);
 }
-void InsertWorker::OnOK() { deferred_.Resolve(Env().Undefined()); }
-void InsertWorker::OnError(const Napi::Error& e) { deferred_.Reject(e.Value()); }
 
 void FileWorker::Execute() {
   try {
@@ -427,36 +441,27 @@ void FileWorker::Execute() {
     SetError(e.what());
   }
 }
-void FileWorker::OnOK() {
-  graph_->endFileJob();
-  deferred_.Resolve(Env().Undefined());
-}
-void FileWorker::OnError(const Napi::Error& e) {
-  graph_->endFileJob();
-  deferred_.Reject(e.Value());
-}
+void FileWorker::finished() { graph_->endFileJob(); }
 
 // malloc_trim(0) on a libuv pool thread (it walks every arena, taking each one's lock in turn).
-class TrimWorker : public Napi::AsyncWorker {
+class TrimWorker : public PromiseWorker {
  public:
-  explicit TrimWorker(Napi::Env env) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {}
-  Napi::Promise Promise() { return deferred_.Promise(); }
+  explicit TrimWorker(Napi::Env env) : PromiseWorker(env, Napi::Object()) {}
   void Execute() override {
 #if defined(__GLIBC__)
     released_ = malloc_trim(0) != 0;
 #endif
   }
-  void OnOK() override { deferred_.Resolve(Napi::Boolean::New(Env(), released_)); }
+
+ protected:
+  Napi::Value result() override { return Napi::Boolean::New(Env(), released_); }
 
  private:
   bool released_ = false;
-  Napi::Promise::Deferred deferred_;
 };
 
 Napi::Value MallocTrim(const Napi::CallbackInfo& info) {
-  auto* w = new TrimWorker(info.Env());
-  w->Queue();
-  return w->Promise();
+  return (new TrimWorker(info.Env()))->Start();
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {

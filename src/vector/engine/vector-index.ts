@@ -59,8 +59,8 @@ export const INDEX_SLICE_MS = 2;
  * a core to itself. hnswlib's insertions scale with the threads (10k × 768 in-process on this
  * 2-core machine: 1.9× one thread's rate on two); searches pause them (dense.ts `graph`). On this
  * 2-core machine, 20k × 768 with batches of 100 upserted while one client queries, the query p99
- * was 4.6–6.1× idle with two threads during queries and 2.4–2.8× with one
- * (`docs/readme/vector-bench.md`).
+ * was 16.4–20.0 ms with two threads during queries and 8.3–10.0 ms with one (idle: 1.8–4.4 ms;
+ * insertion slices on the event loop, before: 10.4–10.6 ms; `docs/readme/vector-bench.md`).
  */
 export const INSERT_THREADS = Math.min(8, Math.max(1, os.availableParallelism()));
 /** Queries this recent (ms) leave a core to the event loop ({@link INSERT_THREADS}). */
