@@ -93,9 +93,14 @@ every request on one thread, so one index's QPS is bounded by that thread.
   (300k×128 in process, with one thread or batches on two alike), the 8-bit codes add 0.21×, V8's
   heap ~0.12×. New this round: svc calls glibc's \`malloc_trim\` 2 s after writes stop and after
   the next major GC (the addon; Node has no such call): it handed back 19–22 MB and then ~10 MB
-  after a 100k×128 upload, and the threads' malloc arenas then hold nothing resident. Next: find
-  what keeps the 256 KB mappings on Node 24 (V8's page pool, or the upload parse worker's
-  isolate), and measure on Node 20 and 24 side by side (\`BENCH_AB_NODE\`). The memory-saving
+  after a 100k×128 upload, and the threads' malloc arenas then hold nothing resident. Most of
+  the 256 KB mappings belong to the upload parse worker: with every body parsed inline, the same
+  20k×768 upload ends at 225 MB RSS instead of 375 MB (46 against 193 MB of such mappings), and
+  limiting the worker's young generation to 16 MB (V8 \`maxYoungGenerationSizeMb\`) gave 272 MB —
+  but in the bench only 250 against 269 MB of growth, with the 768-d upload down from 2,169 to
+  1,625 vectors/s and p99 while writing at 11.7 ms: not kept. Next: a worker whose heap is
+  returned when it stops, or parsing the vectors without building JavaScript arrays; and Node 20
+  against 24 side by side (\`BENCH_AB_NODE\`). The memory-saving
   option is the int8 index (\`"quantization": "int8"\`: codes only, no graph; section above).
   No half-precision option: hnswlib stores float32 only. USearch's f16 and i8 graphs (rows above)
   would save memory with a graph (0.70× and 0.60× raw float32 + links at 100k×128).
