@@ -59,6 +59,7 @@ import { Graph, hnswlibBuild, type HnswGraph } from '../src/vector/engine/hnswli
 import { FlatDense, storedForm } from '../src/vector/engine/dense.js';
 import { PARSE_WORKER_IDLE_MS } from '../src/vector/http/upload-parse.js';
 import { MEMORY_TRIM_QUIET_MS, TRIM_CHECK_MS } from '../src/vector/index.js';
+import { INSERT_THREADS } from '../src/vector/engine/vector-index.js';
 import { CHECKPOINT_IDLE_MS, CHECKPOINT_INTERVAL_MS } from '../src/vector/engine/store.js';
 import { runChroma } from './peers/chroma.js';
 import { ensurePeers, runLanceDb } from './peers/lancedb.js';
@@ -330,13 +331,13 @@ async function runSet(n: number, d: number): Promise<void> {
     const packed = new Float32Array(n * d);
     stored.forEach((v, i) => packed.set(v, i * d));
     const labels = Uint32Array.from({ length: n }, (_, i) => i);
-    // the same graph built by svc's batch insertion on every core (what svc's indexer runs)
+    // the same graph built by svc's batch insertion on as many threads as svc's indexer uses
     const par = new Graph('ip', d);
     par.initIndex(n, M, EF_C, 100);
     t = performance.now();
-    await par.addPoints(packed, labels, os.availableParallelism());
+    await par.addPoints(packed, labels, INSERT_THREADS);
     const parBuild = (performance.now() - t) / 1000;
-    add(set, IN_PROCESS, `build, ${os.availableParallelism()} threads (batch insertion)`, `${fmt(parBuild, 1)} s (${fmt(n / parBuild)} vec/s)`);
+    add(set, IN_PROCESS, `build, ${INSERT_THREADS} threads (batch insertion)`, `${fmt(parBuild, 1)} s (${fmt(n / parBuild)} vec/s)`);
     h = new Graph('ip', d);
     h.initIndex(n, M, EF_C, 100);
     const rss0 = process.memoryUsage().rss;

@@ -190,9 +190,6 @@ class Graph : public Napi::ObjectWrap<Graph> {
   void endFileJob() { fileJob_ = false; }
 
  private:
-  friend class InsertWorker;
-  friend class FileWorker;
-
   size_t dim_ = 0;
   std::unique_ptr<hnswlib::SpaceInterface<float>> space_;
   std::unique_ptr<Hnsw> index_;

@@ -141,37 +141,35 @@ function memoryTrimmer(indexes: Map<string, VectorIndex>, ctx: AreaContext): () 
   let lastSeq = -1;
   let quietSince = 0;
   let trimmed = true;
-  let trimAfterGc = false;
   const trim = (when: string) => {
     const rss = process.memoryUsage.rss();
     void mallocTrim().then((released) => ctx.logger.debug({ when, released, rssBefore: rss, rssAfter: process.memoryUsage.rss() }, 'vector: free memory handed back after writes'));
   };
+  // observes GCs only between a quiet-time trim and the next major GC (nothing during writes)
+  const gc = new PerformanceObserver((list) => {
+    if (!list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) return;
+    gc.disconnect();
+    trim('major GC after writes');
+  });
   const timer = setInterval(() => {
     let seq = 0;
     let busy = false;
     for (const i of indexes.values()) {
       seq += i.seq;
-      busy ||= i.pendingCount() > 0 || i.rebuildCount() > 0;
+      busy ||= i.graphWorkLeft();
     }
     if (seq !== lastSeq || busy) {
       lastSeq = seq;
       quietSince = performance.now();
       trimmed = false;
-      trimAfterGc = false;
+      gc.disconnect();
     } else if (!trimmed && performance.now() - quietSince >= MEMORY_TRIM_QUIET_MS) {
       trimmed = true;
-      trimAfterGc = true;
       trim('writes quiet');
+      gc.observe({ entryTypes: ['gc'] });
     }
   }, TRIM_CHECK_MS);
   timer.unref();
-  const gc = new PerformanceObserver((list) => {
-    if (!trimAfterGc) return;
-    if (!list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) return;
-    trimAfterGc = false;
-    trim('major GC after writes');
-  });
-  gc.observe({ entryTypes: ['gc'] });
   return () => {
     clearInterval(timer);
     gc.disconnect();

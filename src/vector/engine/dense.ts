@@ -138,7 +138,8 @@ export const SIMD_MIN_BYTES = 1 << 20;
 /**
  * 8-bit codes of stored-form vectors, one byte per dimension plus a per-vector scale (max |x| / 127)
  * and squared norm: what exact scans over filter matches read instead of SQLite or the graph
- * (`getPoint` builds a JS array per call: ~11 µs at 128-d, ~90–165 µs at 768-d). 0.25× the memory
+ * (hnswlib-node's `getPoint`, used before svc's addon, built a JS array per call: ~11 µs at 128-d,
+ * ~90–165 µs at 768-d). 0.25× the memory
  * of float32; ranking from the codes is approximate, so callers re-rank a few more candidates than
  * they return on the original vectors (`query/execute.ts`). Each vector takes `stride` bytes (the
  * dimension rounded up to 16, zero-padded) so the SIMD kernel reads whole 16-byte lanes. Grows by

@@ -89,7 +89,7 @@ function cpuFlags(): Set<string> {
 }
 
 /** Directory of the builds (`node_modules/.cache/svc-hnswlib`, next to hnswlib-node, whose hnswlib headers they compile). */
-export function hnswlibBuildDir(): string {
+function hnswlibBuildDir(): string {
   return path.join(path.dirname(path.dirname(require.resolve('hnswlib-node/package.json'))), '.cache/svc-hnswlib');
 }
 

@@ -366,7 +366,12 @@ export class VectorIndex {
 
   /** Resolves once no point waits for graph insertion and no rebuild runs (polls every 10 ms; tests and benches). */
   async whenIndexed(): Promise<void> {
-    while ((this.pendingCount() > 0 || this.rebuildCount() > 0) && !this.closed) await new Promise((r) => setTimeout(r, 10));
+    while (this.graphWorkLeft() && !this.closed) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** True while some point waits for graph insertion or some graph rebuild runs. */
+  graphWorkLeft(): boolean {
+    return this.pendingCount() > 0 || this.rebuildCount() > 0;
   }
 
   private scheduleIndexing(): void {
