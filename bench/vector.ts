@@ -244,16 +244,23 @@ async function stopSvc(svc: { child: ChildProcess }, signal: NodeJS.Signals): Pr
   await gone;
 }
 
+/** Delay (ms) after which V8 frees the pooled heap pages of a stopped worker (settledMemory). */
+const V8_PAGE_POOL_RELEASE_MS = 8000;
+
 /**
  * Memory after a forced full GC, sampled once svc's upload parse worker has stopped (it stops
  * {@link PARSE_WORKER_IDLE_MS} after its last body; until then its own heap holds the parsed
  * bodies' garbage, which the inspector's GC of the main thread does not collect) and so has the
  * WAL checkpoint worker (~9 MB, alive while writes arrive: it stops {@link CHECKPOINT_IDLE_MS}
  * after the checkpoint {@link CHECKPOINT_INTERVAL_MS} after the last commit), and after svc's
- * `malloc_trim` once writes are quiet ({@link MEMORY_TRIM_QUIET_MS}).
+ * `malloc_trim` once writes are quiet ({@link MEMORY_TRIM_QUIET_MS}). A stopped worker's heap
+ * pages are not unmapped at once: V8 (13.x, Node 24) moves them to a page pool shared by all
+ * isolates of the process and frees what is left of them {@link V8_PAGE_POOL_RELEASE_MS} later
+ * (a delayed task on the main isolate, V8's `src/heap/page-pool.cc`), so the sample waits for that too.
  */
 async function settledMemory(inspector: string): Promise<ChildMemory> {
-  await new Promise((r) => setTimeout(r, Math.max(PARSE_WORKER_IDLE_MS, CHECKPOINT_INTERVAL_MS + CHECKPOINT_IDLE_MS, MEMORY_TRIM_QUIET_MS + 2 * TRIM_CHECK_MS) + 500));
+  const workersStopped = Math.max(PARSE_WORKER_IDLE_MS, CHECKPOINT_INTERVAL_MS + CHECKPOINT_IDLE_MS);
+  await new Promise((r) => setTimeout(r, Math.max(workersStopped + V8_PAGE_POOL_RELEASE_MS, MEMORY_TRIM_QUIET_MS + 2 * TRIM_CHECK_MS) + 500));
   return memoryAfterGc(inspector);
 }
 
