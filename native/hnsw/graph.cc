@@ -21,6 +21,7 @@
 
 #include <napi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -146,6 +147,7 @@ class Graph : public Napi::ObjectWrap<Graph> {
                            InstanceMethod("resume", &Graph::Resume),
                            InstanceMethod("markDelete", &Graph::MarkDelete),
                            InstanceMethod("searchKnn", &Graph::SearchKnn),
+                           InstanceMethod("exactKnn", &Graph::ExactKnn),
                            InstanceMethod("getIdsList", &Graph::GetIdsList),
                            InstanceMethod("getPoint", &Graph::GetPoint),
                            InstanceMethod("getMaxElements", &Graph::GetMaxElements),
@@ -357,6 +359,59 @@ class Graph : public Napi::ObjectWrap<Graph> {
       neighbors[i] = static_cast<uint32_t>(r.top().second);
       distances[i] = r.top().first;
       r.pop();
+    }
+    auto out = Napi::Object::New(env);
+    out.Set("neighbors", neighbors);
+    out.Set("distances", distances);
+    return out;
+  }
+
+  // exactKnn(query: Float32Array, labels: Int32Array, count, k, current: Uint8Array): the k nearest
+  // of labels[0..count) by exact distance to the vectors the graph holds (the same distance
+  // function as searchKnn), skipping a label whose current[label] is not 1, that the graph does not
+  // hold, or that is mark-deleted. { neighbors: Uint32Array, distances: Float32Array }, nearest first.
+  Napi::Value ExactKnn(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    exclusive(env);
+    Hnsw& h = need(env);
+    const float* q = vectorArg(env, info[0]);
+    if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      throw Napi::TypeError::New(env, "labels must be an Int32Array");
+    if (!info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+      throw Napi::TypeError::New(env, "current must be a Uint8Array");
+    auto labels = info[1].As<Napi::Int32Array>();
+    size_t count = std::min<size_t>(info[2].As<Napi::Number>().Uint32Value(), labels.ElementLength());
+    size_t k = info[3].As<Napi::Number>().Uint32Value();
+    auto current = info[4].As<Napi::Uint8Array>();
+    const int32_t* ls = labels.Data();
+    const uint8_t* cur = current.Data();
+    const size_t curLen = current.ElementLength();
+    std::vector<std::pair<float, uint32_t>> top;  // max-heap on the distance, at most k
+    top.reserve(k + 1);
+    if (k > 0) {
+      std::lock_guard<std::mutex> lock(h.label_lookup_lock);
+      for (size_t i = 0; i < count; i++) {
+        int32_t l = ls[i];
+        if (l < 0 || static_cast<size_t>(l) >= curLen || cur[l] != 1) continue;
+        auto it = h.label_lookup_.find(static_cast<hnswlib::labeltype>(l));
+        if (it == h.label_lookup_.end() || h.isMarkedDeleted(it->second)) continue;
+        float d = h.fstdistfunc_(q, h.getDataByInternalId(it->second), h.dist_func_param_);
+        if (top.size() < k) {
+          top.emplace_back(d, static_cast<uint32_t>(l));
+          std::push_heap(top.begin(), top.end());
+        } else if (d < top.front().first) {
+          std::pop_heap(top.begin(), top.end());
+          top.back() = {d, static_cast<uint32_t>(l)};
+          std::push_heap(top.begin(), top.end());
+        }
+      }
+    }
+    std::sort_heap(top.begin(), top.end());
+    auto neighbors = Napi::Uint32Array::New(env, top.size());
+    auto distances = Napi::Float32Array::New(env, top.size());
+    for (size_t i = 0; i < top.size(); i++) {
+      neighbors[i] = top[i].second;
+      distances[i] = top[i].first;
     }
     auto out = Napi::Object::New(env);
     out.Set("neighbors", neighbors);

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine/vector-index.js';
 import { shortestFloat32 } from '../../src/vector/engine/float32.js';
-import { GRAPH_GROWTH, HnswDense } from '../../src/vector/engine/dense.js';
+import { FlatDense, GRAPH_GROWTH, HnswDense } from '../../src/vector/engine/dense.js';
 import { createLogger } from '../../src/logger.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/http/resumable.js';
@@ -244,6 +244,41 @@ test('a full HNSW graph grows by GRAPH_GROWTH, not by doubling (hnswlib touches 
   assert.ok(cap >= n && cap <= Math.ceil(n * GRAPH_GROWTH) + 1, `capacity ${cap} for ${n} points`);
   assert.equal(g.size, n);
   assert.equal(g.search(randomVectors(1, 8, 3)[0], 1)[0].label, 0, 'still finds a point it holds');
+});
+
+test('the exact scan of an HNSW namespace ranks like brute force: graph points, queued points, pending updates, removals', () => {
+  for (const metric of ['COSINE', 'EUCLIDEAN'] as const) {
+    const d = 24;
+    const n = 4000;
+    const vs = randomVectors(n, d, 31);
+    const h = new HnswDense(d, metric, { m: 8, efConstruction: 20, efSearch: 16 }, n);
+    const f = new FlatDense(d, metric, n);
+    // 3,000 in the graph, 1,000 still queued; then 300 graph points updated (queued, the graph
+    // holding their old vector) and 200 removed (100 from the graph, 100 queued)
+    vs.forEach((v, i) => {
+      h.enqueue(i, v, i + 1);
+      f.add(i, v);
+      if (i === 2999) h.indexPending();
+    });
+    const moved = randomVectors(300, d, 33);
+    for (let j = 0; j < 300; j++) {
+      h.enqueue(j * 7, moved[j], n + j + 1);
+      f.add(j * 7, moved[j]);
+    }
+    for (let j = 0; j < 200; j++) {
+      const label = j < 100 ? 1 + j * 11 : 3001 + j;
+      h.remove(label);
+      f.remove(label);
+    }
+    assert.ok(h.pending >= 1100, `pending ${h.pending}`);
+    for (const query of randomVectors(10, d, 32)) {
+      const labels = h.live(Array.from({ length: n / 3 }, (_, i) => i * 3));
+      const want = f.exact(query, 10, labels);
+      const got = h.scan(query, 10, labels);
+      assert.deepEqual(got.map((x) => x.label), want.map((x) => x.label), metric);
+      got.forEach((x, i) => assert.ok(Math.abs(x.distance - want[i].distance) < 1e-5, `${metric} distance ${x.distance} vs ${want[i].distance}`));
+    }
+  }
 });
 
 test('IdIndex answers as a Map over random puts, re-puts and deletes (ids read from the label array)', () => {

@@ -4,11 +4,13 @@
  * more (upserts, deletes, updates, concurrent batches = group commit) and is killed with SIGKILL
  * while writes are in flight; phase 3 restarts on the same data dir: every acknowledged write is
  * there, the snapshot was loaded and newer records replayed, queries find replayed vectors.
- * A damaged snapshot (graph file, codes file or header changed on disk) is not loaded: start-up
- * says so in the log and rebuilds the graph from the store.
+ * A damaged snapshot (graph file or header changed on disk) is not loaded: start-up says so in the
+ * log and rebuilds the graph from the store. A snapshot of the previous format (version 3: the
+ * graph plus a file of 8-bit codes) loads as it is.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -120,9 +122,13 @@ test('a damaged snapshot is not loaded: logged, graph rebuilt from the store, an
     for (let i = 0; i < 64; i++) b[(b.length >> 1) + i] ^= 0x5a;
     fs.writeFileSync(file, b);
   };
-  /** Restarts on the damaged snapshot: the log names it, every record is found by its own vector. */
+  /**
+   * Restarts on the snapshot: the log names a damaged one, or says nothing of it (loaded, not
+   * rebuilt); every record is found by its own vector.
+   */
   const restartAndCheck = async (what: string, damaged: boolean) => {
-    const s = await serve(own.dir);
+    const s = await serveVectorChild(own.dir, { SVC_LOG_LEVEL: 'info' });
+    children.push(s.child);
     const index = client(s.url, own.dir);
     assert.equal((await index.info()).vectorCount, vecs.length);
     for (const i of [0, 1, 777, 1500, 1999]) {
@@ -132,6 +138,7 @@ test('a damaged snapshot is not loaded: logged, graph rebuilt from the store, an
     }
     const said = /vector snapshot damaged/.test(s.log());
     assert.equal(said, damaged, `${what}: log ${s.log()}`);
+    if (!damaged) assert.doesNotMatch(s.log(), /snapshot not usable/, what);
     s.child.kill('SIGTERM');
     await exited(s.child);
   };
@@ -143,16 +150,21 @@ test('a damaged snapshot is not loaded: logged, graph rebuilt from the store, an
     await exited(s.child);
     let h = header();
     assert.match(h.hnswSha256, /^[0-9a-f]{64}$/);
-    assert.match(h.codesSha256, /^[0-9a-f]{64}$/);
+    assert.equal(h.version, 4);
+    assert.deepEqual(fs.readdirSync(snapDir).sort(), [h.file, 'ns-1.json'], 'a graph file and its header, no codes file');
 
     flip(path.join(snapDir, h.file));
     await restartAndCheck('graph file damaged', true);
     // the closing svc wrote a fresh, good snapshot: loaded without complaint
     await restartAndCheck('fresh snapshot', false);
 
+    // the previous format: version 3, with a codes file next to the graph (not read any more)
     h = header();
-    flip(path.join(snapDir, h.file.replace(/\.hnsw$/, '.codes')));
-    await restartAndCheck('codes file damaged', true);
+    const { sha256: _, ...fields } = h;
+    const v3 = { ...fields, version: 3, labels: vecs.length, codesBytes: 4096, codesSha256: 'ab'.repeat(32) };
+    fs.writeFileSync(path.join(snapDir, h.file.replace(/\.hnsw$/, '.codes')), Buffer.alloc(4096, 7));
+    fs.writeFileSync(path.join(snapDir, 'ns-1.json'), JSON.stringify({ ...v3, sha256: createHash('sha256').update(JSON.stringify(v3)).digest('hex') }));
+    await restartAndCheck('version-3 snapshot', false);
 
     // a header still valid JSON with one value changed (a later seq would skip replaying records)
     h = header();

@@ -1,6 +1,7 @@
 /**
  * Dense nearest-neighbour indexes behind one interface: {@link HnswDense}
- * (hnswlib through svc's addon, approximate) and {@link FlatDense} (brute force, exact; the recall oracle).
+ * (hnswlib through svc's addon, approximate), {@link QuantizedDense} (8-bit codes, scanned) and
+ * {@link FlatDense} (brute force, exact; the recall oracle).
  *
  * Labels are the records' range positions (integers). Vectors are kept in "stored form": unit
  * length for COSINE (so COSINE is inner product on normalized vectors), as
@@ -137,10 +138,8 @@ export const SIMD_MIN_BYTES = 1 << 20;
 
 /**
  * 8-bit codes of stored-form vectors, one byte per dimension plus a per-vector scale (max |x| / 127)
- * and squared norm: what exact scans over filter matches read instead of SQLite or the graph
- * (hnswlib-node's `getPoint`, used before svc's addon, built a JS array per call: ~11 µs at 128-d,
- * ~90–165 µs at 768-d). 0.25× the memory
- * of float32; ranking from the codes is approximate, so callers re-rank a few more candidates than
+ * and squared norm: the vectors of an index without a graph ({@link QuantizedDense}, `"quantization":
+ * "int8"`), 0.25× the memory of float32; ranking from the codes is approximate, so callers re-rank a few more candidates than
  * they return on the original vectors (`query/execute.ts`). Each vector takes `stride` bytes (the
  * dimension rounded up to 16, zero-padded) so the SIMD kernel reads whole 16-byte lanes. Grows by
  * doubling with the largest label. With the SIMD kernel, codes, scales and norms all live in its
@@ -333,20 +332,21 @@ export class QuantizedVectors {
 
 /**
  * Measured costs of the dense search paths (exponentially weighted means, updated by every
- * search): nanoseconds per (candidate × dimension) of an exact scan over codes — in JavaScript
- * (`scanNs`) or on the SIMD kernel (`simdScanNs`, large namespaces) — and per (ef × dimension) of
- * an HNSW search. Filtered queries pick the cheaper path from these (namespace.ts, via
- * {@link HnswDense.scanCost}); the start values are this 2-core machine's at 128-d.
+ * search): nanoseconds per (candidate × dimension) of an exact scan — over 8-bit codes in
+ * JavaScript (`scanNs`) or on the SIMD kernel (`simdScanNs`, large namespaces), or over the
+ * graph's own float32 vectors in the addon (`graphScanNs`) — and per (ef × dimension) of an HNSW
+ * search (`hnswNs`). Filtered queries pick the cheaper path from these (namespace.ts, via
+ * `scanCost`); the start values are this 2-core machine's at 128-d.
  */
 export interface SearchCosts {
   scanNs: number;
   simdScanNs: number;
+  graphScanNs: number;
   hnswNs: number;
 }
 
 /**
- * The exact scan over 8-bit codes shared by {@link HnswDense} and {@link QuantizedDense}, with its
- * buffers. Large lists take two passes of {@link QuantizedVectors.select} (the SIMD kernel for large
+ * The exact scan over the 8-bit codes of a {@link QuantizedDense}, with its buffers. Large lists take two passes of {@link QuantizedVectors.select} (the SIMD kernel for large
  * namespaces): one over an evenly spaced sample of √(count·n) labels, whose n-th best key becomes
  * the threshold of the pass over all of them; only the few labels under it (about count·n / sample)
  * come back to JavaScript, where the best `n` are kept. A sample that is unrepresentative only lets
@@ -469,8 +469,9 @@ const STALE = 2;
 const DELETED = 3;
 
 /**
- * HNSW graph (svc's hnswlib addon, `hnswlib.ts`) plus the 8-bit codes of every live vector and a
- * queue of points not yet inserted ("pending"). {@link add} inserts at once; {@link enqueue} only
+ * HNSW graph (svc's hnswlib addon, `hnswlib.ts`) plus a queue of points not yet inserted
+ * ("pending"). The graph holds each inserted vector once, in float32 stored form: the exact scan
+ * of filtered queries ({@link scan}) reads them there, so no second copy is kept. {@link add} inserts at once; {@link enqueue} only
  * stores the vector, so a write can be acknowledged without paying the insertion (about 0.5 ms at
  * 768-d), and {@link indexBatch} inserts queued points later on the addon's own threads, in
  * parallel and off the event loop ({@link indexPending}: on the calling thread). Searches see
@@ -482,8 +483,7 @@ const DELETED = 3;
  */
 export class HnswDense implements DenseIndex {
   readonly index: HnswGraph;
-  readonly codes: QuantizedVectors;
-  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
+  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, graphScanNs: 0.4, hnswNs: 12 };
   private bits = new Uint8Array(1024);
   private state = new Uint8Array(1024);
   private liveCount = 0;
@@ -503,7 +503,6 @@ export class HnswDense implements DenseIndex {
   private readonly scratch: Float32Array;
   /** Query in stored form (reused). */
   private readonly query: Float32Array;
-  private readonly scanner = new CodeScanner();
   /** Bumped whenever a label becomes live or is removed (validity of {@link live} lists). */
   private epoch = 0;
   /** Insertion order of pending points (entries whose label was re-queued or removed are skipped). */
@@ -528,7 +527,6 @@ export class HnswDense implements DenseIndex {
     this.space = spaceOf(metric);
     this.index = new Graph(this.space, dimension);
     this.index.initIndex(Math.max(16, initial), params.m, params.efConstruction, 100);
-    this.codes = new QuantizedVectors(dimension, Math.max(16, initial));
     this.slab = new Float32Array(64 * dimension);
     this.scratch = new Float32Array(dimension);
     this.query = new Float32Array(dimension);
@@ -584,30 +582,28 @@ export class HnswDense implements DenseIndex {
   }
 
   /**
-   * Loads a graph written by `writeIndexSync` and the codes saved next to it (every label in the
-   * graph counts as live and current until removed or re-queued).
+   * Loads a graph written by `writeIndexSync` (every label in the graph counts as live and current
+   * until removed or re-queued).
    */
-  static load(file: string, codes: QuantizedVectors, dimension: number, metric: Metric, params: HnswParams): HnswDense {
+  static load(file: string, dimension: number, metric: Metric, params: HnswParams): HnswDense {
     const h = new HnswDense(dimension, metric, params, 16);
     h.index.readIndexSync(file);
-    return h.adopt(codes);
+    return h.adopt();
   }
 
   /**
-   * {@link load} with the file read on libuv's thread pool (`readIndex`): the event
-   * loop stays free meanwhile (start-up reads SQLite in parallel). Returns a function that
-   * completes the graph with its codes (call it only once the files are verified). @throws
-   * (rejects) when hnswlib cannot read the file.
+   * {@link load} with the file read on libuv's thread pool (`readIndex`): the event loop stays
+   * free meanwhile (start-up reads SQLite in parallel). Returns a function that completes the
+   * graph (call it only once the file is verified). @throws (rejects) when hnswlib cannot read the file.
    */
-  static async read(file: string, dimension: number, metric: Metric, params: HnswParams): Promise<(codes: QuantizedVectors) => HnswDense> {
+  static async read(file: string, dimension: number, metric: Metric, params: HnswParams): Promise<() => HnswDense> {
     const h = new HnswDense(dimension, metric, params, 16);
     await h.index.readIndex(file);
-    return (codes) => h.adopt(codes);
+    return () => h.adopt();
   }
 
-  /** Takes `codes` and marks every label of the loaded graph live and current. */
-  private adopt(codes: QuantizedVectors): HnswDense {
-    (this as { codes: QuantizedVectors }).codes = codes;
+  /** Marks every label of the loaded graph live and current. */
+  private adopt(): HnswDense {
     const ids = this.index.getIdsList();
     let max = -1;
     for (const label of ids) if (label > max) max = label;
@@ -646,11 +642,6 @@ export class HnswDense implements DenseIndex {
   get pending(): number {
     return this.pendingVecs.size;
   }
-  /** Highest label + 1 ever stored (length of the codes worth saving). */
-  get labelSpan(): number {
-    for (let i = this.bits.length - 1; i >= 0; i--) if (this.bits[i] || this.state[i]) return i + 1;
-    return 0;
-  }
   /**
    * Sequence number up to which the graph holds every write: one less than the oldest pending
    * point's (a running batch's included), or `current` when nothing is pending (snapshot header).
@@ -672,11 +663,10 @@ export class HnswDense implements DenseIndex {
     for (let i = 0; i < b.length; i++) if (b[i]) yield i;
   }
 
-  /** Marks `label` live with stored-form vector `v` (codes updated); returns `v` in stored form (scratch buffer). */
+  /** Marks `label` live with stored-form vector `v`; returns `v` in stored form (scratch buffer). */
   private store(label: number, v: ArrayLike<number>): Float32Array {
     const stored = storedFormInto(this.metric, v, this.scratch);
     this.mark(label);
-    this.codes.set(label, stored);
     if (this.state[label] === CURRENT) {
       this.state[label] = STALE;
       this.staleCount++;
@@ -906,34 +896,56 @@ export class HnswDense implements DenseIndex {
     out.sort((a, b) => a.distance - b.distance);
     if (out.length > k) out = out.slice(0, k);
     if (this.pendingVecs.size > 0) {
-      const d = this.dimension;
-      const slab = this.slab;
-      const ip = this.space === 'ip';
-      for (const [label, p] of this.pendingVecs) {
-        if (filter && !filter(label)) continue;
-        let dist = 0;
-        for (let j = 0, o = p.slot * d; j < d; j++, o++) {
-          if (ip) dist += sq[j] * slab[o];
-          else {
-            const x = sq[j] - slab[o];
-            dist += x * x;
-          }
-        }
-        if (ip) dist = 1 - dist;
-        pushBounded(out, k, label, dist);
-      }
+      for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) pushBounded(out, k, label, this.slotDistance(sq, p.slot));
     }
     return out;
   }
 
   /**
-   * The `n` best of `labels[0..count)` ranked by the 8-bit codes, nearest first; distances
-   * approximate (the exact scan of filtered queries: callers re-rank on the originals). Every
-   * label must be live ({@link live} makes such a list). Queued points are scanned on their codes
-   * like the others (codes are written at {@link enqueue}). See {@link CodeScanner}.
+   * The `n` nearest of `labels[0..count)` by exact float32 stored-form distance (as {@link search}:
+   * `ip` 1 − dot, `l2` squared Euclidean), nearest first: the exact scan of filtered queries.
+   * Every label must be live ({@link live} makes such a list). Points current in the graph are
+   * scanned by the addon on the graph's own vectors (`exactKnn`), pending ones here on their
+   * queued copies. Updates {@link SearchCosts.graphScanNs} (lists of 256 or more).
    */
   scan(q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
-    return this.scanner.scan(this.codes, this.metric, this.costs, q, n, labels, count);
+    n = Math.min(n, count);
+    if (n <= 0) return [];
+    const sq = storedFormInto(this.metric, q, this.query);
+    const t0 = performance.now();
+    const r = this.graph().exactKnn(sq, labels, count, n, this.state);
+    if (count >= 256) {
+      const c = this.costs;
+      c.graphScanNs += 0.05 * (clampSample(((performance.now() - t0) * 1e6) / (count * this.dimension), c.graphScanNs) - c.graphScanNs);
+    }
+    const out: Neighbor[] = new Array(r.neighbors.length);
+    for (let i = 0; i < out.length; i++) out[i] = { label: r.neighbors[i], distance: r.distances[i] };
+    if (this.pendingVecs.size > 0) {
+      const state = this.state;
+      for (let i = 0; i < count; i++) {
+        const label = labels[i];
+        if (state[label] === CURRENT) continue;
+        const p = this.pendingVecs.get(label);
+        if (p) pushBounded(out, n, label, this.slotDistance(sq, p.slot));
+      }
+    }
+    return out;
+  }
+
+  /** Float32 stored-form distance from `sq` to the pending vector in `slot` (as hnswlib's). */
+  private slotDistance(sq: Float32Array, slot: number): number {
+    const d = this.dimension;
+    const slab = this.slab;
+    let dist = 0;
+    if (this.space === 'ip') {
+      for (let j = 0, o = slot * d; j < d; j++, o++) dist += sq[j] * slab[o];
+      return 1 - dist;
+    }
+    for (let j = 0, o = slot * d; j < d; j++, o++) {
+      const x = sq[j] - slab[o];
+      dist += x * x;
+    }
+    return dist;
   }
 
   /**
@@ -949,7 +961,7 @@ export class HnswDense implements DenseIndex {
 
   /** Estimated cost of {@link scan} over `count` candidates (ns per dimension; see {@link SearchCosts}). */
   scanCost(count: number): number {
-    return (this.codes.simd ? this.costs.simdScanNs : this.costs.scanNs) * count;
+    return this.costs.graphScanNs * count;
   }
 }
 
@@ -966,7 +978,7 @@ export class HnswDense implements DenseIndex {
  */
 export class QuantizedDense implements DenseIndex {
   readonly codes: QuantizedVectors;
-  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, hnswNs: 12 };
+  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, graphScanNs: 0.4, hnswNs: 12 };
   private bits = new Uint8Array(16);
   private liveCount = 0;
   private readonly space: 'ip' | 'l2';

@@ -53,6 +53,12 @@ export interface HnswGraph {
   markDelete(label: number): void;
   /** The `k` nearest points (not mark-deleted, accepted by `filter`) at breadth max(ef, k), nearest first. */
   searchKnn(query: Float32Array, k: number, ef: number, filter?: (label: number) => boolean): { neighbors: Uint32Array; distances: Float32Array };
+  /**
+   * The `k` nearest of `labels[0..count)` by exact distance to the vectors the graph holds (the
+   * distance of {@link searchKnn}; no graph traversal), nearest first. Skips a label whose
+   * `current[label]` is not 1, that the graph does not hold, or that is mark-deleted.
+   */
+  exactKnn(query: Float32Array, labels: Int32Array, count: number, k: number, current: Uint8Array): { neighbors: Uint32Array; distances: Float32Array };
   /** Every label in the graph, mark-deleted ones included. */
   getIdsList(): Uint32Array;
   /** The stored vector of `label`. @throws when absent or mark-deleted. */

@@ -3,8 +3,8 @@
  * filters), the dense graph and the sparse inverted index, and the search paths: a filter is
  * evaluated over the namespace once per namespace version (cached), then the dense search picks
  * exact scan or post-filtered HNSW by measured cost ({@link NamespaceState.denseCandidates}).
- * Dense vectors are not held here (the graph holds them, with 8-bit codes for scans; SQLite holds
- * the originals); HNSW hits are scored from the graph distances by the query execution (`query/execute.ts`).
+ * Dense vectors are not held here (the graph holds them in float32, an int8 index as 8-bit codes;
+ * SQLite holds the originals); HNSW hits are scored from the graph distances by the query execution (`query/execute.ts`).
  */
 import { compileFilter, FilterSyntaxError } from '../filter/index.js';
 import { QuantizedDense, type NamespaceDense, type Neighbor } from './dense.js';
@@ -16,7 +16,8 @@ import type { Scored } from './scores.js';
 
 /**
  * Exact top-k among `labels` with their final scores, best first (provided by the read path: a
- * scan of the in-memory 8-bit codes, re-ranked on the original vectors).
+ * scan of the graph's float32 vectors, or of an int8 index's 8-bit codes re-ranked on the
+ * original vectors).
  */
 export type ExactSearch = (labels: Int32Array, k: number) => Scored[];
 /** Final score of an HNSW hit from its graph distance (see `query/execute.ts` `scoreHits`). */
@@ -193,8 +194,7 @@ export class NamespaceState {
    * Dense top `k` accepted records for `q` with final scores, best first. Unfiltered: HNSW (plus
    * the exact scan of pending points, dense.ts). Filtered, the cheaper of two paths by the graph's
    * measured costs (`SearchCosts` in dense.ts):
-   * - exact: scan the matches' 8-bit codes, re-rank the best on the original vectors (`exact`);
-   *   cost ∝ matches × dimension;
+   * - exact: scan the matches' float32 vectors in the graph (`exact`); cost ∝ matches × dimension;
    * - post-filter: an unfiltered HNSW search for `POST_FILTER_FACTOR × k / selectivity` neighbours
    *   (search breadth {@link postFilterEf}), keeping the accepted ones; cost ∝ breadth × dimension. When it yields fewer than k,
    *   once more at twice the breadth, then (matches clustered away from the query) HNSW with the

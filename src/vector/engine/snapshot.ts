@@ -1,29 +1,29 @@
 /**
- * Persisted HNSW graph snapshots. hnswlib's own
- * file has no header, so each snapshot is two files in `<dataDir>/vector/<index>.snapshots/`:
- * - `ns-<nsId>-<generation>-<seq>.hnsw`: `writeIndexSync` output, written to a temp name then renamed;
- * - `ns-<nsId>-<generation>-<seq>.codes`: the 8-bit codes of the vectors (dense.ts
- *   `QuantizedVectors`: `labels` × stride bytes — the dimension rounded up to 16, zero-padded —
- *   then `labels` float32 scales and squared norms);
+ * Persisted HNSW graph snapshots. hnswlib's own file has no header, so each snapshot is a file
+ * and a header in `<dataDir>/vector/<index>.snapshots/`:
+ * - `ns-<nsId>-<generation>-<seq>.hnsw`: `writeIndexSync` output, written to a temp name then
+ *   renamed (the graph holds the vectors too: float32, stored form);
  * - `ns-<nsId>.json`: the header `{magic, version, dimension, metric, m, efConstruction, count,
- *   seq, generation, file, bytes, labels, codesBytes, hnswSha256, codesSha256, sha256}`, written to
- *   a temp name then renamed (the commit point).
+ *   seq, generation, file, bytes, hnswSha256, sha256}`, written to a temp name then renamed (the
+ *   commit point).
  * Every file is fsynced before its rename and the directory after the renames, in the order
- * graph → codes → header, so a header on disk never names files that are not (a crash leaves the
- * previous snapshot or none). The header carries the SHA-256 of both files and of its own other
- * fields (`sha256`); a snapshot whose sums do not match (a bit flip, a torn or truncated file) is
- * not loaded — hnswlib reads its file without checks, so a damaged graph could otherwise crash the
+ * file → header, so a header on disk never names a file that is not (a crash leaves the previous
+ * snapshot or none). The header carries the SHA-256 of the file and of its own other fields
+ * (`sha256`); a snapshot whose sums do not match (a bit flip, a torn or truncated file) is not
+ * loaded — hnswlib reads its file without checks, so a damaged graph could otherwise crash the
  * process or answer wrong neighbours.
  * A snapshot covers every record write with sequence number <= `seq` (the graph's covered
- * sequence: writes still pending insertion are newer); on start the graph and codes are loaded and
- * only newer records are replayed. A header that does not match (magic, version, dimension,
- * metric, M, efConstruction, generation, size, checksums) is ignored and the graph is rebuilt from
- * SQLite.
- * An index without a graph (`"quantization": "int8"`, dense.ts `QuantizedDense`) writes the codes
- * file (`ns-<nsId>-<generation>-<seq>.int8.codes`) and the header only: `file` then names the
- * codes file, `bytes`/`hnswSha256` repeat the
- * codes', and `quantization: "int8"` in the header keeps it from being read as (or replaced by) a
+ * sequence: writes still pending insertion are newer); on start the graph is loaded and only
+ * newer records are replayed. A header that does not match (magic, version, dimension, metric, M,
+ * efConstruction, generation, size, checksums) is ignored and the graph is rebuilt from SQLite.
+ * An index without a graph (`"quantization": "int8"`, dense.ts `QuantizedDense`) writes its 8-bit
+ * codes instead (`ns-<nsId>-<generation>-<seq>.int8.codes`: dense.ts `QuantizedVectors`, `labels`
+ * × stride bytes — the dimension rounded up to 16, zero-padded — then `labels` float32 scales and
+ * squared norms); its header adds `labels`, `codesBytes` and `codesSha256` (the same as `bytes`
+ * and `hnswSha256`), and `quantization: "int8"` keeps it from being read as (or replaced by) a
  * graph snapshot after a configuration change (headers without the field are graph snapshots).
+ * Version-3 graph snapshots also saved 8-bit codes next to the graph (`.codes`); they load as
+ * version 4 ones, their codes file unread (the next snapshot removes it).
  */
 import { createHash, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
@@ -33,8 +33,13 @@ import type { Metric, Quantization } from '../definitions.js';
 import { HnswDense, QuantizedDense, QuantizedVectors, type HnswParams, type NamespaceDense } from './dense.js';
 
 export const SNAPSHOT_MAGIC = 'SVC-HNSW';
-/** 3: checksums in the header (version-2 snapshots, without them, are rebuilt once). */
-export const SNAPSHOT_VERSION = 3;
+/**
+ * 4: graph snapshots without a codes file; 3: checksums in the header (version-3 snapshots load,
+ * version-2 ones, without checksums, are rebuilt once).
+ */
+export const SNAPSHOT_VERSION = 4;
+/** Older versions that load as {@link SNAPSHOT_VERSION} (module doc). */
+const READABLE_VERSIONS = [3, SNAPSHOT_VERSION];
 
 export interface SnapshotHeader {
   magic: string;
@@ -48,24 +53,25 @@ export interface SnapshotHeader {
   generation: number;
   file: string;
   bytes: number;
-  /** Entries in the codes file. */
-  labels: number;
-  codesBytes: number;
-  /** SHA-256 (hex) of the graph file. */
+  /** SHA-256 (hex) of the file (the graph, or an int8 index's codes). */
   hnswSha256: string;
+  /** Entries in the codes file (int8 snapshots, and version-3 graph snapshots' `.codes`). */
+  labels?: number;
+  codesBytes?: number;
   /** SHA-256 (hex) of the codes file. */
-  codesSha256: string;
+  codesSha256?: string;
   /** `int8`: no graph file (a `QuantizedDense` index); absent for a graph snapshot. */
   quantization?: 'int8';
   /** SHA-256 (hex) of this header's JSON without this field (written last). */
   sha256?: string;
 }
 
+/** The codes file a version-3 graph snapshot wrote next to `graphFile` (removed with it). */
 const codesName = (graphFile: string) => graphFile.replace(/\.hnsw$/, '.codes');
 /**
  * The file a header names: the graph file, or for an int8 index its codes file — `.int8.codes`, so
- * that it never has the name of a graph snapshot's codes file at the same sequence number (which
- * replacing that snapshot removes).
+ * that it never has the name of a version-3 graph snapshot's codes file at the same sequence
+ * number (which replacing that snapshot removes).
  */
 const snapshotName = (nsId: number, generation: number, seq: number, int8: boolean) => `ns-${nsId}-${generation}-${seq}.${int8 ? 'int8.codes' : 'hnsw'}`;
 const headerPath = (dir: string, nsId: number) => path.join(dir, `ns-${nsId}.json`);
@@ -126,32 +132,32 @@ export function writeSnapshot(dir: string, nsId: number, generation: number, seq
   fs.mkdirSync(dir, { recursive: true });
   const int8 = graph instanceof QuantizedDense;
   const file = snapshotName(nsId, generation, seq, int8);
-  let hnswSha256 = '';
-  if (!int8) {
+  let sum: string;
+  let labels: number | undefined;
+  if (int8) {
+    labels = Math.min(graph.labelSpan, graph.codes.capacity);
+    sum = writeDurably(path.join(dir, file), graph.codes.serialize(labels));
+  } else {
     const tmp = path.join(dir, `${file}.tmp`);
     graph.index.writeIndexSync(tmp);
     fsyncPath(tmp);
-    hnswSha256 = fileSha256(tmp);
+    sum = fileSha256(tmp);
     fs.renameSync(tmp, path.join(dir, file));
   }
-  const labels = Math.min(graph.labelSpan, graph.codes.capacity);
-  const codesFile = codesName(file);
-  const codesSha256 = writeDurably(path.join(dir, codesFile), graph.codes.serialize(labels));
-  if (int8) hnswSha256 = codesSha256;
   fsyncPath(dir, true);
-  const header = snapshotHeader(graph, { count: graph.size, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
+  const header = snapshotHeader(graph, { count: graph.size, seq, generation, file, hnswSha256: sum }, labels, dir);
   const previous = previousFile(dir, nsId);
   writeDurably(headerPath(dir, nsId), [Buffer.from(JSON.stringify(header))]);
   fsyncPath(dir, true);
   dropPrevious(dir, previous, file);
 }
 
-/** The header of a snapshot whose files are written (sizes read from `dir`), with its own checksum. */
-function snapshotHeader(
-  graph: NamespaceDense,
-  h: Pick<SnapshotHeader, 'count' | 'seq' | 'generation' | 'file' | 'labels' | 'hnswSha256' | 'codesSha256'>,
-  dir: string,
-): SnapshotHeader {
+/**
+ * The header of a snapshot whose file is written (size read from `dir`), with its own checksum;
+ * `labels` = entries of an int8 index's codes file.
+ */
+function snapshotHeader(graph: NamespaceDense, h: Pick<SnapshotHeader, 'count' | 'seq' | 'generation' | 'file' | 'hnswSha256'>, labels: number | undefined, dir: string): SnapshotHeader {
+  const bytes = fs.statSync(path.join(dir, h.file)).size;
   const header: SnapshotHeader = {
     magic: SNAPSHOT_MAGIC,
     version: SNAPSHOT_VERSION,
@@ -163,12 +169,9 @@ function snapshotHeader(
     seq: h.seq,
     generation: h.generation,
     file: h.file,
-    bytes: fs.statSync(path.join(dir, h.file)).size,
-    labels: h.labels,
-    codesBytes: fs.statSync(path.join(dir, codesName(h.file))).size,
+    bytes,
     hnswSha256: h.hnswSha256,
-    codesSha256: h.codesSha256,
-    ...(graph instanceof QuantizedDense ? { quantization: 'int8' as const } : {}),
+    ...(graph instanceof QuantizedDense ? { labels, codesBytes: bytes, codesSha256: h.hnswSha256, quantization: 'int8' as const } : {}),
   };
   header.sha256 = sha256(JSON.stringify(header));
   return header;
@@ -207,31 +210,35 @@ async function fsyncPathAsync(p: string, directory = false): Promise<void> {
 }
 
 /**
- * {@link writeSnapshot} without holding the event loop: only the 8-bit codes are copied on the
- * main thread (a memcpy, 0.25× the float32 size); hnswlib writes the graph on libuv's thread pool
- * while `graph.saving` keeps insertions out of it (searches, queued writes and mark-deletes go on:
- * the graph points written are those inserted when the call starts, the header's `seq` says which
- * writes they cover); the graph file is hashed by a worker thread, the codes by WebCrypto, fsyncs
- * and renames run on the thread pool, in the same order as {@link writeSnapshot} (graph → codes →
- * directory → header → directory). `current()` is asked before the header is written: false (the
- * namespace was reset or dropped meanwhile) removes the new files and resolves false. The caller
- * runs at most one snapshot per namespace at a time. @throws (rejects) on I/O errors; before the
- * header's rename the previous snapshot then stays in force and the new files are removed.
+ * {@link writeSnapshot} without holding the event loop: hnswlib writes the graph on libuv's thread
+ * pool while `graph.saving` keeps insertions out of it (searches, queued writes and mark-deletes go
+ * on: the graph points written are those inserted when the call starts, the header's `seq` says
+ * which writes they cover), a worker thread hashes the file, fsyncs and renames run on the thread
+ * pool, in the same order as {@link writeSnapshot} (file → directory → header → directory). An
+ * int8 index's codes are copied on the main thread (a memcpy: queued writes change them meanwhile)
+ * and hashed by WebCrypto. `current()` is asked before the header is written: false (the namespace
+ * was reset or dropped meanwhile) removes the new file and resolves false. The caller runs at most
+ * one snapshot per namespace at a time. @throws (rejects) on I/O errors; before the header's rename
+ * the previous snapshot then stays in force and the new file is removed.
  */
 export async function writeSnapshotAsync(dir: string, nsId: number, generation: number, seq: number, graph: NamespaceDense, current: () => boolean): Promise<boolean> {
   fs.mkdirSync(dir, { recursive: true });
   const int8 = graph instanceof QuantizedDense;
   const file = snapshotName(nsId, generation, seq, int8);
-  const graphPath = path.join(dir, file);
-  const codesPath = path.join(dir, codesName(file));
-  const tmp = `${graphPath}.tmp`;
-  const labels = Math.min(graph.labelSpan, graph.codes.capacity);
-  const codes = Buffer.concat(graph.codes.serialize(labels)); // a copy: queued writes change the codes meanwhile
+  const filePath = path.join(dir, file);
+  const tmp = `${filePath}.tmp`;
   const count = graph.size;
-  const remove = () => Promise.all([tmp, graphPath, `${codesPath}.tmp`, codesPath].map((f) => fs.promises.rm(f, { force: true })));
+  const remove = () => Promise.all([tmp, filePath].map((f) => fs.promises.rm(f, { force: true })));
   let committed = false;
   try {
-    if (!int8) {
+    let sum: string;
+    let labels: number | undefined;
+    if (int8) {
+      labels = Math.min(graph.labelSpan, graph.codes.capacity);
+      const codes = Buffer.concat(graph.codes.serialize(labels));
+      sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', codes)).toString('hex');
+      await fs.promises.writeFile(tmp, codes);
+    } else {
       if (graph.inserting) await graph.idle(); // a running batch insertion ends first (the file is one consistent graph)
       graph.saving++;
       try {
@@ -240,29 +247,15 @@ export async function writeSnapshotAsync(dir: string, nsId: number, generation: 
         graph.saving--;
       }
     }
-    const [graphSha256, codesSha256] = await Promise.all([
-      (async () => {
-        if (int8) return '';
-        await fsyncPathAsync(tmp);
-        const sum = await fileSha256InWorker(tmp);
-        await fs.promises.rename(tmp, graphPath);
-        return sum;
-      })(),
-      (async () => {
-        const sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', codes)).toString('hex');
-        await fs.promises.writeFile(`${codesPath}.tmp`, codes);
-        await fsyncPathAsync(`${codesPath}.tmp`);
-        await fs.promises.rename(`${codesPath}.tmp`, codesPath);
-        return sum;
-      })(),
-    ]);
+    await fsyncPathAsync(tmp);
+    if (!int8) sum = await fileSha256InWorker(tmp);
+    await fs.promises.rename(tmp, filePath);
     await fsyncPathAsync(dir, true);
     if (!current()) {
       await remove();
       return false;
     }
-    const hnswSha256 = int8 ? codesSha256 : graphSha256;
-    const header = snapshotHeader(graph, { count, seq, generation, file, labels, hnswSha256, codesSha256 }, dir);
+    const header = snapshotHeader(graph, { count, seq, generation, file, hnswSha256: sum! }, labels, dir);
     const previous = previousFile(dir, nsId);
     const hp = headerPath(dir, nsId);
     await fs.promises.writeFile(`${hp}.tmp`, JSON.stringify(header));
@@ -308,15 +301,9 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
   const h = checked.header;
   try {
     const file = path.join(dir, h.file);
-    const codesFile = path.join(dir, codesName(h.file));
-    if (h.quantization === 'int8') return { graph: readCodes(h, fs.readFileSync(codesFile), sha256Hex, expect), header: h };
+    if (h.quantization === 'int8') return { graph: readCodes(h, fs.readFileSync(file), sha256Hex, expect), header: h };
     if (fs.statSync(file).size !== h.bytes || fileSha256(file) !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
-    const codesBuf = fs.readFileSync(codesFile);
-    if (codesBuf.byteLength !== h.codesBytes || createHash('sha256').update(codesBuf).digest('hex') !== h.codesSha256) {
-      return { rejected: 'checksum', detail: codesName(h.file) };
-    }
-    const codes = QuantizedVectors.deserialize(codesBuf, expect.dimension, h.labels);
-    return { graph: HnswDense.load(file, codes, expect.dimension, expect.metric, expect.params), header: h };
+    return { graph: HnswDense.load(file, expect.dimension, expect.metric, expect.params), header: h };
   } catch (err) {
     return { rejected: err instanceof CodesMismatch ? 'checksum' : 'unreadable', detail: (err as Error).message };
   }
@@ -324,9 +311,9 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
 
 /**
  * {@link readSnapshot} without blocking the event loop for the large parts, which run at once:
- * hnswlib reads the graph on libuv's thread pool, a worker thread hashes the graph file, the codes
- * file is read and hashed on the thread pool (WebCrypto). The graph is handed out only when both
- * checksums match; a graph hnswlib read from a file that turns out damaged is dropped unused
+ * hnswlib reads the graph on libuv's thread pool while a worker thread hashes the file (an int8
+ * index's codes file is read and hashed on the thread pool: WebCrypto). The graph is handed out
+ * only when the checksum matches; a graph hnswlib read from a file that turns out damaged is dropped unused
  * (hnswlib checks the file's layout while reading it; what a damaged file could break is a search,
  * and none runs on it). Never rejects.
  */
@@ -335,26 +322,19 @@ export async function readSnapshotAsync(dir: string, nsId: number, expect: Snaps
   if ('rejected' in checked) return checked;
   const h = checked.header;
   const file = path.join(dir, h.file);
-  const codesFile = path.join(dir, codesName(h.file));
   const settle = <T>(p: Promise<T>) => p.then((value) => ({ value }), (err: unknown) => ({ err: err as Error }));
   try {
     if (h.quantization === 'int8') {
-      const buf = await fs.promises.readFile(codesFile);
+      const buf = await fs.promises.readFile(file);
       const sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', buf)).toString('hex');
       return { graph: readCodes(h, buf, () => sum, expect), header: h };
     }
     if ((await fs.promises.stat(file)).size !== h.bytes) return { rejected: 'checksum', detail: h.file };
-    const [graphSum, codes, graph] = await Promise.all([
-      settle(fileSha256InWorker(file)),
-      settle(fs.promises.readFile(codesFile).then(async (buf) => ({ buf, sum: Buffer.from(await webcrypto.subtle.digest('SHA-256', buf)).toString('hex') }))),
-      settle(HnswDense.read(file, expect.dimension, expect.metric, expect.params)),
-    ]);
+    const [graphSum, graph] = await Promise.all([settle(fileSha256InWorker(file)), settle(HnswDense.read(file, expect.dimension, expect.metric, expect.params))]);
     if ('err' in graphSum) return { rejected: 'unreadable', detail: graphSum.err.message };
     if (graphSum.value !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
-    if ('err' in codes) return { rejected: 'unreadable', detail: codes.err.message };
-    if (codes.value.buf.byteLength !== h.codesBytes || codes.value.sum !== h.codesSha256) return { rejected: 'checksum', detail: codesName(h.file) };
     if ('err' in graph) return { rejected: 'unreadable', detail: graph.err.message };
-    return { graph: graph.value(QuantizedVectors.deserialize(codes.value.buf, expect.dimension, h.labels)), header: h };
+    return { graph: graph.value(), header: h };
   } catch (err) {
     return { rejected: err instanceof CodesMismatch ? 'checksum' : 'unreadable', detail: (err as Error).message };
   }
@@ -370,7 +350,7 @@ class CodesMismatch extends Error {}
  * @throws CodesMismatch when size or checksum differ from `h` (callers answer `checksum`).
  */
 function readCodes(h: SnapshotHeader, buf: Buffer, sum: (b: Buffer) => string, expect: SnapshotExpectation): QuantizedDense {
-  if (buf.byteLength !== h.codesBytes || sum(buf) !== h.codesSha256) throw new CodesMismatch(codesName(h.file));
+  if (buf.byteLength !== h.codesBytes || sum(buf) !== h.codesSha256 || h.labels === undefined) throw new CodesMismatch(h.file);
   return QuantizedDense.fromCodes(QuantizedVectors.deserialize(buf, expect.dimension, h.labels), h.labels, expect.metric, expect.params);
 }
 
@@ -412,7 +392,7 @@ function checkHeader(dir: string, nsId: number, expect: SnapshotExpectation): { 
   } catch {
     return { rejected: 'checksum', detail: 'header is not JSON' };
   }
-  if (h.magic !== SNAPSHOT_MAGIC || h.version !== SNAPSHOT_VERSION) return { rejected: 'stale', detail: `version ${h.version}` };
+  if (h.magic !== SNAPSHOT_MAGIC || !READABLE_VERSIONS.includes(h.version)) return { rejected: 'stale', detail: `version ${h.version}` };
   const { sha256: sum, ...rest } = h;
   if (sum !== sha256(JSON.stringify(rest))) return { rejected: 'checksum', detail: 'header' };
   if (

@@ -6,7 +6,7 @@
 import type { VectorIndex } from '../engine/vector-index.js';
 import { vectorError } from '../errors.js';
 import { blobToF32 } from '../engine/float32.js';
-import type { Neighbor } from '../engine/dense.js';
+import { HnswDense, type Neighbor } from '../engine/dense.js';
 import type { NamespaceState } from '../engine/namespace.js';
 import { denseScore, fuseDbsf, fuseRrf, byScore, norm2F32, type Scored } from '../engine/scores.js';
 import type { SparseVector } from '../engine/store.js';
@@ -84,22 +84,25 @@ function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], label
 }
 
 /**
- * Candidates re-ranked on the original vectors per exact scan: k + this. Reading them from SQLite
- * is much of the cost of a selective filtered query (~4 µs per vector in one statement: index
- * lookup by position, then the row), so few: the 8-bit ranking errs only between near-ties. On
- * clustered 128-d and 768-d data (100k vectors, filters of 0.1–50 %), every true top-10 member was
- * among the codes' best 13 (k + 2: recall@10 ≥ 0.9997, k + 4: 1.0).
+ * Candidates re-ranked on the original vectors per exact scan of 8-bit codes (an index without a
+ * graph): k + this. Reading them from SQLite is much of the cost of a selective filtered query
+ * (~4 µs per vector in one statement: index lookup by position, then the row), so few: the 8-bit
+ * ranking errs only between near-ties. On clustered 128-d and 768-d data (100k vectors, filters
+ * of 0.1–50 %), every true top-10 member was among the codes' best 13 (k + 2: recall@10 ≥ 0.9997,
+ * k + 4: 1.0).
  */
 export const RERANK_EXTRA = 3;
 
 /**
- * Exact top-`k` among `labels`: the graph's scan of the in-memory 8-bit codes keeps the best
- * k + {@link RERANK_EXTRA}, whose original vectors (SQLite, one statement) give the final float32
- * scores of {@link denseScore} and the order. Best first.
+ * Exact top-`k` among `labels`, best first. With a graph, its exact scan of its own float32
+ * vectors gives the final ranking, scored as graph hits (`fromGraph`). Without one (int8), the
+ * scan of the 8-bit codes keeps the best k + {@link RERANK_EXTRA}, whose original vectors (SQLite,
+ * one statement) give the final float32 scores of {@link denseScore} and the order.
  */
-function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: Int32Array, k: number): Scored[] {
-  const n = Math.min(labels.length, k + RERANK_EXTRA);
-  const cands = ns.dense!.scan(q, n, labels);
+function exactDense(index: VectorIndex, ns: NamespaceState, q: number[], labels: Int32Array, k: number, fromGraph: (hits: Neighbor[]) => Scored[]): Scored[] {
+  const g = ns.dense!;
+  if (g instanceof HnswDense) return fromGraph(g.scan(q, k, labels));
+  const cands = g.scan(q, Math.min(labels.length, k + RERANK_EXTRA), labels);
   return rescoreExact(index, ns, q, cands.map((c) => c.label)).slice(0, k);
 }
 
@@ -122,9 +125,9 @@ export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: 
   }
   const match = ns.match(q.filter);
   const ef = index.def.hnsw.efSearch;
-  const exact = (labels: Int32Array, n: number) => exactDense(index, ns, q.vector!, labels, n);
   const dbsf = !!(q.vector && q.sparse && q.fusion === 'DBSF');
   const fromGraph = (hits: Neighbor[]) => scoreHits(index, ns, q.vector!, hits, dbsf);
+  const exact = (labels: Int32Array, n: number) => exactDense(index, ns, q.vector!, labels, n, fromGraph);
   const dense = (n: number) => ns.denseCandidates(q.vector!, n, ef, match, exclude, exact, fromGraph);
   const sparse = (n: number) => ns.sparseSearch(q.sparse!, n, q.useIdf, match, exclude);
   if (q.vector && q.sparse) {
