@@ -188,7 +188,11 @@ class Graph : public Napi::ObjectWrap<Graph> {
 
   Hnsw* index() { return index_.get(); }
   hnswlib::SpaceInterface<float>* space() { return space_.get(); }
-  void setIndex(Hnsw* h) { index_.reset(h); }
+  void setIndex(Hnsw* h) {
+    index_.reset(h);
+    idOf_.clear();
+    idOfCount_ = 0;
+  }
   void endFileJob() { fileJob_ = false; }
 
  private:
@@ -205,6 +209,14 @@ class Graph : public Napi::ObjectWrap<Graph> {
   // fresh buffer per batch churns glibc's heap and leaves it fragmented after a bulk upload).
   std::vector<float> batchData_;
   std::vector<uint32_t> batchLabels_;
+  // Internal id by label (-1: none) for the graph's first idOfCount_ internal ids, brought up to
+  // date by syncIdOf: the exact scan's lookups without hnswlib's hash map. hnswlib hands out
+  // internal ids in order and never gives a label another one (no replace_deleted), so the
+  // points added since the last sync are exactly the ids from idOfCount_ on. Main thread only.
+  std::vector<int32_t> idOf_;
+  size_t idOfCount_ = 0;
+  // Internal ids of the exact scan's candidates (reused).
+  std::vector<uint32_t> scanIds_;
 
   Hnsw& need(Napi::Env env) {
     if (!index_) throw Napi::Error::New(env, "HNSW graph: not initialized");
@@ -232,6 +244,18 @@ class Graph : public Napi::ObjectWrap<Graph> {
     return a.Data();
   }
 
+  // Brings idOf_ up to date with the points added since the last call. Insertion threads must be
+  // paused or idle: every id below cur_element_count is then fully written.
+  void syncIdOf(Hnsw& h) {
+    const size_t n = h.cur_element_count;
+    for (size_t id = idOfCount_; id < n; id++) {
+      size_t label = h.getExternalLabel(static_cast<hnswlib::tableint>(id));
+      if (label >= idOf_.size()) idOf_.resize(std::max(label + 1, idOf_.size() * 2), -1);
+      idOf_[label] = static_cast<int32_t>(id);
+    }
+    idOfCount_ = n;
+  }
+
   // initIndex(maxElements, m, efConstruction, randomSeed)
   void InitIndex(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -240,13 +264,13 @@ class Graph : public Napi::ObjectWrap<Graph> {
     size_t m = info[1].As<Napi::Number>().Uint32Value();
     size_t efc = info[2].As<Napi::Number>().Uint32Value();
     size_t seed = info[3].As<Napi::Number>().Uint32Value();
-    guarded(env, [&] { index_.reset(new Hnsw(space_.get(), max, m, efc, seed)); });
+    guarded(env, [&] { setIndex(new Hnsw(space_.get(), max, m, efc, seed)); });
   }
 
   void ReadIndexSync(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     idle(env);
-    guarded(env, [&] { index_.reset(new Hnsw(space_.get(), info[0].As<Napi::String>().Utf8Value())); });
+    guarded(env, [&] { setIndex(new Hnsw(space_.get(), info[0].As<Napi::String>().Utf8Value())); });
   }
 
   Napi::Value ReadIndex(const Napi::CallbackInfo& info) { return fileJob(info, false); }
@@ -389,19 +413,29 @@ class Graph : public Napi::ObjectWrap<Graph> {
     std::vector<std::pair<float, uint32_t>> top;  // max-heap on the distance, at most k
     top.reserve(k + 1);
     if (k > 0) {
-      std::lock_guard<std::mutex> lock(h.label_lookup_lock);
+      syncIdOf(h);
+      scanIds_.clear();
       for (size_t i = 0; i < count; i++) {
         int32_t l = ls[i];
-        if (l < 0 || static_cast<size_t>(l) >= curLen || cur[l] != 1) continue;
-        auto it = h.label_lookup_.find(static_cast<hnswlib::labeltype>(l));
-        if (it == h.label_lookup_.end() || h.isMarkedDeleted(it->second)) continue;
-        float d = h.fstdistfunc_(q, h.getDataByInternalId(it->second), h.dist_func_param_);
+        if (l < 0 || static_cast<size_t>(l) >= curLen || cur[l] != 1 || static_cast<size_t>(l) >= idOf_.size()) continue;
+        int32_t id = idOf_[l];
+        if (id >= 0) scanIds_.push_back(static_cast<uint32_t>(id));
+      }
+      // the vectors lie scattered in hnswlib's level-0 block: fetch a few candidates ahead
+      constexpr size_t AHEAD = 4;
+      const size_t m = scanIds_.size();
+      for (size_t i = 0; i < std::min(AHEAD, m); i++) __builtin_prefetch(h.getDataByInternalId(scanIds_[i]));
+      for (size_t i = 0; i < m; i++) {
+        if (i + AHEAD < m) __builtin_prefetch(h.getDataByInternalId(scanIds_[i + AHEAD]));
+        const hnswlib::tableint id = scanIds_[i];
+        if (h.isMarkedDeleted(id)) continue;
+        float d = h.fstdistfunc_(q, h.getDataByInternalId(id), h.dist_func_param_);
         if (top.size() < k) {
-          top.emplace_back(d, static_cast<uint32_t>(l));
+          top.emplace_back(d, static_cast<uint32_t>(h.getExternalLabel(id)));
           std::push_heap(top.begin(), top.end());
         } else if (d < top.front().first) {
           std::pop_heap(top.begin(), top.end());
-          top.back() = {d, static_cast<uint32_t>(l)};
+          top.back() = {d, static_cast<uint32_t>(h.getExternalLabel(id))};
           std::push_heap(top.begin(), top.end());
         }
       }

@@ -281,6 +281,40 @@ test('the exact scan of an HNSW namespace ranks like brute force: graph points, 
   }
 });
 
+test('the exact scan of a graph loaded from a file, then grown, ranks like brute force', () => {
+  const d = 16;
+  const vs = randomVectors(3000, d, 41);
+  const params = { m: 8, efConstruction: 20, efSearch: 16 };
+  const h = new HnswDense(d, 'EUCLIDEAN', params, 2000);
+  const f = new FlatDense(d, 'EUCLIDEAN', 3000);
+  vs.slice(0, 2000).forEach((v, i) => {
+    // labels in another order than the graph's internal ids
+    h.add(1999 - i, v);
+    f.add(1999 - i, v);
+  });
+  const tmp = tempDir('svc-vector-exact-');
+  try {
+    const file = path.join(tmp.dir, 'g.hnsw');
+    h.index.writeIndexSync(file);
+    const loaded = HnswDense.load(file, d, 'EUCLIDEAN', params);
+    const check = (what: string) => {
+      for (const query of randomVectors(5, d, 42)) {
+        const labels = loaded.live(Array.from({ length: 3000 }, (_, i) => i).filter((i) => i % 4 !== 1));
+        const want = f.exact(query, 10, labels).map((x) => x.label);
+        assert.deepEqual(loaded.scan(query, 10, labels).map((x) => x.label), want, what);
+      }
+    };
+    check('loaded');
+    vs.slice(2000).forEach((v, i) => {
+      loaded.add(2000 + i, v);
+      f.add(2000 + i, v);
+    });
+    check('grown after loading');
+  } finally {
+    tmp.cleanup();
+  }
+});
+
 test('IdIndex answers as a Map over random puts, re-puts and deletes (ids read from the label array)', () => {
   const r = rng(77);
   const ids: (string | undefined)[] = [];
