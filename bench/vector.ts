@@ -175,7 +175,7 @@ const add = (set: string, system: string, what: string, value: string) => {
   console.log(`${set} | ${system} | ${what} | ${value}`);
 };
 
-async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcVariant): Promise<{ child: ChildProcess; url: string; token: string; inspector: string; startMs: number }> {
+async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcVariant, logLevel = 'warn'): Promise<{ child: ChildProcess; url: string; token: string; inspector: string; startMs: number; log: () => string }> {
   const t0 = performance.now();
   const file = path.join(dataDir, 'indexes.json');
   const dense = INT8 ? { quantization: 'int8' } : { hnsw: { m: M, efConstruction: EF_C, efSearch: ef } };
@@ -188,12 +188,13 @@ async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcV
     cwd: svcRoot,
     env: {
       ...process.env,
-      SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: file,
+      SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: logLevel, SVC_VECTOR_INDEXES: file,
       ...variant?.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const inspector = inspectorUrl(child.stderr!, (text) => process.stderr.write(text));
+  let log = '';
+  const inspector = inspectorUrl(child.stderr!, (text) => (logLevel === 'warn' ? process.stderr.write(text) : (log += text)));
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (b) => {
@@ -214,7 +215,7 @@ async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcV
     await new Promise((r) => setTimeout(r, 20));
   }
   const startMs = performance.now() - t0;
-  return { child, url, token, inspector: await inspector, startMs };
+  return { child, url, token, inspector: await inspector, startMs, log: () => log };
 }
 
 function rssBytes(pid: number): number {
@@ -474,8 +475,10 @@ async function runSet(n: number, d: number): Promise<void> {
 
     // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
     await stopSvc(svc, 'SIGKILL');
-    svc = await startSvc(dir, d, efStar);
-    add(set, SVC, 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers)`);
+    svc = await startSvc(dir, d, efStar, undefined, 'info');
+    const replayed = /"replayed":(\d+)[^\n]*vector index loaded/.exec(svc.log())?.[1] ?? '?';
+    const tail = /vector snapshot (not usable|damaged)/.test(svc.log()) ? 'no usable snapshot: graph rebuilt from SQLite' : `${fmt(Number(replayed))} records newer than the snapshot replayed`;
+    add(set, SVC, 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers); ${tail}`);
     await waitIndexed(svc);
     await stopSvc(svc, 'SIGTERM');
     svc = await startSvc(dir, d, efStar);
