@@ -149,7 +149,6 @@ class Graph : public Napi::ObjectWrap<Graph> {
                            InstanceMethod("searchKnn", &Graph::SearchKnn),
                            InstanceMethod("exactKnn", &Graph::ExactKnn),
                            InstanceMethod("getIdsList", &Graph::GetIdsList),
-                           InstanceMethod("getPoint", &Graph::GetPoint),
                            InstanceMethod("getMaxElements", &Graph::GetMaxElements),
                            InstanceMethod("getCurrentCount", &Graph::GetCurrentCount),
                        });
@@ -461,18 +460,6 @@ class Graph : public Napi::ObjectWrap<Graph> {
     size_t i = 0;
     for (const auto& kv : h.label_lookup_) out[i++] = static_cast<uint32_t>(kv.first);
     return out;
-  }
-
-  // getPoint(label): the stored vector as a Float32Array; throws when the label is absent or deleted.
-  Napi::Value GetPoint(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    exclusive(env);
-    return guarded(env, [&] {
-      auto v = need(env).getDataByLabel<float>(info[0].As<Napi::Number>().Uint32Value());
-      auto out = Napi::Float32Array::New(env, v.size());
-      std::memcpy(out.Data(), v.data(), v.size() * sizeof(float));
-      return out;
-    });
   }
 
   Napi::Value GetMaxElements(const Napi::CallbackInfo& info) {

@@ -138,9 +138,10 @@ export const SIMD_MIN_BYTES = 1 << 20;
 
 /**
  * 8-bit codes of stored-form vectors, one byte per dimension plus a per-vector scale (max |x| / 127)
- * and squared norm: the vectors of an index without a graph ({@link QuantizedDense}, `"quantization":
- * "int8"`), 0.25× the memory of float32; ranking from the codes is approximate, so callers re-rank a few more candidates than
- * they return on the original vectors (`query/execute.ts`). Each vector takes `stride` bytes (the
+ * and squared norm: the vectors of an index without a graph ({@link QuantizedDense},
+ * `"quantization": "int8"`), 0.25× the memory of float32; ranking from the codes is approximate,
+ * so callers re-rank a few more candidates than they return on the original vectors
+ * (`query/execute.ts`). Each vector takes `stride` bytes (the
  * dimension rounded up to 16, zero-padded) so the SIMD kernel reads whole 16-byte lanes. Grows by
  * doubling with the largest label. With the SIMD kernel, codes, scales and norms all live in its
  * memory (codes at 0, then the scales, then the norms, then the scratch space of {@link select}).
@@ -346,8 +347,8 @@ export interface SearchCosts {
 }
 
 /**
- * The exact scan over the 8-bit codes of a {@link QuantizedDense}, with its buffers. Large lists take two passes of {@link QuantizedVectors.select} (the SIMD kernel for large
- * namespaces): one over an evenly spaced sample of √(count·n) labels, whose n-th best key becomes
+ * The exact scan over the 8-bit codes of a {@link QuantizedDense}, with its buffers. Large lists
+ * take two passes of {@link QuantizedVectors.select} (the SIMD kernel for large namespaces): one over an evenly spaced sample of √(count·n) labels, whose n-th best key becomes
  * the threshold of the pass over all of them; only the few labels under it (about count·n / sample)
  * come back to JavaScript, where the best `n` are kept. A sample that is unrepresentative only lets
  * more labels through: the result is the same.
@@ -471,10 +472,10 @@ const DELETED = 3;
 /**
  * HNSW graph (svc's hnswlib addon, `hnswlib.ts`) plus a queue of points not yet inserted
  * ("pending"). The graph holds each inserted vector once, in float32 stored form: the exact scan
- * of filtered queries ({@link scan}) reads them there, so no second copy is kept. {@link add} inserts at once; {@link enqueue} only
- * stores the vector, so a write can be acknowledged without paying the insertion (about 0.5 ms at
- * 768-d), and {@link indexBatch} inserts queued points later on the addon's own threads, in
- * parallel and off the event loop ({@link indexPending}: on the calling thread). Searches see
+ * of filtered queries ({@link scan}) reads them there, so no second copy is kept. {@link add}
+ * inserts at once; {@link enqueue} only stores the vector, so a write can be acknowledged without
+ * paying the insertion (about 0.5 ms at 768-d), and {@link indexBatch} inserts queued points later
+ * on the addon's own threads, in parallel and off the event loop ({@link indexPending}: on the calling thread). Searches see
  * pending points at once — those of a batch being inserted too — : they are scanned exactly
  * (float32, stored form) next to the graph search, and a graph hit whose vector was replaced since
  * (a pending update), or that a running batch is inserting, is dropped in favour of the scan.

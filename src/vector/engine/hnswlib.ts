@@ -61,8 +61,6 @@ export interface HnswGraph {
   exactKnn(query: Float32Array, labels: Int32Array, count: number, k: number, current: Uint8Array): { neighbors: Uint32Array; distances: Float32Array };
   /** Every label in the graph, mark-deleted ones included. */
   getIdsList(): Uint32Array;
-  /** The stored vector of `label`. @throws when absent or mark-deleted. */
-  getPoint(label: number): Float32Array;
   getMaxElements(): number;
   /** Points in the graph, mark-deleted ones included. */
   getCurrentCount(): number;

@@ -313,9 +313,9 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
  * {@link readSnapshot} without blocking the event loop for the large parts, which run at once:
  * hnswlib reads the graph on libuv's thread pool while a worker thread hashes the file (an int8
  * index's codes file is read and hashed on the thread pool: WebCrypto). The graph is handed out
- * only when the checksum matches; a graph hnswlib read from a file that turns out damaged is dropped unused
- * (hnswlib checks the file's layout while reading it; what a damaged file could break is a search,
- * and none runs on it). Never rejects.
+ * only when the checksum matches; a graph hnswlib read from a file that turns out damaged is
+ * dropped unused (hnswlib checks the file's layout while reading it; what a damaged file could
+ * break is a search, and none runs on it). Never rejects.
  */
 export async function readSnapshotAsync(dir: string, nsId: number, expect: SnapshotExpectation): Promise<SnapshotResult> {
   const checked = checkHeader(dir, nsId, expect);
