@@ -476,8 +476,11 @@ async function runSet(n: number, d: number): Promise<void> {
     // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
     await stopSvc(svc, 'SIGKILL');
     svc = await startSvc(dir, d, efStar, undefined, 'info');
-    const replayed = /"replayed":(\d+)[^\n]*vector index loaded/.exec(svc.log())?.[1] ?? '?';
-    const tail = /vector snapshot (not usable|damaged)/.test(svc.log()) ? 'no usable snapshot: graph rebuilt from SQLite' : `${fmt(Number(replayed))} records newer than the snapshot replayed`;
+    const loaded = JSON.parse(svc.log().split('\n').find((l) => l.includes('vector index loaded')) ?? '{}');
+    const phases = ['headsMs', 'snapshotWaitMs', 'indexesMs'].filter((p) => p in loaded).map((p) => `${p} ${loaded[p]}`);
+    const tail = /vector snapshot (not usable|damaged)/.test(svc.log())
+      ? 'no usable snapshot: graph rebuilt from SQLite'
+      : `${fmt(loaded.replayed)} records newer than the snapshot replayed; index loaded in ${loaded.ms} ms (${phases.join(', ')})`;
     add(set, SVC, 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers); ${tail}`);
     await waitIndexed(svc);
     await stopSvc(svc, 'SIGTERM');

@@ -231,12 +231,12 @@ export async function writeSnapshotAsync(dir: string, nsId: number, generation: 
   const remove = () => Promise.all([tmp, filePath].map((f) => fs.promises.rm(f, { force: true })));
   let committed = false;
   try {
-    let sum: string;
+    let codesSum: string | undefined;
     let labels: number | undefined;
     if (int8) {
       labels = Math.min(graph.labelSpan, graph.codes.capacity);
       const codes = Buffer.concat(graph.codes.serialize(labels));
-      sum = Buffer.from(await webcrypto.subtle.digest('SHA-256', codes)).toString('hex');
+      codesSum = Buffer.from(await webcrypto.subtle.digest('SHA-256', codes)).toString('hex');
       await fs.promises.writeFile(tmp, codes);
     } else {
       if (graph.inserting) await graph.idle(); // a running batch insertion ends first (the file is one consistent graph)
@@ -248,14 +248,14 @@ export async function writeSnapshotAsync(dir: string, nsId: number, generation: 
       }
     }
     await fsyncPathAsync(tmp);
-    if (!int8) sum = await fileSha256InWorker(tmp);
+    const sum = codesSum ?? (await fileSha256InWorker(tmp));
     await fs.promises.rename(tmp, filePath);
     await fsyncPathAsync(dir, true);
     if (!current()) {
       await remove();
       return false;
     }
-    const header = snapshotHeader(graph, { count, seq, generation, file, hnswSha256: sum! }, labels, dir);
+    const header = snapshotHeader(graph, { count, seq, generation, file, hnswSha256: sum }, labels, dir);
     const previous = previousFile(dir, nsId);
     const hp = headerPath(dir, nsId);
     await fs.promises.writeFile(`${hp}.tmp`, JSON.stringify(header));
