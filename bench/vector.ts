@@ -475,12 +475,14 @@ async function runSet(n: number, d: number): Promise<void> {
 
     // Restart: crash (SIGKILL, replay of the records newer than the last snapshot), then clean.
     await stopSvc(svc, 'SIGKILL');
+    const wal = path.join(dir, 'vector', 'default.sqlite-wal');
+    const walBytes = fs.existsSync(wal) ? fs.statSync(wal).size : 0;
     svc = await startSvc(dir, d, efStar, undefined, 'info');
     const loaded = JSON.parse(svc.log().split('\n').find((l) => l.includes('vector index loaded')) ?? '{}');
     const phases = ['headsMs', 'snapshotWaitMs', 'indexesMs'].filter((p) => p in loaded).map((p) => `${p} ${loaded[p]}`);
     const tail = /vector snapshot (not usable|damaged)/.test(svc.log())
       ? 'no usable snapshot: graph rebuilt from SQLite'
-      : `${fmt(loaded.replayed)} records newer than the snapshot replayed; index loaded in ${loaded.ms} ms (${phases.join(', ')})`;
+      : `${fmt(loaded.replayed)} records newer than the snapshot replayed; index loaded in ${loaded.ms} ms (${phases.join(', ')}); WAL at the kill ${mb(walBytes)}`;
     add(set, SVC, 'restart after SIGKILL (snapshot + replay queued)', `${fmt(svc.startMs / 1000, 2)} s to ready (a query answers); ${tail}`);
     await waitIndexed(svc);
     await stopSvc(svc, 'SIGTERM');
