@@ -142,6 +142,7 @@ class Graph : public Napi::ObjectWrap<Graph> {
                            InstanceMethod("resizeIndex", &Graph::ResizeIndex),
                            InstanceMethod("addPoint", &Graph::AddPoint),
                            InstanceMethod("addPoints", &Graph::AddPoints),
+                           InstanceMethod("addPointsSync", &Graph::AddPointsSync),
                            InstanceMethod("releaseBatchBuffers", &Graph::ReleaseBatchBuffers),
                            InstanceMethod("pause", &Graph::Pause),
                            InstanceMethod("resume", &Graph::Resume),
@@ -184,6 +185,11 @@ class Graph : public Napi::ObjectWrap<Graph> {
     std::lock_guard<std::mutex> lk(mu_);
     running_ = false;
   }
+
+  // Inserts n points (data: n × dimension) on `threads` threads of its own and joins them;
+  // returns the first insertion's error ("" when none; the other points go in). With
+  // `pausable`, each insertion first waits while the batch is paused (enterInsert).
+  std::string insertOnThreads(const float* data, const uint32_t* labels, size_t n, int threads, bool pausable);
 
   Hnsw* index() { return index_.get(); }
   hnswlib::SpaceInterface<float>* space() { return space_.get(); }
@@ -307,13 +313,9 @@ class Graph : public Napi::ObjectWrap<Graph> {
     guarded(env, [&] { need(env).addPoint(v, info[1].As<Napi::Number>().Uint32Value()); });
   }
 
-  // addPoints(vectors: Float32Array (n × dimension), labels: Uint32Array (n), threads):
-  // Promise<void>. The arguments are copied; capacity for the labels new to the graph must already
-  // be there (resizeIndex).
-  Napi::Value AddPoints(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    idle(env);
-    Hnsw& h = need(env);
+  // The arguments of addPoints / addPointsSync, checked: vectors (n × dimension), labels (n), and
+  // capacity in the graph for the labels new to it.
+  std::pair<Napi::Float32Array, Napi::Uint32Array> batchArgs(Napi::Env env, const Napi::CallbackInfo& info, Hnsw& h) {
     if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
         !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
       throw Napi::TypeError::New(env, "addPoints(vectors: Float32Array, labels: Uint32Array, threads)");
@@ -323,6 +325,16 @@ class Graph : public Napi::ObjectWrap<Graph> {
     size_t fresh = 0;
     for (size_t i = 0; i < ls.ElementLength(); i++) fresh += h.label_lookup_.count(ls[i]) == 0;
     if (h.getCurrentElementCount() + fresh > h.getMaxElements()) throw Napi::RangeError::New(env, "HNSW graph: not enough capacity for the batch");
+    return {vs, ls};
+  }
+
+  // addPoints(vectors: Float32Array (n × dimension), labels: Uint32Array (n), threads):
+  // Promise<void>. The arguments are copied; capacity for the labels new to the graph must already
+  // be there (resizeIndex).
+  Napi::Value AddPoints(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    idle(env);
+    auto [vs, ls] = batchArgs(env, info, need(env));
     int threads = std::max(1, static_cast<int>(info[2].As<Napi::Number>().Int32Value()));
     batchData_.assign(vs.Data(), vs.Data() + vs.ElementLength());
     batchLabels_.assign(ls.Data(), ls.Data() + ls.ElementLength());
@@ -332,6 +344,18 @@ class Graph : public Napi::ObjectWrap<Graph> {
       paused_ = false;
     }
     return (new InsertWorker(env, Value(), this, batchData_, batchLabels_, threads))->Start();
+  }
+
+  // addPointsSync(vectors, labels, threads): addPoints blocking the calling thread until every
+  // point is in (no copy, no pause: nothing else can use the graph meanwhile). @throws the first
+  // insertion's error (the other points go in).
+  void AddPointsSync(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    idle(env);
+    auto [vs, ls] = batchArgs(env, info, need(env));
+    int threads = std::max(1, static_cast<int>(info[2].As<Napi::Number>().Int32Value()));
+    std::string err = insertOnThreads(vs.Data(), ls.Data(), ls.ElementLength(), threads, false);
+    if (!err.empty()) throw Napi::Error::New(env, err);
   }
 
   // releaseBatchBuffers(): frees the copies kept for the next batch (between bursts of writes).
@@ -470,10 +494,8 @@ class Graph : public Napi::ObjectWrap<Graph> {
   }
 };
 
-void InsertWorker::Execute() {
-  Hnsw* h = graph_->index();
-  const size_t n = labels_.size();
-  const size_t dim = data_.size() / (n ? n : 1);
+std::string Graph::insertOnThreads(const float* data, const uint32_t* labels, size_t n, int threads, bool pausable) {
+  Hnsw* h = index_.get();
   std::atomic<size_t> next{0};
   std::mutex errMu;
   std::string err;
@@ -481,18 +503,18 @@ void InsertWorker::Execute() {
     for (;;) {
       size_t i = next.fetch_add(1);
       if (i >= n) break;
-      graph_->enterInsert();
+      if (pausable) enterInsert();
       try {
-        h->addPoint(data_.data() + i * dim, labels_[i]);
+        h->addPoint(data + i * dim_, labels[i]);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lk(errMu);
         if (err.empty()) err = e.what();
       }
-      graph_->leaveInsert();
+      if (pausable) leaveInsert();
     }
   };
   std::vector<std::thread> pool;
-  int t = std::min<int>(threads_, static_cast<int>(n));
+  int t = std::min<int>(threads, static_cast<int>(n));
   try {
     for (int i = 0; i < t; i++) pool.emplace_back(run);
   } catch (const std::exception&) {
@@ -500,6 +522,11 @@ void InsertWorker::Execute() {
   }
   if (pool.empty()) run();
   for (auto& th : pool) th.join();
+  return err;
+}
+
+void InsertWorker::Execute() {
+  std::string err = graph_->insertOnThreads(data_.data(), labels_.data(), labels_.size(), threads_, true);
   graph_->batchDone();
   if (!err.empty()) SetError(err);
 }

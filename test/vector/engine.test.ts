@@ -315,6 +315,26 @@ test('the exact scan of a graph loaded from a file, then grown, ranks like brute
   }
 });
 
+test('addAll inserts a batch on two threads at once: every point current and found by its own vector', () => {
+  const d = 16;
+  const vs = randomVectors(3000, d, 51);
+  const h = new HnswDense(d, 'COSINE', { m: 8, efConstruction: 40, efSearch: 40 }, 16);
+  // labels scattered (positions of a store with holes), in two batches
+  const labels = vs.map((_, i) => i * 3 + 1);
+  h.addAll(labels.slice(0, 2000), vs.slice(0, 2000), 2);
+  h.addAll(labels.slice(2000), vs.slice(2000), 2);
+  assert.equal(h.size, 3000);
+  assert.equal(h.pending, 0);
+  assert.equal(h.index.getCurrentCount(), 3000);
+  let found = 0;
+  for (let i = 0; i < 3000; i += 10) if (h.search(vs[i], 1)[0]?.label === labels[i]) found++;
+  assert.ok(found >= 295, `found ${found} of 300 by their own vector`);
+  // a batch may replace points: label 1 now holds the vector of label 16
+  h.addAll([labels[0]], [vs[5]], 2);
+  assert.equal(h.size, 3000);
+  assert.deepEqual(new Set(h.search(vs[5], 2).map((x) => x.label)), new Set([labels[0], labels[5]]));
+});
+
 test('IdIndex answers as a Map over random puts, re-puts and deletes (ids read from the label array)', () => {
   const r = rng(77);
   const ids: (string | undefined)[] = [];

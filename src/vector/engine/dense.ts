@@ -704,6 +704,26 @@ export class HnswDense implements DenseIndex {
     this.insert(label, this.store(label, v));
   }
 
+  /**
+   * Adds or replaces the distinct `labels[i]` with `vectors[i]` and inserts them into the graph
+   * now, on `threads` threads of the addon's own, blocking this thread until all are in (a
+   * rebuild at start-up, before anything is served). @throws while a snapshot reads the graph or
+   * a batch runs; hnswlib's first insertion error (out of memory).
+   */
+  addAll(labels: number[], vectors: ArrayLike<number>[], threads: number): void {
+    if (this.saving > 0 || this.batch) throw new Error('HNSW graph: insertion while a snapshot reads it or a batch runs');
+    const d = this.dimension;
+    const buf = new Float32Array(labels.length * d);
+    let fresh = 0;
+    labels.forEach((label, i) => {
+      buf.set(this.store(label, vectors[i]), i * d);
+      if (this.state[label] === ABSENT) fresh++;
+    });
+    this.reserve(fresh);
+    this.index.addPointsSync(buf, Uint32Array.from(labels), threads);
+    for (const label of labels) this.inserted(label);
+  }
+
   /** Adds or replaces `label`, searchable at once; graph insertion waits for {@link indexPending}. */
   enqueue(label: number, v: ArrayLike<number>, seq: number): void {
     const stored = this.store(label, v);

@@ -44,6 +44,11 @@ export interface HnswGraph {
    * The copies are kept for the next batch until {@link releaseBatchBuffers}.
    */
   addPoints(vectors: Float32Array, labels: Uint32Array, threads: number): Promise<void>;
+  /**
+   * {@link addPoints} blocking the calling thread until every point is in (no copy; nothing else
+   * may use the graph meanwhile: start-up). @throws the first insertion's error (the others go in).
+   */
+  addPointsSync(vectors: Float32Array, labels: Uint32Array, threads: number): void;
   /** Frees the copies of a batch's arguments kept for the next batch. No batch may run. */
   releaseBatchBuffers(): void;
   /** Blocks until no insertion thread is inside an insertion (~one insertion); none starts until {@link resume}. */

@@ -291,10 +291,27 @@ export class VectorIndex {
     }
     if (ns.sparse || (ns.dense && ns.dense.size === 0 && ns.count > 0)) {
       const rebuildDense = ns.dense !== undefined && ns.dense.size === 0;
+      // a graph is rebuilt in batches inserted on all cores (the event loop waits: nothing is served yet)
+      const graph = rebuildDense && ns.dense instanceof HnswDense ? ns.dense : undefined;
+      let labels: number[] = [];
+      let vectors: Float32Array[] = [];
+      const flush = () => {
+        graph!.addAll(labels, vectors, INSERT_THREADS);
+        labels = [];
+        vectors = [];
+      };
       for (const r of this.store.vectors(ns.row.id)) {
         if (ns.sparse && r.sparse) ns.sparse.add(r.pos, blobToSparse(r.sparse));
-        if (rebuildDense && r.vector) ns.dense!.add(r.pos, blobToF32(r.vector));
+        if (!rebuildDense || !r.vector) continue;
+        if (!graph) {
+          ns.dense!.add(r.pos, blobToF32(r.vector));
+          continue;
+        }
+        labels.push(r.pos);
+        vectors.push(blobToF32(r.vector));
+        if (labels.length * this.dimension! >= BATCH_ELEMENTS) flush();
       }
+      if (labels.length > 0) flush();
       if (rebuildDense) {
         ns.unsnapshotted = ns.count;
         this.loadStats.rebuilt++;
