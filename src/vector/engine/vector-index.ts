@@ -291,7 +291,8 @@ export class VectorIndex {
     }
     if (ns.sparse || (ns.dense && ns.dense.size === 0 && ns.count > 0)) {
       const rebuildDense = ns.dense !== undefined && ns.dense.size === 0;
-      // a graph is rebuilt in batches inserted on all cores (the event loop waits: nothing is served yet)
+      // a graph is rebuilt in batches inserted on all cores; the event loop waits for each (at
+      // start-up nothing is served yet; a namespace reloaded after a rollback waited as long before)
       const graph = rebuildDense && ns.dense instanceof HnswDense ? ns.dense : undefined;
       let labels: number[] = [];
       let vectors: Float32Array[] = [];
