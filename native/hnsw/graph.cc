@@ -12,6 +12,9 @@
 //   the graph while a batch runs unpaused throws.
 // - Float32Array arguments and results (no per-element JavaScript numbers), and the search
 //   breadth (ef) as an argument of the search.
+// - exactKnn: exact distances of a list of labels to the vectors the graph holds (the exact scan
+//   of filtered queries: no second copy of the vectors elsewhere).
+// - addPointsSync: a batch inserted on several threads while the calling thread waits (start-up).
 // - mallocTrim(): glibc's malloc_trim(0), which hands free memory of every malloc arena back to
 //   the kernel (a bulk upload leaves tens of MB free in the arenas of the threads that parsed and
 //   inserted it).
@@ -24,7 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstring>
+#include <queue>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +55,25 @@ class JsFilter : public hnswlib::BaseFilterFunctor {
   Napi::Env env_;
   Napi::Function fn_;
 };
+
+// Search results as hnswlib returns them: a max-heap of (distance, label).
+using Neighbors = std::priority_queue<std::pair<float, hnswlib::labeltype>>;
+
+// { neighbors: Uint32Array, distances: Float32Array } of `r`, nearest first (empties `r`).
+Napi::Object neighborsObject(Napi::Env env, Neighbors& r) {
+  const size_t n = r.size();
+  auto neighbors = Napi::Uint32Array::New(env, n);
+  auto distances = Napi::Float32Array::New(env, n);
+  for (size_t i = n; i-- > 0;) {
+    neighbors[i] = static_cast<uint32_t>(r.top().second);
+    distances[i] = r.top().first;
+    r.pop();
+  }
+  auto out = Napi::Object::New(env);
+  out.Set("neighbors", neighbors);
+  out.Set("distances", distances);
+  return out;
+}
 
 // Runs f(), turning hnswlib's std::exceptions into JavaScript errors with the same message.
 template <class F>
@@ -398,19 +420,8 @@ class Graph : public Napi::ObjectWrap<Graph> {
     std::unique_ptr<JsFilter> filter;
     if (info.Length() > 3 && info[3].IsFunction()) filter.reset(new JsFilter(env, info[3].As<Napi::Function>()));
     h.setEf(std::max(ef, k));
-    auto r = guarded(env, [&] { return h.searchKnn(q, k, filter.get()); });
-    size_t n = r.size();
-    auto neighbors = Napi::Uint32Array::New(env, n);
-    auto distances = Napi::Float32Array::New(env, n);
-    for (size_t i = n; i-- > 0;) {
-      neighbors[i] = static_cast<uint32_t>(r.top().second);
-      distances[i] = r.top().first;
-      r.pop();
-    }
-    auto out = Napi::Object::New(env);
-    out.Set("neighbors", neighbors);
-    out.Set("distances", distances);
-    return out;
+    Neighbors r = guarded(env, [&] { return h.searchKnn(q, k, filter.get()); });
+    return neighborsObject(env, r);
   }
 
   // exactKnn(query: Float32Array, labels: Int32Array, count, k, current: Uint8Array): the k nearest
@@ -433,8 +444,7 @@ class Graph : public Napi::ObjectWrap<Graph> {
     const int32_t* ls = labels.Data();
     const uint8_t* cur = current.Data();
     const size_t curLen = current.ElementLength();
-    std::vector<std::pair<float, uint32_t>> top;  // max-heap on the distance, at most k
-    top.reserve(k + 1);
+    Neighbors top;  // at most k
     if (k > 0) {
       syncIdOf(h);
       scanIds_.clear();
@@ -453,27 +463,12 @@ class Graph : public Napi::ObjectWrap<Graph> {
         const hnswlib::tableint id = scanIds_[i];
         if (h.isMarkedDeleted(id)) continue;
         float d = h.fstdistfunc_(q, h.getDataByInternalId(id), h.dist_func_param_);
-        if (top.size() < k) {
-          top.emplace_back(d, static_cast<uint32_t>(h.getExternalLabel(id)));
-          std::push_heap(top.begin(), top.end());
-        } else if (d < top.front().first) {
-          std::pop_heap(top.begin(), top.end());
-          top.back() = {d, static_cast<uint32_t>(h.getExternalLabel(id))};
-          std::push_heap(top.begin(), top.end());
-        }
+        if (top.size() == k && d >= top.top().first) continue;
+        top.emplace(d, h.getExternalLabel(id));
+        if (top.size() > k) top.pop();
       }
     }
-    std::sort_heap(top.begin(), top.end());
-    auto neighbors = Napi::Uint32Array::New(env, top.size());
-    auto distances = Napi::Float32Array::New(env, top.size());
-    for (size_t i = 0; i < top.size(); i++) {
-      neighbors[i] = top[i].second;
-      distances[i] = top[i].first;
-    }
-    auto out = Napi::Object::New(env);
-    out.Set("neighbors", neighbors);
-    out.Set("distances", distances);
-    return out;
+    return neighborsObject(env, top);
   }
 
   Napi::Value GetIdsList(const Napi::CallbackInfo& info) {

@@ -145,7 +145,7 @@ test('batch insertion on two threads builds a graph as good as one thread, and r
   assert.throws(() => g.addPoints(vs.subarray(0, d), Uint32Array.of(n + 1), 1), /not enough capacity/);
   // the exact scan reads the vectors the graph holds: point 3 is at distance 0 from itself
   const near = g.exactKnn(Float32Array.from(data[3]), Int32Array.of(5, 3, 9), 3, 2, new Uint8Array(n).fill(1));
-  assert.deepEqual(Array.from(near.neighbors).slice(0, 1), [3]);
+  assert.equal(near.neighbors[0], 3);
   assert.ok(Math.abs(near.distances[0]) < 1e-5 && near.distances[1] > near.distances[0], `distances ${near.distances}`);
   assert.equal(typeof (await mallocTrim()), 'boolean');
 });

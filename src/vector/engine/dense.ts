@@ -332,18 +332,24 @@ export class QuantizedVectors {
 }
 
 /**
- * Measured costs of the dense search paths (exponentially weighted means, updated by every
- * search): nanoseconds per (candidate × dimension) of an exact scan — over 8-bit codes in
- * JavaScript (`scanNs`) or on the SIMD kernel (`simdScanNs`, large namespaces), or over the
- * graph's own float32 vectors in the addon (`graphScanNs`) — and per (ef × dimension) of an HNSW
- * search (`hnswNs`). Filtered queries pick the cheaper path from these (namespace.ts, via
- * `scanCost`); the start values are this 2-core machine's at 128-d.
+ * Measured costs of an HNSW namespace's search paths (exponentially weighted means, updated by
+ * every search): nanoseconds per (candidate × dimension) of the exact scan over the graph's own
+ * float32 vectors (`graphScanNs`) and per (ef × dimension) of an HNSW search (`hnswNs`).
+ * Filtered queries pick the cheaper path from these (namespace.ts, via `scanCost`); the start
+ * values are this 2-core machine's at 128-d.
  */
 export interface SearchCosts {
-  scanNs: number;
-  simdScanNs: number;
   graphScanNs: number;
   hnswNs: number;
+}
+
+/**
+ * Measured cost of an exact scan over 8-bit codes (as {@link SearchCosts}): in JavaScript
+ * (`scanNs`) or on the SIMD kernel (`simdScanNs`, large namespaces).
+ */
+export interface CodeScanCosts {
+  scanNs: number;
+  simdScanNs: number;
 }
 
 /**
@@ -364,7 +370,7 @@ class CodeScanner {
    * approximate distances in the graph's terms (`ip` 1 − dot, `l2` squared Euclidean); updates the
    * scan cost in `costs` (lists of 256 or more).
    */
-  scan(codes: QuantizedVectors, metric: Metric, costs: SearchCosts, q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
+  scan(codes: QuantizedVectors, metric: Metric, costs: CodeScanCosts, q: ArrayLike<number>, n: number, labels: Int32Array, count = labels.length): Neighbor[] {
     const d = codes.dimension;
     if (this.query?.length !== d) this.query = new Float32Array(d);
     const sq = this.query;
@@ -398,8 +404,8 @@ class CodeScanner {
     if (count >= 256) {
       const c = costs;
       const ns = ((performance.now() - t0) * 1e6) / (count * d);
-      if (codes.simd) c.simdScanNs += 0.05 * (clampSample(ns, c.simdScanNs) - c.simdScanNs);
-      else c.scanNs += 0.05 * (clampSample(ns, c.scanNs) - c.scanNs);
+      if (codes.simd) c.simdScanNs = movedMean(c.simdScanNs, ns);
+      else c.scanNs = movedMean(c.scanNs, ns);
     }
     const out: Neighbor[] = new Array(kept);
     for (let i = 0; i < kept; i++) out[i] = { label: this.bestLabel[i], distance: base + this.bestDist[i] };
@@ -437,12 +443,13 @@ class CodeScanner {
 }
 
 /**
- * A cost sample limited to twice the current mean: the costs are wall-clock times, and a search
- * the scheduler interrupted (busy machine) would otherwise swing the mean, and with it the
- * filtered-query path, by one outlier. A real change still moves the mean (by up to 5 % per sample).
+ * A cost mean moved 5 % towards a new sample, the sample limited to twice the mean: the costs are
+ * wall-clock times, and a search the scheduler interrupted (busy machine) would otherwise swing
+ * the mean, and with it the filtered-query path, by one outlier. A real change still moves the
+ * mean (by up to 5 % per sample).
  */
-function clampSample(sample: number, mean: number): number {
-  return Math.min(sample, 2 * mean);
+function movedMean(mean: number, sample: number): number {
+  return mean + 0.05 * (Math.min(sample, 2 * mean) - mean);
 }
 
 /**
@@ -484,7 +491,7 @@ const DELETED = 3;
  */
 export class HnswDense implements DenseIndex {
   readonly index: HnswGraph;
-  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, graphScanNs: 0.4, hnswNs: 12 };
+  readonly costs: SearchCosts = { graphScanNs: 0.4, hnswNs: 12 };
   private bits = new Uint8Array(1024);
   private state = new Uint8Array(1024);
   private liveCount = 0;
@@ -905,10 +912,7 @@ export class HnswDense implements DenseIndex {
       const graph = this.graph();
       const t0 = performance.now();
       const r = graph.searchKnn(sq, Math.min(kk, graph.getCurrentCount()), want, accept);
-      if (!accept) {
-        const c = this.costs;
-        c.hnswNs += 0.05 * (clampSample(((performance.now() - t0) * 1e6) / (want * this.dimension), c.hnswNs) - c.hnswNs);
-      }
+      if (!accept) this.costs.hnswNs = movedMean(this.costs.hnswNs, ((performance.now() - t0) * 1e6) / (want * this.dimension));
       for (let i = 0; i < r.neighbors.length; i++) {
         const label = r.neighbors[i];
         if (state[label] === CURRENT) out.push({ label, distance: r.distances[i] });
@@ -935,10 +939,7 @@ export class HnswDense implements DenseIndex {
     const sq = storedFormInto(this.metric, q, this.query);
     const t0 = performance.now();
     const r = this.graph().exactKnn(sq, labels, count, n, this.state);
-    if (count >= 256) {
-      const c = this.costs;
-      c.graphScanNs += 0.05 * (clampSample(((performance.now() - t0) * 1e6) / (count * this.dimension), c.graphScanNs) - c.graphScanNs);
-    }
+    if (count >= 256) this.costs.graphScanNs = movedMean(this.costs.graphScanNs, ((performance.now() - t0) * 1e6) / (count * this.dimension));
     const out: Neighbor[] = new Array(r.neighbors.length);
     for (let i = 0; i < out.length; i++) out[i] = { label: r.neighbors[i], distance: r.distances[i] };
     if (this.pendingVecs.size > 0) {
@@ -999,7 +1000,7 @@ export class HnswDense implements DenseIndex {
  */
 export class QuantizedDense implements DenseIndex {
   readonly codes: QuantizedVectors;
-  readonly costs: SearchCosts = { scanNs: 2, simdScanNs: 0.2, graphScanNs: 0.4, hnswNs: 12 };
+  readonly costs: CodeScanCosts = { scanNs: 2, simdScanNs: 0.2 };
   private bits = new Uint8Array(16);
   private liveCount = 0;
   private readonly space: 'ip' | 'l2';
