@@ -48,7 +48,8 @@ every request on one thread, so one index's QPS is bounded by that thread.
   1.000 / 1.000 / 0.979. Until this change the exact path scanned 8-bit codes kept for every
   vector (0.21× raw at 128-d) on a WebAssembly SIMD kernel and re-ranked the best topK + 3 from
   SQLite: 103 / 94 / 61 / 82 % per core in the morning's full run. In process (engine only,
-  section above): 538 / 250 / 50 / 63 % (181 / 128 / 50 / 69 % with the codes, 2026-11-25, Node 20); the 10 % case computes 10,000 float32 distances, ~17 ns each, mostly waiting for memory. At 1M×128 (section above): 161 / 63 / 35 / 83 % per core (recall 1.000 / 1.000 / 0.973 / 0.919): at 1 % and 10 % the exact scan reads 10,000 and 100,000 scattered vectors.
+  section above): 611 / 290 / 55 / 67 % (181 / 128 / 50 / 69 % with the codes, 2026-11-25, Node 20); the 10 %
+  case computes 10,000 float32 distances, ~18 ns each, mostly waiting for memory. At 1M×128 (section above): 161 / 63 / 35 / 83 % per core (recall 1.000 / 1.000 / 0.973 / 0.919): at 1 % and 10 % the exact scan reads 10,000 and 100,000 scattered vectors.
 - **Writes while reading** (target: query p99 during a stream of upserts in batches of 100 ≤ 3×
   idle p99) — met in this run. An upsert commits to SQLite (group commit) and queues its vector;
   queued points are scanned by every query, so an acknowledged write is visible to the next query
