@@ -35,12 +35,16 @@ function versionOf(bin) {
  *     recorded major is the running one);
  *   `{ action: 'switch', binDir, nodedir, version }`: run with `binDir/node` (`version`, of the
  *     recorded major; `nodedir` = the directory above `binDir`, with the headers in include/node);
- *   `{ action: 'fail', message }`: no such Node.js here; `message` is one line saying what to do.
+ *   `{ action: 'fail', message }`: no such Node.js here, or no node_modules at all; `message` is
+ *     one line saying what to do.
  * Candidates, in order: `<nodedir>/bin/node` of the record, then `<root>/.tools/node/node_modules/
  * <package>/bin/node` (scripts/node-env.sh installs Node.js there; the record's absolute nodedir
  * is stale after the checkout moved). Each is verified with `-v`.
  */
 export function addonNode(root, running = process.version) {
+  if (!fs.existsSync(path.join(root, 'node_modules'))) {
+    return { action: 'fail', message: 'svc: node_modules is missing: run `bash scripts/quickstart.sh` (or `npm ci`) first' };
+  }
   let record;
   try {
     record = fs.readFileSync(path.join(root, 'node_modules', '.svc-node'), 'utf8').trim();

@@ -39,7 +39,7 @@ export function missingLine(bench: string, needs: Need[]): string | undefined {
   if (!missing.length) return undefined;
   const pkgs = [...new Set(missing.map((n) => n.pkg))].join(' ');
   const without = missing.flatMap((n) => (n.without ? [n.without] : []));
-  return `${bench} needs ${missing.map((n) => n.cmd).join(', ')}, not installed here: install with \`sudo apt-get install ${pkgs}\` (or every bench's: \`sudo bash scripts/install-deps.sh bench\`)${without.length ? `, or run without: ${without.join('; ')}` : ''}`;
+  return `${bench} needs ${missing.map((n) => n.cmd).join(', ')}, not installed here: install with \`sudo apt-get install ${pkgs}\` (or what all the benches use: \`sudo bash scripts/install-deps.sh bench\`)${without.length ? `, or run without: ${without.join('; ')}` : ''}`;
 }
 
 /** Exits the process with code 1 after printing {@link missingLine} when something in `needs` is missing. */

@@ -23,6 +23,7 @@ const BARE_PATH = '/usr/local/bin:/usr/bin:/bin';
 /** The `node` that PATH finds (the system's), or this process's when there is none. */
 const SYSTEM_NODE = ['/usr/local/bin/node', '/usr/bin/node', '/bin/node'].find((p) => fs.existsSync(p)) ?? process.execPath;
 const BANNER = /Paste into/;
+assert.ok(fs.existsSync('/usr/bin/npm') || fs.existsSync('/usr/local/bin/npm') || fs.existsSync('/bin/npm'), `no npm on ${'/usr/local/bin:/usr/bin:/bin'} (scripts/install-deps.sh installs Debian's when there is none)`);
 
 function bareEnv(extra: Record<string, string> = {}): Record<string, string> {
   return { HOME: os.homedir(), PATH: BARE_PATH, ...extra };
@@ -57,17 +58,26 @@ async function serve(cmd: string, args: string[], dataDir: string): Promise<Serv
   child.stderr!.on('data', (b: Buffer) => (err += b));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const deadline = Date.now() + 180_000;
-  while (!BANNER.test(out)) {
-    const done = await Promise.race([exited, new Promise((r) => setTimeout(r, 200, undefined))]);
-    assert.equal(done, undefined, `${cmd} ${args.join(' ')} exited before its banner:\n${out}\n${err}`);
-    assert.ok(Date.now() < deadline, `no banner after 180 s:\n${out}\n${err}`);
+  try {
+    while (!BANNER.test(out)) {
+      const done = await Promise.race([exited, new Promise((r) => setTimeout(r, 200, undefined))]);
+      assert.equal(done, undefined, `${cmd} ${args.join(' ')} exited before its banner:\n${out}\n${err}`);
+      assert.ok(Date.now() < deadline, `no banner after 180 s:\n${out}\n${err}`);
+    }
+  } catch (e) {
+    killLeftovers(child.pid, servingPid(dataDir));
+    throw e;
   }
   return { child, out: () => out, err: () => err, exited };
 }
 
-/** The pid in svc.lock: the process that serves (the child when bin/svc.js ran itself again). */
-function servingPid(dataDir: string): number {
-  return Number(fs.readFileSync(path.join(dataDir, 'svc.lock'), 'utf8').trim());
+/** The pid in svc.lock: the process that serves (the child when bin/svc.js ran itself again); undefined before it is written. */
+function servingPid(dataDir: string): number | undefined {
+  try {
+    return Number(fs.readFileSync(path.join(dataDir, 'svc.lock'), 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function alive(pid: number): boolean {
@@ -76,6 +86,18 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Kills what a failed test left running: the process groups of the started command and of svc. */
+function killLeftovers(...groups: (number | undefined)[]): void {
+  for (const group of groups) {
+    if (!group || !alive(group)) continue;
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // gone, or not a group leader
+    }
   }
 }
 
@@ -106,34 +128,47 @@ test('`node bin/svc.js env` with the system node prints the .env block and no er
 test('`node bin/svc.js serve` with the system node serves (SQLite loaded) and stops gracefully on Ctrl-C', async (t) => {
   t.diagnostic(`system node ${SYSTEM_NODE} (${spawnSync(SYSTEM_NODE, ['-v'], { encoding: 'utf8' }).stdout.trim()}), this test's ${process.version}`);
   const { dir, cleanup } = tempDir('svc-fresh-');
+  let s: Served | undefined;
+  let pid: number | undefined;
   try {
-    const s = await serve(SYSTEM_NODE, ['bin/svc.js', 'serve'], dir);
-    const pid = servingPid(dir);
+    s = await serve(SYSTEM_NODE, ['bin/svc.js', 'serve'], dir);
+    pid = servingPid(dir)!;
     // a terminal's Ctrl-C: SIGINT to every process of the foreground group
     process.kill(-s.child.pid!, 'SIGINT');
     await assertStoppedGracefully(s, pid, [{ code: 0, signal: null }]);
   } finally {
+    killLeftovers(s?.child.pid, pid);
     cleanup();
   }
 });
 
-test('`node bin/svc.js serve` with the system node stops gracefully on SIGTERM to its pid', async () => {
-  const { dir, cleanup } = tempDir('svc-fresh-');
-  try {
-    const s = await serve(SYSTEM_NODE, ['bin/svc.js', 'serve'], dir);
-    const pid = servingPid(dir);
-    s.child.kill('SIGTERM');
-    await assertStoppedGracefully(s, pid, [{ code: 0, signal: null }]);
-  } finally {
-    cleanup();
-  }
-});
+for (const [how, toGroup] of [
+  ['to its pid (kill)', false],
+  ['to its process group (timeout, a service manager)', true],
+] as const) {
+  test(`\`node bin/svc.js serve\` with the system node stops gracefully on SIGTERM ${how}`, async () => {
+    const { dir, cleanup } = tempDir('svc-fresh-');
+    let s: Served | undefined;
+    let pid: number | undefined;
+    try {
+      s = await serve(SYSTEM_NODE, ['bin/svc.js', 'serve'], dir);
+      pid = servingPid(dir)!;
+      process.kill(toGroup ? -s.child.pid! : s.child.pid!, 'SIGTERM');
+      await assertStoppedGracefully(s, pid, [{ code: 0, signal: null }]);
+    } finally {
+      killLeftovers(s?.child.pid, pid);
+      cleanup();
+    }
+  });
+}
 
 test('`npm start` with the system npm serves and stops gracefully on Ctrl-C', async () => {
   const { dir, cleanup } = tempDir('svc-fresh-');
+  let s: Served | undefined;
+  let pid: number | undefined;
   try {
-    const s = await serve('npm', ['run', '--silent', 'start'], dir);
-    const pid = servingPid(dir);
+    s = await serve('npm', ['run', '--silent', 'start'], dir);
+    pid = servingPid(dir)!;
     process.kill(-s.child.pid!, 'SIGINT');
     // npm passes its script's exit on, or ends itself by the SIGINT it received
     await assertStoppedGracefully(s, pid, [
@@ -142,6 +177,7 @@ test('`npm start` with the system npm serves and stops gracefully on Ctrl-C', as
       { code: 130, signal: null },
     ]);
   } finally {
+    killLeftovers(s?.child.pid, pid);
     cleanup();
   }
 });
