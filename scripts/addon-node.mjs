@@ -69,7 +69,7 @@ export function addonNode(root, running = process.version) {
   }
   return {
     action: 'fail',
-    message: `svc: node_modules was built for Node.js ${version}, this is Node.js ${running} and no Node.js ${major(version)} was found${nodedir ? ` in ${nodedir}` : ''}: run \`bash scripts/quickstart.sh\` (it installs the Node.js svc runs on and rebuilds node_modules for it)`,
+    message: `svc: node_modules was built for Node.js ${version}, this is Node.js ${running} and no Node.js ${major(version)} was found${nodedir ? ` in ${nodedir}` : ''}: run \`bash scripts/quickstart.sh\` (it installs the Node.js svc runs on, and rebuilds node_modules when they were built for another)`,
   };
 }
 
