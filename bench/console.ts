@@ -17,6 +17,7 @@ import { createLogger } from '../src/logger.js';
 import { createContext, startSvc } from '../src/main.js';
 import { buildMessage } from '../src/queue/build.js';
 import { openSqliteQueueStore } from '../src/queue/store/sqlite.js';
+import { requirePrograms } from './lib/needs.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -54,6 +55,7 @@ async function fill(dir: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
+  requirePrograms('bench:console', [{ cmd: '/usr/bin/chromium', pkg: 'chromium' }]);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-console-'));
   try {
     const fillMs = await fill(dir);

@@ -39,6 +39,7 @@ import { describeMachine, machineInfo } from './lib/machine.js';
 import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, waitFor, type ManagedProcess } from './lib/proc.js';
 import { runRedisBenchmarkFor, startRedisServer, startWebdis } from './lib/redis.js';
 import { fmtInt, fmtMs, fmtRatio } from './lib/stats.js';
+import { requirePrograms } from './lib/needs.js';
 import { markdownTable } from './lib/table.js';
 import { runWrk, type WrkRequest } from './lib/wrk.js';
 
@@ -208,6 +209,13 @@ async function startSvc(label: string, dataDir: string, redisUrl: string | undef
 }
 
 async function main(): Promise<void> {
+  requirePrograms('bench:kv', [
+    { cmd: 'redis-server', pkg: 'redis-server' },
+    { cmd: 'redis-cli', pkg: 'redis-tools' },
+    { cmd: 'wrk', pkg: 'wrk' },
+    ...(!AB && ONLY.has('webdis') ? [{ cmd: 'webdis', pkg: 'webdis', without: `BENCH_ONLY=${[...ONLY].filter((s) => s !== 'webdis').join(',')} npm run bench:kv` }] : []),
+    ...(!AB && ONLY.has('redis-benchmark') ? [{ cmd: 'redis-benchmark', pkg: 'redis-tools' }] : []),
+  ]);
   installCleanupHandlers();
   const t0 = Date.now();
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');

@@ -39,6 +39,7 @@ import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToComplet
 import { now, startSink, type Sink } from './lib/queue-sink.js';
 import { startRedisServer } from './lib/redis.js';
 import { fmtInt } from './lib/stats.js';
+import { requirePrograms } from './lib/needs.js';
 import { markdownTable } from './lib/table.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -255,6 +256,11 @@ async function measureSetting(metrics: boolean, redisUrl: string, dir: string): 
 }
 
 async function main(): Promise<void> {
+  requirePrograms('bench:metrics', [
+    { cmd: 'valgrind', pkg: 'valgrind' },
+    { cmd: 'callgrind_control', pkg: 'valgrind' },
+    { cmd: 'redis-server', pkg: 'redis-server' },
+  ]);
   installCleanupHandlers();
   const t0 = now();
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');

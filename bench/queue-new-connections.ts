@@ -29,6 +29,7 @@ import { Pool } from 'undici';
 import { listenAccepting } from '../src/http/accept.js';
 import { percentile } from './lib/stats.js';
 import { installCleanupHandlers, makeTempDir, startProcess, waitFor } from './lib/proc.js';
+import { requirePrograms } from './lib/needs.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN = 'bench-token';
@@ -132,6 +133,7 @@ async function main(): Promise<void> {
     return probe(process.argv[i + 1], process.argv[i + 2], Number(process.argv[i + 3]), Number(process.argv[i + 4]));
   }
   if (process.argv.includes('--demo-accept')) return demoAccept();
+  requirePrograms('bench:queue-connections', [{ cmd: 'ss', pkg: 'iproute2' }]);
   installCleanupHandlers();
   const keepalive = arg('keepalive', 200);
   const seconds = arg('seconds', 15);

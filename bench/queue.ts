@@ -32,7 +32,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { abOrder, abRatios, abVariants, cpuMs, fmtSpread, type SvcVariant } from './lib/ab.js';
-import { importPeer } from './peers/install.js';
+import { ensurePeer, importPeer } from './peers/install.js';
+import { requirePrograms } from './lib/needs.js';
+import { postgresBinDir } from '../test/helpers/postgres.js';
 import { closedLoop, now, startSink, type Sink } from './lib/queue-sink.js';
 import { benchPostgres, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
@@ -278,12 +280,37 @@ function measureFsync(): number {
 }
 
 // ---------------------------------------------------------------- main
+/**
+ * Before anything starts: the programs the chosen parts run (redis-server for BullMQ, PostgreSQL's
+ * server binaries for the PostgreSQL rows) and BullMQ itself (installed into bench/peers on first
+ * use); what is missing ends the bench with one line (bench/lib/needs.ts).
+ */
+function checkPeers(): void {
+  const pgPresent = () => {
+    try {
+      return Boolean(postgresBinDir());
+    } catch {
+      return false;
+    }
+  };
+  requirePrograms('bench:queue', [
+    ...(flag('skip-bullmq') ? [] : [{ cmd: 'redis-server', pkg: 'redis-server', without: 'npm run bench:queue -- --skip-bullmq' }]),
+    ...(flag('skip-pg') ? [] : [{ cmd: 'initdb', pkg: 'postgresql', present: pgPresent, without: 'npm run bench:queue -- --skip-pg' }]),
+  ]);
+  const err = flag('skip-bullmq') ? undefined : ensurePeer('bullmq');
+  if (err) {
+    process.stderr.write(`bench:queue could not install its peer BullMQ into bench/peers (${err}): check the npm registry is reachable, or run without it: npm run bench:queue -- --skip-bullmq\n`);
+    process.exit(1);
+  }
+}
+
 async function main(): Promise<void> {
   const wi = process.argv.indexOf('--bullmq-worker');
   if (wi >= 0) return bullmqWorker(Number(process.argv[wi + 1]), process.argv[wi + 2]);
 
   const ab = abVariants(ROOT);
   if (ab) return abRun(ab);
+  checkPeers();
   const loadAtStart = os.loadavg().map((l) => l.toFixed(1)).join(' ');
   const fsyncMs = measureFsync();
   const n1 = arg('n1', 1000);

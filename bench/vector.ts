@@ -70,6 +70,7 @@ import { sectionOf, writeSection } from './lib/report.js';
 import { load, percentile, recallOf } from './lib/stats.js';
 import { abOrder, abRatios, abVariants, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { clustered, FILTERS, latentMap } from './lib/vector-data.js';
+import { requirePrograms } from './lib/needs.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Repetitions per throughput cell (median reported; in-process and HTTP interleaved). */
@@ -609,6 +610,7 @@ async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
   if (process.env.BENCH_OUT) fs.writeFileSync(process.env.BENCH_OUT, text);
 }
 
+requirePrograms('bench:vector', [{ cmd: 'wrk', pkg: 'wrk' }]);
 const AB = abVariants(root);
 if (AB) {
   await abRun(AB);

@@ -1,32 +1,80 @@
 #!/usr/bin/env bash
-# Installs the system packages svc needs on Debian/Ubuntu when they are missing (needs root or sudo
-# for apt-get):
-#   redis-server        the kv area's database (also used by benches)
-#   postgresql          the queue's optional PostgreSQL store and its tests (server binaries in
-#                       /usr/lib/postgresql/<ver>/bin)
-#   chromium            the browser the web console's tests drive through playwright-core (never
-#                       downloaded by npm)
-#   wrk                 the HTTP load generator of the benches
-#   valgrind            `npm run bench:metrics` counts instructions per request with its callgrind
+# Installs the Debian/Ubuntu packages svc needs when they are missing, by what needs them:
+#   bash scripts/install-deps.sh [run] [test] [bench] [all]      (no argument: run)
+#
+# run    svc itself (scripts/quickstart.sh):
+#   redis-server        the kv area's database
 #   g++, make, python3  node-gyp's toolchain for the native addons better-sqlite3 and hnswlib-node,
 #                       when no prebuilt binary applies (always the case for hnswlib-node)
 #   nodejs, npm         only when there is no `npm` at all: Debian's npm is enough to fetch
 #                       Node.js 24 from the npm registry (scripts/node-env.sh)
+# test   the test suite (`npm test` runs `install-deps.sh test` first, scripts/test.mjs):
+#   postgresql          the queue's PostgreSQL store tests start throw-away clusters with its server
+#                       binaries (/usr/lib/postgresql/<ver>/bin)
+#   chromium            the browser the web console's tests drive through playwright-core (never
+#                       downloaded by npm)
+# bench  the benchmarks (`npm run bench:*`; each names what it lacks in one line, bench/lib/needs.ts):
+#   wrk                 the HTTP load generator (bench:kv, bench:vector)
+#   webdis              bench:kv's C gateway peer (Debian's package also enables a webdis service
+#                       on port 7379; the bench starts its own on a free port)
+#   redis-tools         redis-benchmark, bench:kv's raw-RESP ceiling (comes with redis-server)
+#   valgrind            bench:metrics counts instructions per request with its callgrind
+#   iproute2            ss, bench:queue-connections's accept-queue samples (on every Debian)
+#   postgresql          bench:queue's PostgreSQL rows; chromium: bench:console
+# all    every group (.ci/run on a clean machine)
+#
+# apt-get needs root: as root it runs directly, otherwise through sudo (which may ask for the
+# password). Without either, or without apt-get, it prints one line naming the missing packages
+# and exits 1.
 set -euo pipefail
+
+# True when Debian package $1 (or what svc uses from it) is present.
+has() {
+  case "$1" in
+    postgresql) compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null ;;
+    chromium) [ -x /usr/bin/chromium ] ;;
+    redis-tools) command -v redis-benchmark >/dev/null 2>&1 ;;
+    iproute2) command -v ss >/dev/null 2>&1 ;;
+    nodejs) command -v npm >/dev/null 2>&1 ;;
+    *) command -v "$1" >/dev/null 2>&1 ;;
+  esac
+}
+
+[ "$#" -gt 0 ] || set -- run
+wanted=()
+purpose=""
+for group in "$@"; do
+  case "$group" in
+    run) wanted+=(redis-server g++ make python3 nodejs) purpose="${purpose:+$purpose and }svc" ;;
+    test) wanted+=(postgresql chromium) purpose="${purpose:+$purpose and }the tests" ;;
+    bench) wanted+=(wrk webdis redis-tools valgrind iproute2 postgresql chromium) purpose="${purpose:+$purpose and }the benches" ;;
+    all) wanted+=(redis-server g++ make python3 nodejs postgresql chromium wrk webdis redis-tools valgrind iproute2) purpose="${purpose:+$purpose and }svc, its tests and benches" ;;
+    *) echo "usage: bash scripts/install-deps.sh [run] [test] [bench] [all]" >&2; exit 2 ;;
+  esac
+done
 need=()
-command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
-compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
-[ -x /usr/bin/chromium ] || need+=(chromium)
-command -v wrk >/dev/null 2>&1 || need+=(wrk)
-command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
-command -v g++ >/dev/null 2>&1 || need+=(g++)
-command -v make >/dev/null 2>&1 || need+=(make)
-command -v python3 >/dev/null 2>&1 || need+=(python3)
-command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
-if [ "${#need[@]}" -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  echo "installing: ${need[*]}" >&2
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+for pkg in "${wanted[@]}"; do
+  if ! has "$pkg" && [[ " ${need[*]-} " != *" $pkg "* ]]; then
+    need+=("$pkg")
+    # Debian's nodejs comes without npm
+    if [ "$pkg" = nodejs ]; then need+=(npm); fi
+  fi
+done
+[ "${#need[@]}" -gt 0 ] || exit 0
+
+SUDO=""
+if [ "$EUID" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && { sudo -n true 2>/dev/null || [ -t 0 ]; }; then
+    SUDO="sudo"
+  else
+    echo "svc: Debian packages missing for $purpose: ${need[*]}; install them as root: apt-get install ${need[*]} (or: sudo bash scripts/install-deps.sh $*)" >&2
+    exit 1
+  fi
 fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "svc: Debian packages missing for $purpose: ${need[*]} (no apt-get here: install them with the system's package manager)" >&2
+  exit 1
+fi
+echo "installing for $purpose: ${need[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null

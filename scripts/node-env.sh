@@ -52,7 +52,9 @@ svc_use_node() {
 }
 
 # Installs node_modules from package-lock.json when missing, out of date, or built for another
-# Node.js (native addons must match the Node.js that loads them); records that version afterwards.
+# Node.js (native addons must match the Node.js that loads them); records that version afterwards
+# in node_modules/.svc-node, which bin/svc.js and the npm scripts (scripts/with-node.mjs) read to
+# run on that Node.js in any later shell (scripts/addon-node.mjs).
 svc_npm_ci() {
   local built
   built="$(node -v) ${npm_config_nodedir:-}"
