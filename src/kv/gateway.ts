@@ -413,7 +413,7 @@ export class KvGateway {
         } finally {
           this.watchdog.end(watch, null);
         }
-        if (watch?.killed) r = { replies: this.watchdog.endAll(watch, r.replies), raws: undefined };
+        if (this.watchdog.killedDuring(watch)) r = { replies: this.watchdog.endAll(watch, r.replies), raws: undefined };
         if (fixes) applyFixes(fixes, r.replies, r.raws);
         if (send.length === cmds.length) return { replies: r.replies, raws: r.raws, token };
         for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];

@@ -7,8 +7,10 @@
  *
  * Redis only reads the kill once the script has run `busy-reply-threshold` ms (it does not serve
  * other connections before); svc sets that threshold to the same limit on the redis-server it
- * supervises. A kill Redis answers `NOTBUSY` (the script has not started yet: it waits behind
- * other commands) is tried again one limit later while the request is still unanswered. A script
+ * supervises. While the request is unanswered a kill is sent again every limit: after `NOTBUSY`
+ * (the script has not started yet: it waits behind other commands), and after a kill that stopped
+ * another script this request waited behind (several scripts queued on one pooled connection run
+ * one after the other; whatever Redis lets a kill stop has run the whole threshold). A script
  * that already wrote cannot be killed (`UNKILLABLE`): Redis keeps answering `BUSY` (503) until it ends.
  *
  * While one script runs Redis serves nobody else, so killing is not enough against a client that
@@ -34,9 +36,14 @@ export interface Watch {
   done: boolean;
   /** True once a reply of this request was a script this watchdog killed (rewritten to `scriptKilled`). */
   struck: boolean;
+  /** The watchdog's count of successful kills when this watch started. */
+  since: number;
 }
 
 export class ScriptWatchdog {
+  /** Kills answered OK so far (a killed reply of a watch counts as svc's when one came during it). */
+  private kills = 0;
+
   /**
    * @param limitMs how long a script may run, in ms (0 = never kill; {@link start} returns undefined)
    * @param kill sends a kill command on a connection of its own
@@ -51,11 +58,11 @@ export class ScriptWatchdog {
   /** Starts watching a request that runs a script; call {@link end} when its reply arrived. */
   start(fn: boolean): Watch | undefined {
     if (this.limitMs <= 0) return undefined;
-    const w: Watch = { timer: undefined, killed: false, done: false, struck: false };
+    const w: Watch = { timer: undefined, killed: false, done: false, struck: false, since: this.kills };
     const arm = () => {
       w.timer = setTimeout(() => {
         w.timer = undefined;
-        if (!w.done) void this.killOnce(fn, w).then((again) => again && !w.done && arm());
+        if (!w.done) void this.killOnce(fn, w).then(() => !w.done && arm());
       }, this.limitMs);
       w.timer.unref();
     };
@@ -65,13 +72,14 @@ export class ScriptWatchdog {
 
   /**
    * Stops watching. Returns the reply to give the caller: a script-killed error becomes
-   * `scriptKilled` when this watchdog killed it.
+   * `scriptKilled` when this watchdog killed a script while the request was watched (its own kill
+   * or the kill sent for another request that stopped this one's script).
    */
   end(w: Watch | undefined, reply: Reply): Reply {
     if (w === undefined) return reply;
     w.done = true;
     if (w.timer) clearTimeout(w.timer);
-    if (w.killed && reply instanceof RespError && /killed by user/i.test(reply.message)) {
+    if (this.killedDuring(w) && reply instanceof RespError && /killed by user/i.test(reply.message)) {
       w.struck = true;
       return new RespError(kvMessage('scriptKilled', this.limitMs));
     }
@@ -84,24 +92,27 @@ export class ScriptWatchdog {
    */
   endAll(w: Watch | undefined, replies: Reply[]): Reply[] {
     this.end(w, null);
-    if (w === undefined || !w.killed) return replies;
+    if (!this.killedDuring(w)) return replies;
     return replies.map((r) => (Array.isArray(r) ? r.map((x) => this.end(w, x)) : this.end(w, r)));
   }
 
-  /** Sends the kill; resolves true when it should be tried again later (nothing was running yet). */
-  private async killOnce(fn: boolean, w: Watch): Promise<boolean> {
+  /** True when this watchdog killed a script while `w` was watched. */
+  killedDuring(w: Watch | undefined): w is Watch {
+    return w !== undefined && (w.killed || this.kills > w.since);
+  }
+
+  /** Sends the kill (a failure is reported to `onError`); marks `w` killed when Redis answered OK. */
+  private async killOnce(fn: boolean, w: Watch): Promise<void> {
     try {
       let r = await this.kill(fn ? ['FUNCTION', 'KILL'] : ['SCRIPT', 'KILL']);
       // the running one is of the other kind: "BUSY ... You can only call FUNCTION KILL ..."
       if (r instanceof RespError && /(SCRIPT|FUNCTION) KILL/.test(r.message)) r = await this.kill(fn ? ['SCRIPT', 'KILL'] : ['FUNCTION', 'KILL']);
       if (!(r instanceof RespError)) {
         w.killed = true;
-        return false;
+        this.kills++;
       }
-      return r.message.startsWith('NOTBUSY');
     } catch (err) {
       this.onError(err);
-      return true;
     }
   }
 }
@@ -115,7 +126,7 @@ export const COOL_DOWN_FACTOR = 10;
 /** The longest cool-down, in ms (unless {@link COOL_DOWN_FACTOR} × the limit is longer). */
 export const MAX_COOL_DOWN_MS = 600_000;
 /** How long after its last cool-down ended an identity stays on probation (one script at a time; the next kill doubles the cool-down), in ms. */
-export const PROBATION_MS = 600_000;
+export const PROBATION_MS = 3_600_000;
 
 /** Identities tracked before the idle ones with forgotten strikes are dropped. */
 const MAX_TRACKED = 4096;

@@ -129,6 +129,23 @@ describe(`runaway scripts in a loop (SVC_KV_SCRIPT_TIMEOUT_MS=${LIMIT_MS})`, () 
     // another token's scripts are not affected
     assert.equal((await call(base, '/eval/return%2042/0', { token })).json.result, 42);
   });
+
+  test(`a burst of 100 runaway scripts sent at once: at most ${SCRIPTS_IN_FLIGHT} reach Redis, the others are refused after the first kill`, async () => {
+    const run = async (...args: string[]) => (await call(base, '/', { token, method: 'POST', body: JSON.stringify(args) })).json.result;
+    assert.equal(await run('ACL', 'SETUSER', 'burst', 'reset', 'on', '>burst-pw', '~*', '&*', '+@all'), 'OK');
+    const acl = (await run('ACL', 'RESTTOKEN', 'burst', 'burst-pw')) as string;
+    const started = Date.now();
+    const answers = await Promise.all(Array.from({ length: 100 }, () => call(base, RUNAWAY, { token: acl })));
+    const count = (re: RegExp, status: number) => answers.filter((r) => r.status === status && re.test(r.json?.error)).length;
+    const killed = count(/script killed by svc/, 400);
+    const busy = count(/^BUSY /, 503);
+    const refused = count(/refused for another \d+ s/, 429);
+    console.log(`burst: ${killed} killed, ${busy} BUSY, ${refused} refused in ${Date.now() - started} ms`);
+    assert.equal(killed + busy + refused, 100, JSON.stringify(answers.map((r) => `${r.status} ${r.text.slice(0, 60)}`)));
+    assert.ok(killed >= 1);
+    assert.ok(killed + busy <= SCRIPTS_IN_FLIGHT, `${killed + busy} scripts reached Redis`);
+    assert.equal((await call(base, '/get/victim-key', { token })).json.result, 'v');
+  });
 });
 
 describe('ScriptAdmission (clock of the test)', () => {
