@@ -46,6 +46,11 @@ export interface GatewayOptions {
   clientName?: string;
   /** Observes the round trips of the pooled connections (`svc_kv_backend_duration_seconds`). */
   backendRtt?: HistogramCell;
+  /**
+   * Told when a script of an identity (its {@link ScriptAdmission} key) was killed here; kv worker
+   * processes pass it to the other processes ({@link KvGateway.scriptKilledElsewhere}).
+   */
+  onScriptKill?: (key: string) => void;
 }
 
 /** Shared connections per pool (requests are RESP-pipelined on them). */
@@ -90,7 +95,7 @@ export class KvGateway {
     this.watchdog = new ScriptWatchdog(config.scriptTimeoutMs, (cmd) => this.adminCommand(cmd), (err) =>
       this.logger.warn({ err: (err as Error).message }, 'kv: killing a long-running script failed'),
     );
-    this.admission = config.scriptTimeoutMs > 0 ? new ScriptAdmission(config.scriptTimeoutMs) : undefined;
+    this.admission = config.scriptTimeoutMs > 0 ? new ScriptAdmission(config.scriptTimeoutMs, options.onScriptKill) : undefined;
     backend.onUp(() => this.refresh());
   }
 
@@ -342,6 +347,11 @@ export class KvGateway {
       this.scriptEnded(admitted, watch);
       cb(err, r, r === reply ? raw : undefined, token);
     };
+  }
+
+  /** Another kv process killed a script of identity `key` ({@link GatewayOptions.onScriptKill}): counted here too. */
+  scriptKilledElsewhere(key: string): void {
+    this.admission?.killedElsewhere(key);
   }
 
   /** Releases a script request's admission; a script svc killed counts against its identity. */

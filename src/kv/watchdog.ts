@@ -165,10 +165,13 @@ export class ScriptAdmission {
 
   /**
    * @param limitMs the script time limit (`SVC_KV_SCRIPT_TIMEOUT_MS`), in ms, > 0
+   * @param onKill told of every kill counted here by {@link leave} (kv worker processes pass it
+   *   to the others, which apply it with {@link killedElsewhere})
    * @param now the clock, ms since the epoch (tests)
    */
   constructor(
     readonly limitMs: number,
+    private readonly onKill: (key: string) => void = () => {},
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -209,20 +212,35 @@ export class ScriptAdmission {
     c.inFlight--;
     const now = this.now();
     if (killed) {
-      if (now < c.coolUntil) c.coolUntil = Math.max(c.coolUntil, now + this.coolDownMs(c.strikes));
-      else {
-        this.forget(c, now);
-        c.strikes++;
-        c.coolUntil = now + this.coolDownMs(c.strikes);
-      }
-      const refused = c.waiting.splice(0);
-      for (const w of refused) w(this.coolDownError(c, now));
+      this.strike(c, now);
+      this.onKill(key);
     }
     while (c.waiting.length > 0 && c.inFlight < this.cap(c) && now >= c.coolUntil) {
       c.inFlight++;
       c.waiting.shift()!(undefined);
     }
     if (c.inFlight === 0 && c.waiting.length === 0 && c.strikes === 0) this.clients.delete(key);
+  }
+
+  /** Another kv process killed a script of `key`: counted as if it had been killed here. */
+  killedElsewhere(key: string): void {
+    let c = this.clients.get(key);
+    if (c === undefined) this.clients.set(key, (c = { strikes: 0, coolUntil: 0, inFlight: 0, waiting: [] }));
+    this.strike(c, this.now());
+  }
+
+  /**
+   * Counts a kill: a new cool-down, doubled (or, during a cool-down, that one extended); the
+   * requests waiting are refused.
+   */
+  private strike(c: ScriptClient, now: number): void {
+    if (now < c.coolUntil) c.coolUntil = Math.max(c.coolUntil, now + this.coolDownMs(c.strikes));
+    else {
+      this.forget(c, now);
+      c.strikes++;
+      c.coolUntil = now + this.coolDownMs(c.strikes);
+    }
+    for (const w of c.waiting.splice(0)) w(this.coolDownError(c, now));
   }
 
   /** Drops the identities with nothing in flight whose strikes are forgotten (or none). */

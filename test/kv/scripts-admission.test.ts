@@ -6,6 +6,7 @@
  * latency during a 25 s attack with SVC_KV_SCRIPT_TIMEOUT_MS=300.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from '@upstash/redis';
 import type { KvServer } from '../../src/kv/index.js';
@@ -148,10 +149,49 @@ describe(`runaway scripts in a loop (SVC_KV_SCRIPT_TIMEOUT_MS=${LIMIT_MS})`, () 
   });
 });
 
+/** GET `path` on a connection of its own (`agent: false`), so that the kv primary hands it to its next worker. */
+function getOnNewConnection(base: string, path: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(base + path, { agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
+describe('with worker processes (SVC_KV_WORKERS=2)', () => {
+  let svc: Svc;
+  before(async () => {
+    svc = await startTestSvc(['kv'], { env: { SVC_KV_SCRIPT_TIMEOUT_MS: String(LIMIT_MS), SVC_KV_WORKERS: '2' } });
+    assert.equal((svc.servers.kv as KvServer).workerPids().length, 2);
+  });
+  after(async () => {
+    await killScripts(svc).catch(() => {});
+    await svc?.close();
+  });
+
+  test('a script killed on one worker puts the token in its cool-down on every worker', async () => {
+    const base = svc.urls.kv!;
+    const readonly = svc.ctx.credentials.get('kv.readonlyToken');
+    const killed = await getOnNewConnection(base, RUNAWAY, readonly);
+    assert.equal(killed.status, 400, killed.body);
+    assert.match(killed.body, /script killed by svc/);
+    // consecutive connections go to the workers in turn: both must refuse the token's scripts
+    const answers = [];
+    for (let i = 0; i < 6; i++) answers.push(await getOnNewConnection(base, '/eval_ro/return%201/0', readonly));
+    assert.deepEqual(answers.map((a) => a.status), [429, 429, 429, 429, 429, 429], JSON.stringify(answers));
+    const token = svc.ctx.credentials.get('kv.token');
+    for (let i = 0; i < 4; i++) assert.equal((await getOnNewConnection(base, '/eval/return%207/0', token)).body, '{"result":7}');
+  });
+});
+
 describe('ScriptAdmission (clock of the test)', () => {
   const LIMIT = 1000;
   let now = 0;
-  const make = () => new ScriptAdmission(LIMIT, () => now);
+  const make = () => new ScriptAdmission(LIMIT, undefined, () => now);
   const refusal = (x: unknown) => (x instanceof KvError ? `${x.status} ${x.code}` : x === undefined ? 'go' : 'wait');
 
   test('cool-downs double with each kill up to the cap; kills of scripts sent before the cool-down do not double it', () => {
