@@ -89,6 +89,14 @@ export const KV_ERRORS = {
   scanNotPermitted: { status: 400, message: "NOPERM this user has no permissions to run the 'scan' command" },
   /** A script svc killed after `SVC_KV_SCRIPT_TIMEOUT_MS`. */
   scriptKilled: { status: 400, message: (limitMs: number) => `ERR script killed by svc: it ran longer than ${limitMs} ms (SVC_KV_SCRIPT_TIMEOUT_MS)` },
+  /** A script of a token whose script svc killed recently, during the cool-down that followed (`watchdog.ts`). */
+  scriptCoolDown: {
+    status: 429,
+    message: (seconds: number, strikes: number, limitMs: number) =>
+      `ERR scripts of this token are refused for another ${seconds} s: svc killed a script of it that ran longer than ${limitMs} ms (SVC_KV_SCRIPT_TIMEOUT_MS; kill ${strikes} in a row, each one doubles the wait)`,
+  },
+  /** Too many script requests of one token waiting for their turn (`watchdog.ts`). */
+  scriptsWaiting: { status: 429, message: (waiting: number) => `ERR too many scripts of this token waiting to run (${waiting}); retry later` },
 
   // --- limits
   /** Past `SVC_KV_DAILY_REQUEST_LIMIT` commands in the current UTC day (the hosted service's text). */

@@ -25,7 +25,7 @@ import {
 import { EMULATED, emulate } from './emulate.js';
 import { encodeReply, RespError, type Arg, type Reply } from './resp.js';
 import { type AliasFile, SCRIPT_COMMANDS, ScriptShebangs } from './scripts.js';
-import { SCRIPT_RUNNERS, ScriptWatchdog } from './watchdog.js';
+import { SCRIPT_RUNNERS, ScriptAdmission, ScriptWatchdog, type Watch } from './watchdog.js';
 import type { Identity, KvTokens } from './tokens.js';
 
 /** Options of {@link KvGateway} beyond the backend, tokens and config. */
@@ -46,6 +46,11 @@ export interface GatewayOptions {
   clientName?: string;
   /** Observes the round trips of the pooled connections (`svc_kv_backend_duration_seconds`). */
   backendRtt?: HistogramCell;
+  /**
+   * Told when a script of an identity (its {@link ScriptAdmission} key) was killed here; kv worker
+   * processes pass it to the other processes ({@link KvGateway.scriptKilledElsewhere}).
+   */
+  onScriptKill?: (key: string) => void;
 }
 
 /** Shared connections per pool (requests are RESP-pipelined on them). */
@@ -72,6 +77,8 @@ export class KvGateway {
   private closed = false;
   private jsonReloadPending = false;
   private readonly watchdog: ScriptWatchdog;
+  /** Script requests per identity: in-flight cap and cool-down after a kill (none without a script time limit). */
+  private readonly admission: ScriptAdmission | undefined;
 
   constructor(
     readonly backend: Backend,
@@ -88,6 +95,7 @@ export class KvGateway {
     this.watchdog = new ScriptWatchdog(config.scriptTimeoutMs, (cmd) => this.adminCommand(cmd), (err) =>
       this.logger.warn({ err: (err as Error).message }, 'kv: killing a long-running script failed'),
     );
+    this.admission = config.scriptTimeoutMs > 0 ? new ScriptAdmission(config.scriptTimeoutMs, options.onScriptKill) : undefined;
     backend.onUp(() => this.refresh());
   }
 
@@ -290,8 +298,21 @@ export class KvGateway {
     this.logger.error({ err: e }, 'kv: response callback failed');
   };
 
-  /** The part of {@link singleCb} after the policy check and the daily count. */
+  /**
+   * The part of {@link singleCb} after the policy check and the daily count: a script waits for
+   * (or is refused) its identity's admission first ({@link ScriptAdmission}).
+   */
   private runSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: ReplyCallback): void {
+    if (!('script' in p) || p.script === undefined || this.admission === undefined) return this.sendSingle(id, p, args, wantRaw, cb, undefined);
+    const key = scriptKey(id);
+    const a = this.admission.enter(key);
+    if (a === undefined) return this.sendSingle(id, p, args, wantRaw, cb, key);
+    if (a instanceof KvError) return this.fire(cb, a);
+    a.then((e) => (e ? this.fire(cb, e) : this.sendSingle(id, p, args, wantRaw, cb, key)));
+  }
+
+  /** Sends one prepared command; `admitted`: the script admission key to release when it is answered. */
+  private sendSingle(id: Identity, p: Prepared, args: Arg[], wantRaw: boolean, cb: ReplyCallback, admitted: string | undefined): void {
     let c: RedisConnection | Promise<RedisConnection>;
     let cmd: Arg[];
     let done: ReplyCallback = cb;
@@ -304,24 +325,49 @@ export class KvGateway {
       if ('error' in p) throw new KvError(p.code, KV_ERRORS[p.code].status, p.error);
       if (p.write) token = this.wrote(); // handed back to `cb` by the connection (no closure per write)
       if (p.fix) done = withFix(cb, p.fix, wantRaw);
+      if (p.script) done = this.watched(p.script === 'function', admitted, done);
       c = this.pool(id).get();
       cmd = p.args;
-      if (p.script) done = this.watched(p.script === 'function', done);
     } catch (err) {
-      return this.fire(cb, err as Error);
+      return this.fire(done, err as Error);
     }
     if (c instanceof RedisConnection) c.sendCb(cmd, wantRaw, done, token);
-    else c.then((conn) => conn.sendCb(cmd, wantRaw, done, token), (e: unknown) => this.fire(cb, e as Error));
+    else c.then((conn) => conn.sendCb(cmd, wantRaw, done, token), (e: unknown) => this.fire(done, e as Error));
   }
 
-  /** `cb` of a script command, watched by the {@link ScriptWatchdog} until its reply arrives. */
-  private watched(fn: boolean, cb: ReplyCallback): ReplyCallback {
+  /**
+   * `cb` of a script command, watched by the {@link ScriptWatchdog} until its reply (or error)
+   * arrives; then its admission (`admitted`, {@link ScriptAdmission}) is released.
+   */
+  private watched(fn: boolean, admitted: string | undefined, cb: ReplyCallback): ReplyCallback {
     const watch = this.watchdog.start(fn);
     if (watch === undefined) return cb;
     return (err, reply, raw, token) => {
       const r = this.watchdog.end(watch, reply);
+      this.scriptEnded(admitted, watch);
       cb(err, r, r === reply ? raw : undefined, token);
     };
+  }
+
+  /** Another kv process killed a script of identity `key` ({@link GatewayOptions.onScriptKill}): counted here too. */
+  scriptKilledElsewhere(key: string): void {
+    this.admission?.killedElsewhere(key);
+  }
+
+  /** Releases a script request's admission; a script svc killed counts against its identity. */
+  private scriptEnded(admitted: string | undefined, watch: Watch | undefined): void {
+    if (admitted !== undefined) this.admission?.leave(admitted, watch?.struck === true);
+  }
+
+  /**
+   * Admission of a pipeline or transaction that runs a script: undefined = go (release with
+   * {@link scriptEnded}), else the refusal (429).
+   */
+  private async admitScripts(id: Identity): Promise<{ key?: string; refused?: KvError }> {
+    if (this.admission === undefined) return {};
+    const key = scriptKey(id);
+    const refused = await this.admission.enter(key);
+    return refused ? { refused } : { key };
   }
 
   /** Sends one command on a new connection of the admin user (the watchdog's kills); closes it. */
@@ -336,22 +382,26 @@ export class KvGateway {
 
   /**
    * Runs a pipeline: every allowed command is written at once on one connection; refused ones
-   * become error items in place. Non-atomic; all commands run even if some fail.
+   * become error items in place (its scripts too while their identity's scripts are refused,
+   * {@link ScriptAdmission}). Non-atomic; all commands run even if some fail.
    * @throws KvError for whole-request failures (limit, database unavailable)
    */
   async pipeline(id: Identity, cmds: Arg[][], wantRaw: boolean): Promise<{ replies: Reply[]; raws?: Buffer[]; token?: string }> {
     const refused = await this.count(cmds.length);
     if (refused) throw refused;
     const replies: Reply[] = new Array(cmds.length);
+    const prepared = cmds.map((cmd) => this.prepare(cmd));
+    const admit = prepared.some((p) => 'script' in p && p.script !== undefined) ? await this.admitScripts(id) : {};
     const send: Arg[][] = [];
     const at: number[] = [];
     let fixes: Map<number, (r: Reply) => Reply> | undefined;
     let write = false;
     let script: 'eval' | 'function' | undefined;
     for (let i = 0; i < cmds.length; i++) {
-      const p = this.prepare(cmds[i]);
+      const p = prepared[i];
       if ('error' in p) replies[i] = new RespError(p.error);
       else if ('resttoken' in p) replies[i] = new RespError(kvMessage('restTokenNotSingle'));
+      else if (p.script && admit.refused) replies[i] = new RespError(admit.refused.message);
       else {
         if (p.write) write = true;
         if (p.script) script = p.script;
@@ -362,25 +412,30 @@ export class KvGateway {
     }
     const token = write ? this.wrote() : undefined;
     let raws: Buffer[] | undefined;
-    if (send.length) {
-      const { c } = await this.conn(id);
-      const watch = script && this.watchdog.start(script === 'function');
-      let r;
-      try {
-        r = await c.batch(send, wantRaw);
-      } finally {
-        this.watchdog.end(watch, null);
-      }
-      if (watch?.killed) r = { replies: this.watchdog.endAll(watch, r.replies), raws: undefined };
-      if (fixes) applyFixes(fixes, r.replies, r.raws);
-      if (send.length === cmds.length) return { replies: r.replies, raws: r.raws, token };
-      for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];
-      if (wantRaw) {
-        raws = new Array(cmds.length);
-        for (let k = 0; k < at.length; k++) raws[at[k]] = r.raws![k];
-      }
-    } else if (wantRaw) raws = new Array(cmds.length);
-    return { replies, raws, token };
+    let watch: Watch | undefined;
+    try {
+      if (send.length) {
+        const { c } = await this.conn(id);
+        watch = script && this.watchdog.start(script === 'function');
+        let r;
+        try {
+          r = await c.batch(send, wantRaw);
+        } finally {
+          this.watchdog.end(watch, null);
+        }
+        if (this.watchdog.killedDuring(watch)) r = { replies: this.watchdog.endAll(watch, r.replies), raws: undefined };
+        if (fixes) applyFixes(fixes, r.replies, r.raws);
+        if (send.length === cmds.length) return { replies: r.replies, raws: r.raws, token };
+        for (let k = 0; k < at.length; k++) replies[at[k]] = r.replies[k];
+        if (wantRaw) {
+          raws = new Array(cmds.length);
+          for (let k = 0; k < at.length; k++) raws[at[k]] = r.raws![k];
+        }
+      } else if (wantRaw) raws = new Array(cmds.length);
+      return { replies, raws, token };
+    } finally {
+      this.scriptEnded(admit.key, watch);
+    }
   }
 
   /**
@@ -406,18 +461,25 @@ export class KvGateway {
     prepared.push(['EXEC']);
     const refused = await this.count(cmds.length);
     if (refused) throw refused;
+    const admit = script ? await this.admitScripts(id) : {};
+    if (admit.refused) throw admit.refused;
     const token = write ? this.wrote() : undefined;
-    const pool = this.pool(id);
-    const c = await pool.exclusive();
     let replies: Reply[];
-    const watch = script && this.watchdog.start(script === 'function');
+    let watch: Watch | undefined;
     try {
-      replies = this.watchdog.endAll(watch, (await c.batch(prepared, false)).replies);
-    } catch (err) {
-      this.watchdog.end(watch, null);
-      throw err;
+      const pool = this.pool(id);
+      const c = await pool.exclusive();
+      watch = script && this.watchdog.start(script === 'function');
+      try {
+        replies = this.watchdog.endAll(watch, (await c.batch(prepared, false)).replies);
+      } catch (err) {
+        this.watchdog.end(watch, null);
+        throw err;
+      } finally {
+        pool.release(c);
+      }
     } finally {
-      pool.release(c);
+      this.scriptEnded(admit.key, watch);
     }
     const exec = replies[replies.length - 1];
     if (exec instanceof RespError || exec === null || !Array.isArray(exec)) {
@@ -490,4 +552,9 @@ function withFix(cb: ReplyCallback, fix: (r: Reply) => Reply, wantRaw: boolean):
     }
     cb(err, reply, raw, token);
   };
+}
+
+/** The key of an identity in the {@link ScriptAdmission}: the token kind, or the ACL user. */
+function scriptKey(id: Identity): string {
+  return id.kind === 'acl' ? `acl:${id.user}` : id.kind;
 }

@@ -85,7 +85,14 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
       AliasFile.create(aliasFile);
       aliases = new AliasFile(aliasFile);
     }
-    const gw = (gateway = new KvGateway(backend, tokens, config.kv, logger, { quota, syncClock: clock, scriptAliases: aliases, backendRtt: kvMetrics.backendRtt }));
+    const gw = (gateway = new KvGateway(backend, tokens, config.kv, logger, {
+      quota,
+      syncClock: clock,
+      scriptAliases: aliases,
+      backendRtt: kvMetrics.backendRtt,
+      // the primary serves connections itself while no worker is ready
+      onScriptKill: (key) => workers?.scriptKilled(key),
+    }));
     await gw.start();
     const f = (front = createKvFront(gw, config, logger, kvMetrics));
     if (workerCount > 0) {

@@ -34,6 +34,20 @@ async function killScripts(svc: Svc): Promise<void> {
   }
 }
 
+/**
+ * A token of a new ACL user that may run everything: each test that gets a script killed uses its
+ * own, since a killed script puts its token's scripts in a cool-down (`ScriptAdmission`).
+ */
+async function freshToken(base: string, token: string, user: string): Promise<string> {
+  const run = async (...args: string[]) => {
+    const r = await call(base, '/', { token, method: 'POST', body: JSON.stringify(args) });
+    assert.equal(r.status, 200, r.text);
+    return r.json.result;
+  };
+  assert.equal(await run('ACL', 'SETUSER', user, 'reset', 'on', `>${user}-pw`, '~*', '&*', '+@all'), 'OK');
+  return (await run('ACL', 'RESTTOKEN', user, `${user}-pw`)) as string;
+}
+
 const SPIN_LIBRARY = "#!lua name=spinlib\nredis.register_function('spin', function() while true do end end)";
 
 describe('script watchdog (SVC_KV_SCRIPT_TIMEOUT_MS=800)', () => {
@@ -73,15 +87,21 @@ describe('script watchdog (SVC_KV_SCRIPT_TIMEOUT_MS=800)', () => {
   test('a never-ending function (FCALL) is killed with FUNCTION KILL', async () => {
     const load = await call(base, '/', { token, method: 'POST', body: JSON.stringify(['FUNCTION', 'LOAD', 'REPLACE', SPIN_LIBRARY]) });
     assert.equal(load.status, 200, load.text);
-    const r = await within(call(base, '/fcall/spin/0', { token }), 30_000, 'FCALL');
+    const user = await freshToken(base, token, 'fcall-user');
+    const r = await within(call(base, '/fcall/spin/0', { token: user }), 30_000, 'FCALL');
     assert.equal(r.status, 400);
     assert.match(r.json.error, /script killed by svc/);
     assert.equal((await call(base, '/ping', { token })).json.result, 'PONG');
+    // the token that ran it is in a cool-down now: its next script is refused, its other commands run
+    const again = await call(base, '/eval/return%201/0', { token: user });
+    assert.equal(again.status, 429, again.text);
+    assert.match(again.json.error, /^ERR scripts of this token are refused for another \d+ s: svc killed a script of it that ran longer than 800 ms/);
+    assert.equal((await call(base, '/ping', { token: user })).json.result, 'PONG');
   });
 
   test('a script in a pipeline and in a transaction is killed too', async () => {
     const res = await within(
-      call(base, '/pipeline', { token, method: 'POST', body: JSON.stringify([['SET', 'p', '1'], ['EVAL', 'while true do end', '0'], ['GET', 'p']]) }),
+      call(base, '/pipeline', { token: await freshToken(base, token, 'pipeline-user'), method: 'POST', body: JSON.stringify([['SET', 'p', '1'], ['EVAL', 'while true do end', '0'], ['GET', 'p']]) }),
       30_000,
       'pipeline',
     );
@@ -90,7 +110,7 @@ describe('script watchdog (SVC_KV_SCRIPT_TIMEOUT_MS=800)', () => {
     assert.match(res.json[1].error, /script killed by svc/);
     assert.equal(res.json[2].result, '1');
     const m = await within(
-      call(base, '/multi-exec', { token, method: 'POST', body: JSON.stringify([['SET', 'm', '1'], ['EVAL', 'while true do end', '0']]) }),
+      call(base, '/multi-exec', { token: await freshToken(base, token, 'multi-user'), method: 'POST', body: JSON.stringify([['SET', 'm', '1'], ['EVAL', 'while true do end', '0']]) }),
       30_000,
       'transaction',
     );
@@ -100,7 +120,8 @@ describe('script watchdog (SVC_KV_SCRIPT_TIMEOUT_MS=800)', () => {
   });
 
   test('a short script is not touched', async () => {
-    const r = await redis.eval('local x = 0 for i = 1, 100000 do x = x + i end return x', [], []);
+    const other = new Redis({ url: base, token: await freshToken(base, token, 'short-user'), retry: false });
+    const r = await other.eval('local x = 0 for i = 1, 100000 do x = x + i end return x', [], []);
     assert.equal(r, 5000050000);
   });
 });

@@ -113,4 +113,62 @@ describe('data embedding', () => {
     assert.equal(fetched!.vector!.length, DIM);
     assert.ok(fetched!.sparseVector!.indices.length > 0);
   });
+
+  test('update with new data re-embeds it (dense, BM25 sparse, hybrid both): query-data finds the new text', async () => {
+    const oldText = 'tulips bloom in the spring garden';
+    const newText = 'submarines dive under arctic ice';
+    // dense
+    const emb = svc.client('emb');
+    await emb.upsert([
+      { id: 'u1', data: oldText, metadata: { keep: true } },
+      { id: 'u2', data: 'an unrelated line about kitchen recipes' },
+    ]);
+    assert.deepEqual(await emb.update({ id: 'u1', data: newText }), { updated: 1 });
+    const [d] = await emb.query({ data: newText, topK: 1, includeData: true, includeMetadata: true });
+    assert.deepEqual(d, { id: 'u1', score: 1, data: newText, metadata: { keep: true } });
+    const [dv] = await emb.fetch(['u1'], { includeVectors: true });
+    assert.deepEqual(dv!.vector, Array.from(Float32Array.from(embed(newText))));
+    assert.ok((await emb.query({ data: oldText, topK: 10 })).every((x) => x.id !== 'u1' || x.score < 1), 'the old text no longer matches exactly');
+    // a vector given with the data is kept (only the parts not given are embedded)
+    const mine = Array.from({ length: DIM }, (_, i) => (i === 3 ? 1 : 0));
+    await emb.update({ id: 'u2', data: 'text stored beside a vector of my own', vector: mine });
+    const [u2] = await emb.fetch(['u2'], { includeVectors: true, includeData: true });
+    assert.deepEqual(u2!.vector, mine);
+    assert.equal(u2!.data, 'text stored beside a vector of my own');
+
+    // sparse (BM25)
+    const bm = svc.client('bm25');
+    await bm.upsert([
+      { id: 's1', data: oldText },
+      { id: 's2', data: 'penguins waddle across frozen shores' },
+    ]);
+    await bm.update({ id: 's1', data: newText });
+    const sp = await bm.query({ data: 'submarines arctic', topK: 5 });
+    assert.deepEqual(sp.map((x) => x.id), ['s1']);
+    assert.deepEqual(await bm.query({ data: 'tulips garden', topK: 5 }), []);
+
+    // hybrid: both parts re-embedded
+    const hy = svc.client('hyb');
+    await hy.upsert([
+      { id: 'y1', data: oldText },
+      { id: 'y2', data: 'engines and gearboxes in a workshop' },
+    ]);
+    await hy.update({ id: 'y1', data: newText, metadata: { v: 2 } });
+    const [hd] = await hy.query({ data: newText, topK: 1, queryMode: QueryMode.DENSE });
+    assert.deepEqual(hd, { id: 'y1', score: 1 });
+    const hs = await hy.query({ data: 'submarines arctic', topK: 5, queryMode: QueryMode.SPARSE });
+    assert.deepEqual(hs.map((x) => x.id), ['y1']);
+    assert.deepEqual(await hy.query({ data: 'tulips garden', topK: 5, queryMode: QueryMode.SPARSE }), []);
+    const [hh] = await hy.query({ data: newText, topK: 1, includeMetadata: true });
+    assert.equal(hh.id, 'y1');
+    assert.deepEqual(hh.metadata, { v: 2 });
+
+    // an update of metadata alone calls no embedder
+    const calls = seen.length;
+    await emb.update({ id: 'u1', metadata: { keep: false } });
+    assert.equal(seen.length, calls);
+    // an update of a missing id answers 0 and stores nothing
+    assert.deepEqual(await emb.update({ id: 'nope', data: newText }), { updated: 0 });
+    assert.deepEqual(await emb.fetch(['nope']), [null]);
+  });
 });

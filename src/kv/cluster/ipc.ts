@@ -41,13 +41,17 @@ export type ToWorker =
   | { t: 'lease'; rid: number; granted: number; usage: number; day: number }
   /** Asks for the worker's metric families (`src/metrics.ts`), answered with `metrics` and the same `rid`. */
   | { t: 'metrics'; rid: number }
+  /** Another process killed a script of identity `key` (`ScriptAdmission` in `watchdog.ts`). */
+  | { t: 'scriptKill'; key: string }
   | { t: 'close' };
 
 /** Worker -> primary. */
 export type FromWorker =
   | { t: 'ready' }
   | { t: 'lease'; rid: number; need: number }
-  | { t: 'metrics'; rid: number; families: MetricSnapshot[] };
+  | { t: 'metrics'; rid: number; families: MetricSnapshot[] }
+  /** This worker killed a script of identity `key`: the primary passes it to the other processes. */
+  | { t: 'scriptKill'; key: string };
 
 /** Endpoint -> its IPC form. */
 export function endpointToIpc(e: Endpoint): BackendState['endpoint'] {

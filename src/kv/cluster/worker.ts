@@ -6,7 +6,9 @@
  * - credentials (`kv.*`) are a copy kept current by `cred` messages (rotations apply at once);
  * - the daily limit is taken in leases from the primary ({@link LeasedQuota});
  * - the read-your-writes token comes from the clock file shared with the primary and the other
- *   workers (`sync.ts`), so it is one token sequence for the whole server.
+ *   workers (`sync.ts`), so it is one token sequence for the whole server;
+ * - a script it kills is reported to the primary, which tells the other workers (`scriptKill`), so
+ *   a token's script cool-down holds on every worker (`watchdog.ts`).
  * It exits when the primary says `close` (after closing its connections) or when the IPC channel
  * closes (the primary died). SIGINT is ignored: the primary decides when workers stop.
  */
@@ -74,6 +76,7 @@ async function init(m: Extract<ToWorker, { t: 'init' }>): Promise<void> {
     scriptAliases: new AliasFile(m.scriptAliasFile),
     clientName: `svc-kv-w${m.index}-${process.pid}`,
     backendRtt: kvMetrics.backendRtt,
+    onScriptKill: (key) => send({ t: 'scriptKill', key }),
   });
   await gateway.start();
   front = createKvFront(gateway, m.config, logger, kvMetrics);
@@ -123,6 +126,9 @@ process.on('message', (m: ToWorker, handle?: net.Socket) => {
       void (metrics ? metrics.snapshot() : Promise.resolve([])).then((families) => send({ t: 'metrics', rid, families }));
       return;
     }
+    case 'scriptKill':
+      gateway?.scriptKilledElsewhere(m.key);
+      return;
     case 'close':
       void close();
       return;

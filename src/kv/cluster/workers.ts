@@ -7,7 +7,9 @@
  *
  * The primary keeps what must be single: the supervised redis-server and its restarts (workers get
  * `backend` states), the credential store (`kv.*` changes are forwarded as `cred` messages before
- * the management API answers), and the daily count (workers take leases; `quota.ts`).
+ * the management API answers), and the daily count (workers take leases; `quota.ts`). A script
+ * killed in one process is passed to the others (`scriptKill`), so a token's script cool-down
+ * holds on every worker.
  *
  * Workers run TypeScript through tsx: `execArgv` is explicit (`--import <tsx loader URL>`, plus
  * `--cpu-prof*` flags when the primary has them), never the parent's flags (a test runner's). A
@@ -152,6 +154,9 @@ export class KvWorkers {
           const done = this.metricRequests.get(m.rid);
           this.metricRequests.delete(m.rid);
           done?.(m.families);
+        } else if (m.t === 'scriptKill') {
+          this.gateway.scriptKilledElsewhere(m.key);
+          this.scriptKilled(m.key, w);
         }
       });
       child.on('error', (err) => this.logger.error({ err: err.message, worker: index }, 'kv: worker process error'));
@@ -174,6 +179,14 @@ export class KvWorkers {
         scriptAliasFile: this.scriptAliasFile,
       });
     });
+  }
+
+  /**
+   * A script of identity `key` was killed in the primary or in worker `from`: every other worker
+   * counts it too, so the token's script cool-down holds on all of them (`watchdog.ts`).
+   */
+  scriptKilled(key: string, from?: Worker): void {
+    for (const w of this.workers) if (w && w !== from) this.sendTo(w, { t: 'scriptKill', key });
   }
 
   private restart(index: number, old: Worker): void {

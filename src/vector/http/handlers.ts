@@ -57,6 +57,19 @@ async function embedItems(index: VectorIndex, items: (UpsertItem & { data: strin
 }
 
 /**
+ * New `data` in an update on an index with embedders: the parts the index embeds (dense with an
+ * `embedder.dense`, sparse with `embedder.sparse`) are embedded from the new text, as
+ * `upsert-data` does, so `query-data` finds the record by its new text. A vector the update gives
+ * itself is kept; a part without an embedder keeps its stored vector. Mutates `u`.
+ * @throws VectorError 422 when the embedding endpoint fails
+ */
+async function embedUpdate(index: VectorIndex, u: { data?: string; vector?: number[]; sparse?: UpsertItem['sparse'] }): Promise<void> {
+  const text = u.data!;
+  if (index.hasDense && index.denseEmbedder && u.vector === undefined) u.vector = (await index.denseEmbedder.embed([text]))[0];
+  if (index.hasSparse && index.sparseEmbedder && u.sparse === undefined) u.sparse = index.sparseEmbedder.document(text);
+}
+
+/**
  * `query` / `query-data`: one query object or an array of them (array answer for more than one).
  * Synchronous for `query` (the HTTP hot path answers without a Promise); `query-data` awaits the
  * embedder.
@@ -124,15 +137,16 @@ export const HANDLERS: Record<string, Handler> = {
     if (mode !== 'OVERWRITE' && mode !== 'PATCH') throw vectorError('invalidUpdateMode');
     if (b.metadata !== undefined && b.metadata !== null && !isObj(b.metadata)) throw vectorError('metadataNotObject');
     if (b.data !== undefined && b.data !== null && typeof b.data !== 'string') throw vectorError('dataNotString');
-    const updated = await c.index.update(c.ns, {
+    const u = {
       id: parseId(b.id),
       vector: b.vector == null ? undefined : parseVector(b.vector),
       sparse: b.sparseVector == null ? undefined : parseSparse(b.sparseVector),
       data: (b.data as string | undefined) ?? undefined,
       metadata: (b.metadata as Record<string, unknown> | undefined) ?? undefined,
       patch: mode === 'PATCH',
-    });
-    return { updated };
+    };
+    if (u.data !== undefined) await embedUpdate(c.index, u);
+    return { updated: await c.index.update(c.ns, u) };
   },
   reset: (c) => c.index.reset(c.ns, c.search.has('all')),
   info: (c) => info(c.index),

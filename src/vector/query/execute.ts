@@ -128,12 +128,67 @@ export function runQuery(index: VectorIndex, ns: NamespaceState | undefined, q: 
   const dbsf = !!(q.vector && q.sparse && q.fusion === 'DBSF');
   const fromGraph = (hits: Neighbor[]) => scoreHits(index, ns, q.vector!, hits, dbsf);
   const exact = (labels: Int32Array, n: number) => exactDense(index, ns, q.vector!, labels, n, fromGraph);
-  const dense = (n: number) => ns.denseCandidates(q.vector!, n, ef, match, exclude, exact, fromGraph);
-  const sparse = (n: number) => ns.sparseSearch(q.sparse!, n, q.useIdf, match, exclude);
+  const order = resultOrder(ns);
+  const dense = (n: number) => topWithTies((m) => ns.denseCandidates(q.vector!, m, ef, match, exclude, exact, fromGraph), n, order);
+  const sparse = (n: number) => topWithTies((m) => ns.sparseSearch(q.sparse!, m, q.useIdf, match, exclude), n, order);
   if (q.vector && q.sparse) {
     const lists = [dense(depth), sparse(depth)];
-    return (q.fusion === 'DBSF' ? fuseDbsf(lists) : fuseRrf(lists)).slice(0, k);
+    return (q.fusion === 'DBSF' ? fuseDbsf(lists) : fuseRrf(lists)).sort(order).slice(0, k);
   }
-  if (q.vector) return dense(k).slice(0, k);
+  if (q.vector) return dense(k);
   return sparse(k);
+}
+
+/**
+ * Order of ids with equal scores: ascending by Unicode code point, which is the byte order of
+ * their UTF-8 forms (JavaScript's `<` compares UTF-16 code units, which puts U+E000–U+FFFF after
+ * the characters beyond U+FFFF; the surrogates are moved above them here). Negative, 0 or positive.
+ */
+export function compareIds(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 code unit's place in code point order: surrogates (U+D800–DFFF) after U+E000–U+FFFF. */
+function codePointRank(c: number): number {
+  return c < 0xd800 ? c : c < 0xe000 ? c + 0x2000 : c - 0x800;
+}
+
+/**
+ * The final order of every query's results (dense, sparse, fused; every path and namespace):
+ * score descending, equal scores by id ascending ({@link compareIds}). So the results of `topK: n`
+ * are the first n of those of any larger `topK`.
+ */
+function resultOrder(ns: NamespaceState): (a: Scored, b: Scored) => number {
+  const ids = ns.ids;
+  return (a, b) => b.score - a.score || compareIds(ids[a.label] ?? '', ids[b.label] ?? '');
+}
+
+/**
+ * Candidates whose scores are this close to the k-th one may tie with it: a graph hit's score and
+ * the exact score of the same vector differ by up to a float32 rounding step (about 6e-8 near 1).
+ */
+const TIE_MARGIN = 1e-6;
+/** The most candidates {@link topWithTies} fetches to settle a tie at the cut. */
+export const MAX_TIE_FETCH = 4096;
+
+/**
+ * The best `k` of a search in {@link resultOrder}: `fetch(n)` gives the best n (or all, when
+ * fewer) by score, with equal scores in any order. One more than `k` is fetched to see whether
+ * the k-th result's score goes on past the cut; while the last candidate fetched may still tie
+ * with the k-th ({@link TIE_MARGIN}), twice as many are fetched (up to {@link MAX_TIE_FETCH}), so
+ * which of equally scored records make the cut does not depend on `k` or on the search path.
+ */
+function topWithTies(fetch: (n: number) => Scored[], k: number, order: (a: Scored, b: Scored) => number): Scored[] {
+  if (k <= 0) return [];
+  for (let n = k + 1; ; n = Math.min(2 * n, Math.max(MAX_TIE_FETCH, k + 1))) {
+    const got = fetch(n).sort(order);
+    if (got.length <= k) return got;
+    if (got.length < n || n >= MAX_TIE_FETCH || got[got.length - 1].score < got[k - 1].score - TIE_MARGIN) return got.slice(0, k);
+  }
 }
