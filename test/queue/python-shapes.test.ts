@@ -133,6 +133,9 @@ describe('Python SDK request shapes (raw HTTP)', () => {
           if (typeof v === 'string' && !k.startsWith('upstash-workflow-') && !k.startsWith('x-forwarded-')) userHeaders[k] = v;
         }
         try {
+          // serve() verifies every delivery (the step's forwarded Upstash-Signature of an earlier
+          // delivery must not replace the new one)
+          await q.receiver().verify({ signature: String(req.headers['upstash-signature']), body: Buffer.concat(chunks).toString('utf8'), url });
           if (steps.length === 1) {
             const headers: Record<string, string> = {
               'Upstash-Workflow-Init': 'false',
