@@ -61,6 +61,11 @@ export interface Config {
      * its cursor continues after the last one it holds.
      */
     maxPageBytes: number;
+    /**
+     * Largest `Upstash-Retries` a message may ask for (`SVC_QUEUE_MAX_RETRIES`, default 20: the
+     * "Max Retry Count" of QStash's top published plan); above it the request answers 412.
+     */
+    maxRetries: number;
     /** Refuse loopback/private destinations (SSRF protection). */
     blockPrivateDestinations: boolean;
     /** Source address for outgoing deliveries (undici `localAddress`). */
@@ -248,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
       region: oneOf('SVC_QUEUE_REGION', 'eu-central-1', ['eu-central-1', 'us-east-1'] as const),
       maxMessageBytes: int('SVC_QUEUE_MAX_MESSAGE_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
       maxPageBytes: int('SVC_QUEUE_MAX_PAGE_BYTES', 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
+      maxRetries: int('SVC_QUEUE_MAX_RETRIES', 20, 0, 1000),
       blockPrivateDestinations: bool('SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS', false),
       egressAddress: egress,
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),

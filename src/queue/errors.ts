@@ -66,7 +66,12 @@ export const QUEUE_ERRORS = {
   invalidMethod: header('Method', 'expected GET, POST, PUT, PATCH or DELETE'),
   invalidNotBefore: header('Not-Before', 'expected unix seconds'),
   invalidDelay: header('Delay', 'expected a duration such as 10s, 5m, 2h, 1d or 1d10h30m'),
-  invalidRetries: header('Retries', 'expected an integer from 0 to 100'),
+  invalidRetries: header('Retries', 'expected a non-negative integer'),
+  /** A retry count above `SVC_QUEUE_MAX_RETRIES` (412, as QStash answers a count over the plan's maximum). */
+  retriesAboveMax: {
+    status: 412,
+    message: (value: string, max: number) => `Upstash-Retries ${value} is above the maximum of ${max} retries (SVC_QUEUE_MAX_RETRIES)`,
+  },
   invalidTimeout: header('Timeout', 'expected a positive duration up to 2h, such as 30s or 5m'),
   invalidRedactFields: header('Redact-Fields', 'expected a comma list of body, header, header[Name]'),
   invalidScheduleId: header('Schedule-Id', 'expected 1 to 256 characters'),

@@ -72,7 +72,8 @@ export function messageJson(m: StoredMessage): Record<string, unknown> {
     flowControlKey: m.flowControlKey,
     parallelism: fc?.parallelism,
     rate: fc?.rate,
-    period: fc?.period,
+    // seconds; the default 1 s also for keys stored before every value carried it
+    period: m.flowControlKey !== undefined ? (fc?.period ?? 1) : undefined,
   };
   if (m.timeoutMs !== undefined) out.timeout = m.timeoutMs;
   return out;
@@ -125,6 +126,9 @@ export function logJson(l: LogEntry): Record<string, unknown> {
     failureCallback: m.failureCallback,
     failureCallbackHeaders: callbackHeaders(m.failureCallbackOptions),
     maxRetries: m.maxRetries,
+    // Both spellings: `retryDelayExpression` as on messages, DLQ entries and schedules (the JS
+    // SDK's types, qstash-py's message parser), `retryDelayExpr` as qstash-py's log parser reads it.
     retryDelayExpression: m.retryDelay,
+    retryDelayExpr: m.retryDelay,
   };
 }

@@ -88,6 +88,12 @@ export interface WorkflowStepInfo {
    * `Upstash-Workflow-Sdk-Version`); a 2xx answer without it fails the run.
    */
   detectTrigger?: boolean;
+  /**
+   * The first delivery of a run started by `POST /v2/trigger` (`Upstash-Workflow-Unknown-Sdk`):
+   * a workflow SDK of 1.0 or later triggers the run itself before answering; a 2xx answer
+   * without that trigger comes from an older SDK and fails the run.
+   */
+  unknownSdk?: boolean;
 }
 
 /** A `context.call` request of a run to a third party: not a step of the list. */

@@ -5,7 +5,7 @@
  * configuration (`Upstash-Callback-Retries`, `...-Forward-X`, nested `...-Failure-Callback-...`) is
  * parsed by the same function on the sub-map, recursively.
  *
- * @throws QueueError 400 naming the bad header.
+ * @throws QueueError 400 naming the bad header; 412 for a retry count above the maximum.
  */
 import { queueError } from './errors.js';
 import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from './model.js';
@@ -17,6 +17,25 @@ import { MAX_TIMEOUT_MS } from './delivery/dispatcher.js';
 import { canonicalHeader } from './message-json.js';
 
 export const DEFAULT_RETRIES = 3;
+/**
+ * Largest retry count when the caller names none: 20, the "Max Retry Count" of QStash's top
+ * published plan (its free plan allows 3, pay-as-you-go 5). `SVC_QUEUE_MAX_RETRIES` overrides it.
+ */
+export const DEFAULT_MAX_RETRIES = 20;
+
+/**
+ * An `Upstash-Retries` value (also `Callback-Retries`, workflow restart/resume overrides).
+ * @throws QueueError 400 `invalidRetries` when it is not a non-negative integer; 412
+ *   `retriesAboveMax` when it is above `max`, as the hosted service answers a count over the
+ *   plan's maximum (the workflow SDK turns exactly a 412 into a non-retryable failure).
+ */
+export function parseRetries(raw: string, max: number): number {
+  const v = raw.trim();
+  if (!/^\d+$/.test(v)) throw queueError('invalidRetries', v);
+  const n = Number(v);
+  if (n > max) throw queueError('retriesAboveMax', v, max);
+  return n;
+}
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 const MAX_DEPTH = 4;
 
@@ -26,6 +45,8 @@ export interface ParseSettings {
   blockPrivate?: boolean;
   /** Retries when the header is absent: 3 for messages, the parent's retries for callbacks. */
   defaultRetries?: number;
+  /** Largest `Retries` accepted (`SVC_QUEUE_MAX_RETRIES`); default {@link DEFAULT_MAX_RETRIES}. */
+  maxRetries?: number;
   /** Nesting depth of callback options (internal). */
   depth?: number;
 }
@@ -35,7 +56,7 @@ export interface ParseSettings {
  * @throws QueueError 400 naming the bad header, also for a callback URL the SSRF switch refuses.
  */
 export function parseOptions(cfg: Record<string, string>, contentType: string | undefined, now: number, settings: ParseSettings = {}): PublishOptions {
-  const { defaultRetries = DEFAULT_RETRIES, depth = 0, blockPrivate = false } = settings;
+  const { defaultRetries = DEFAULT_RETRIES, depth = 0, blockPrivate = false, maxRetries = DEFAULT_MAX_RETRIES } = settings;
   const headers: HeaderMap = {};
   for (const [k, v] of Object.entries(cfg)) {
     if (k.startsWith('forward-') && k.length > 8) {
@@ -60,11 +81,7 @@ export function parseOptions(cfg: Record<string, string>, contentType: string | 
     if (ms === undefined) throw queueError('invalidDelay', cfg['delay']);
     if (ms > 0) opts.delayMs = ms;
   }
-  if (cfg['retries'] !== undefined) {
-    const v = cfg['retries'].trim();
-    if (!/^\d+$/.test(v) || Number(v) > 100) throw queueError('invalidRetries', v);
-    opts.maxRetries = Number(v);
-  }
+  if (cfg['retries'] !== undefined) opts.maxRetries = parseRetries(cfg['retries'], maxRetries);
   if (cfg['retry-delay'] !== undefined) {
     try {
       compileExpression(cfg['retry-delay']);
@@ -91,7 +108,7 @@ export function parseOptions(cfg: Record<string, string>, contentType: string | 
       opts[field] = url;
       const sub: Record<string, string> = {};
       for (const [k, v] of Object.entries(cfg)) if (k.startsWith(`${key}-`)) sub[k.slice(key.length + 1)] = v;
-      const subOpts = parseOptions(sub, sub['content-type'], now, { defaultRetries: opts.maxRetries, depth: depth + 1, blockPrivate });
+      const subOpts = parseOptions(sub, sub['content-type'], now, { defaultRetries: opts.maxRetries, depth: depth + 1, blockPrivate, maxRetries });
       if (key === 'callback') opts.callbackOptions = subOpts;
       else opts.failureCallbackOptions = subOpts;
     }
@@ -137,7 +154,10 @@ export function parseRedact(v: string): RedactSpec {
   return spec;
 }
 
-/** `parallelism=N, rate=N, period=P` (period: seconds or a duration; default 1 s). */
+/** The flow-control period (seconds) of a value that names none. */
+export const DEFAULT_FLOW_PERIOD_S = 1;
+
+/** `parallelism=N, rate=N, period=P` (period: seconds or a duration; default {@link DEFAULT_FLOW_PERIOD_S} s). */
 export function parseFlowControl(v: string): FlowControl {
   const fc: FlowControl = {};
   for (const part of v.split(',').map((s) => s.trim()).filter(Boolean)) {
@@ -155,6 +175,8 @@ export function parseFlowControl(v: string): FlowControl {
   if (fc.parallelism === undefined && fc.rate === undefined) {
     throw queueError('invalidFlowControlValue');
   }
-  if (fc.rate !== undefined && fc.period === undefined) fc.period = 1;
+  // The default period (1 s) is reported whatever the value sets: the SDKs read `period` back
+  // from messages and schedules as seconds (qstash-py `FlowControlProperties.period`).
+  if (fc.period === undefined) fc.period = DEFAULT_FLOW_PERIOD_S;
   return fc;
 }

@@ -119,6 +119,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         store,
         workflows: store.workflows(),
         notifyLookbackMs: cfg.workflowNotifyLookbackMs,
+        maxRetries: cfg.maxRetries,
         logger: actx.logger,
         maxMessageBytes: cfg.maxMessageBytes,
         enqueue,

@@ -131,3 +131,33 @@ test('rate: an attempt whose outcome could not be recorded still ends (the runni
     await q2.close();
   }
 });
+
+test('resetRate while a delivery runs: rateCount is 0 at once and the next message is admitted in the new window', async () => {
+  const fc = q.client.flowControl;
+  const prev = sink.respond;
+  // the first delivery is answered only after 20 s: it runs through the whole test
+  sink.respond = (r, nth) => (r.url === '/reset-run?i=0' ? { delayMs: 20_000 } : prev(r, nth));
+  try {
+    const publish = (i: number) => q.client.publish({ url: `${sink.url}/reset-run?i=${i}`, body: 'x', timeout: '60s', flowControl: { key: 'reset-run', rate: 1, period: '1h' } });
+    await publish(0);
+    await waitFor('first delivery running', () => sink.at('/reset-run?i=0').length === 1, 15_000);
+    assert.equal((await fc.get('reset-run')).rateCount, 1);
+    await fc.resetRate('reset-run');
+    assert.equal((await fc.get('reset-run')).rateCount, 0, 'the running attempt no longer counts');
+    // the new window admits the next message although the first one still runs
+    await publish(1);
+    await waitFor('second delivered after resetRate', () => sink.at('/reset-run?i=1').length === 1, 15_000);
+    assert.equal((await fc.get('reset-run')).rateCount, 1, 'the new window holds only the message admitted after the reset');
+  } finally {
+    sink.respond = prev;
+  }
+});
+
+test('flow-control key with parallelism only: the message and its key report the default period (1 s)', async () => {
+  const { messageId } = await q.client.publish({ url: `${sink.url}/period-only`, body: 'x', delay: 3600, flowControl: { key: 'par-only', parallelism: 3 } });
+  const m = await q.client.messages.get(messageId);
+  assert.equal(m.flowControlKey, 'par-only');
+  assert.equal((m as { period?: number }).period, 1);
+  assert.equal((await q.client.flowControl.get('par-only')).ratePeriod, 1);
+  await q.client.messages.cancel(messageId);
+});

@@ -530,6 +530,12 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       assert.deepEqual(await ids({ url: ['http://wf.test/a'] }), [r2, r1]);
       assert.deepEqual(await ids({ states: ['RUN_FAILED'] }), [r1]);
       assert.deepEqual(await ids({ label: ['L'] }), [r1]);
+      // inDlq: a run whose DLQ entry exists (r1's 'dlq-w' has none yet, so it is not in the DLQ)
+      assert.deepEqual(await ids({ inDlq: true }), []);
+      const dead = msg('http://wf.test/a');
+      await store.enqueue([dead], T0, 0);
+      await store.claimDue({ owner: 'w', now: T0, limit: 1, leaseUntil: T0 + 1000 });
+      assert.equal(await store.moveToDlq(dead.id, 'w', T0 + 1, { status: 500 }, 'dlq-w', []), true);
       assert.deepEqual(await ids({ inDlq: true }), [r1]);
       assert.deepEqual(await ids({ failureState: 'CALLBACK_INPROGRESS' }), [r2]);
       assert.deepEqual(await ids({ createdAt: T0 + 10 }), [r2]);

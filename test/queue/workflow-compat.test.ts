@@ -255,13 +255,14 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     await waitRun(restRun, 'RUN_FAILED');
   });
 
-  test('context.invoke: the child\'s result returns to the parent; a failing child comes back as isFailed', async () => {
+  test('context.invoke: the child\'s result returns to the parent with isFailed/isCanceled false; a failing child comes back as isFailed', async () => {
     const { workflowRunId } = await wf.trigger({ url: `${app.url}/many/parent`, body: { n: 21 } });
     const log = await waitRun(workflowRunId, 'RUN_SUCCESS');
     const result = JSON.parse(log.workflowRunResponse);
     assert.deepEqual(result.ok.body, { doubled: 42 });
-    assert.ok(!result.ok.isFailed && !result.ok.isCanceled);
-    assert.deepEqual(result.bad, { isFailed: true, message: 'child broke' }, 'the failed child\'s error comes back as the body');
+    assert.equal(result.ok.isFailed, false, 'isFailed: false, as the SDK\'s callers compare it');
+    assert.equal(result.ok.isCanceled, false);
+    assert.deepEqual(result.bad, { isFailed: true, isCanceled: false }, 'a failed child comes back without a body');
     const invoke = (log.steps as Json[]).flatMap((g) => g.steps as Json[]).find((st) => st.stepName === 'call-child');
     assert.equal(invoke?.stepType, 'Invoke');
   });

@@ -9,6 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@upstash/workflow';
 
 export type WorkflowEnv = Record<string, string>;
+
+/** The QStash env of the workflow SDK for a queue started by `startQueue` (URL, token, signing keys). */
+export function qstashEnv(q: { url: string; token: string; keys(): { currentSigningKey: string; nextSigningKey: string } }): WorkflowEnv {
+  const keys = q.keys();
+  return { QSTASH_URL: q.url, QSTASH_TOKEN: q.token, QSTASH_CURRENT_SIGNING_KEY: keys.currentSigningKey, QSTASH_NEXT_SIGNING_KEY: keys.nextSigningKey };
+}
 /** A fetch-style handler given the request and the QStash env (e.g. the cloudflare `serveMany`). */
 export interface RawRoute {
   fetch(req: Request, env: WorkflowEnv): Promise<Response>;
@@ -32,7 +38,7 @@ export interface WorkflowApp {
  * Answers a request before the SDK sees it (a failing or non-workflow endpoint); undefined = let
  * the SDK handle it.
  */
-export type Intercept = (path: string, headers: http.IncomingHttpHeaders, body: string) => { status: number; body?: string } | undefined;
+export type Intercept = (path: string, headers: http.IncomingHttpHeaders, body: string) => { status: number; body?: string; headers?: Record<string, string> } | undefined;
 
 /**
  * Starts the endpoint; `routes` maps a path (`/three`) to a `serve(...)` factory; `intercept`
@@ -54,7 +60,7 @@ export async function startWorkflowApp(
       const own = intercept?.(path, req.headers, body.toString('utf8'));
       if (own) {
         requests.push({ path, headers: req.headers, body: body.toString('utf8'), status: own.status });
-        res.writeHead(own.status).end(own.body ?? '');
+        res.writeHead(own.status, own.headers ?? {}).end(own.body ?? '');
         return;
       }
       const route = routes[path];

@@ -93,7 +93,7 @@ export function registerDlqRoutes(app: FastifyInstance, ctx: QueueApiContext): v
   const retry = async (req: FastifyRequest, filter: MessageFilter, limit: number) => {
     const now = ctx.clock.now();
     const cfg = svcHeadersWithPrefix(req.headers, '');
-    const over = parseOptions(cfg, undefined, now, { blockPrivate: ctx.config.blockPrivateDestinations });
+    const over = parseOptions(cfg, undefined, now, { blockPrivate: ctx.config.blockPrivateDestinations, maxRetries: ctx.config.maxRetries });
     const r = await ctx.store.retryDlq(filter, limit, now, (e) => retriedMessage(e, cfg, over, now));
     if (r.messageIds.length) ctx.dispatcher.notify(now + (over.delayMs ?? 0));
     return r;

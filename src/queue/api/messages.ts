@@ -9,7 +9,11 @@ import { messageJson } from '../message-json.js';
 import type { QueueApiContext } from './context.js';
 import { checkQueryFields, parseFilter, QUERY_FIELDS, type Query } from './query.js';
 
-/** Parses an optional JSON body of a bulk request (`{messageIds}` / `{dlqIds}`); {} when empty. */
+/**
+ * Parses an optional JSON object body (`{messageIds}` / `{dlqIds}` of bulk requests, queue
+ * upserts, URL-group endpoints); {} when empty. `null` fields are kept: a bulk list sent as
+ * `null` is refused (400), never read as "no list" (which would select every message).
+ */
 export function jsonBody(req: FastifyRequest): Record<string, unknown> {
   const raw = req.body as Buffer | undefined;
   if (!raw || raw.length === 0) return {};
@@ -21,6 +25,17 @@ export function jsonBody(req: FastifyRequest): Record<string, unknown> {
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw queueError('bodyNotObject');
   return v as Record<string, unknown>;
+}
+
+/**
+ * `o` without the fields whose value is JSON `null`: an optional field sent as `null` is the
+ * same as one left out. The Python SDKs serialise every unset optional field that way (qstash-py's
+ * batch entries always carry `"queue": null` when no queue is set, `"body": null` without a body).
+ */
+export function withoutNulls(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== null) out[k] = v;
+  return out;
 }
 
 /** A string array field of a JSON body, or undefined. */

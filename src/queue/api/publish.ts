@@ -1,5 +1,6 @@
 /**
- * `POST /v2/publish/{destination}` and `POST /v2/batch`.
+ * `POST /v2/publish/{destination}` and `POST /v2/batch` (entries `{destination, headers?, body?,
+ * queue?}`; an optional field sent as `null` counts as absent, as the Python SDK sends it).
  *
  * The destination is the raw rest of the path (never decoded, `//` kept) plus the request's own
  * query string (minus our token parameters); a percent-encoded `http%3A...` destination is
@@ -14,6 +15,7 @@ import { blockedHost } from '../delivery/address.js';
 import { queueError } from '../errors.js';
 import type { NewMessage } from '../model.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
+import { withoutNulls } from './messages.js';
 import { parseOptions } from '../options.js';
 import { workflowPublishInfo } from '../workflows/publish-headers.js';
 
@@ -69,11 +71,13 @@ export async function targetsFor(ctx: QueueApiContext, dest: string): Promise<{ 
   return { targets: resolved, isUrl: false };
 }
 
+/** A batch entry's `headers` object, lower-case keys; a header whose value is `null` is left out. */
 function lowerStringHeaders(h: unknown): Record<string, string> {
   if (h === undefined || h === null) return {};
   if (typeof h !== 'object' || Array.isArray(h)) throw queueError('batchEntryHeaders');
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(h as Record<string, unknown>)) {
+    if (v === null) continue;
     if (typeof v !== 'string') throw queueError('batchEntryHeader', k);
     out[k.toLowerCase()] = v;
   }
@@ -122,7 +126,7 @@ export async function publishTo(
   if (body.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', body.length, ctx.config.maxMessageBytes);
   const now = ctx.clock.now();
   const cfg = svcHeadersWithPrefix(headers, '');
-  const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
+  const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations, maxRetries: ctx.config.maxRetries });
   const { targets, isUrl } = await targetsFor(ctx, dest);
   const workflowPublish = workflowPublishInfo(cfg);
   const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, workflowPublish }));
@@ -151,10 +155,11 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
     const now = ctx.clock.now();
     const plan: { targets: Target[]; isUrl: boolean; msgs: NewMessage[] }[] = [];
     for (const [i, e] of entries.entries()) {
-      if (!e || typeof e !== 'object') throw queueError('batchEntryNotObject', i);
-      const { destination, headers, body, queue } = e as Record<string, unknown>;
+      if (!e || typeof e !== 'object' || Array.isArray(e)) throw queueError('batchEntryNotObject', i);
+      // optional fields sent as null (every unset one, from the Python SDK) are absent
+      const { destination, headers, body, queue } = withoutNulls(e as Record<string, unknown>);
       if (typeof destination !== 'string' || !destination) throw queueError('batchEntryDestination', i);
-      if (body !== undefined && body !== null && typeof body !== 'string') throw queueError('batchEntryBody', i);
+      if (body !== undefined && typeof body !== 'string') throw queueError('batchEntryBody', i);
       if (queue !== undefined && (typeof queue !== 'string' || !/^[A-Za-z0-9._-]+$/.test(queue))) {
         throw queueError('batchEntryQueue', i);
       }
@@ -162,7 +167,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       const bytes = Buffer.from((body as string | undefined) ?? '', 'utf8');
       if (bytes.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', bytes.length, ctx.config.maxMessageBytes);
       const cfg = svcHeadersWithPrefix(h, '');
-      const opts = parseOptions(cfg, h['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
+      const opts = parseOptions(cfg, h['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations, maxRetries: ctx.config.maxRetries });
       const resolved = await targetsFor(ctx, destination);
       const isUrl = resolved.isUrl;
       const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;

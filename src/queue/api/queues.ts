@@ -10,7 +10,7 @@ import { queueError } from '../errors.js';
 import type { AdmissionGate } from '../flow-control/gate.js';
 import type { QueueAdmissionStore } from '../store/resource-types.js';
 import type { QueueApiContext } from './context.js';
-import { jsonBody } from './messages.js';
+import { jsonBody, withoutNulls } from './messages.js';
 import { destinationFromRawUrl, publishTo, tryDecode } from './publish.js';
 import { checkName } from './topics.js';
 
@@ -36,7 +36,7 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: QueueApiContext, 
   });
 
   app.post('/v2/queues', async (req: FastifyRequest, reply) => {
-    const b = jsonBody(req);
+    const b = withoutNulls(jsonBody(req)); // `"paused": null` = not given
     const name = b.queueName;
     if (typeof name !== 'string' || !name) throw queueError('queueNameRequired');
     checkName('queue', name);

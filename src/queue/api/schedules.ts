@@ -14,7 +14,7 @@ import type { Scheduler } from '../schedules/scheduler.js';
 import type { ScheduleStore, ScheduleRecord } from '../store/resource-types.js';
 import { bodyFields } from '../message-json.js';
 import type { QueueApiContext } from './context.js';
-import { parseOptions } from '../options.js';
+import { DEFAULT_FLOW_PERIOD_S, parseOptions } from '../options.js';
 import { destinationFromRawUrl, targetsFor } from './publish.js';
 import { checkName } from './topics.js';
 
@@ -43,7 +43,7 @@ export async function scheduleJson(s: ScheduleRecord, schedules: ScheduleStore):
     ...(s.callerIp ? { callerIp: s.callerIp, callerIP: s.callerIp } : {}),
     isPaused: s.paused,
     ...(s.queueName ? { queueName: s.queueName } : {}),
-    ...(o.flowControlKey ? { flowControlKey: o.flowControlKey, parallelism: o.flowControl?.parallelism, rate: o.flowControl?.rate, period: o.flowControl?.period } : {}),
+    ...(o.flowControlKey ? { flowControlKey: o.flowControlKey, parallelism: o.flowControl?.parallelism, rate: o.flowControl?.rate, period: o.flowControl?.period ?? DEFAULT_FLOW_PERIOD_S } : {}),
     ...(o.labels?.length ? { label: o.labels[0], labels: o.labels } : {}),
     ...(s.lastTime !== undefined ? { lastScheduleTime: s.lastTime } : {}),
     ...(s.nextTime !== undefined ? { nextScheduleTime: s.nextTime } : {}),
@@ -63,7 +63,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: QueueApiContex
     const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
     if (body.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', body.length, ctx.config.maxMessageBytes);
     const now = ctx.clock.now();
-    const opts = parseOptions(cfg, req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations });
+    const opts = parseOptions(cfg, req.headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations, maxRetries: ctx.config.maxRetries });
     delete opts.deduplicationId;
     delete opts.contentBasedDeduplication;
     delete opts.notBefore;

@@ -10,7 +10,7 @@ import type { Target } from '../build.js';
 import { queueError } from '../errors.js';
 import type { UrlGroupStore, UrlGroupEndpoint } from '../store/resource-types.js';
 import type { QueueApiContext } from './context.js';
-import { jsonBody } from './messages.js';
+import { jsonBody, withoutNulls } from './messages.js';
 import { checkDestination } from './publish.js';
 
 /** URL-group and queue names (alphanumeric, `-`, `_`, `.`). */
@@ -26,9 +26,9 @@ function endpointsOf(body: Record<string, unknown>, needUrl: boolean): UrlGroupE
   if (!Array.isArray(v) || v.length === 0) throw queueError('endpointsNotArray');
   return v.map((e, i) => {
     if (!e || typeof e !== 'object') throw queueError('endpointNotObject', i);
-    const { url, name } = e as Record<string, unknown>;
+    const { url, name } = withoutNulls(e as Record<string, unknown>); // `"name": null` = no name
     if (url !== undefined && typeof url !== 'string') throw queueError('endpointUrlType', i);
-    if (name !== undefined && name !== null && typeof name !== 'string') throw queueError('endpointNameType', i);
+    if (name !== undefined && typeof name !== 'string') throw queueError('endpointNameType', i);
     if (needUrl && !url) throw queueError('endpointUrlRequired', i);
     if (!needUrl && !url && !name) throw queueError('endpointNeedsUrlOrName', i);
     const out: UrlGroupEndpoint = { url: (url as string | undefined) ?? (undefined as unknown as string) };

@@ -21,6 +21,7 @@ import type { WorkflowEngine } from '../workflows/run-engine.js';
 import { workflowPublishInfo } from '../workflows/publish-headers.js';
 import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';
+import { withoutNulls } from './messages.js';
 import { parseOptions } from '../options.js';
 import { checkDestination, destinationFromRawUrl } from './publish.js';
 
@@ -31,7 +32,7 @@ function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, str
   if (body.length > ctx.config.maxMessageBytes) throw queueError('messageTooLarge', body.length, ctx.config.maxMessageBytes);
   const cfg = svcHeadersWithPrefix(h, '');
   const runId = cfg['workflow-runid'] || newRunId();
-  const opts = parseOptions(cfg, h['content-type'], now);
+  const opts = parseOptions(cfg, h['content-type'], now, { maxRetries: ctx.config.maxRetries });
   const workflowPublish = { ...workflowPublishInfo({ ...cfg, 'workflow-runid': runId, 'workflow-init': 'true', 'workflow-url': url })!, unknownSdk: true };
   return { runId, message: buildMessage(opts, { url }, body, now, { callerIp, workflowPublish }) };
 }
@@ -75,12 +76,12 @@ export function registerWorkflowTriggerRoutes(app: FastifyInstance, ctx: QueueAp
     if (!Array.isArray(entries)) throw queueError('triggerBatchNotArray');
     const now = ctx.clock.now();
     const runs = entries.map((e, i) => {
-      if (!e || typeof e !== 'object') throw queueError('triggerEntryNotObject', i);
-      const { destination, workflowUrl, body, headers } = e as Record<string, unknown>;
+      if (!e || typeof e !== 'object' || Array.isArray(e)) throw queueError('triggerEntryNotObject', i);
+      const { destination, workflowUrl, body, headers } = withoutNulls(e as Record<string, unknown>); // null = absent
       const url = destination ?? workflowUrl;
       if (typeof url !== 'string' || !url) throw queueError('triggerEntryDestination', i);
-      if (body !== undefined && body !== null && typeof body !== 'string') throw queueError('triggerEntryBody', i);
-      if (headers !== undefined && (headers === null || typeof headers !== 'object' || Array.isArray(headers))) {
+      if (body !== undefined && typeof body !== 'string') throw queueError('triggerEntryBody', i);
+      if (headers !== undefined && (typeof headers !== 'object' || Array.isArray(headers))) {
         throw queueError('triggerEntryHeaders', i);
       }
       const h = lowerHeaders((headers ?? {}) as Record<string, unknown>);

@@ -62,8 +62,12 @@ export class AdmissionGate {
   private readonly ended = new Map<string, number[]>();
   /** Per key: admitted messages whose first attempt has not started yet. */
   private readonly pending = new Map<string, number>();
-  /** Per key: attempts running now. */
+  /** Per key: attempts running now (those started before the key's last `resetRate` excepted). */
   private readonly runningAttempts = new Map<string, number>();
+  /** Key of each running attempt, by message id (what `resetRate` forgives). */
+  private readonly runningKeyById = new Map<string, string>();
+  /** Message ids whose running attempt started before a `resetRate` of its key: it no longer counts. */
+  private readonly forgiven = new Set<string>();
   private running = false;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
@@ -133,6 +137,7 @@ export class AdmissionGate {
     const k = m.flowControlKey;
     if (k === undefined) return;
     this.runningAttempts.set(k, (this.runningAttempts.get(k) ?? 0) + 1);
+    if (m.id !== undefined) this.runningKeyById.set(m.id, k);
     const p = this.pending.get(k) ?? 0;
     if (m.retried === 0 && p > 0) {
       if (p === 1) this.pending.delete(k);
@@ -147,6 +152,10 @@ export class AdmissionGate {
     if (this.shared && m.id !== undefined) {
       this.o.flows.attemptEnded!(m.id, this.o.owner!, at).catch((err) => this.o.logger.warn({ err, key: k }, 'queue: recording a flow-control attempt end failed'));
     }
+    if (m.id !== undefined) {
+      this.runningKeyById.delete(m.id);
+      if (this.forgiven.delete(m.id)) return; // started before a resetRate: counted neither running nor ended
+    }
     const r = (this.runningAttempts.get(k) ?? 1) - 1;
     if (r > 0) this.runningAttempts.set(k, r);
     else this.runningAttempts.delete(k);
@@ -155,9 +164,21 @@ export class AdmissionGate {
     this.ended.set(k, arr);
   }
 
-  /** Forgets the rate window of a key (`resetRate`, `pin`). */
+  /**
+   * Forgets the rate window of a key (`resetRate`, `pin`): the SDK's "clears the current rate
+   * count and immediately ends the current period". Attempts that ended and attempts running
+   * now stop counting (the rate count reads 0 even while a delivery runs); admitted messages
+   * whose first attempt has not started count in the new window, where they will arrive.
+   */
   resetRate(key: string): void {
     this.ended.delete(key);
+    for (const [id, k] of this.runningKeyById) {
+      if (k !== key || this.forgiven.has(id)) continue;
+      this.forgiven.add(id);
+      const r = (this.runningAttempts.get(k) ?? 1) - 1;
+      if (r > 0) this.runningAttempts.set(k, r);
+      else this.runningAttempts.delete(k);
+    }
     if (this.shared) {
       this.o.flows.resetRateWindow!(key).then(
         () => this.kick(),

@@ -414,8 +414,9 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
     await this.pool.query(`UPDATE flow_control_attempts SET ended_at = $3 WHERE message_id = $1 AND owner = $2 AND ended_at IS NULL AND started = 1`, [messageId, owner, at]);
   }
 
+  /** `resetRate`: drops the key's ended and running attempts (admitted, not started ones stay). */
   async resetRateWindow(key: string): Promise<void> {
-    await this.pool.query('DELETE FROM flow_control_attempts WHERE key = $1 AND ended_at IS NOT NULL', [key]);
+    await this.pool.query('DELETE FROM flow_control_attempts WHERE key = $1 AND (ended_at IS NOT NULL OR started = 1)', [key]);
   }
 
   async rateState(key: string, periodS: number, now: number): Promise<{ count: number; periodStart: number }> {

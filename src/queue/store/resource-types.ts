@@ -165,7 +165,7 @@ export interface FlowControlStore {
    * outcome (atomically); this call covers an attempt whose outcome could not be recorded.
    */
   attemptEnded?(messageId: string, owner: string, at: number): Promise<void>;
-  /** Forgets the ended attempts of `key` (resetRate, pin). */
+  /** Forgets the ended and running attempts of `key` (resetRate, pin); admitted, not started ones stay. */
   resetRateWindow?(key: string): Promise<void>;
   /** Attempts counted against `key`'s rate now, and the start of its window (for the API). */
   rateState?(key: string, periodS: number, now: number): Promise<{ count: number; periodStart: number }>;

@@ -315,7 +315,9 @@ export function runFilterSql(f: RunFilter, cursor: number | undefined, dialect: 
     terms.push('created_at = ?');
     params.push(f.createdAt);
   }
-  if (f.inDlq) terms.push('dlq_id IS NOT NULL');
+  // in the DLQ now: a run restarted, resumed or deleted from the DLQ keeps its dlq_id, but its
+  // entry is gone, and it must not take a place of a bulk action's `count`
+  if (f.inDlq) terms.push('dlq_id IS NOT NULL AND EXISTS (SELECT 1 FROM dlq WHERE dlq.dlq_id = workflow_runs.dlq_id)');
   if (f.failureState !== undefined) {
     terms.push(dialect === 'pg' ? `(failure::json ->> 'state') = ?` : `json_extract(failure, '$.state') = ?`);
     params.push(f.failureState);

@@ -31,6 +31,8 @@ export interface RunConfig {
    */
   startMessageId?: string;
   triggerMessageId?: string;
+  /** Set when the endpoint's SDK triggered the run itself (`Upstash-Workflow-Trigger-By-Sdk`). */
+  sdkTriggered?: boolean;
   /** Set when the run was started by `context.invoke` of another run: where its result goes. */
   invoker?: InvokerInfo;
 }
@@ -125,7 +127,7 @@ export interface RunFilter {
   flowControlKey?: string[];
   callerIp?: string[];
   dlqIds?: string[];
-  /** only runs with a DLQ entry id */
+  /** only runs whose DLQ entry exists (a run restarted, resumed or deleted from the DLQ keeps its id but is not in it) */
   inDlq?: boolean;
   failureState?: string;
   /** ms, on created_at (logs) or completed_at (DLQ) */

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { buildCallback, newMessageId } from '../build.js';
 import { queueError } from '../errors.js';
-import { parseFlowControl } from '../options.js';
+import { parseFlowControl, parseRetries } from '../options.js';
 import type { DlqEntry, NewMessage } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { RunConfig, WorkflowRun } from '../store/workflow-types.js';
@@ -43,13 +43,10 @@ export async function failedRun(store: QueueStore, engine: WorkflowEngine, dlqId
   return { entry, run };
 }
 
-function overrides(cfg: Record<string, string>, base: RunConfig): RunConfig {
+/** `base` with the override headers of a restart/resume; `maxRetries` bounds `Retries` (412 above it). */
+function overrides(cfg: Record<string, string>, base: RunConfig, maxRetries: number): RunConfig {
   const out: RunConfig = { ...base };
-  if (cfg['retries'] !== undefined) {
-    const v = cfg['retries'].trim();
-    if (!/^\d+$/.test(v) || Number(v) > 100) throw queueError('invalidRetries', v);
-    out.retries = Number(v);
-  }
+  if (cfg['retries'] !== undefined) out.retries = parseRetries(cfg['retries'], maxRetries);
   const key = cfg['flow-control-key'];
   const value = cfg['flow-control-value'];
   if (key !== undefined || value !== undefined) {
@@ -79,7 +76,7 @@ export async function recoverRun(
   const runId = cfg['workflow-runid'] || (mode === 'resume' ? run.runId : newRunId());
   const active = await engine.runs.findRun(runId);
   if (active?.state === 'RUN_STARTED') throw queueError('runAlreadyRunning', runId);
-  const config = overrides(cfg, run.config);
+  const config = overrides(cfg, run.config, engine.maxRetries);
   const createdAt = Math.max(now, run.createdAt + 1);
   const messageId = newMessageId();
   const seq = await engine.runs.createRun(

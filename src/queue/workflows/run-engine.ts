@@ -18,10 +18,11 @@
  *   `dlqId`; failure-callback deliveries update the run's failure-function state.
  */
 import type { Logger } from '../../logger.js';
-import { buildMessage } from '../build.js';
+import { buildMessage, newMessageId } from '../build.js';
 import { crashPoint } from '../crash-point.js';
 import type { EnqueueService } from '../enqueue.js';
 import { queueError } from '../errors.js';
+import { DEFAULT_MAX_RETRIES } from '../options.js';
 import type { AttemptOutcome, HeaderMap, NewMessage, StoredMessage, WorkflowPublishInfo, WorkflowStepInfo } from '../model.js';
 import type { QueueStore } from '../store/types.js';
 import type { RunFailure } from '../store/types.js';
@@ -30,6 +31,13 @@ import type { FailureInfo, InvokerInfo, NextStepInfo, RunConfig, RunState, StepE
 /** The error of a run whose start reached an endpoint that is not a workflow endpoint. */
 export const NON_WORKFLOW_DESTINATION =
   'detected a non-workflow destination for trigger/invoke. make sure you are sending the request to the correct endpoint';
+
+/**
+ * The error of a run started by `POST /v2/trigger` whose endpoint answered as a workflow endpoint
+ * (`Upstash-Workflow-Sdk-Version`) without triggering the run itself: an SDK older than 1.0,
+ * which does not know the trigger REST API (the text the workflow SDK's tests expect).
+ */
+export const TRIGGER_NEEDS_SDK_V1 = 'trigger rest api is only usable with sdk versions after v1.0.0 major version';
 
 /** A raw step as delivered. */
 export interface RawStep {
@@ -91,6 +99,8 @@ export interface WorkflowEngineOptions {
   enqueue: EnqueueService;
   /** How long (ms) a notify that reached no waiter is kept for a wait that comes after it. */
   notifyLookbackMs?: number;
+  /** Largest `Retries` of a restart/resume override (`SVC_QUEUE_MAX_RETRIES`; default 20). */
+  maxRetries?: number;
 }
 
 export class WorkflowEngine {
@@ -108,6 +118,11 @@ export class WorkflowEngine {
   /** The queue's enqueue service (`enqueue.ts`), which the engine's own messages go through. */
   get enqueue(): EnqueueService {
     return this.o.enqueue;
+  }
+
+  /** Largest retry count a restart/resume may set (412 above it). */
+  get maxRetries(): number {
+    return this.o.maxRetries ?? DEFAULT_MAX_RETRIES;
   }
 
   /** Look-back window of notifies (ms). */
@@ -129,8 +144,11 @@ export class WorkflowEngine {
 
   /**
    * Ends `run` in `state` (`finishRun`); a run started by `context.invoke` then hands its result
-   * to its parent as the parent's Invoke step: `out` = JSON `{body: <the run's result>,
-   * isFailed?, isCanceled?}` (the SDK's `InvokeStepResponse`), if the parent still runs.
+   * to its parent as the parent's Invoke step: `out` = JSON `{body?, isFailed, isCanceled}`
+   * (the SDK's `InvokeStepResponse`, both flags always present as the SDK's callers compare them
+   * with `false`; `body` = the run's result, absent for a failed or cancelled child). A running
+   * parent gets it delivered; a parent that already ended keeps it in its step list only (its
+   * logs show the branch finished), without a delivery.
    * Returns false when the run had already ended.
    */
   async finish(run: WorkflowRun, state: RunState, now: number, fields: { response?: string; dlqId?: string } = {}): Promise<boolean> {
@@ -144,13 +162,15 @@ export class WorkflowEngine {
     const inv = run.config.invoker;
     if (!inv) return;
     const parent = await this.o.workflows.findRun(inv.runId, inv.createdAt);
-    if (parent?.state !== 'RUN_STARTED') return;
+    if (!parent) return;
     const result = {
-      body: response ?? (state === 'RUN_FAILED' ? run.next?.errors.at(-1)?.body : undefined),
-      ...(state === 'RUN_FAILED' ? { isFailed: true } : {}),
-      ...(state === 'RUN_CANCELED' ? { isCanceled: true } : {}),
+      body: state === 'RUN_SUCCESS' ? response : undefined,
+      isFailed: state === 'RUN_FAILED',
+      isCanceled: state === 'RUN_CANCELED',
     };
-    await this.appendServerStep(parent, { ...inv.step, out: JSON.stringify(result) }, now);
+    const step = { ...inv.step, out: JSON.stringify(result) };
+    if (parent.state === 'RUN_STARTED') await this.appendServerStep(parent, step, now);
+    else await this.o.workflows.addStep(parent.seq, newMessageId(), 'step', Buffer.from(JSON.stringify(step)), now);
   }
 
   /**
@@ -266,6 +286,7 @@ export class WorkflowEngine {
     if (p.unknownSdk) m.headers = { ...m.headers, 'Upstash-Workflow-Unknown-Sdk': ['true'] };
     this.decorate(m, { ...run, seq, state: 'RUN_STARTED', updatedAt: now }, [], m.id);
     this.markTrigger(m, p);
+    if (p.unknownSdk && m.workflow && !m.workflow.call) m.workflow.unknownSdk = true;
   }
 
   /**
@@ -279,7 +300,7 @@ export class WorkflowEngine {
     // The SDK forwards every header of the delivery it answered (its "user headers"): keep the
     // user's, not the framing and delivery headers svc sets itself on each delivery.
     m.headers = withoutDeliveryHeaders(m.headers);
-    const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run), startMessageId: run.config.startMessageId };
+    const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run), startMessageId: run.config.startMessageId, sdkTriggered: true };
     await this.o.workflows.updateRun(run.seq, now, { config });
     this.decorate(m, { ...run, config }, await this.o.workflows.steps(run.seq), triggerId(run));
     this.markTrigger(m, p);
@@ -367,11 +388,18 @@ export class WorkflowEngine {
     if (!run) return;
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     if (ok && info.detectTrigger && !headerOf(outcome.headers ?? {}, 'upstash-workflow-sdk-version')) {
-      await this.nonWorkflowDestination(m, run, outcome, now);
+      await this.failStart(m, run, outcome, now, NON_WORKFLOW_DESTINATION);
+      return;
+    }
+    if (ok && info.unknownSdk && run.state === 'RUN_STARTED' && !run.config.sdkTriggered) {
+      // A workflow endpoint answered the trigger REST API's first delivery without triggering the
+      // run (a 1.0+ SDK publishes its trigger before it answers): nothing will continue the run.
+      await this.failStart(m, run, outcome, now, TRIGGER_NEEDS_SDK_V1);
       return;
     }
     if (ok) {
-      if (run.next?.messageId === m.id || run.next) await this.o.workflows.updateRun(run.seq, now, { next: null });
+      // a branch delivered after another branch failed the run leaves the failed step in place
+      if (run.next && run.state === 'RUN_STARTED') await this.o.workflows.updateRun(run.seq, now, { next: null });
       return;
     }
     const final = isFinalFailure(m, outcome);
@@ -439,13 +467,15 @@ export class WorkflowEngine {
   }
 
   /**
-   * The start of `run` was answered 2xx without `Upstash-Workflow-Sdk-Version`: the destination
-   * is not a workflow endpoint (a wrong URL), so nothing will ever continue the run. It ends
-   * RUN_FAILED with the delivery as its failed step (no DLQ entry: the message was delivered).
+   * The start of `run` was answered 2xx but nothing will ever continue the run: the destination
+   * is not a workflow endpoint (no `Upstash-Workflow-Sdk-Version`: {@link NON_WORKFLOW_DESTINATION})
+   * or its SDK predates the trigger REST API ({@link TRIGGER_NEEDS_SDK_V1}). The run ends
+   * RUN_FAILED with the delivery as its failed step carrying `reason` (no DLQ entry: the message
+   * was delivered; no failure callback).
    */
-  private async nonWorkflowDestination(m: StoredMessage, run: WorkflowRun, outcome: AttemptOutcome, now: number): Promise<void> {
+  private async failStart(m: StoredMessage, run: WorkflowRun, outcome: AttemptOutcome, now: number, reason: string): Promise<void> {
     const error: StepErrorInfo = {
-      error: NON_WORKFLOW_DESTINATION,
+      error: reason,
       status: outcome.status,
       headers: outcome.headers,
       body: outcome.body?.toString('utf8'),

@@ -41,7 +41,16 @@ function parseStep(s: WorkflowStep): Record<string, unknown> | undefined {
   }
 }
 
-/** One `WorkflowRunLog`: the initial step, each result step (parallel ones grouped), and the step in progress. */
+/**
+ * One `WorkflowRunLog`: the initial step, each result step, and the step in progress.
+ *
+ * A parallel group (`type: "parallel"`) has one entry per branch from the moment its plan steps
+ * (`stepId: 0`, `targetStep`, `concurrent` > 1) are stored: a branch shows its plan's step name,
+ * type and message while it runs (`STEP_PROGRESS`, or the state of the run's `next` step when
+ * that is the branch: `STEP_RETRY`, `STEP_FAILED`), and its result step once one is stored, also
+ * after the run ended (an invoked child that finishes after its parent failed). Result steps
+ * without a plan in the list (older runs) are grouped by `concurrent` as they come.
+ */
 export function runLogJson(run: WorkflowRun, steps: WorkflowStep[]): Record<string, unknown> {
   const retries = run.config.retries ?? 3;
   const base = (s: WorkflowStep) => ({ messageId: s.messageId, callType: s.callType, createdAt: s.createdAt, retries, state: 'STEP_SUCCESS', headers: {} });
@@ -65,10 +74,38 @@ export function runLogJson(run: WorkflowRun, steps: WorkflowStep[]): Record<stri
       ],
     },
   ];
+  const n = run.next;
+  /** The group being filled by results that have no plan step (grouped by `concurrent`). */
   let parallel: Record<string, unknown>[] | undefined;
+  /** The group whose plan steps are being read, and how many it expects. */
+  let planning: { steps: Record<string, unknown>[]; size: number } | undefined;
+  /** Where each branch's entry is: target step -> its group and index. */
+  const slots = new Map<number, { steps: Record<string, unknown>[]; index: number }>();
   for (const s of steps) {
     const step = parseStep(s);
-    if (!step || s.callType !== 'step' || step.stepId === 0) continue; // plan steps of parallel branches
+    if (!step || s.callType !== 'step') continue;
+    const concurrent = Number(step.concurrent ?? 1);
+    if (step.stepId === 0) {
+      // plan step of a parallel branch: the branch's entry until its result is stored
+      const target = Number(step.targetStep);
+      if (!(concurrent > 1) || !Number.isInteger(target) || slots.has(target)) continue;
+      if (!planning || planning.steps.length >= planning.size) {
+        planning = { steps: [], size: concurrent };
+        groups.push({ type: 'parallel', steps: planning.steps });
+      }
+      parallel = undefined;
+      const failing = n && n.messageId === s.messageId && run.state !== 'RUN_SUCCESS';
+      slots.set(target, { steps: planning.steps, index: planning.steps.length });
+      planning.steps.push({
+        ...base(s),
+        stepId: target,
+        stepName: step.stepName,
+        stepType: step.stepType,
+        concurrent,
+        state: failing ? n.state : 'STEP_PROGRESS',
+      });
+      continue;
+    }
     const log = {
       ...base(s),
       stepId: step.stepId,
@@ -81,16 +118,20 @@ export function runLogJson(run: WorkflowRun, steps: WorkflowStep[]): Record<stri
       ...(step.callUrl !== undefined ? { callUrl: step.callUrl, callMethod: step.callMethod, callBody: step.callBody, callHeaders: step.callHeaders } : {}),
       ...(step.waitEventId !== undefined ? { waitEventId: step.waitEventId, waitTimeout: step.waitTimeout ?? false } : {}),
     };
-    if (Number(step.concurrent ?? 1) > 1) {
+    const slot = slots.get(Number(step.stepId));
+    if (concurrent > 1 && slot) {
+      slot.steps[slot.index] = log;
+      slots.delete(Number(step.stepId)); // a repeated result of the branch is not shown twice
+    } else if (concurrent > 1) {
       if (!parallel) groups.push({ type: 'parallel', steps: (parallel = []) });
       parallel.push(log);
-      if (parallel.length >= Number(step.concurrent)) parallel = undefined;
+      if (parallel.length >= concurrent) parallel = undefined;
     } else {
       parallel = undefined;
+      planning = undefined;
       groups.push({ type: 'sequential', steps: [log] });
     }
   }
-  const n = run.next;
   if (n && (run.state === 'RUN_STARTED' || run.state === 'RUN_FAILED')) {
     groups.push({
       type: 'next',
