@@ -21,8 +21,9 @@
  *   pipelined requests parsed from one socket read): a few extra guesses per window at most.
  */
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { basicCredentials, constantTimeEqual } from '../http/auth.js';
+import { closeAfterAnswer } from '../http/close-after-answer.js';
 import { generateSecret, type CredentialStore } from '../credentials.js';
 import { sendError } from './errors.js';
 
@@ -37,6 +38,12 @@ export function mgmtUser(store: CredentialStore): string {
 /** The management password (created as a 24-byte random base64url string, 32 chars, when absent). */
 export function mgmtPassword(store: CredentialStore): string {
   return store.get('mgmt.password', () => generateSecret(24));
+}
+
+/** `reply`, set to close its connection after the answer (`closeAfterAnswer`): for refusals decided before the body is read. */
+export function closing(reply: FastifyReply): FastifyReply {
+  closeAfterAnswer(reply.request.raw, reply.raw);
+  return reply;
 }
 
 export interface BasicAuthOptions {
@@ -91,19 +98,21 @@ export async function registerBasicAuth(app: FastifyInstance, opts: BasicAuthOpt
     },
   };
 
+  // onRequest: decided from the headers before any body is read; a refusal closes the connection,
+  // so an unauthenticated client cannot make svc read (or hold) its body
   app.addHook('onRequest', async (req, reply) => {
     if (opts.isPublic(req)) return;
     const wait = await brake.blockedFor(req);
     if (wait !== undefined) {
       reply.header('Retry-After', String(wait));
-      return sendError(reply, 'tooManyFailures');
+      return sendError(closing(reply), 'tooManyFailures');
     }
     const header = req.headers.authorization;
-    if (typeof header !== 'string' || header.trim() === '') return sendError(reply, 'missingCredentials');
+    if (typeof header !== 'string' || header.trim() === '') return sendError(closing(reply), 'missingCredentials');
     const given = basicCredentials(req);
     if (given && isMgmtAccount(opts.credentials, given.user, given.password)) return;
     await brake.fail(req);
-    return sendError(reply, 'invalidCredentials');
+    return sendError(closing(reply), 'invalidCredentials');
   });
   return brake;
 }
