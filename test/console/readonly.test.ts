@@ -17,7 +17,7 @@ import { startTestSvc } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 import { startWorkflowApp, type WorkflowApp } from '../queue/workflow-helpers.js';
 import { launchBrowser, screenshot, signIn } from './browser.js';
-import { consoleCall, consoleLogin, type ConsoleSession } from './helpers.js';
+import { consoleCall, consoleLogin, workflowEnv, type ConsoleSession } from './helpers.js';
 
 type Svc = Awaited<ReturnType<typeof startTestSvc>>;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -32,12 +32,7 @@ describe('console: read-only by operation', () => {
     svc = await startTestSvc(['queue', 'kv', 'vector', 'mgmt'], { env: { SVC_CONSOLE_READONLY: 'true', SVC_VECTOR_DIMENSION: '3' } });
     const token = svc.ctx.credentials.get('queue.token');
     app = await startWorkflowApp(
-      {
-        QSTASH_URL: svc.urls.queue!,
-        QSTASH_TOKEN: token,
-        QSTASH_CURRENT_SIGNING_KEY: svc.ctx.credentials.get('queue.currentSigningKey'),
-        QSTASH_NEXT_SIGNING_KEY: svc.ctx.credentials.get('queue.nextSigningKey'),
-      },
+      workflowEnv(svc),
       {
         '/broken': [
           async (ctx) => {

@@ -198,8 +198,13 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
     }
     const user = typeof given.user === 'string' ? given.user : '';
     const password = typeof given.password === 'string' ? given.password : '';
+    const wait = await brake.blockedFor(req, user);
+    if (wait !== undefined) {
+      reply.header('Retry-After', String(wait));
+      return consoleError(reply, 'accountTooManyFailures');
+    }
     if (!user || !isMgmtAccount(ctx.credentials, user, password)) {
-      if (user || password) await brake.fail(req);
+      if (user || password) await brake.fail(req, user);
       return consoleError(reply, 'consoleWrongPassword');
     }
     const { id, session } = sessions.create(user);
