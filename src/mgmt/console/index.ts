@@ -128,8 +128,6 @@ export interface Console {
   close(): Promise<void>;
 }
 
-/** Console API routes that need no session: sign-in, and the probe the page asks whether it is signed in. */
-const OPEN_API = new Set(['/console/api/login', '/console/api/session']);
 /** The catch-all route of unknown console paths. */
 const CATCH_ALL = '/console/*';
 
@@ -154,6 +152,7 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
     const url = req.routeOptions.url;
     if (url === undefined || !url.startsWith('/console')) return;
     if (url === CATCH_ALL) return refuse(reply, 'notFound');
+    // pages and assets are public; the session probe answers {signedIn: false} without a session
     if (!url.startsWith('/console/api/') || url === '/console/api/session') return;
     if (url === '/console/api/login') {
       if (!sameOrigin(req)) return refuse(reply, 'crossOrigin');
