@@ -128,6 +128,27 @@ export interface SseOutputLimit {
 }
 
 /**
+ * The rule of {@link SseOutputLimit} as a function of the unsent output: call it after each write
+ * with the stream's unsent bytes (`res.writableLength`); it answers `hard` / `soft` once the stream
+ * must be dropped, undefined while it may go on. One checker per stream (it keeps the time the
+ * output went above the soft limit).
+ */
+export function outputLimitChecker(limit: Omit<SseOutputLimit, 'onExceeded'>, now: () => number = Date.now): (unsentBytes: number) => 'hard' | 'soft' | undefined {
+  /** Since when the unsent output is above the soft limit (ms since epoch; 0 = it is not). */
+  let softSince = 0;
+  return (unsent) => {
+    if (unsent > limit.hardBytes) return 'hard';
+    if (limit.softBytes > 0 && unsent > limit.softBytes) {
+      const t = now();
+      if (softSince === 0) softSince = t;
+      return t - softSince >= limit.softMs ? 'soft' : undefined;
+    }
+    softSince = 0;
+    return undefined;
+  };
+}
+
+/**
  * Starts an SSE response on `res` (status 200, `text/event-stream`, no buffering). A heartbeat comment every `heartbeatMs` ms
  * (default 15 000); `onClose` runs once when the client disconnects or the stream is closed
  * (also when `outputLimit` drops it).
@@ -158,23 +179,16 @@ export function startRawSse(
     }
   };
   const limit = opts.outputLimit;
-  /** Since when the unsent output is above the soft limit (ms since epoch; 0 = it is not). */
-  let softSince = 0;
+  const check = limit && outputLimitChecker(limit);
   /** Writes `chunk` unless closed, then drops the stream if its unsent output is past the limit. */
   const write = (chunk: string) => {
     if (closed) return;
     res.write(chunk);
-    if (limit === undefined) return;
+    if (check === undefined) return;
     const unsent = res.writableLength;
-    let exceeded: 'hard' | 'soft' | undefined;
-    if (unsent > limit.hardBytes) exceeded = 'hard';
-    else if (limit.softBytes > 0 && unsent > limit.softBytes) {
-      const now = Date.now();
-      if (softSince === 0) softSince = now;
-      if (now - softSince >= limit.softMs) exceeded = 'soft';
-    } else softSince = 0;
+    const exceeded = check(unsent);
     if (exceeded === undefined) return;
-    limit.onExceeded?.(exceeded, unsent);
+    limit!.onExceeded?.(exceeded, unsent);
     res.destroy(); // not end(): that would keep the unsent output until the client reads it
     finish();
   };

@@ -1,6 +1,6 @@
 /**
  * HTTP Basic authentication of the management API (spec "Authentication": `Authorization: Basic
- * <base64(username:password)>`; RFC 7617), with a per-address limit on failed attempts.
+ * <base64(username:password)>`; RFC 7617), with limits on failed attempts per address and per account.
  *
  * - The expected user and password are the credentials `mgmt.user` and `mgmt.password`
  *   (`SVC_MGMT_USER` / `SVC_MGMT_PASSWORD`, else generated once and kept in credentials.json),
@@ -16,13 +16,21 @@
  *   `{error}` with `Retry-After` (seconds) until the window (started at the first failure) ends.
  *   Successful requests are never counted: one in-memory read per request.
  *   The address is the TCP peer (`trustProxy` is off): behind a reverse proxy all clients share it.
+ * - Per-account brake: a guess of the password with the management user name counts one failure
+ *   for the account too, from whatever address. Past `maxAccountFailures` in the window, every
+ *   sign-in AS that user (Basic auth and the console form, right password included) gets 429 with
+ *   `Retry-After` until the window ends: guesses spread over many addresses (each under its own
+ *   limit) are capped as a whole. The price is the usual one of account throttling: while such an
+ *   attack goes on, the account cannot sign in either (console sessions already open keep working).
+ *   Guesses with another user name cannot succeed and count per address only.
  *   The peek, the comparison and the increment of one request run without I/O in between, so
  *   requests can only slip past the limit when their hooks interleave at microtask level (several
  *   pipelined requests parsed from one socket read): a few extra guesses per window at most.
  */
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { basicCredentials, constantTimeEqual } from '../http/auth.js';
+import { closeAfterAnswer } from '../http/close-after-answer.js';
 import { generateSecret, type CredentialStore } from '../credentials.js';
 import { sendError } from './errors.js';
 
@@ -39,10 +47,18 @@ export function mgmtPassword(store: CredentialStore): string {
   return store.get('mgmt.password', () => generateSecret(24));
 }
 
+/** `reply`, set to close its connection after the answer (`closeAfterAnswer`): for refusals decided before the body is read. */
+export function closing(reply: FastifyReply): FastifyReply {
+  closeAfterAnswer(reply.request.raw, reply.raw);
+  return reply;
+}
+
 export interface BasicAuthOptions {
   credentials: CredentialStore;
   /** Failed attempts allowed per address per window; the next request is refused with 429. */
   maxFailures: number;
+  /** Failed attempts allowed for the management account per window (all addresses together); then 429 for sign-ins as it. */
+  maxAccountFailures: number;
   /** Window length in ms, counted from an address's first failure. */
   windowMs: number;
   /** Routes that need no credentials (e.g. health checks). */
@@ -51,15 +67,44 @@ export interface BasicAuthOptions {
   onFailure?(reason: 'invalid' | 'locked_out'): void;
 }
 
+/** A failure counter of the brute-force brakes (`@fastify/rate-limit`, in memory). */
+export interface Brake {
+  /** Seconds until the request's key (address, or account) may try again when it is over the limit; undefined when it may try now. */
+  blockedFor(req: FastifyRequest): Promise<number | undefined>;
+  /** Counts one failed attempt for the request's key. */
+  fail(req: FastifyRequest): Promise<void>;
+}
+
+/**
+ * A {@link Brake} on `app` (which has the rate-limit plugin registered): `max` failures per window
+ * of `windowMs` ms from the first, per client address — or per `key(req)` when given.
+ */
+export function createBrake(app: FastifyInstance, max: number, windowMs: number, key?: (req: FastifyRequest) => string): Brake {
+  const failures = app.createRateLimit({ max, timeWindow: windowMs, ...(key ? { keyGenerator: key } : {}) });
+  return {
+    async blockedFor(req) {
+      const seen = await failures(req, { increment: false });
+      if (seen.isAllowed || seen.remaining !== 0) return undefined;
+      return Math.max(1, seen.ttlInSeconds);
+    },
+    async fail(req) {
+      await failures(req);
+    },
+  };
+}
+
 /**
  * The brute-force brake shared by Basic auth and the console's sign-in form: one failure count per
- * client address (see the module comment).
+ * client address and one for the management account (see the module comment).
  */
 export interface AuthBrake {
-  /** Seconds until the address may try again when it is over the limit; undefined when it may try now. */
-  blockedFor(req: FastifyRequest): Promise<number | undefined>;
-  /** Counts one failed attempt for the request's address. */
-  fail(req: FastifyRequest): Promise<void>;
+  /**
+   * Seconds until the request may try again: its address over the limit, or — when `user` is
+   * given and is the management user — the account over its limit; undefined when it may try now.
+   */
+  blockedFor(req: FastifyRequest, user?: string): Promise<number | undefined>;
+  /** Counts one failed attempt for the request's address, and for the account when `user` is the management user. */
+  fail(req: FastifyRequest, user?: string): Promise<void>;
 }
 
 /** True when `user` and `password` are the management account (each compared in constant time). */
@@ -77,33 +122,42 @@ export function isMgmtAccount(store: CredentialStore, user: string, password: st
  */
 export async function registerBasicAuth(app: FastifyInstance, opts: BasicAuthOptions): Promise<AuthBrake> {
   await app.register(rateLimit, { global: false, cache: 10_000 });
-  const failures = app.createRateLimit({ max: opts.maxFailures, timeWindow: opts.windowMs });
+  const perAddress = createBrake(app, opts.maxFailures, opts.windowMs);
+  const perAccount = createBrake(app, opts.maxAccountFailures, opts.windowMs, () => 'mgmt-account');
+  const isUser = (user: string | undefined) => user !== undefined && constantTimeEqual(user, mgmtUser(opts.credentials));
   const brake: AuthBrake = {
-    async blockedFor(req) {
-      const seen = await failures(req, { increment: false });
-      if (seen.isAllowed || seen.remaining !== 0) return undefined;
-      opts.onFailure?.('locked_out');
-      return Math.max(1, seen.ttlInSeconds);
+    async blockedFor(req, user) {
+      const wait = (await perAddress.blockedFor(req)) ?? (isUser(user) ? await perAccount.blockedFor(req) : undefined);
+      if (wait !== undefined) opts.onFailure?.('locked_out');
+      return wait;
     },
-    async fail(req) {
-      await failures(req);
+    async fail(req, user) {
+      await perAddress.fail(req);
+      if (isUser(user)) await perAccount.fail(req);
       opts.onFailure?.('invalid');
     },
   };
 
+  // onRequest: decided from the headers before any body is read; a refusal closes the connection,
+  // so an unauthenticated client cannot make svc read (or hold) its body
   app.addHook('onRequest', async (req, reply) => {
     if (opts.isPublic(req)) return;
     const wait = await brake.blockedFor(req);
     if (wait !== undefined) {
       reply.header('Retry-After', String(wait));
-      return sendError(reply, 'tooManyFailures');
+      return sendError(closing(reply), 'tooManyFailures');
     }
     const header = req.headers.authorization;
-    if (typeof header !== 'string' || header.trim() === '') return sendError(reply, 'missingCredentials');
+    if (typeof header !== 'string' || header.trim() === '') return sendError(closing(reply), 'missingCredentials');
     const given = basicCredentials(req);
+    const accountWait = given ? await brake.blockedFor(req, given.user) : undefined;
+    if (accountWait !== undefined) {
+      reply.header('Retry-After', String(accountWait));
+      return sendError(closing(reply), 'accountTooManyFailures');
+    }
     if (given && isMgmtAccount(opts.credentials, given.user, given.password)) return;
-    await brake.fail(req);
-    return sendError(reply, 'invalidCredentials');
+    await brake.fail(req, given?.user);
+    return sendError(closing(reply), 'invalidCredentials');
   });
   return brake;
 }

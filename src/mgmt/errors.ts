@@ -36,6 +36,10 @@ export const MGMT_ERRORS = {
   metricsUnauthorized: { status: 401, message: 'missing or wrong bearer token (SVC_METRICS_TOKEN)', challenge: METRICS_CHALLENGE },
   /** Too many failed attempts from the client's address in the current window. */
   tooManyFailures: { status: 429, message: 'Too many failed authentication attempts from this address; retry later' },
+  /** A sign-in (Basic auth or the console form) as the management user after too many failed attempts for it, from any address, in the current window. */
+  accountTooManyFailures: { status: 429, message: 'Too many failed sign-in attempts for this account; retry later' },
+  /** `GET /metrics` from an address with too many wrong bearer tokens in the current window. */
+  metricsTooManyFailures: { status: 429, message: 'Too many wrong metrics tokens from this address; retry later' },
   /** A vector index without tokens in the store (rotation, or a console call to it). */
   unknownVectorIndex: { status: 404, message: (index: string) => `vector index not found: ${JSON.stringify(index.slice(0, 200))}` },
   /**

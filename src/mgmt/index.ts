@@ -7,14 +7,18 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
 import { meterFastify } from '../http/metrics.js';
 import { createHttpServer, listenOn } from '../http/server.js';
-import { mgmtPassword, mgmtUser, registerBasicAuth } from './auth.js';
+import { createBrake, mgmtPassword, mgmtUser, registerBasicAuth } from './auth.js';
 import { sendError } from './errors.js';
 import { registerConsole, type Console } from './console/index.js';
 import { PUBLIC_ROUTES, registerRoutes } from './routes.js';
 
 /** Failed authentication attempts allowed per client address per window, then 429. */
 export const MAX_AUTH_FAILURES = 10;
-/** The failure-count window in ms (from an address's first failure). */
+/** Failed sign-ins as the management user allowed per window from all addresses together, then 429 for sign-ins as it. */
+export const MAX_ACCOUNT_FAILURES = 30;
+/** Wrong `GET /metrics` bearer tokens allowed per client address per window, then 429. */
+export const MAX_METRICS_FAILURES = 10;
+/** The failure-count window in ms (from an address's, or the account's, first failure). */
 export const AUTH_FAILURE_WINDOW_MS = 60_000;
 /** Request body limit in bytes: no management API route takes a body (the console's forwarding has its own limit). */
 const BODY_LIMIT = 64 * 1024;
@@ -46,6 +50,7 @@ async function buildApp(ctx: AreaContext): Promise<{ app: FastifyInstance; conso
   const brake = await registerBasicAuth(app, {
     credentials: ctx.credentials,
     maxFailures: MAX_AUTH_FAILURES,
+    maxAccountFailures: MAX_ACCOUNT_FAILURES,
     windowMs: AUTH_FAILURE_WINDOW_MS,
     isPublic: (req) => {
       const url = req.routeOptions.url ?? '';
@@ -53,7 +58,7 @@ async function buildApp(ctx: AreaContext): Promise<{ app: FastifyInstance; conso
     },
     onFailure: (reason) => failed[reason].inc(),
   });
-  registerRoutes(app, ctx);
+  registerRoutes(app, ctx, createBrake(app, MAX_METRICS_FAILURES, AUTH_FAILURE_WINDOW_MS));
   return { app, console: consoleOn ? registerConsole(app, ctx, brake) : undefined };
 }
 

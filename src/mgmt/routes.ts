@@ -9,7 +9,8 @@
  *   GET  /v2/health   (no auth)                      {status, areas}; 200 all ok, 503 otherwise
  *   GET  /healthz     (no auth)                      {status: 'ok'}: the management port is up
  *   GET  /metrics     (Bearer SVC_METRICS_TOKEN if set) Prometheus text format (`src/metrics.ts`);
- *                                                    absent (404) with SVC_METRICS=false
+ *                                                    absent (404) with SVC_METRICS=false; 429 past
+ *                                                    10 wrong tokens per address per 60 s
  *
  * Authentication (Basic) is the `onRequest` hook of `auth.ts`; the two health routes are public
  * ({@link PUBLIC_ROUTES}). Responses carrying secrets are sent with `Cache-Control: no-store`.
@@ -17,6 +18,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AreaContext } from '../area.js';
 import { constantTimeEqual } from '../http/auth.js';
+import type { Brake } from './auth.js';
 import { sendError } from './errors.js';
 import { healthReport } from './health.js';
 import { senderIpv4Blocks } from './ipv4.js';
@@ -43,8 +45,12 @@ async function rotated(ctx: AreaContext, reply: FastifyReply, body: object): Pro
   return secret(reply, body);
 }
 
-/** Registers every management route on `app` (auth is added separately, see `auth.ts`). */
-export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
+/**
+ * Registers every management route on `app` (auth is added separately, see `auth.ts`).
+ * `metricsBrake` counts wrong `GET /metrics` bearer tokens per address (429 with `Retry-After`
+ * past its limit; a request without a token is not a guess and is not counted).
+ */
+export function registerRoutes(app: FastifyInstance, ctx: AreaContext, metricsBrake: Brake): void {
   const store = ctx.credentials;
 
   app.get('/v2/mq/ipv4', async (_req, reply) => reply.send(senderIpv4Blocks(ctx.config)));
@@ -87,8 +93,12 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext): void {
   if (metrics.enabled) {
     app.get('/metrics', async (req, reply) => {
       if (token !== undefined) {
-        const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+        const wait = await metricsBrake.blockedFor(req);
+        if (wait !== undefined) return sendError(reply.header('Retry-After', String(wait)), 'metricsTooManyFailures');
+        const presented = req.headers.authorization;
+        const m = /^Bearer\s+(\S+)\s*$/i.exec(presented ?? '');
         if (!m || !constantTimeEqual(m[1], token)) {
+          if (presented !== undefined && presented.trim() !== '') await metricsBrake.fail(req);
           return sendError(reply, 'metricsUnauthorized');
         }
       }

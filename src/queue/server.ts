@@ -12,6 +12,7 @@ import { listenAccepting } from '../http/accept.js';
 import { FAST_KEEP_ALIVE_MS, FAST_SERVER_OPTIONS, createFastServer } from '../http/fast.js';
 import { meterFastify } from '../http/metrics.js';
 import { createHttpServer } from '../http/server.js';
+import { repeatedErrorLog } from '../logger.js';
 import { fastPublishHandler } from './api/fast-publish.js';
 import { registerDlqRoutes } from './api/dlq.js';
 import { CREDENTIALS, TOKEN_QUERY_PARAMS, type QueueApiContext } from './api/context.js';
@@ -132,6 +133,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     dispatcher.addOutcomeListener((m, outcome) => workflowEngine.onOutcome(m, outcome, clock.now()));
   }
 
+  // one line per kind of failure and a count every 10 s, not one per request (a database outage)
+  const requestErrors = repeatedErrorLog(actx.logger);
   const bodyLimit = cfg.maxMessageBytes * 10 + 1024 * 1024;
   const app = createHttpServer({ logger: actx.logger, bodyLimit, errorBody: (message) => ({ error: message }) });
   // No per-request child logger (pino child creation showed in the publish profile); errors are
@@ -148,7 +151,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
     const a = errorAnswer(err);
-    if (a.log) actx.logger.error({ err, url: req.url }, 'queue: request failed');
+    if (a.log) requestErrors.error({ err, url: req.url }, 'queue: request failed');
     if (a.retryAfterS !== undefined) reply.header('Retry-After', String(a.retryAfterS));
     const message = (err as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? queueMessage('bodyTooLarge', bodyLimit) : a.message;
     return reply.code(a.status).send({ error: message });
@@ -176,7 +179,7 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   // The listening socket is the fast HTTP/1.1 front (src/http/fast.ts): plain publishes are served
   // there (api/fast-publish.ts); every other connection is handed to Fastify's own (not listening)
   // server, which then serves it with all the routes above.
-  const publishHandler = fastPublishHandler(ctx, () => validQueueTokens(queueToken(actx)), actx.logger);
+  const publishHandler = fastPublishHandler(ctx, () => validQueueTokens(queueToken(actx)), requestErrors);
   if (actx.metrics.enabled) {
     const publishRoute = http.route('/v2/publish/*');
     publishHandler.meter = () => publishRoute;

@@ -210,7 +210,8 @@ describe('console: kv and vector pages', () => {
     // the request counters saw this test's kv and vector traffic
     // (samples come every 10 s: the refused command's 4xx shows in the next one)
     const overview = await waitFor('a sample with the 4xx', async () => {
-      const o = await page.evaluate(async () => (await fetch('/console/api/overview')).json());
+      // through the page's API client: every console call carries the CSRF token
+      const o = await page.evaluate(async () => (await import('/console/app/lib.js' as string)).api('GET', 'overview'));
       return o.samples.some((s: any) => (s.rates.kv?.clientErrors ?? 0) > 0) ? o : undefined;
     }, 30_000);
     const total = (area: string) => overview.samples.reduce((a: number, s: any) => a + (s.rates[area]?.requests ?? 0), 0);

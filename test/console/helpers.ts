@@ -54,3 +54,13 @@ export async function consoleCall(
   }
   return { status: res.status, body: parsed };
 }
+
+/** The environment a workflow endpoint served by `@upstash/workflow` needs to talk to `svc`'s queue. */
+export function workflowEnv(svc: RunningSvc): Record<string, string> {
+  return {
+    QSTASH_URL: svc.urls.queue!,
+    QSTASH_TOKEN: svc.ctx.credentials.get('queue.token'),
+    QSTASH_CURRENT_SIGNING_KEY: svc.ctx.credentials.get('queue.currentSigningKey'),
+    QSTASH_NEXT_SIGNING_KEY: svc.ctx.credentials.get('queue.nextSigningKey'),
+  };
+}

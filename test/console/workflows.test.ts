@@ -12,7 +12,7 @@ import { startTestSvc } from '../helpers/env.js';
 import { waitFor } from '../queue/helpers.js';
 import { startWorkflowApp, type WorkflowApp } from '../queue/workflow-helpers.js';
 import { launchBrowser, screenshot, signIn, type ConsoleBrowser } from './browser.js';
-import { XSS } from './helpers.js';
+import { workflowEnv, XSS } from './helpers.js';
 
 type Svc = Awaited<ReturnType<typeof startTestSvc>>;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -36,12 +36,7 @@ describe('console: workflow pages', () => {
     svc = await startTestSvc(['queue', 'mgmt']);
     const token = svc.ctx.credentials.get('queue.token');
     app = await startWorkflowApp(
-      {
-        QSTASH_URL: svc.urls.queue!,
-        QSTASH_TOKEN: token,
-        QSTASH_CURRENT_SIGNING_KEY: svc.ctx.credentials.get('queue.currentSigningKey'),
-        QSTASH_NEXT_SIGNING_KEY: svc.ctx.credentials.get('queue.nextSigningKey'),
-      },
+      workflowEnv(svc),
       {
         '/flaky': [
           async (ctx) => {

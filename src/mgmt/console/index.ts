@@ -7,28 +7,43 @@
  *   GET  /console/vendor/<file>         Preact, htm, uPlot (from their npm packages)
  *   POST /console/api/login             {user, password} -> 200 {user, csrf, readonly, expiresAt} + session cookie;
  *                                       401 wrong; 429 + Retry-After past the mgmt brute-force brake
- *   POST /console/api/logout            ends the session, clears the cookie (CSRF token required)
+ *   POST /console/api/logout            ends the session, clears the cookie
  *   GET  /console/api/session           {signedIn: true, user, csrf, readonly, expiresAt, areas, vectorIndexes} or {signedIn: false}
  *   GET  /console/api/overview          {health, samples, queue}: the overview page's data (queue: the last sample's counters)
- *   ANY  /console/api/{queue,kv,vector}/... forwarded to that area's public HTTP API (`proxy.ts`)
+ *   ANY  /console/api/{queue,kv,vector}/... forwarded to that area's public HTTP API (`proxy.ts`);
+ *                                       event streams relayed as they come (`stream.ts`)
  *
- * Every `/console/api/*` route but login needs a live session cookie (401 `{error}` otherwise);
- * every method but GET/HEAD also needs the session's CSRF token in `X-CSRF-Token` (403) and, when
- * the browser sends `Origin`, an origin equal to the request's own host (403). Pages are sent with
- * a strict Content-Security-Policy (scripts only from this origin, no inline script), so even a
- * rendering bug cannot run a script that stored data smuggles in.
+ * Access is decided in an `onRequest` hook, from the headers alone, before any body is read (an
+ * unauthenticated client can make svc hold nothing but its headers): every `/console/api/*` route
+ * but `login` and `session` needs a live session cookie (401), an `Origin` (when sent) equal to the
+ * request's own host and a `Sec-Fetch-Site` (when sent) of `same-origin` (403), and the session's
+ * CSRF token (403) — in `X-CSRF-Token`, or for a GET in the query parameter `csrf` (an
+ * `EventSource` cannot set headers) — whatever the method: the kv REST API runs commands from a GET
+ * path (`/set/k/v`), so a method says nothing about what a call changes. Refusals close the
+ * connection. `login` checks the origin and the brute-force brake before its (4 KiB at most) body.
+ * Pages are sent with a strict Content-Security-Policy (scripts only from this origin, no inline
+ * script), so even a rendering bug cannot run a script that stored data smuggles in.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AreaContext } from '../../area.js';
-import { isMgmtAccount, type AuthBrake } from '../auth.js';
+import { queryParam } from '../../http/raw.js';
+import { closing, isMgmtAccount, type AuthBrake } from '../auth.js';
 import { loadAssets } from './assets.js';
 import { MgmtError, sendCaught, sendError, type MgmtErrorCode, type MgmtMessageArgs } from '../errors.js';
-import { forward, PROXIED_AREAS, proxyTarget, vectorIndexes, type ProxiedArea } from './proxy.js';
+import { open, PROXIED_AREAS, proxyTarget, vectorIndexes, type ProxiedArea } from './proxy.js';
 import { OverviewSampler } from './sampler.js';
 import { readCookie, SESSION_COOKIE, sessionCookie, SessionStore, type Session } from './session.js';
+import { relayStream } from './stream.js';
 
-/** Largest request body the console forwards, in bytes (kv values, vector batches). */
+/** Largest request body the console forwards, in bytes (kv values, vector batches); read only once the call is admitted. */
 export const CONSOLE_BODY_LIMIT = 10 * 1024 * 1024;
+/** Largest sign-in body in bytes (`{"user", "password"}`). */
+export const LOGIN_BODY_LIMIT = 4 * 1024;
+/** Body limit in bytes of the console routes that take none (logout; bodies are ignored). */
+const NO_BODY_LIMIT = 1024;
+
+/** The query parameter that may carry the CSRF token of a GET (for `EventSource`); not forwarded. */
+export const CSRF_QUERY_PARAM = 'csrf';
 
 const CSP = [
   "default-src 'none'",
@@ -42,12 +57,15 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': CSP,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+};
+
 function securityHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header('Content-Security-Policy', CSP)
-    .header('X-Content-Type-Options', 'nosniff')
-    .header('X-Frame-Options', 'DENY')
-    .header('Referrer-Policy', 'no-referrer');
+  return reply.headers(SECURITY_HEADERS);
 }
 
 /** The console's security headers on an error answer, which is never cached. */
@@ -60,10 +78,20 @@ function consoleError<C extends MgmtErrorCode>(reply: FastifyReply, code: C, ...
   return sendError(errorHeaders(reply), code, ...args);
 }
 
-const SAFE_METHODS = new Set(['GET', 'HEAD']);
+/** {@link consoleError} for a call refused before its body was read: the connection is closed after the answer. */
+function refuse<C extends MgmtErrorCode>(reply: FastifyReply, code: C, ...args: MgmtMessageArgs<C>): FastifyReply {
+  return consoleError(closing(reply), code, ...args);
+}
 
-/** True when the request's `Origin` (if any) is this server's own origin. */
+/**
+ * True when the request comes from this server's own origin as far as the browser says: its
+ * `Origin` (if any) has the request's own host, and its `Sec-Fetch-Site` (if any; Fetch Metadata)
+ * is `same-origin` or `none` (typed in the address bar). Another port of the same host is
+ * "same-site" for cookies (`SameSite=Strict` does not stop it) but not same-origin here.
+ */
 function sameOrigin(req: FastifyRequest): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
   const origin = req.headers.origin;
   if (origin === undefined) return true;
   try {
@@ -73,11 +101,35 @@ function sameOrigin(req: FastifyRequest): boolean {
   }
 }
 
+/** The CSRF token a request presents: `X-CSRF-Token`, else (GET/HEAD only) the `csrf` query parameter. */
+function presentedCsrf(req: FastifyRequest): string | undefined {
+  const h = req.headers['x-csrf-token'];
+  if (typeof h === 'string') return h;
+  if (req.method !== 'GET' && req.method !== 'HEAD') return undefined;
+  const url = req.raw.url ?? '';
+  const q = url.indexOf('?');
+  return q < 0 ? undefined : queryParam(url.slice(q + 1), CSRF_QUERY_PARAM);
+}
+
+/** `rest` (a path with its query string) without the `csrf` query parameter. */
+function withoutCsrfParam(rest: string): string {
+  const q = rest.indexOf('?');
+  if (q < 0) return rest;
+  const kept = rest
+    .slice(q + 1)
+    .split('&')
+    .filter((p) => p !== CSRF_QUERY_PARAM && !p.startsWith(`${CSRF_QUERY_PARAM}=`));
+  return kept.length ? `${rest.slice(0, q)}?${kept.join('&')}` : rest.slice(0, q);
+}
+
 export interface Console {
   sampler: OverviewSampler;
   sessions: SessionStore;
   close(): Promise<void>;
 }
+
+/** The catch-all route of unknown console paths. */
+const CATCH_ALL = '/console/*';
 
 /** Registers every console route on the management app; `brake` is the Basic auth brake. */
 export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: AuthBrake): Console {
@@ -85,6 +137,35 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
   const sessions = new SessionStore();
   const sampler = new OverviewSampler(ctx, () => sessions.anyLive());
   const readonly = ctx.config.mgmt.consoleReadonly;
+  const kvCfg = ctx.config.kv;
+  const streamLimit = {
+    hardBytes: kvCfg.sseHardLimitBytes,
+    softBytes: kvCfg.sseSoftLimitBytes,
+    softMs: kvCfg.sseSoftLimitMs,
+    onExceeded: (limit: 'hard' | 'soft', unsent: number) =>
+      ctx.logger.warn({ limit, unsent }, 'console: event stream closed: the browser does not read fast enough (output limit)'),
+  };
+  const sessionOf = (req: FastifyRequest): Session | undefined => sessions.get(readCookie(req.headers.cookie, SESSION_COOKIE));
+
+  // Admission from the headers, before Fastify reads a body (it does so after onRequest hooks).
+  app.addHook('onRequest', async (req, reply) => {
+    const url = req.routeOptions.url;
+    if (url === undefined || !url.startsWith('/console')) return;
+    if (url === CATCH_ALL) return refuse(reply, 'notFound');
+    // pages and assets are public; the session probe answers {signedIn: false} without a session
+    if (!url.startsWith('/console/api/') || url === '/console/api/session') return;
+    if (url === '/console/api/login') {
+      if (!sameOrigin(req)) return refuse(reply, 'crossOrigin');
+      const wait = await brake.blockedFor(req);
+      if (wait === undefined) return;
+      reply.header('Retry-After', String(wait));
+      return refuse(reply, 'consoleTooManyFailures', wait);
+    }
+    const session = sessionOf(req);
+    if (!session) return refuse(reply, 'consoleNotSignedIn');
+    if (!sameOrigin(req)) return refuse(reply, 'crossOrigin');
+    if (!SessionStore.csrfMatches(session, presentedCsrf(req))) return refuse(reply, 'csrfMismatch');
+  });
 
   const sendAsset = (reply: FastifyReply, key: string) => {
     const a = assets.get(key);
@@ -107,33 +188,7 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
     vectorIndexes: ctx.urls.has('vector') ? vectorIndexes(ctx) : [],
   });
 
-  /** The request's session, or an answer (401/403) already sent and undefined returned. */
-  const guard = (req: FastifyRequest, reply: FastifyReply): Session | undefined => {
-    const session = sessions.get(readCookie(req.headers.cookie, SESSION_COOKIE));
-    if (!session) {
-      consoleError(reply, 'consoleNotSignedIn');
-      return undefined;
-    }
-    if (!SAFE_METHODS.has(req.method)) {
-      if (!sameOrigin(req)) {
-        consoleError(reply, 'crossOrigin');
-        return undefined;
-      }
-      if (!SessionStore.csrfMatches(session, req.headers['x-csrf-token'])) {
-        consoleError(reply, 'csrfMismatch');
-        return undefined;
-      }
-    }
-    return session;
-  };
-
-  app.post('/console/api/login', async (req, reply) => {
-    if (!sameOrigin(req)) return consoleError(reply, 'crossOrigin');
-    const wait = await brake.blockedFor(req);
-    if (wait !== undefined) {
-      reply.header('Retry-After', String(wait));
-      return consoleError(reply, 'consoleTooManyFailures', wait);
-    }
+  app.post('/console/api/login', { bodyLimit: LOGIN_BODY_LIMIT }, async (req, reply) => {
     let given: { user?: unknown; password?: unknown } = {};
     try {
       given = JSON.parse((req.body as Buffer | undefined)?.toString('utf8') ?? '{}') ?? {};
@@ -142,8 +197,13 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
     }
     const user = typeof given.user === 'string' ? given.user : '';
     const password = typeof given.password === 'string' ? given.password : '';
+    const wait = await brake.blockedFor(req, user);
+    if (wait !== undefined) {
+      reply.header('Retry-After', String(wait));
+      return consoleError(reply, 'accountTooManyFailures');
+    }
     if (!user || !isMgmtAccount(ctx.credentials, user, password)) {
-      if (user || password) await brake.fail(req);
+      if (user || password) await brake.fail(req, user);
       return consoleError(reply, 'consoleWrongPassword');
     }
     const { id, session } = sessions.create(user);
@@ -154,20 +214,18 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
       .send(sessionInfo(session));
   });
 
-  app.post('/console/api/logout', async (req, reply) => {
-    if (!guard(req, reply)) return reply;
+  app.post('/console/api/logout', { bodyLimit: NO_BODY_LIMIT }, async (req, reply) => {
     sessions.delete(readCookie(req.headers.cookie, SESSION_COOKIE));
     return securityHeaders(reply).header('Set-Cookie', sessionCookie('', 0)).header('Cache-Control', 'no-store').send({ ok: true });
   });
 
   // 200 either way: the page asks on load whether it is signed in (a 401 would be logged as an error)
   app.get('/console/api/session', async (req, reply) => {
-    const s = sessions.get(readCookie(req.headers.cookie, SESSION_COOKIE));
+    const s = sessionOf(req);
     return securityHeaders(reply).header('Cache-Control', 'no-store').send(s ? { signedIn: true, ...sessionInfo(s) } : { signedIn: false });
   });
 
-  app.get('/console/api/overview', async (req, reply) => {
-    if (!guard(req, reply)) return reply;
+  app.get('/console/api/overview', async (_req, reply) => {
     const [health, queue] = await Promise.all([sampler.health(), sampler.recentQueueStats()]);
     return securityHeaders(reply).header('Cache-Control', 'no-store').send({ health, queue: queue ?? null, samples: sampler.series(), intervalMs: 10_000 });
   });
@@ -178,12 +236,18 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
       url: `/console/api/${area}/*`,
       bodyLimit: CONSOLE_BODY_LIMIT,
       handler: async (req, reply) => {
-        if (!guard(req, reply)) return reply;
         const raw = req.raw.url ?? '';
-        const rest = raw.slice(raw.indexOf(`/console/api/${area}/`) + `/console/api/${area}/`.length);
+        const rest = withoutCsrfParam(raw.slice(raw.indexOf(`/console/api/${area}/`) + `/console/api/${area}/`.length));
         try {
-          const target = proxyTarget(ctx, area as ProxiedArea, rest, req.method);
-          const r = await forward(target, req.method, req.headers, req.body as Buffer | undefined);
+          const body = req.body as Buffer | undefined;
+          const r = await open(proxyTarget(ctx, area as ProxiedArea, rest, req.method, body), req.method, req.headers, body);
+          if (r.contentType.startsWith('text/event-stream')) {
+            reply.hijack();
+            reply.raw.writeHead(r.status, { ...SECURITY_HEADERS, 'content-type': r.contentType, 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+            reply.raw.flushHeaders();
+            relayStream(r.body, reply.raw, streamLimit);
+            return reply;
+          }
           return securityHeaders(reply).code(r.status).header('Cache-Control', 'no-store').type(r.contentType).send(r.body);
         } catch (err) {
           if (err instanceof MgmtError) return sendCaught(errorHeaders(reply), err);
@@ -194,8 +258,8 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
   }
 
   // anything else under /console: a plain 404 (not the management API's Basic challenge, which
-  // would make the browser show its own sign-in dialog)
-  app.all('/console/*', (_req, reply) => consoleError(reply, 'notFound'));
+  // would make the browser show its own sign-in dialog); answered by the onRequest hook
+  app.all(CATCH_ALL, { bodyLimit: NO_BODY_LIMIT }, (_req, reply) => consoleError(reply, 'notFound'));
 
   sampler.start();
   return { sampler, sessions, close: () => sampler.stop() };

@@ -4,9 +4,10 @@
  *
  * - Cookie `svc_console=<id>`: `HttpOnly` (scripts cannot read it), `SameSite=Strict` (never sent
  *   on cross-site requests), `Path=/console`, `Max-Age` = the remaining lifetime in seconds.
- * - CSRF: every state-changing request (anything but GET/HEAD) must carry the session's token in
- *   `X-CSRF-Token` (synchronizer token pattern, OWASP CSRF cheat sheet); the token is handed to the
- *   page by `GET /console/api/session`, which a cross-site page cannot read (no CORS headers).
+ * - CSRF: every console API call but sign-in and the session probe, whatever its method, must carry
+ *   the session's token in `X-CSRF-Token` (or, for a GET, the `csrf` query parameter; synchronizer
+ *   token pattern, OWASP CSRF cheat sheet; checked in `index.ts`); the token is handed to the page
+ *   by `GET /console/api/session`, which a cross-site page cannot read (no CORS headers).
  */
 import { randomBytes } from 'node:crypto';
 import { constantTimeEqual } from '../../http/auth.js';

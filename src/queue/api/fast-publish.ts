@@ -14,7 +14,7 @@
 import { SecretMatcher, secretDigest } from '../../http/auth.js';
 import type { FastHandler, FastResponse } from '../../http/fast.js';
 import { rawRequestToken } from '../../http/raw.js';
-import type { Logger } from '../../logger.js';
+import type { ErrorLog } from '../../logger.js';
 import { errorAnswer, queueError } from '../errors.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { publishRequest } from './publish.js';
@@ -36,9 +36,9 @@ function tokenChecker(tokens: () => readonly string[]): (candidate: string) => b
 
 /**
  * The {@link FastHandler} for `POST /v2/publish/*`. `tokens()` (the valid queue tokens) is read per request (credential
- * rotations apply at once); `logger` records 500s.
+ * rotations apply at once); `logger` records 500s (the server passes its collapsing `repeatedErrorLog`).
  */
-export function fastPublishHandler(ctx: QueueApiContext, tokens: () => readonly string[], logger: Logger): FastHandler {
+export function fastPublishHandler(ctx: QueueApiContext, tokens: () => readonly string[], logger: ErrorLog): FastHandler {
   const valid = tokenChecker(tokens);
   const fail = (out: FastResponse, status: number, message: string) => out.send(status, JSON_TYPE, JSON.stringify({ error: message }), '');
   return {

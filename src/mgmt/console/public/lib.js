@@ -19,10 +19,14 @@ export class ApiError extends Error {
   constructor(status, message, body) { super(message); this.status = status; this.body = body; }
 }
 
-/** One call to the console API (`/console/api/<path>`); JSON in and out; throws ApiError. */
+/**
+ * One call to the console API (`/console/api/<path>`); JSON in and out; throws ApiError. Every
+ * call carries the session's CSRF token, GETs included (the server asks for it on every call: a kv
+ * command can be a GET path).
+ */
 export async function api(method, path, body, extraHeaders = {}) {
   const headers = { ...extraHeaders };
-  if (method !== 'GET' && method !== 'HEAD') headers['x-csrf-token'] = session.csrf;
+  if (session.csrf) headers['x-csrf-token'] = session.csrf;
   let payload;
   if (body !== undefined) {
     headers['content-type'] = 'application/json';
