@@ -186,6 +186,16 @@ export function sqliteUserVersion(file: string): number | undefined {
   }
 }
 
+/**
+ * Test-only crash point: when the environment variable `BACKUP_TEST_CRASH_POINT` (deliberately not
+ * an `SVC_*` setting) equals `name`, the process kills itself with SIGKILL there, so a test can
+ * check what a backup killed at that step leaves behind. Names: `after-<area>` (that area's files
+ * are written), `before-manifest` (every file summed and synced, no manifest yet).
+ */
+function crashPoint(name: string): void {
+  if (process.env.BACKUP_TEST_CRASH_POINT === name) process.kill(process.pid, 'SIGKILL');
+}
+
 /** SHA-256 (hex) and size of a file, read as a stream (the event loop stays free). */
 export async function fileSum(file: string): Promise<{ sha256: string; bytes: number }> {
   const h = createHash('sha256');
@@ -219,7 +229,7 @@ async function fsyncTree(dir: string): Promise<void> {
 /**
  * Writes a backup to `finalDir` (absolute; must not exist): `produce` fills a {@link BackupTarget}
  * in a temporary directory beside it; then sums, fsyncs, the manifest and the rename.
- * Partial backups left in the parent by a killed process are removed first.
+ * Partial backups left in the parent by a killed process (any name) are removed first.
  * @throws BackupTargetError for a relative or existing `finalDir`; what `produce` throws (the
  *   temporary directory is removed)
  */
@@ -233,7 +243,7 @@ export async function writeBackup(
   const parent = path.dirname(finalDir);
   const base = path.basename(finalDir);
   fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
-  removeStalePartials(parent, base);
+  removeStalePartials(parent);
   const tmp = path.join(parent, `.${base}${PARTIAL_MARKER}${process.pid}-${randomBytes(4).toString('hex')}`);
   fs.mkdirSync(tmp, { mode: 0o700 });
   const startedAt = new Date().toISOString();
@@ -254,6 +264,7 @@ export async function writeBackup(
       skipped: target.skipped,
     };
     await fsyncTree(tmp);
+    crashPoint('before-manifest');
     // the manifest last: a directory holding one has every file it lists, synced
     const mf = path.join(tmp, MANIFEST_FILE);
     await fsp.writeFile(mf, JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
@@ -345,7 +356,10 @@ export class BackupRunner {
           schemaVersion: CREDENTIALS_SCHEMA_VERSION,
         });
       } else target.skip('credentials', 'credentials', 'no credentials.json: every credential is given by environment variables');
-      for (const a of this.areas()) await a.backup?.(target);
+      for (const a of this.areas()) {
+        await a.backup?.(target);
+        crashPoint(`after-${a.name}`);
+      }
     });
     this.running = p;
     const settle = (o: Omit<BackupOutcome, 'finishedAt' | 'durationMs' | 'dir'>) => {
