@@ -238,8 +238,7 @@ export async function writeBackup(
   opts: { dataDir: string; reason: string },
   produce: (target: BackupTarget) => Promise<void>,
 ): Promise<Manifest> {
-  if (!path.isAbsolute(finalDir)) throw new BackupTargetError(`backup directory must be an absolute path: ${JSON.stringify(finalDir)}`);
-  if (fs.existsSync(finalDir)) throw new BackupTargetError(`backup directory exists already: ${finalDir}`);
+  checkTarget(finalDir);
   const parent = path.dirname(finalDir);
   const base = path.basename(finalDir);
   fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
@@ -277,6 +276,12 @@ export async function writeBackup(
     await fsp.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
     throw err;
   }
+}
+
+/** @throws BackupTargetError when `dir` is relative or exists already */
+function checkTarget(dir: string): void {
+  if (!path.isAbsolute(dir)) throw new BackupTargetError(`backup directory must be an absolute path: ${JSON.stringify(dir)}`);
+  if (fs.existsSync(dir)) throw new BackupTargetError(`backup directory exists already: ${dir}`);
 }
 
 /** Removes `.<base>.partial-<pid>-*` directories in `parent` whose process is gone (any base when `base` is undefined). */
@@ -344,6 +349,11 @@ export class BackupRunner {
    */
   run(dir: string, reason = 'request'): Promise<Manifest> {
     if (this.running) return Promise.reject(new BackupInProgressError());
+    try {
+      checkTarget(dir); // a refused target is the caller's fault, not a failed backup (metrics)
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const t0 = Date.now();
     const p = writeBackup(dir, { dataDir: this.dataDir, reason }, async (target) => {
       if (fs.existsSync(this.credentialsFile)) {
@@ -381,9 +391,14 @@ export class BackupRunner {
  */
 export const CREDENTIALS_SCHEMA_VERSION = 1;
 
-/** `svc-backup-YYYYMMDDTHHMMSSZ` for `now`: names of scheduled backups (sortable). */
+/** `YYYYMMDDTHHMMSSmmmZ` (UTC, to the millisecond): the time in backup names, sortable. */
+export function backupStamp(now: Date): string {
+  return now.toISOString().replace(/[-:.]/g, '');
+}
+
+/** `svc-backup-<stamp>` ({@link backupStamp}): names of scheduled backups and of API backups without a `dir`. */
 export function scheduledName(now: Date): string {
-  return `svc-backup-${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}`;
+  return `svc-backup-${backupStamp(now)}`;
 }
 
 /**
@@ -415,7 +430,7 @@ export function scheduleBackups(
 export function pruneBackups(dir: string, keep: number): string[] {
   const names = fs
     .readdirSync(dir)
-    .filter((n) => /^svc-backup-\d{8}T\d{6}Z$/.test(n) && fs.existsSync(path.join(dir, n, MANIFEST_FILE)))
+    .filter((n) => /^svc-backup-\d{8}T\d{9}Z$/.test(n) && fs.existsSync(path.join(dir, n, MANIFEST_FILE)))
     .sort();
   const gone = names.slice(0, Math.max(0, names.length - keep));
   for (const n of gone) fs.rmSync(path.join(dir, n), { recursive: true, force: true });

@@ -233,8 +233,8 @@ export function loadConfig(env: Env = process.env): Config {
   let backupIntervalMs: number | undefined;
   if (intervalRaw !== undefined) {
     backupIntervalMs = parseDuration(intervalRaw);
-    if (backupIntervalMs === undefined || backupIntervalMs < 60_000) {
-      problems.push(`SVC_BACKUP_INTERVAL=${JSON.stringify(intervalRaw)}: expected a duration of at least 1 minute: a number with a unit s, m, h or d (e.g. 30m, 6h, 1d)`);
+    if (backupIntervalMs === undefined || backupIntervalMs < 1000) {
+      problems.push(`SVC_BACKUP_INTERVAL=${JSON.stringify(intervalRaw)}: expected a duration of at least 1 s: a number with a unit s, m, h or d (e.g. 30m, 6h, 1d)`);
       backupIntervalMs = undefined;
     } else if (backupDir === undefined) problems.push('SVC_BACKUP_INTERVAL needs SVC_BACKUP_DIR (where the scheduled backups go)');
   }

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
-import { BackupRunner, CREDENTIALS_SCHEMA_VERSION, registerBackupMetrics, scheduleBackups, SchemaTooNewError, writeBackup, type Manifest, type StoredSchema } from './backup.js';
+import { backupStamp, BackupRunner, CREDENTIALS_SCHEMA_VERSION, registerBackupMetrics, scheduleBackups, SchemaTooNewError, writeBackup, type Manifest, type StoredSchema } from './backup.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
 import { prepareDataDir } from './data-dir.js';
@@ -98,7 +98,7 @@ export async function checkStoredSchemas(ctx: AreaContext): Promise<Manifest | u
   if (newer.length) throw new SchemaTooNewError(newer);
   const older = found.filter((s) => s.version < s.supported);
   if (!older.length) return undefined;
-  const dir = path.join(ctx.config.backup.dir ?? path.join(ctx.config.dataDir, 'backups'), `pre-upgrade-${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}`);
+  const dir = path.join(ctx.config.backup.dir ?? path.join(ctx.config.dataDir, 'backups'), `pre-upgrade-${backupStamp(new Date())}`);
   const manifest = await writeBackup(dir, { dataDir: ctx.config.dataDir, reason: 'pre-upgrade' }, async (target) => {
     for (const s of older) {
       const rel = path.relative(ctx.config.dataDir, s.file).split(path.sep).join('/');
