@@ -11,7 +11,7 @@ import { prepareDataDir } from './data-dir.js';
 import { baseUrl } from './http/raw.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
-import { backupSqliteFile } from './sqlite-backup.js';
+import { backupSqlite } from './sqlite-backup.js';
 import { kvArea } from './kv/index.js';
 import { mgmtArea } from './mgmt/index.js';
 import { queueArea } from './queue/index.js';
@@ -102,7 +102,7 @@ export async function checkStoredSchemas(ctx: AreaContext): Promise<Manifest | u
   const manifest = await writeBackup(dir, { dataDir: ctx.config.dataDir, reason: 'pre-upgrade' }, async (target) => {
     for (const s of older) {
       const rel = path.relative(ctx.config.dataDir, s.file).split(path.sep).join('/');
-      const { userVersion } = await backupSqliteFile(s.file, target.path(rel));
+      const { userVersion } = await backupSqlite(s.file, target.path(rel));
       target.add({ path: rel, area: s.store, store: s.store, holds: `${s.store} store before its upgrade from schema version ${s.version} to ${s.supported}`, schemaVersion: userVersion });
     }
   });

@@ -441,7 +441,7 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   async backup(file: string): Promise<{ schemaVersion: number }> {
-    return { schemaVersion: (await backupSqlite(this.db, file)).userVersion };
+    return { schemaVersion: (await backupSqlite(this.db.name, file)).userVersion };
   }
 
   async close(): Promise<void> {

@@ -242,7 +242,7 @@ export class VectorStore {
    * committed before the call is in it. Resolves to the copy's schema version.
    */
   async backup(file: string): Promise<{ schemaVersion: number }> {
-    return { schemaVersion: (await backupSqlite(this.db, file)).userVersion };
+    return { schemaVersion: (await backupSqlite(this.file, file)).userVersion };
   }
 
   /** Runs `fn` in a transaction (a savepoint when nested). */
