@@ -40,20 +40,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  if (cmd === 'backup' || cmd === 'restore') {
-    let config;
-    try {
-      config = loadConfig(process.env);
-    } catch (err) {
-      if (err instanceof ConfigError) {
-        process.stderr.write(`svc: ${err.message}\n`);
-        return 2;
-      }
-      throw err;
-    }
-    return cmd === 'backup' ? backupCommand(argv.slice(1), config) : restoreCommand(argv.slice(1));
-  }
-  if (cmd !== 'serve' && cmd !== 'env') {
+  if (!['serve', 'env', 'backup', 'restore'].includes(cmd)) {
     process.stderr.write(`svc: unknown command ${JSON.stringify(cmd)}\n\n${USAGE}`);
     return 2;
   }
@@ -67,6 +54,8 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  if (cmd === 'backup') return backupCommand(argv.slice(1), config);
+  if (cmd === 'restore') return restoreCommand(argv.slice(1));
   if (cmd === 'serve') {
     // one process per data directory, taken before anything in it is read (data-dir.ts)
     try {
