@@ -26,7 +26,15 @@ const FIXTURE = path.join(ROOT, 'test/fixtures/data-v1');
 const INDEXES_FILE = path.join(ROOT, 'test/fixtures/data-v1-indexes.json');
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const expected = JSON.parse(fs.readFileSync(path.join(ROOT, 'test/fixtures/data-v1.json'), 'utf8')) as Json;
-const env = { ...(expected.env as Record<string, string>), SVC_VECTOR_INDEXES: INDEXES_FILE };
+// the longest retentions: the fixture's logs, DLQ entry and finished run must not age out
+const TEN_YEARS_MS = String(3650 * 86_400_000);
+const env = {
+  ...(expected.env as Record<string, string>),
+  SVC_VECTOR_INDEXES: INDEXES_FILE,
+  SVC_QUEUE_LOG_RETENTION_MS: TEN_YEARS_MS,
+  SVC_QUEUE_DLQ_RETENTION_MS: TEN_YEARS_MS,
+  SVC_QUEUE_WORKFLOW_RETENTION_MS: TEN_YEARS_MS,
+};
 
 /** A copy of the fixture in a new temporary directory. */
 function copyFixture(): { dir: string; cleanup(): void } {
