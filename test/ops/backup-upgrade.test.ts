@@ -19,6 +19,8 @@ import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
 import { Client as WorkflowClient } from '@upstash/workflow';
 import { SchemaTooNewError } from '../../src/backup.js';
+import { latestVersion } from '../../src/queue/store/migrate.js';
+import { VECTOR_SCHEMA_VERSION } from '../../src/vector/engine/store.js';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { ROOT, serve } from './backup-helpers.js';
 
@@ -152,8 +154,8 @@ test('older stored schema versions are migrated at start-up after a pre-upgrade 
     } finally {
       await svc.close();
     }
-    assert.equal(userVersion(path.join(copy.dir, 'queue.sqlite')), 4);
-    assert.equal(userVersion(path.join(copy.dir, 'vector', 'default.sqlite')), 1);
+    assert.equal(userVersion(path.join(copy.dir, 'queue.sqlite')), latestVersion());
+    assert.equal(userVersion(path.join(copy.dir, 'vector', 'default.sqlite')), VECTOR_SCHEMA_VERSION);
     const [pre] = fs.readdirSync(path.join(copy.dir, 'backups')).filter((n) => n.startsWith('pre-upgrade-'));
     assert.ok(pre, 'a pre-upgrade backup');
     const manifest = JSON.parse(fs.readFileSync(path.join(copy.dir, 'backups', pre, 'manifest.json'), 'utf8')) as Json;
@@ -171,6 +173,7 @@ test('older stored schema versions are migrated at start-up after a pre-upgrade 
 test('a data directory from a newer svc is refused and left unchanged', { timeout: 300_000 }, async () => {
   const copy = copyFixture();
   try {
+    const fixtureVersion = userVersion(path.join(copy.dir, 'queue.sqlite'));
     const q = new Database(path.join(copy.dir, 'queue.sqlite'));
     q.pragma('user_version = 99');
     q.close();
@@ -178,21 +181,21 @@ test('a data directory from a newer svc is refused and left unchanged', { timeou
     const svc = serve(copy.dir, env);
     const code = await svc.exited;
     assert.equal(code, 2, svc.output());
-    assert.match(svc.output(), /queue\.sqlite has queue schema version 99, this svc \(\S+\) supports up to 4; upgrade svc/);
+    assert.match(svc.output(), new RegExp(`queue\\.sqlite has queue schema version 99, this svc \\(\\S+\\) supports up to ${latestVersion()}; upgrade svc`));
     assert.match(svc.output(), /nothing was changed/);
     assert.deepEqual(fingerprint(copy.dir), before);
 
     // a vector index from a newer svc, through the in-process start (the same check)
     const q2 = new Database(path.join(copy.dir, 'queue.sqlite'));
-    q2.pragma('user_version = 4');
+    q2.pragma(`user_version = ${fixtureVersion}`);
     q2.close();
     const v = new Database(path.join(copy.dir, 'vector', 'hybrid.sqlite'));
-    v.pragma('user_version = 2');
+    v.pragma(`user_version = ${VECTOR_SCHEMA_VERSION + 1}`);
     v.close();
     const again = fingerprint(copy.dir);
     await assert.rejects(startTestSvc(['queue', 'kv', 'vector', 'mgmt'], { dataDir: copy.dir, env }), (err: Error) => {
       assert.ok(err instanceof SchemaTooNewError);
-      assert.match(err.message, /hybrid\.sqlite has vector schema version 2/);
+      assert.match(err.message, new RegExp(`hybrid\\.sqlite has vector schema version ${VECTOR_SCHEMA_VERSION + 1}`));
       return true;
     });
     assert.deepEqual(fingerprint(copy.dir), again);
