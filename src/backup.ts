@@ -31,6 +31,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { alive } from './data-dir.js';
 import type { Metrics } from './metrics.js';
 
 /** Name of the manifest inside a backup directory. */
@@ -242,7 +243,7 @@ export async function writeBackup(
   const parent = path.dirname(finalDir);
   const base = path.basename(finalDir);
   fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
-  removeStalePartials(parent);
+  await removeStalePartials(parent);
   const tmp = path.join(parent, `.${base}${PARTIAL_MARKER}${process.pid}-${randomBytes(4).toString('hex')}`);
   fs.mkdirSync(tmp, { mode: 0o700 });
   const startedAt = new Date().toISOString();
@@ -284,29 +285,18 @@ function checkTarget(dir: string): void {
   if (fs.existsSync(dir)) throw new BackupTargetError(`backup directory exists already: ${dir}`);
 }
 
-/** Removes `.<base>.partial-<pid>-*` directories in `parent` whose process is gone (any base when `base` is undefined). */
-function removeStalePartials(parent: string, base?: string): void {
+/** Removes the `.<name>.partial-<pid>-<random>` directories in `parent` whose process is gone. */
+async function removeStalePartials(parent: string): Promise<void> {
   let names: string[];
   try {
-    names = fs.readdirSync(parent);
+    names = await fsp.readdir(parent);
   } catch {
     return;
   }
   for (const n of names) {
-    const m = /^\.(.+)\.partial-(\d+)-[0-9a-f]+$/.exec(n);
-    if (!m || (base !== undefined && m[1] !== base)) continue;
-    const pid = Number(m[2]);
-    if (pid !== process.pid && processAlive(pid)) continue;
-    fs.rmSync(path.join(parent, n), { recursive: true, force: true });
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    const m = /^\..+\.partial-(\d+)-[0-9a-f]+$/.exec(n);
+    if (!m || (Number(m[1]) !== process.pid && alive(Number(m[1])))) continue;
+    await fsp.rm(path.join(parent, n), { recursive: true, force: true });
   }
 }
 

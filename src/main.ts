@@ -162,7 +162,7 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
     const { dir, intervalMs, keep } = ctx.config.backup;
     if (dir && intervalMs) {
       stopSchedule = scheduleBackups(backups, { dir, intervalMs, keep, log: (level, obj, msg) => ctx.logger[level](obj, msg) });
-      lines.push(`backup every ${intervalMs / 60_000} min into ${dir} (keeping ${keep})`);
+      lines.push(`backup every ${intervalMs / 1000} s into ${dir} (keeping ${keep})`);
     }
   } catch (err) {
     await close();
