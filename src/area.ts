@@ -2,6 +2,7 @@
  * The contract between `main.ts` and each area: an area module exports one
  * {@link AreaModule}; `create` builds its server, which listens on the area's port.
  */
+import type { BackupRunner, BackupTarget, StoredSchema } from './backup.js';
 import type { AreaName, Config } from './config.js';
 import type { CredentialStore } from './credentials.js';
 import type { Logger } from './logger.js';
@@ -27,6 +28,11 @@ export interface AreaContext {
    * the management area serves it as `GET /metrics`.
    */
   metrics: Metrics;
+  /**
+   * Online backups of this process's stores (`src/backup.ts`), set by `main.ts` once the areas are
+   * started: the management area's `POST /v2/backup` runs them without importing other areas.
+   */
+  backups?: BackupRunner;
 }
 
 export interface AreaServer {
@@ -43,6 +49,14 @@ export interface AreaServer {
   close(): Promise<void>;
   /** Readiness: true when the area can serve requests (e.g. kv: the database answers). */
   ready?(): boolean | Promise<boolean>;
+  /**
+   * Writes a consistent copy of the area's embedded stores into `target` (`src/backup.ts`) while
+   * the area keeps serving; lists each file with what it holds and its schema version, and notes
+   * (`target.skip`) the stores it does not copy (a PostgreSQL database, an external Redis) with the
+   * tools that do. Every write acknowledged before the call is in the copy. Absent: nothing to copy.
+   * @throws Error when a store cannot be copied (the backup fails as a whole)
+   */
+  backup?(target: BackupTarget): Promise<void>;
 }
 
 export interface AreaModule {
@@ -60,4 +74,12 @@ export interface AreaModule {
   env(ctx: AreaContext, url: string): Record<string, string>;
   /** Extra human-readable start-up lines (e.g. read-only token, more vector indexes). */
   banner?(ctx: AreaContext, url: string): string[];
+  /** Newest schema version this build reads and writes, per store the area owns (e.g. `{ queue: 4 }`). */
+  schemas?(): Record<string, number>;
+  /**
+   * The schema versions recorded by the area's store files in `config.dataDir`, read without
+   * opening or changing them (`main.ts` refuses a newer one and backs up an older one before any
+   * area opens its stores). Stores not in the data directory (PostgreSQL) are not listed.
+   */
+  storedSchemas?(config: Config): StoredSchema[];
 }

@@ -125,6 +125,14 @@ export interface Config {
     /** Console without actions: every action hidden and refused (`SVC_CONSOLE_READONLY`, default false). */
     consoleReadonly: boolean;
   };
+  backup: {
+    /** `SVC_BACKUP_DIR`: where scheduled backups go (and pre-upgrade backups; default `<dataDir>/backups` for those). */
+    dir?: string;
+    /** `SVC_BACKUP_INTERVAL` in ms (given as `30m`, `6h`, `1d`, ...); undefined = no scheduled backups. */
+    intervalMs?: number;
+    /** `SVC_BACKUP_KEEP`: complete scheduled backups kept in `dir` (older ones removed after each new one). */
+    keep: number;
+  };
   metrics: {
     /** `SVC_METRICS` (default true): false = no `/metrics`, no counting, no process metrics. */
     enabled: boolean;
@@ -225,6 +233,17 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`SVC_QUEUE_DATABASE_SCHEMA=${JSON.stringify(databaseSchema)}: expected a lower-case SQL identifier (letters, digits, _)`);
   }
 
+  const backupDir = str('SVC_BACKUP_DIR');
+  const intervalRaw = str('SVC_BACKUP_INTERVAL');
+  let backupIntervalMs: number | undefined;
+  if (intervalRaw !== undefined) {
+    backupIntervalMs = parseDuration(intervalRaw);
+    if (backupIntervalMs === undefined || backupIntervalMs < 1000) {
+      problems.push(`SVC_BACKUP_INTERVAL=${JSON.stringify(intervalRaw)}: expected a duration of at least 1 s: a number with a unit s, m, h or d (e.g. 30m, 6h, 1d)`);
+      backupIntervalMs = undefined;
+    } else if (backupDir === undefined) problems.push('SVC_BACKUP_INTERVAL needs SVC_BACKUP_DIR (where the scheduled backups go)');
+  }
+
   const config: Config = {
     host: str('SVC_HOST') ?? '127.0.0.1',
     dataDir: path.resolve(str('SVC_DATA_DIR') ?? './data'),
@@ -280,6 +299,11 @@ export function loadConfig(env: Env = process.env): Config {
       console: bool('SVC_CONSOLE', true),
       consoleReadonly: bool('SVC_CONSOLE_READONLY', false),
     },
+    backup: {
+      dir: backupDir === undefined ? undefined : path.resolve(backupDir),
+      intervalMs: backupIntervalMs,
+      keep: int('SVC_BACKUP_KEEP', 7, 1, 10_000),
+    },
     metrics: { enabled: bool('SVC_METRICS', true), token: str('SVC_METRICS_TOKEN') },
   };
 
@@ -305,6 +329,14 @@ export function databaseUrlProblem(url: string): string | undefined {
     return `sslmode=${sslmode}: expected disable, prefer, require, no-verify, verify-ca or verify-full`;
   }
   return undefined;
+}
+
+/** A duration `<number><unit>` (unit `s`, `m`, `h` or `d`) in ms; undefined when malformed. */
+export function parseDuration(s: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*(s|m|h|d)$/i.exec(s.trim());
+  if (!m) return undefined;
+  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2].toLowerCase() as 's' | 'm' | 'h' | 'd'];
+  return Math.round(Number(m[1]) * unit);
 }
 
 /** The values of `SVC_QUEUE_FSYNC` (the queue store's `FsyncPolicy`). */

@@ -2,13 +2,16 @@
  * Starts the enabled areas (`SVC_AREAS`), each on its own port, and stops them gracefully.
  * Areas are listed in {@link AREA_MODULES}; they never import each other.
  */
+import path from 'node:path';
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
+import { backupStamp, BackupRunner, CREDENTIALS_SCHEMA_VERSION, registerBackupMetrics, scheduleBackups, SchemaTooNewError, writeBackup, type Manifest, type StoredSchema } from './backup.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
 import { prepareDataDir } from './data-dir.js';
 import { baseUrl } from './http/raw.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
+import { backupSqlite } from './sqlite-backup.js';
 import { kvArea } from './kv/index.js';
 import { mgmtArea } from './mgmt/index.js';
 import { queueArea } from './queue/index.js';
@@ -70,6 +73,44 @@ export function configuredEnvBlock(ctx: AreaContext): string {
 }
 
 /**
+ * Newest schema version per store this build supports (`AreaModule.schemas`), plus the
+ * credential file's: what `svc restore` checks a backup against.
+ */
+export function supportedSchemas(): Record<string, number> {
+  const out: Record<string, number> = { credentials: CREDENTIALS_SCHEMA_VERSION };
+  for (const m of Object.values(AREA_MODULES)) Object.assign(out, m?.schemas?.() ?? {});
+  return out;
+}
+
+/**
+ * The upgrade rule, applied before any area opens a store: every store file of the data directory
+ * whose recorded schema version is newer than this build's stops start-up with
+ * {@link SchemaTooNewError} (nothing changed); files with an older one are first copied into a
+ * pre-upgrade backup (`<SVC_BACKUP_DIR or dataDir/backups>/pre-upgrade-<time>`), then the areas
+ * migrate them when they open them. Resolves to that backup's manifest, if one was taken.
+ * Every area module is asked, enabled or not (a newer file is refused even if unused now).
+ * @throws SchemaTooNewError; an I/O error of the pre-upgrade backup (start-up then fails unchanged)
+ */
+export async function checkStoredSchemas(ctx: AreaContext): Promise<Manifest | undefined> {
+  const found: StoredSchema[] = [];
+  for (const m of Object.values(AREA_MODULES)) found.push(...(m?.storedSchemas?.(ctx.config) ?? []));
+  const newer = found.filter((s) => s.version > s.supported);
+  if (newer.length) throw new SchemaTooNewError(newer);
+  const older = found.filter((s) => s.version < s.supported);
+  if (!older.length) return undefined;
+  const dir = path.join(ctx.config.backup.dir ?? path.join(ctx.config.dataDir, 'backups'), `pre-upgrade-${backupStamp(new Date())}`);
+  const manifest = await writeBackup(dir, { dataDir: ctx.config.dataDir, reason: 'pre-upgrade' }, async (target) => {
+    for (const s of older) {
+      const rel = path.relative(ctx.config.dataDir, s.file).split(path.sep).join('/');
+      const { userVersion } = await backupSqlite(s.file, target.path(rel));
+      target.add({ path: rel, area: s.store, store: s.store, holds: `${s.store} store before its upgrade from schema version ${s.version} to ${s.supported}`, schemaVersion: userVersion });
+    }
+  });
+  ctx.logger.warn({ backup: dir, stores: older.map((s) => `${path.relative(ctx.config.dataDir, s.file)}: ${s.version} -> ${s.supported}`) }, 'upgrading stored schemas; the files as they were are in a pre-upgrade backup');
+  return manifest;
+}
+
+/**
  * Creates and starts every enabled area: each is created and bound to its port in turn, then the
  * areas with stored state to load (`AreaServer.start`) load it, so a port that cannot be bound
  * stops start-up before kv or vector has opened a file. On a failure, areas already started are
@@ -82,8 +123,10 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
   const vars: Record<string, string> = {};
   const lines: string[] = [];
   let closing: Promise<void> | undefined;
+  let stopSchedule: (() => void) | undefined;
   const close = () =>
     (closing ??= (async () => {
+      stopSchedule?.();
       for (const { name, server } of [...started].reverse()) {
         try {
           await server.close();
@@ -92,6 +135,7 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
         }
       }
     })());
+  await checkStoredSchemas(ctx);
   try {
     for (const name of ctx.config.areas) {
       const m = AREA_MODULES[name];
@@ -111,6 +155,15 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
     }
     // every port is bound: now the areas that load stored state after binding load it (kv, vector)
     for (const { server } of started) await server.start?.();
+    const backups = (ctx.backups = new BackupRunner(ctx.config.dataDir, ctx.credentials.path, () =>
+      started.map(({ name, server }) => ({ name, backup: server.backup?.bind(server) })),
+    ));
+    registerBackupMetrics(ctx.metrics, backups);
+    const { dir, intervalMs, keep } = ctx.config.backup;
+    if (dir && intervalMs) {
+      stopSchedule = scheduleBackups(backups, { dir, intervalMs, keep, log: (level, obj, msg) => ctx.logger[level](obj, msg) });
+      lines.push(`backup every ${intervalMs / 1000} s into ${dir} (keeping ${keep})`);
+    }
   } catch (err) {
     await close();
     throw err;

@@ -26,6 +26,10 @@ import { AliasFile } from './scripts.js';
 import { MAX_CLOCK_SLOTS, SharedSyncClock } from './sync.js';
 import { KvTokens } from './tokens.js';
 
+/** Names of the AOF base and manifest in the supervised redis-server's `appendonlydir` (Redis >= 7 defaults). */
+const AOF_BASE = 'appendonly.aof.1.base.rdb';
+const AOF_MANIFEST = 'appendonly.aof.manifest';
+
 /** A running kv server plus handles for tests (the gateway and its backend, the workers' pids). */
 export interface KvServer extends AreaServer {
   gateway: KvGateway;
@@ -119,6 +123,25 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
         throw err;
       })),
     ready: () => loaded && gateway!.ping(),
+    async backup(target) {
+      if (!(backend instanceof SupervisedBackend)) {
+        target.skip('kv', 'kv', 'the kv database is an external Redis (SVC_KV_REDIS_URL): svc does not copy it; use its own tools (BGSAVE and copy its RDB file, `redis-cli --rdb <file>`, its AOF, or the provider\'s snapshots)');
+        return;
+      }
+      // the RDB goes in as the base of a multi-part AOF (Redis >= 7): the restored redis-server,
+      // which runs with appendonly yes, loads it and appends to it
+      const base = `kv/appendonlydir/${AOF_BASE}`;
+      const { requestedAt, rdbVersion } = await backend.saveTo(target.path(base));
+      target.add({
+        path: base,
+        area: 'kv',
+        store: 'kv',
+        holds: `every key of the supervised redis-server: an RDB file (RDB version ${rdbVersion}) from BGSAVE, requested at ${requestedAt}, placed as the base file of Redis's append-only file`,
+      });
+      const manifest = `kv/appendonlydir/${AOF_MANIFEST}`;
+      fs.writeFileSync(target.path(manifest), `file ${AOF_BASE} seq 1 type b\n`, { mode: 0o600 });
+      target.add({ path: manifest, area: 'kv', store: 'kv', holds: "Redis's AOF manifest: the append-only file is the RDB base above, with no increments yet" });
+    },
     close: () =>
       (closing ??= (async () => {
         await starting?.catch(() => undefined);

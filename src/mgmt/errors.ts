@@ -51,6 +51,18 @@ export const MGMT_ERRORS = {
     message: 'the new credential is in effect on this node but the shared database is unreachable; it is written there when the database is back',
     retryAfterS: 5,
   },
+  /** `POST /v2/backup` while a backup runs in this process. */
+  backupInProgress: { status: 409, message: 'a backup is already running in this svc process; retry when it has finished (GET /v2/backup shows it)' },
+  /** `POST /v2/backup` with a body that is not `{"dir": "<absolute path>"}`. */
+  backupBadBody: { status: 400, message: 'expected a JSON body {"dir": "<absolute path of the backup to create>"} (or none, with SVC_BACKUP_DIR set)' },
+  /** `POST /v2/backup` without a `dir` while `SVC_BACKUP_DIR` is unset. */
+  backupNoTarget: { status: 400, message: 'no backup directory: send {"dir": "<absolute path>"} or set SVC_BACKUP_DIR' },
+  /** A backup directory that is relative or exists already. */
+  backupBadTarget: { status: 400, message: (why: string) => why },
+  /** `POST /v2/backup` before every area has started. */
+  backupNotReady: { status: 503, message: 'svc is starting: backups are available once every area has started', retryAfterS: 1 },
+  /** A store could not be copied (the partial backup was removed; details are logged too). */
+  backupFailed: { status: 500, message: (why: string) => `backup failed: ${why}` },
   /** Any route that does not exist. */
   notFound: { status: 404, message: 'Not Found' },
   /** A request body over the management API's 64 KiB limit (Fastify's text). */

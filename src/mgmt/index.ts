@@ -20,14 +20,15 @@ export const MAX_ACCOUNT_FAILURES = 30;
 export const MAX_METRICS_FAILURES = 10;
 /** The failure-count window in ms (from an address's, or the account's, first failure). */
 export const AUTH_FAILURE_WINDOW_MS = 60_000;
-/** Request body limit in bytes: no management API route takes a body (the console's forwarding has its own limit). */
+/** Request body limit in bytes: only `POST /v2/backup` reads one (`{"dir": ...}`); the console's forwarding has its own limit. */
 const BODY_LIMIT = 64 * 1024;
 
 /**
  * Builds the management server: JSON `{error}` for every failure (including 404 and body
  * errors), Basic auth on every route but the health checks and the web console (which has its own
  * sign-in, `console/`). Request bodies are accepted with any content type (or none) as raw bytes;
- * the management API routes ignore them, so `curl -X POST` and clients that send `{}` both work.
+ * the management API routes ignore them (except `POST /v2/backup`, which parses its JSON itself),
+ * so `curl -X POST` and clients that send `{}` both work.
  */
 async function buildApp(ctx: AreaContext): Promise<{ app: FastifyInstance; console?: Console }> {
   const app = createHttpServer({ logger: ctx.logger, bodyLimit: BODY_LIMIT });

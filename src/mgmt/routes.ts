@@ -6,6 +6,8 @@
  *   POST /v2/credentials/queue/signing-keys/rotate   {current, next, warnings}
  *   POST /v2/credentials/kv/reset-password           {token, readonlyToken, warnings}
  *   POST /v2/credentials/vector/:index/rotate        {index, token, readonlyToken, warnings}; 404
+ *   POST /v2/backup   {"dir"?}                      {dir, manifest}: an online backup (`src/backup.ts`); 409 while one runs
+ *   GET  /v2/backup                                  {running, last}: the last backup's outcome
  *   GET  /v2/health   (no auth)                      {status, areas}; 200 all ok, 503 otherwise
  *   GET  /healthz     (no auth)                      {status: 'ok'}: the management port is up
  *   GET  /metrics     (Bearer SVC_METRICS_TOKEN if set) Prometheus text format (`src/metrics.ts`);
@@ -17,6 +19,8 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AreaContext } from '../area.js';
+import path from 'node:path';
+import { BackupInProgressError, BackupTargetError, scheduledName } from '../backup.js';
 import { constantTimeEqual } from '../http/auth.js';
 import type { Brake } from './auth.js';
 import { sendError } from './errors.js';
@@ -79,6 +83,41 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext, metricsBr
     ctx.logger.info({ credential: `vector.${r.index}` }, 'management API: vector index tokens rotated');
     return secret(reply, r);
   });
+
+  app.post('/v2/backup', async (req, reply) => {
+    const backups = ctx.backups;
+    if (!backups) return sendError(reply, 'backupNotReady');
+    let dir: unknown;
+    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8').trim() : '';
+    if (raw) {
+      try {
+        const body = JSON.parse(raw) as unknown;
+        if (!body || typeof body !== 'object' || Array.isArray(body)) return sendError(reply, 'backupBadBody');
+        dir = (body as { dir?: unknown }).dir;
+      } catch {
+        return sendError(reply, 'backupBadBody');
+      }
+      if (dir !== undefined && (typeof dir !== 'string' || !dir)) return sendError(reply, 'backupBadBody');
+    }
+    if (dir === undefined) {
+      if (!ctx.config.backup.dir) return sendError(reply, 'backupNoTarget');
+      dir = path.join(ctx.config.backup.dir, scheduledName(new Date()));
+    }
+    try {
+      const manifest = await backups.run(dir as string, 'request');
+      ctx.logger.info({ dir, files: manifest.files.length }, 'management API: backup written');
+      return reply.header('Cache-Control', 'no-store').send({ dir, manifest });
+    } catch (err) {
+      if (err instanceof BackupInProgressError) return sendError(reply, 'backupInProgress');
+      if (err instanceof BackupTargetError) return sendError(reply, 'backupBadTarget', err.message);
+      ctx.logger.error({ err, dir }, 'management API: backup failed');
+      return sendError(reply, 'backupFailed', (err as Error).message);
+    }
+  });
+
+  app.get('/v2/backup', async (_req, reply) =>
+    reply.header('Cache-Control', 'no-store').send({ running: ctx.backups?.busy ?? false, last: ctx.backups?.last ?? null }),
+  );
 
   app.get('/v2/health', async (_req, reply) => {
     const report = await healthReport(ctx.health);

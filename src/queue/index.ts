@@ -2,9 +2,12 @@
  * Area A, the queue: `@upstash/qstash`-compatible publish, durable delivery, retries, DLQ, logs
  * and request signing. See `server.ts` for the wiring.
  */
+import path from 'node:path';
 import type { AreaModule } from '../area.js';
+import { sqliteUserVersion } from '../backup.js';
 import { signingKeys } from '../credentials.js';
 import { queueToken, createQueueServer } from './server.js';
+import { latestVersion } from './store/migrate.js';
 import { sdkQueueToken } from './token.js';
 
 export const queueArea: AreaModule = {
@@ -23,6 +26,15 @@ export const queueArea: AreaModule = {
       SVC_QUEUE_CURRENT_SIGNING_KEY: current,
       SVC_QUEUE_NEXT_SIGNING_KEY: next,
     };
+  },
+  // the SQLite store's schema is its migration number (`store/migrations/`, `PRAGMA user_version`);
+  // the PostgreSQL store checks its own (`svc_queue_schema`) at connect
+  schemas: () => ({ queue: latestVersion() }),
+  storedSchemas(config) {
+    if (config.queue.databaseUrl !== undefined) return [];
+    const file = path.join(config.dataDir, 'queue.sqlite');
+    const version = sqliteUserVersion(file);
+    return version === undefined ? [] : [{ store: 'queue', file, version, supported: latestVersion() }];
   },
   banner(ctx) {
     return [`token ${queueToken(ctx)}`, `region ${ctx.config.queue.region}`];

@@ -265,6 +265,20 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         await store.close();
       })());
     },
+    async backup(target) {
+      if (!store.backup) {
+        target.skip('queue', 'queue', 'the queue store is PostgreSQL (SVC_QUEUE_DATABASE_URL): svc does not copy it; back it up with pg_dump (e.g. `pg_dump -n <SVC_QUEUE_DATABASE_SCHEMA>`) or base backups with WAL archiving (pg_basebackup)');
+        return;
+      }
+      const { schemaVersion } = await store.backup(target.path('queue.sqlite'));
+      target.add({
+        path: 'queue.sqlite',
+        area: 'queue',
+        store: 'queue',
+        holds: 'the queue: messages in every state, delivery logs, DLQ, URL groups, queues, schedules, flow-control state, workflow runs, steps and waiters (SQLite, online backup API)',
+        schemaVersion,
+      });
+    },
     // the store answers a read, and the dispatcher runs (started by listen, stopped by close)
     ready: async () => front.listening && (store.ping ? await store.ping() : await store.nextDueAt().then(() => true, () => false)),
   };

@@ -5,7 +5,10 @@
  * `vector.<index>.readonlyToken` from the credential store, read at request time.
  */
 import type { AreaContext, AreaModule, AreaServer } from '../area.js';
+import { sqliteUserVersion, type StoredSchema } from '../backup.js';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { listenRaw } from '../http/raw.js';
 import { startingGate } from '../http/starting.js';
@@ -14,6 +17,7 @@ import { vectorFastHandler } from './http/fast-front.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine/vector-index.js';
 import { mallocTrim } from './engine/hnswlib.js';
+import { VECTOR_SCHEMA_VERSION } from './engine/store.js';
 import { VectorMetrics } from './metrics.js';
 import { ResumableQueries } from './http/resumable.js';
 import { vectorRequestListener } from './http/routes.js';
@@ -128,6 +132,22 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
         resumable.close();
         for (const i of indexes.values()) await i.close();
       })()),
+    // The records only: graph snapshots are not copied, the restored index rebuilds its graphs
+    // from the records at its first start (docs/operations.md, "Backup and restore").
+    async backup(target) {
+      if (!loaded) throw new Error('vector: the indexes are not loaded yet');
+      for (const [name, index] of indexes) {
+        const rel = `vector/${name}.sqlite`;
+        const { schemaVersion } = await index.store.backup(target.path(rel));
+        target.add({
+          path: rel,
+          area: 'vector',
+          store: 'vector',
+          holds: `vector index ${JSON.stringify(name)}: every namespace's records (id, dense and sparse vectors, metadata, data) and its dimension (SQLite, online backup API); the HNSW graph is rebuilt from them at start-up`,
+          schemaVersion,
+        });
+      }
+    },
     // every index was loaded by start(); ready while listening and each SQLite file answers
     ready: () => loaded && gate.server.listening && [...indexes.values()].every((i) => i.ready()),
   };
@@ -187,6 +207,23 @@ function definitions(ctx: AreaContext): IndexDefinition[] {
 export const vectorArea: AreaModule = {
   name: 'vector',
   create,
+  schemas: () => ({ vector: VECTOR_SCHEMA_VERSION }),
+  storedSchemas(config) {
+    const dir = path.join(config.dataDir, 'vector');
+    const out: StoredSchema[] = [];
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(dir).filter((n) => n.endsWith('.sqlite')).sort();
+    } catch {
+      return out;
+    }
+    for (const n of names) {
+      const file = path.join(dir, n);
+      const version = sqliteUserVersion(file);
+      if (version !== undefined) out.push({ store: 'vector', file, version, supported: VECTOR_SCHEMA_VERSION });
+    }
+    return out;
+  },
   env(ctx, url) {
     const token = ctx.credentials.get(tokenName('default'));
     const ro = ctx.credentials.get(readonlyTokenName('default'));

@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { CredentialStore } from '../../credentials.js';
 import type { Logger } from '../../logger.js';
 import { READONLY_RULES, READONLY_USER, type Backend } from './backend.js';
+import { RespError } from '../resp.js';
 import { RedisConnection, type Endpoint, type RedisUser } from './connection.js';
 
 export const ADMIN_USER = 'svc-admin';
@@ -230,6 +231,57 @@ export class SupervisedBackend implements Backend {
     }
     for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
     if (alive(pid)) process.kill(pid, 'SIGKILL');
+  }
+
+  /**
+   * A point-in-time copy of the database for a backup: `BGSAVE SCHEDULE` (it waits for an AOF
+   * rewrite in progress instead of failing), then `INFO persistence` is polled until a save that
+   * started after the request has finished (`rdb_saves` grew, nothing in progress), and the RDB
+   * file it wrote (`dump.rdb`, replaced by rename, so the copy is never torn) is copied to `dest`.
+   * The point in time is the fork of that save: every write acknowledged before the call is in it.
+   * Resolves to the time the save was requested and the RDB's format version.
+   * @throws Error when redis-server is down, the save fails (`rdb_last_bgsave_status:err`) or takes
+   *   longer than `timeoutMs`
+   */
+  async saveTo(dest: string, timeoutMs = 30 * 60_000): Promise<{ requestedAt: string; rdbVersion: number }> {
+    if (!this.up) throw new Error('kv: redis-server is down');
+    const c = await RedisConnection.connect(this.endpoint, this.admin, 5000, 'svc-backup');
+    try {
+      const info = async () => {
+        const r = await c.send(['INFO', 'persistence']);
+        const text = r instanceof Buffer ? r.toString() : String(r);
+        const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(text)?.[1]?.trim();
+        return { saves: Number(field('rdb_saves')), inProgress: field('rdb_bgsave_in_progress') === '1', status: field('rdb_last_bgsave_status') };
+      };
+      const deadline = Date.now() + timeoutMs;
+      const pause = () => {
+        if (Date.now() > deadline) throw new Error(`kv: BGSAVE did not finish within ${timeoutMs} ms`);
+        return new Promise((r) => setTimeout(r, 50));
+      };
+      // a save already running forked before this call: let it end, then ask for ours
+      while ((await info()).inProgress) await pause();
+      const before = (await info()).saves;
+      const requestedAt = new Date().toISOString();
+      const reply = await c.send(['BGSAVE', 'SCHEDULE']);
+      if (reply instanceof RespError) throw new Error(`kv: BGSAVE refused: ${reply.message}`);
+      for (;;) {
+        const i = await info();
+        if (!i.inProgress && i.saves > before) break;
+        if (!i.inProgress && i.status === 'err') throw new Error('kv: BGSAVE failed (rdb_last_bgsave_status:err); see redis.log');
+        await pause();
+      }
+      await fs.promises.copyFile(path.join(this.dir, 'dump.rdb'), dest);
+      const head = Buffer.alloc(9);
+      const fh = await fs.promises.open(dest, 'r');
+      try {
+        await fh.read(head, 0, 9, 0);
+      } finally {
+        await fh.close();
+      }
+      return { requestedAt, rdbVersion: Number(head.toString('latin1', 5, 9)) };
+    } finally {
+      c.close();
+    }
   }
 
   /** SIGTERM, wait up to 5 s (Redis flushes the AOF), then SIGKILL. Idempotent. */

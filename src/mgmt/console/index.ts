@@ -9,7 +9,8 @@
  *                                       401 wrong; 429 + Retry-After past the mgmt brute-force brake
  *   POST /console/api/logout            ends the session, clears the cookie
  *   GET  /console/api/session           {signedIn: true, user, csrf, readonly, expiresAt, areas, vectorIndexes} or {signedIn: false}
- *   GET  /console/api/overview          {health, samples, queue}: the overview page's data (queue: the last sample's counters)
+ *   GET  /console/api/overview          {health, samples, queue, backup}: the overview page's data (queue: the last sample's
+ *                                       counters; backup: {running, last} of this process's backups, `src/backup.ts`)
  *   ANY  /console/api/{queue,kv,vector}/... forwarded to that area's public HTTP API (`proxy.ts`);
  *                                       event streams relayed as they come (`stream.ts`)
  *
@@ -227,7 +228,8 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
 
   app.get('/console/api/overview', async (_req, reply) => {
     const [health, queue] = await Promise.all([sampler.health(), sampler.recentQueueStats()]);
-    return securityHeaders(reply).header('Cache-Control', 'no-store').send({ health, queue: queue ?? null, samples: sampler.series(), intervalMs: 10_000 });
+    const backup = ctx.backups ? { running: ctx.backups.busy, last: ctx.backups.last ?? null } : null;
+    return securityHeaders(reply).header('Cache-Control', 'no-store').send({ health, queue: queue ?? null, backup, samples: sampler.series(), intervalMs: 10_000 });
   });
 
   for (const area of PROXIED_AREAS) {

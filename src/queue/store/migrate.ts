@@ -35,10 +35,16 @@ export function loadMigrations(dir = DIR): Migration[] {
   return out;
 }
 
+/** The newest schema version of this build (the number of its last migration). */
+export function latestVersion(): number {
+  const migrations = loadMigrations();
+  return migrations.length ? migrations[migrations.length - 1].version : 0;
+}
+
 /** Brings `db` to the newest schema; returns the [from, to] versions. */
 export function migrate(db: Database.Database, file: string): [number, number] {
   const migrations = loadMigrations();
-  const latest = migrations.length ? migrations[migrations.length - 1].version : 0;
+  const latest = latestVersion();
   const current = Number(db.pragma('user_version', { simple: true }));
   if (current > latest) {
     throw new Error(`${file}: schema version ${current} is newer than this svc supports (${latest}); upgrade svc`);

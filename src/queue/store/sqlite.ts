@@ -26,6 +26,7 @@ import type {
   StoredMessage,
 } from '../model.js';
 import { GroupCommitter, type FsyncPolicy } from './group-commit.js';
+import { backupSqlite } from '../../sqlite-backup.js';
 import { migrate } from './migrate.js';
 import {
   dlqEntryFromRow,
@@ -437,6 +438,10 @@ export class SqliteQueueStore implements QueueStore {
 
   observeFsync(observe: (seconds: number) => void): void {
     this.writes.onFsync = observe;
+  }
+
+  async backup(file: string): Promise<{ schemaVersion: number }> {
+    return { schemaVersion: (await backupSqlite(this.db.name, file)).userVersion };
   }
 
   async close(): Promise<void> {

@@ -182,6 +182,13 @@ export interface QueueStore {
   close(): Promise<void>;
 
   /**
+   * Writes an online copy of the store to the new file `file` while it keeps serving (the SQLite
+   * store: `src/sqlite-backup.ts`); every write acknowledged before the call is in the copy.
+   * Resolves to the copy's schema version. Absent: the store is not a file svc can copy (PostgreSQL).
+   */
+  backup?(file: string): Promise<{ schemaVersion: number }>;
+
+  /**
    * Extends the leases `owner` holds on `ids` to `leaseUntil` (ms); returns the ids still owned.
    * Stores shared by several nodes implement it: their leases are short and renewed while a
    * delivery runs (`SVC_QUEUE_LEASE_MS`), so a dead node's messages go to the others quickly.

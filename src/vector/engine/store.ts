@@ -16,7 +16,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { backupSqlite } from '../../sqlite-backup.js';
 import { WalCheckpointer, WalSyncer } from '../../sqlite-wal-sync.js';
+
+/**
+ * Schema version of an index's SQLite file (`PRAGMA user_version`), the tables below. Files written
+ * before versions were recorded have 0 and the same tables: opening one stamps it 1. A file with a
+ * higher number was written by a newer svc and is refused before anything in it is changed.
+ */
+export const VECTOR_SCHEMA_VERSION = 1;
 
 export interface NamespaceRow {
   id: number;
@@ -91,6 +99,11 @@ export class VectorStore {
   constructor(readonly file: string) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
+    const version = Number(this.db.pragma('user_version', { simple: true }));
+    if (version > VECTOR_SCHEMA_VERSION) {
+      this.db.close();
+      throw new Error(`${file}: vector schema version ${version} is newer than this svc supports (${VECTOR_SCHEMA_VERSION}); upgrade svc`);
+    }
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.wal = new WalSyncer(`${file}-wal`);
@@ -116,6 +129,7 @@ export class VectorStore {
       CREATE INDEX IF NOT EXISTS records_seq ON records (ns, seq);
       INSERT OR IGNORE INTO namespaces (name) VALUES ('');
     `);
+    if (version < VECTOR_SCHEMA_VERSION) this.db.pragma(`user_version = ${VECTOR_SCHEMA_VERSION}`);
     const p = (sql: string) => this.db.prepare(sql);
     this.st = {
       getMeta: p('SELECT value FROM meta WHERE key = ?'),
@@ -223,6 +237,14 @@ export class VectorStore {
   size(): number {
     return (this.st.pageInfo.get() as { size: number }).size;
   }
+  /**
+   * Online copy of the database to the new file `file` (`src/sqlite-backup.ts`): every write
+   * committed before the call is in it. Resolves to the copy's schema version.
+   */
+  async backup(file: string): Promise<{ schemaVersion: number }> {
+    return { schemaVersion: (await backupSqlite(this.file, file)).userVersion };
+  }
+
   /** Runs `fn` in a transaction (a savepoint when nested). */
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn)();

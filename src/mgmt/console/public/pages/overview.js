@@ -1,6 +1,7 @@
 // Overview: each area's health, request and error rates, queue depth by state, DLQ size,
-// deliveries per second, and charts of the last hour (sampled by svc every 10 s, kept in memory).
-import { api, html, useEffect, useState, Card, Chart, Stat, Notice, Badge, fmtNum } from '../lib.js';
+// deliveries per second, the last backup, and charts of the last hour (sampled by svc every 10 s,
+// kept in memory).
+import { api, html, useEffect, useState, Card, Chart, Stat, Notice, Badge, fmtNum, fmtAgo, fmtBytes, fmtTime } from '../lib.js';
 
 const COLORS = { queue: '#4f46e5', kv: '#0f8a5f', vector: '#d97706', mgmt: '#6b7385' };
 const STATES = [
@@ -46,6 +47,11 @@ export function OverviewPage() {
       <${Stat} label="Deliveries / s" value=${q ? fmtNum(qs[qs.length - 1]?.queue.deliveries ?? 0, 1) : '—'} hint=${q ? `${fmtNum(qs[qs.length - 1]?.queue.failures ?? 0, 1)} failed attempts/s` : 'queue area not running'} />
       <${Stat} label="Dead-letter queue" value=${q?.dlq !== undefined ? html`<a href="#/queue/dlq">${fmtNum(q.dlq)}</a>` : '—'} hint="messages that exhausted their retries" />
     </div>
+    ${data.backup && html`<div class="grid cols-4" style="margin-bottom:18px" data-stat="backup">
+      <${Stat} label="Last backup"
+        value=${data.backup.running ? 'Running…' : !data.backup.last ? 'None yet' : data.backup.last.ok ? fmtAgo(data.backup.last.finishedAt) : html`<span class="dot bad"></span>Failed`}
+        hint=${!data.backup.last ? 'svc backup <dir>, POST /v2/backup or SVC_BACKUP_INTERVAL' : data.backup.last.ok ? `${fmtTime(data.backup.last.finishedAt)} · ${fmtBytes(data.backup.last.bytes)} · ${data.backup.last.dir}` : `${fmtTime(data.backup.last.finishedAt)} · ${data.backup.last.error}`} />
+    </div>`}
     ${q?.messages && html`<${Card} title="Queue depth by state">
       <div class="grid cols-4">
         ${STATES.map(([k, label, hint]) => html`<div data-state=${k}><${Badge} state=${k === 'inFlight' ? 'IN_PROGRESS' : k === 'ready' ? 'ACTIVE' : k === 'delayed' ? 'DELAYED' : 'RETRY'}>${label}<//>
