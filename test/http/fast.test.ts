@@ -171,12 +171,12 @@ describe('fast HTTP/1.1 path', () => {
 
 describe('parseHead', () => {
   const kvLike: FastHandler = { accepts: (_m, path) => !isStreamPath(path), handle: () => undefined };
-  const head = (s: string, handler = kvLike) => {
-    const b = Buffer.from(s + '\r\n\r\n');
+  const head = (s: string, handler = kvLike, host = '\r\nHost: x') => {
+    const b = Buffer.from(s + host + '\r\n\r\n', 'latin1');
     return parseHead(b, b.length - 4, 1024, handler);
   };
   test('serves only the plain form', () => {
-    assert.deepEqual(head('GET /get/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t')?.headers.authorization, 'Bearer t');
+    assert.deepEqual(head('GET /get/k HTTP/1.1\r\nAuthorization: Bearer t')?.headers.authorization, 'Bearer t');
     assert.equal(head('POST / HTTP/1.1\r\nContent-Length: 10')?.bodyLength, 10);
     for (const bad of [
       'GET /get/k HTTP/1.0',
@@ -194,9 +194,14 @@ describe('parseHead', () => {
       'GET / HTTP/1.1\r\nX: a\x00b',
       'GET /subscribe/ch HTTP/1.1',
       'GET /MONITOR HTTP/1.1',
+      'GET /get/a\tb HTTP/1.1',
+      'GET /get/\xe9 HTTP/1.1',
+      'GET /get/k HTTP/1.1\nX: y',
     ]) {
       assert.equal(head(bad), undefined, bad);
     }
+    // Host is required (Node answers 400 without it)
+    assert.equal(head('GET /get/k HTTP/1.1', kvLike, ''), undefined);
     // extra methods only when the handler lists them
     assert.equal(head('DELETE /k HTTP/1.1', { ...kvLike, methods: ['DELETE'] })?.method, 'DELETE');
   });
