@@ -50,9 +50,13 @@ const DIGITS = /^[0-9]{1,15}$/;
 const CRLF2 = Buffer.from('\r\n\r\n');
 const EMPTY = Buffer.alloc(0);
 
-/** True when `buf` has an LF not preceded by CR at or after `from`. */
-function hasBareLf(buf: Buffer, from: number): boolean {
+/**
+ * True when `buf` has, at or after `from`, an LF not preceded by CR or a CR followed by anything
+ * but LF (a line end only Node's parser judges: it refuses both).
+ */
+function hasBareLineEnd(buf: Buffer, from: number): boolean {
   for (let k = buf.indexOf(10, from); k >= 0; k = buf.indexOf(10, k + 1)) if (k === 0 || buf[k - 1] !== 13) return true;
+  for (let k = buf.indexOf(13, from); k >= 0 && k + 1 < buf.length; k = buf.indexOf(13, k + 1)) if (buf[k + 1] !== 10) return true;
   return false;
 }
 const STATUS_LINES = new Map<number, string>();
@@ -234,28 +238,36 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
 const TIMEOUT_RESPONSE = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
 /**
  * After svc answered and closed its side of a connection whose client may still be sending (a
- * refused body, a refused connection), what arrives is read and discarded for at most this many ms
- * before the socket is destroyed: closing with unread bytes makes the kernel send a reset, which
- * can discard the answer before the client reads it (the "lingering close" of other servers).
+ * refused body, a refused connection), the socket is destroyed when the client closes too, or this
+ * many ms later, not at once: closing with unread bytes makes the kernel send a reset, which can
+ * discard the answer before the client reads it.
  */
 const LINGER_MS = 2000;
+/** Bytes read and discarded meanwhile (to see the client's close); past them reading stops and what the client sends waits in the kernel's buffers. */
+const LINGER_DISCARD_MAX = 64 * 1024;
 
 /**
- * Ends `socket` with `bytes` (a complete response with `Connection: close`), then discards what
- * the client still sends for at most {@link LINGER_MS} ms; nothing read is kept.
+ * Ends `socket` with `bytes` (a complete response with `Connection: close`); destroys it when the
+ * client closes its side or {@link LINGER_MS} ms later. At most {@link LINGER_DISCARD_MAX} more
+ * bytes are read (and dropped).
  */
 export function closeWith(socket: net.Socket, bytes: string | Buffer): void {
   socket.removeAllListeners('data');
-  socket.on('data', () => undefined);
+  socket.removeAllListeners('end');
   socket.on('error', () => undefined);
   socket.setTimeout(0);
+  let budget = LINGER_DISCARD_MAX;
+  socket.on('data', (chunk: Buffer) => {
+    budget -= chunk.length;
+    if (budget < 0) socket.pause();
+  });
+  socket.once('end', () => socket.destroy());
   socket.end(bytes);
-  socket.resume();
+  if (socket.readableEnded) net.Socket.prototype.destroySoon.call(socket);
+  else socket.resume();
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();
   socket.once('close', () => clearTimeout(timer));
-  // both directions ended: nothing is left to discard
-  socket.once('end', () => socket.destroy());
 }
 
 /** One client connection while it is on the fast path. */
@@ -353,8 +365,8 @@ class FastConnection implements FastResponse {
           if (this.reqStart === 0) this.reqStart = Date.now();
           const end = buf.indexOf(CRLF2, this.scanned > 3 ? this.scanned - 3 : 0);
           if (end < 0) {
-            // no end of head yet: a bare LF is a line end only Node's parser can judge (it refuses it)
-            if (buf.length > FAST_HEAD_MAX || hasBareLf(buf, this.scanned)) return this.handOff();
+            // no end of head yet: a bare LF or CR is a line end only Node's parser judges (it refuses it)
+            if (buf.length > FAST_HEAD_MAX || hasBareLineEnd(buf, this.scanned > 0 ? this.scanned - 1 : 0)) return this.handOff();
             this.scanned = buf.length;
             return;
           }
@@ -516,12 +528,125 @@ class FastConnection implements FastResponse {
     this.buf = undefined;
     this.pending = undefined;
     this.pendingRaw = undefined;
+    const dataBefore = new Set(s.listeners('data'));
+    const endBefore = new Set(s.listeners('end'));
     this.pool.fallback.emit('connection', s);
-    // the Node server's own 'data' listener is attached now: feed it the bytes already read
-    if (rest !== undefined) s.emit('data', rest);
-    // a client that already half-closed: the Node server learns it too (its parser answers an unfinished request 400)
-    if (s.readableEnded) s.emit('end');
-    else if (s.isPaused()) s.resume();
+    // the Node server's parser is fed through a HandedOff from now on: its own 'data' and 'end'
+    // listeners are taken off the socket and called by it
+    const nodeData = s.listeners('data').filter((l) => !dataBefore.has(l)) as ((chunk: Buffer) => void)[];
+    const nodeEnd = s.listeners('end').filter((l) => !endBefore.has(l)) as (() => void)[];
+    for (const l of nodeData) s.off('data', l);
+    for (const l of nodeEnd) s.off('end', l);
+    const h = new HandedOff(s, nodeData, nodeEnd);
+    this.pool.handed.set(s, h);
+    // the bytes already read go first; a client that already half-closed: the Node server learns it
+    // too once they are parsed (its parser answers an unfinished request 400)
+    h.start(rest, s.readableEnded);
+  }
+}
+
+/** Most answers the Node server may owe on one handed-over connection before its parser is fed more bytes. */
+const HANDOFF_PENDING_MAX = 4;
+/** Bytes given to the Node server's parser at a time (it runs every request of what it is given at once). */
+const HANDOFF_SLICE = 4096;
+/** Bytes read ahead of the Node server's parser before reading pauses. */
+const HANDOFF_QUEUE_MAX = 64 * 1024;
+
+/**
+ * A connection handed to the Node server, whose parser it feeds. `node:http` runs the handler of
+ * every request in the bytes it is given at once, and stops reading only once answers are written
+ * and not drained: with asynchronous handlers a client that pipelines without reading would get all
+ * its requests run and their answers held in memory. So the parser gets at most
+ * {@link HANDOFF_SLICE} bytes at a time, and only while the server owes fewer than
+ * {@link HANDOFF_PENDING_MAX} answers on the connection (counted from its `'request'` event to
+ * the answer's `'close'`), the socket's output is drained, and the server has not paused the
+ * socket itself; at most {@link HANDOFF_QUEUE_MAX} bytes wait here before reading pauses. The
+ * client's half-close reaches the server after the bytes before it.
+ *
+ * Adding a `'data'` listener to the socket makes the Node server read it through the stream
+ * (`'data'` events) instead of straight from the handle, which is what makes this possible.
+ */
+class HandedOff {
+  /** Answers the Node server owes on the connection. */
+  owed = 0;
+  private queue: Buffer[] = [];
+  private queued = 0;
+  private ended = false;
+  private endDelivered = false;
+  private pumping = false;
+  private readonly onData = (chunk: Buffer) => {
+    this.queue.push(chunk);
+    this.queued += chunk.length;
+    this.pump();
+  };
+  private readonly onEnd = () => {
+    this.ended = true;
+    this.pump();
+  };
+  /** Resumes feeding; bound so that it can be a listener. */
+  readonly pump = () => this.feed();
+
+  constructor(
+    private readonly socket: net.Socket,
+    private readonly nodeData: ((chunk: Buffer) => void)[],
+    private readonly nodeEnd: (() => void)[],
+  ) {}
+
+  /** Takes over the socket: `first` (bytes already read) goes to the parser first; `ended` when the client already half-closed. */
+  start(first: Buffer | undefined, ended: boolean): void {
+    const s = this.socket;
+    if (first !== undefined) {
+      this.queue.push(first);
+      this.queued = first.length;
+    }
+    this.ended = ended;
+    s.on('data', this.onData);
+    s.on('end', this.onEnd);
+    s.on('drain', this.pump);
+    s.on('resume', this.pump);
+    // the Node server ends a connection after an answer with `Connection: close` by
+    // `destroySoon()` (destroy once the output is flushed), which resets a client still sending a
+    // body it did not read (e.g. one refused for its token) and can cost it the answer: linger instead
+    s.destroySoon = () => {
+      this.queue = [];
+      this.queued = 0;
+      this.endDelivered = true;
+      closeWith(s, EMPTY);
+    };
+    this.feed();
+  }
+
+  private feed(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    const s = this.socket;
+    try {
+      while (this.queued > 0 && !s.destroyed) {
+        if (this.owed >= HANDOFF_PENDING_MAX || s.writableNeedDrain || (s as net.Socket & { _paused?: boolean })._paused === true) break;
+        const first = this.queue[0];
+        const n = Math.min(HANDOFF_SLICE, first.length);
+        if (n === first.length) this.queue.shift();
+        else this.queue[0] = first.subarray(n);
+        this.queued -= n;
+        const slice = n === first.length ? first : first.subarray(0, n);
+        for (const l of this.nodeData) l.call(s, slice);
+      }
+    } finally {
+      this.pumping = false;
+    }
+    if (s.destroyed) return;
+    if (this.queued === 0 && this.ended && !this.endDelivered) {
+      this.endDelivered = true;
+      // in a later turn, as the socket's own 'end' would come: the last request's body 'end' (a
+      // next-tick event) reaches its handler first
+      setImmediate(() => {
+        if (!s.destroyed) for (const l of this.nodeEnd) l.call(s);
+      });
+      return;
+    }
+    if (this.queued > HANDOFF_QUEUE_MAX) {
+      if (!s.isPaused()) s.pause();
+    } else if (s.isPaused() && (s as net.Socket & { _paused?: boolean })._paused !== true) s.resume();
   }
 }
 
@@ -537,6 +662,8 @@ interface ConnectionPool {
   bodyLimit: number;
   /** Bodies the fast path reads itself (bytes): `min(bodyLimit, FAST_BODY_MAX)`. */
   fastBodyMax: number;
+  /** The connections handed to `fallback`, by socket. */
+  handed: WeakMap<net.Socket, HandedOff>;
 }
 
 /** The `net.Server` options of {@link createFastServer} (for extra listening handles, `src/http/accept.ts`). */
@@ -590,7 +717,18 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, op
     keepAliveMs: opts.keepAliveMs,
     bodyLimit: opts.bodyLimit,
     fastBodyMax: Math.min(opts.bodyLimit, FAST_BODY_MAX),
+    handed: new WeakMap(),
   };
+  // answers the Node server owes per handed-over connection (HandedOff feeds its parser by them)
+  fallback.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const h = pool.handed.get(req.socket);
+    if (h === undefined) return;
+    h.owed++;
+    res.once('close', () => {
+      h.owed--;
+      h.pump();
+    });
+  });
   const checkEveryMs = Math.min(30_000, Math.max(25, Math.floor(Math.min(opts.headersTimeoutMs, opts.requestTimeoutMs) / 4)));
   guardFallback(fallback, opts, checkEveryMs);
   const busy =
@@ -638,6 +776,9 @@ function guardFallback(fallback: http.Server, opts: FastServerOptions, checkEver
   // inactivity limit of a handed-over connection (e.g. a client that does not read its answers)
   fallback.timeout = opts.keepAliveMs;
   (fallback as http.Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = checkEveryMs;
+  // a client that half-closes after its requests gets their answers, then the close (as on the
+  // fast path); without this `node:http` drops the requests whose answers are not written yet
+  (fallback as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   if (!fallback.listening) fallback.emit('listening');
 }
 
