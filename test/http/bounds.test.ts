@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { spawnSvc, type SvcProcess } from './svc-process.js';
+import { spawnSvc, type SvcProcess } from '../helpers/svc-process.js';
 
 const RSS_BOUND_MB = 64;
 

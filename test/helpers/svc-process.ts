@@ -7,8 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { tempDir } from '../helpers/env.js';
-import { waitFor } from '../helpers/wait.js';
+import { tempDir } from './env.js';
+import { waitFor } from './wait.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
