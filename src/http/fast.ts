@@ -328,8 +328,11 @@ class FastConnection implements FastResponse {
   }
 
   private data(chunk: Buffer): void {
-    this.parts.push(chunk);
-    this.partBytes += chunk.length;
+    if (this.buf === undefined && this.partBytes === 0) this.buf = chunk; // the usual case: nothing buffered
+    else {
+      this.parts.push(chunk);
+      this.partBytes += chunk.length;
+    }
     if (this.busy || this.blocked) {
       // read ahead at most one request's worth while a response is pending
       if ((this.buf?.length ?? 0) + this.partBytes > READ_AHEAD_MAX + FAST_BODY_MAX) this.socket.pause();
@@ -340,10 +343,10 @@ class FastConnection implements FastResponse {
 
   /** Appends the received chunks to `buf` (one copy for all of them). */
   private gather(): Buffer | undefined {
-    if (this.partBytes === 0 && this.parts.length === 0) return this.buf;
-    const all = this.buf === undefined ? this.parts : [this.buf, ...this.parts];
-    this.buf = all.length === 1 ? all[0] : Buffer.concat(all);
-    this.parts = [];
+    if (this.parts.length === 0) return this.buf;
+    if (this.buf !== undefined) this.parts.unshift(this.buf);
+    this.buf = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts);
+    this.parts.length = 0;
     this.partBytes = 0;
     return this.buf;
   }
