@@ -362,6 +362,7 @@ class FastConnection implements FastResponse {
     try {
       while (!this.busy && !this.blocked && !this.gone) {
         let h = this.pending;
+        let body: Buffer | undefined;
         if (h === undefined) {
           const buf = this.gather();
           if (buf === undefined) return;
@@ -383,22 +384,27 @@ class FastConnection implements FastResponse {
             if (no !== undefined) return this.refuse(no);
           }
           if (h.bodyLength > this.pool.fastBodyMax) return this.handOff();
-          this.pendingRaw = buf.subarray(0, h.headLength);
-          this.buf = buf.length === h.headLength ? undefined : buf.subarray(h.headLength);
-          this.pending = h;
-        }
-        if (this.buffered < h.bodyLength) return; // body still arriving
-        let body: Buffer | undefined;
-        if (h.bodyLength > 0) {
+          const total = h.headLength + h.bodyLength;
+          if (buf.length < total) {
+            // the body is still arriving: the head is consumed, its bytes kept for a hand-off
+            this.pendingRaw = buf.subarray(0, h.headLength);
+            this.buf = buf.length === h.headLength ? undefined : buf.subarray(h.headLength);
+            this.pending = h;
+            return;
+          }
+          // the usual case: the whole request is here
+          if (h.bodyLength > 0) body = buf.subarray(h.headLength, total);
+          this.buf = buf.length === total ? undefined : buf.subarray(total);
+        } else {
+          if (this.buffered < h.bodyLength) return; // body still arriving
           const buf = this.gather()!;
           body = buf.subarray(0, h.bodyLength);
           this.buf = buf.length === h.bodyLength ? undefined : buf.subarray(h.bodyLength);
-        } else if (h.method !== 'GET' && h.method !== 'HEAD' && h.headers['content-type'] !== undefined) {
-          body = EMPTY;
+          this.pending = undefined;
+          this.pendingRaw = undefined;
         }
         if (h.method === 'GET' || h.method === 'HEAD') body = undefined;
-        this.pending = undefined;
-        this.pendingRaw = undefined;
+        else if (body === undefined && h.headers['content-type'] !== undefined) body = EMPTY;
         this.reqStart = 0;
         this.busy = true;
         this.head = h.method === 'HEAD';
