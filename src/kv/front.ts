@@ -3,8 +3,9 @@
  * (`src/http/fast.ts`) in front of a raw `node:http` server for everything else (SSE streams,
  * chunked bodies, preflight; not Fastify: see `docs/readme/kv-perf.md`). Keep-alive idle timeout
  * 72 s, head and request deadlines and the connection cap of `config.http` (`createFastServer`),
- * credentials checked before a body is read, and open connections are closed at shutdown. Used by the primary (workers off, or while no worker is up) and by every
- * kv worker process, which is given accepted connections (`accept`).
+ * credentials checked before a body is read, and open connections are closed at shutdown. Used by
+ * the primary (workers off, or while no worker is up) and by every kv worker process, which is
+ * given accepted connections (`accept`).
  */
 import http from 'node:http';
 import type net from 'node:net';

@@ -144,8 +144,10 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
     const token = requestToken(req, TOKEN_QUERY_PARAMS);
     if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) {
-      // refused from the head (onRequest runs before the body is read): the body is not read, the connection closes
-      reply.header('connection', 'close');
+      // refused from the head (onRequest runs before the body is read): a body is not read, and
+      // the connection closes (as on the fast front)
+      const h = req.headers;
+      if (h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0')) reply.header('connection', 'close');
       throw queueError('unauthorized');
     }
   });
