@@ -294,6 +294,10 @@ export function loadConfig(env: Env = process.env): Config {
     metrics: { enabled: bool('SVC_METRICS', true), token: str('SVC_METRICS_TOKEN') },
   };
 
+  if (config.http.headersTimeoutMs > config.http.requestTimeoutMs) {
+    // node:http's own rule for headersTimeout and requestTimeout
+    problems.push(`SVC_HTTP_HEADERS_TIMEOUT_MS=${config.http.headersTimeoutMs}: must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (${config.http.requestTimeoutMs})`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return config;
 }

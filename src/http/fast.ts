@@ -3,7 +3,8 @@
  * behind it for everything else (shared plumbing). Measured on the 2-core
  * bench machine, Node's `http` module alone (a hello-world that does nothing) answers about 20k
  * req/s while a plain socket that writes a canned response does about 40k: for small requests the
- * HTTP layer, not the area, was the ceiling (`docs/readme/kv-perf.md`). Used by kv and vector.
+ * HTTP layer, not the area, was the ceiling (`docs/readme/kv-perf.md`). Used by kv, vector and the
+ * queue (publishes).
  *
  * A connection starts on the fast path. Each request head is parsed here when it is the plain,
  * common form — `GET|POST|PUT|HEAD <origin-form target> HTTP/1.1` (plus the methods the handler
