@@ -20,6 +20,18 @@ export interface Config {
   areas: AreaName[];
   logLevel: string;
   ports: Record<AreaName, number>;
+  /**
+   * Resource bounds of the HTTP fronts of the kv, vector and queue ports (`src/http/fast.ts` and the
+   * `node:http` servers behind it).
+   */
+  http: {
+    /** A request head must be complete this many ms after its first byte (`SVC_HTTP_HEADERS_TIMEOUT_MS`; else 408 and close). */
+    headersTimeoutMs: number;
+    /** A whole request (head and body) must be received this many ms after its first byte (`SVC_HTTP_REQUEST_TIMEOUT_MS`; else 408 and close). */
+    requestTimeoutMs: number;
+    /** Open connections per port and process (`SVC_HTTP_MAX_CONNECTIONS`); past it a new one gets 503 + `Retry-After` and is closed. */
+    maxConnections: number;
+  };
   kv: {
     /** External Redis/Valkey (`redis://` / `rediss://`); undefined = supervise our own redis-server. */
     redisUrl?: string;
@@ -255,6 +267,11 @@ export function loadConfig(env: Env = process.env): Config {
       vector: int('SVC_VECTOR_PORT', 8078, 0, 65535),
       mgmt: int('SVC_MGMT_PORT', 8077, 0, 65535),
     },
+    http: {
+      headersTimeoutMs: int('SVC_HTTP_HEADERS_TIMEOUT_MS', 60_000, 100, 3_600_000),
+      requestTimeoutMs: int('SVC_HTTP_REQUEST_TIMEOUT_MS', 300_000, 100, 86_400_000),
+      maxConnections: int('SVC_HTTP_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    },
     kv: {
       redisUrl,
       redisServerBin: str('SVC_KV_REDIS_SERVER_BIN') ?? 'redis-server',
@@ -307,6 +324,10 @@ export function loadConfig(env: Env = process.env): Config {
     metrics: { enabled: bool('SVC_METRICS', true), token: str('SVC_METRICS_TOKEN') },
   };
 
+  if (config.http.headersTimeoutMs > config.http.requestTimeoutMs) {
+    // node:http's own rule for headersTimeout and requestTimeout
+    problems.push(`SVC_HTTP_HEADERS_TIMEOUT_MS=${config.http.headersTimeoutMs}: must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (${config.http.requestTimeoutMs})`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return config;
 }

@@ -71,3 +71,15 @@ test('credentials are generated once into a 0600 file and reused; env wins', () 
     cleanup();
   }
 });
+
+test('SVC_HTTP_*: bounds of the HTTP fronts, defaults no looser than node:http, the head deadline within the request deadline', () => {
+  const c = loadConfig({});
+  assert.deepEqual(c.http, { headersTimeoutMs: 60_000, requestTimeoutMs: 300_000, maxConnections: 10_000 });
+  assert.deepEqual(loadConfig({ SVC_HTTP_HEADERS_TIMEOUT_MS: '1000', SVC_HTTP_REQUEST_TIMEOUT_MS: '2000', SVC_HTTP_MAX_CONNECTIONS: '5' }).http, {
+    headersTimeoutMs: 1000,
+    requestTimeoutMs: 2000,
+    maxConnections: 5,
+  });
+  assert.throws(() => loadConfig({ SVC_HTTP_HEADERS_TIMEOUT_MS: '5000', SVC_HTTP_REQUEST_TIMEOUT_MS: '2000' }), /SVC_HTTP_HEADERS_TIMEOUT_MS=5000: must not exceed/);
+  assert.throws(() => loadConfig({ SVC_HTTP_MAX_CONNECTIONS: '0' }), /SVC_HTTP_MAX_CONNECTIONS="0"/);
+});

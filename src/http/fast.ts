@@ -3,7 +3,8 @@
  * behind it for everything else (shared plumbing). Measured on the 2-core
  * bench machine, Node's `http` module alone (a hello-world that does nothing) answers about 20k
  * req/s while a plain socket that writes a canned response does about 40k: for small requests the
- * HTTP layer, not the area, was the ceiling (`docs/readme/kv-perf.md`). Used by kv and vector.
+ * HTTP layer, not the area, was the ceiling (`docs/readme/kv-perf.md`). Used by kv, vector and the
+ * queue (publishes).
  *
  * A connection starts on the fast path. Each request head is parsed here when it is the plain,
  * common form — `GET|POST|PUT|HEAD <origin-form target> HTTP/1.1` (plus the methods the handler
@@ -17,10 +18,21 @@
  * chunked bodies, 100-continue, HTTP/1.0, oversized heads (431), malformed requests (400), SSE
  * streams, CORS preflight, 405.
  *
+ * The plain form also needs a `Host` header and a target of visible ASCII bytes, and its lines end
+ * in CRLF: a request without `Host`, with HTAB or bytes 0x80-0xFF in its target, or with a bare LF
+ * line end goes to the Node server too, which answers 400 as `node:http` does. A client that
+ * half-closes in the middle of a request is handed over with its bytes, so Node's parser answers
+ * it (400) before the connection closes.
+ *
  * Requests on one connection are served strictly one after the other (HTTP/1.1 pipelining keeps
  * its order); reading pauses while a request is in flight and more bytes are buffered than one
- * request can use. Idle keep-alive connections close after `keepAliveMs` (72 s like Fastify's
- * setting in `src/http/server.ts`).
+ * request can use, and while the last response waits for the client to read it (the socket's
+ * `write()` returned false, until `'drain'`): as in `node:http`, a client that does not read its
+ * answers stops being read. Received bytes are copied once (chunks are collected and joined when
+ * a head or a body is complete; a head is searched only in new bytes and parsed once). Idle
+ * keep-alive connections close after `keepAliveMs` (72 s like Fastify's setting in
+ * `src/http/server.ts`). The deadlines, the connection cap and the credentials check before a body
+ * are described at {@link createFastServer}.
  */
 import type http from 'node:http';
 import net from 'node:net';
@@ -36,6 +48,18 @@ const FAST_HEAD_MAX = 16 * 1024;
 const READ_AHEAD_MAX = 64 * 1024;
 
 const DIGITS = /^[0-9]{1,15}$/;
+const CRLF2 = Buffer.from('\r\n\r\n');
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * True when `buf` has, at or after `from`, an LF not preceded by CR or a CR followed by anything
+ * but LF (a line end only Node's parser judges: it refuses both).
+ */
+function hasBareLineEnd(buf: Buffer, from: number): boolean {
+  for (let k = buf.indexOf(10, from); k >= 0; k = buf.indexOf(10, k + 1)) if (k === 0 || buf[k - 1] !== 13) return true;
+  for (let k = buf.indexOf(13, from); k >= 0 && k + 1 < buf.length; k = buf.indexOf(13, k + 1)) if (buf[k + 1] !== 10) return true;
+  return false;
+}
 const STATUS_LINES = new Map<number, string>();
 
 let dateCache = '';
@@ -72,6 +96,17 @@ export interface FastHead {
   bodyLength: number;
   /** Bytes of the head including the blank line. */
   headLength: number;
+  /** Free for the handler: what {@link FastHandler.precheck} found (e.g. the identity), for `handle`. */
+  auth?: unknown;
+}
+
+/** An answer sent from a request's head alone, after which the connection is closed ({@link FastHandler.precheck}). */
+export interface FastRefusal {
+  status: number;
+  type: string;
+  body: string;
+  /** Complete `name: value\r\n` lines, or ''. */
+  extraHeaders: string;
 }
 
 /** Where a fast-path response goes. */
@@ -98,6 +133,13 @@ export interface FastHandler {
    * `Content-Length`/`Content-Type`. Must eventually call `out.send` once; must not throw.
    */
   handle(head: FastHead, body: Buffer | undefined, out: FastResponse): void;
+  /**
+   * Called for a request with a body (`Content-Length` above 0) once its head is parsed, before the
+   * body is read (also for bodies the Node server will read): the refusal to answer at once, after
+   * which the connection is closed and the body discarded unread (e.g. 401 for a wrong token), or
+   * undefined to go on. May keep what it found in `head.auth` for `handle`. Must not throw.
+   */
+  precheck?(head: FastHead): FastRefusal | undefined;
   /**
    * The request meter of a request (`src/metrics.ts` `RouteMeter`: pre-bound cells, no per-request
    * labels), told the status and the start time (`performance.now()` ms) when the response is sent.
@@ -141,6 +183,8 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
   const method = buf.toString('latin1', 0, sp1);
   if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD' && !handler.methods?.includes(method)) return undefined;
   if (buf[sp1 + 1] !== 47 /* / */) return undefined;
+  // visible ASCII only (no HTAB, no bytes 0x80-0xFF): Node's parser judges the rest
+  for (let k = sp1 + 2; k < sp2; k++) if (buf[k] < 0x21 || buf[k] > 0x7e) return undefined;
   const url = buf.toString('latin1', sp1 + 1, sp2);
   const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
   let bodyLength = 0;
@@ -185,28 +229,83 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
   if (method === 'GET' || method === 'HEAD') {
     if (bodyLength > 0) return undefined; // rare: let Node read and discard it
   }
+  if (headers.host === undefined) return undefined; // Node answers 400 (HTTP/1.1 requires Host)
   const qi = url.indexOf('?');
   if (!handler.accepts(method, qi < 0 ? url : url.slice(0, qi))) return undefined;
   return { method, url, headers, bodyLength, headLength: end + 4 };
 }
 
+/** Answer of a request whose head or body did not arrive in time (the bytes `node:http` sends). */
+const TIMEOUT_RESPONSE = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
+/**
+ * After svc answered and closed its side of a connection whose client may still be sending (a
+ * refused body, a refused connection), the socket is destroyed when the client closes too, or this
+ * many ms later, not at once: closing with unread bytes makes the kernel send a reset, which can
+ * discard the answer before the client reads it.
+ */
+const LINGER_MS = 2000;
+/** Bytes read and discarded meanwhile (to see the client's close); past them reading stops and what the client sends waits in the kernel's buffers. */
+const LINGER_DISCARD_MAX = 64 * 1024;
+
+/**
+ * Ends `socket` with `bytes` (a complete response with `Connection: close`); destroys it when the
+ * client closes its side or {@link LINGER_MS} ms later. At most {@link LINGER_DISCARD_MAX} more
+ * bytes are read (and dropped).
+ */
+export function closeWith(socket: net.Socket, bytes: string | Buffer): void {
+  socket.removeAllListeners('data');
+  socket.removeAllListeners('end');
+  socket.on('error', () => undefined);
+  socket.setTimeout(0);
+  let budget = LINGER_DISCARD_MAX;
+  socket.on('data', (chunk: Buffer) => {
+    budget -= chunk.length;
+    if (budget < 0) socket.pause();
+  });
+  socket.once('end', () => socket.destroy());
+  socket.end(bytes);
+  if (socket.readableEnded) net.Socket.prototype.destroySoon.call(socket);
+  else socket.resume();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
+
 /** One client connection while it is on the fast path. */
 class FastConnection implements FastResponse {
+  /** Unconsumed input bytes: the start of the next request(s). */
   private buf: Buffer | undefined;
+  /** Input chunks received after `buf`, not yet appended to it (appended once, when needed). */
+  private parts: Buffer[] = [];
+  private partBytes = 0;
+  /** Bytes at the start of `buf` already searched for the end of a head (none found). */
+  private scanned = 0;
+  /** The parsed head whose body is still arriving (its head bytes are consumed from `buf`). */
+  private pending: FastHead | undefined;
+  /** The bytes of {@link pending}'s head (given back to the Node server on a hand-off). */
+  private pendingRaw: Buffer | undefined;
+  /** A request is being served (handler called, `send` not yet). */
   private busy = false;
+  /** The last response was not fully accepted by the socket (`write()` returned false): no request is served before `'drain'`. */
+  private blocked = false;
   private head = false;
   private draining = false;
   private gone = false;
+  /** `Date.now()` when the reception of the current request started (0 = none is being received). */
+  private reqStart = 0;
   /** Meter and start (`performance.now()` ms) of the request in flight. */
   private meter: { done(status: number, startMs: number): void } | undefined;
   private startMs = 0;
   private readonly onData = (chunk: Buffer) => this.data(chunk);
-  private readonly onEnd = () => {
-    if (!this.busy) this.socket.end();
+  private readonly onEnd = () => this.settle();
+  private readonly onDrain = () => {
+    this.blocked = false;
+    this.settle();
   };
   private readonly onClose = () => {
     this.gone = true;
-    this.conns.delete(this.socket);
+    this.pool.conns.delete(this.socket);
+    this.pool.fast.delete(this);
   };
   private readonly onTimeout = () => this.socket.destroy();
   private readonly onError = () => {
@@ -216,27 +315,45 @@ class FastConnection implements FastResponse {
   constructor(
     private readonly socket: net.Socket,
     private readonly handler: FastHandler,
-    private readonly fallback: http.Server,
-    private readonly conns: Set<net.Socket>,
-    keepAliveMs: number,
-    private readonly bodyMax: number,
+    private readonly pool: ConnectionPool,
   ) {
     socket.setNoDelay(true);
-    socket.setTimeout(keepAliveMs);
+    socket.setTimeout(pool.keepAliveMs);
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
     socket.on('timeout', this.onTimeout);
     socket.on('error', this.onError);
+    socket.on('drain', this.onDrain);
+    pool.fast.add(this);
   }
 
   private data(chunk: Buffer): void {
-    this.buf = this.buf === undefined ? chunk : Buffer.concat([this.buf, chunk]);
-    if (this.busy) {
-      if (this.buf.length > READ_AHEAD_MAX + FAST_BODY_MAX) this.socket.pause();
+    if (this.buf === undefined && this.partBytes === 0) this.buf = chunk; // the usual case: nothing buffered
+    else {
+      this.parts.push(chunk);
+      this.partBytes += chunk.length;
+    }
+    if (this.busy || this.blocked) {
+      // read ahead at most one request's worth while a response is pending
+      if ((this.buf?.length ?? 0) + this.partBytes > READ_AHEAD_MAX + FAST_BODY_MAX) this.socket.pause();
       return;
     }
     this.drain();
+  }
+
+  /** Appends the received chunks to `buf` (one copy for all of them). */
+  private gather(): Buffer | undefined {
+    if (this.parts.length === 0) return this.buf;
+    if (this.buf !== undefined) this.parts.unshift(this.buf);
+    this.buf = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts);
+    this.parts.length = 0;
+    this.partBytes = 0;
+    return this.buf;
+  }
+
+  private get buffered(): number {
+    return (this.buf?.length ?? 0) + this.partBytes;
   }
 
   /** Serves every complete request in the buffer, one at a time. */
@@ -244,22 +361,52 @@ class FastConnection implements FastResponse {
     if (this.draining) return;
     this.draining = true;
     try {
-      while (!this.busy && !this.gone && this.buf !== undefined) {
-        const buf = this.buf;
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) {
-          if (buf.length > FAST_HEAD_MAX) this.handOff();
-          return;
+      while (!this.busy && !this.blocked && !this.gone) {
+        let h = this.pending;
+        let body: Buffer | undefined;
+        if (h === undefined) {
+          const buf = this.gather();
+          if (buf === undefined) return;
+          if (this.reqStart === 0) this.reqStart = Date.now();
+          const end = buf.indexOf(CRLF2, this.scanned > 3 ? this.scanned - 3 : 0);
+          if (end < 0) {
+            // no end of head yet: a bare LF or CR is a line end only Node's parser judges (it refuses it)
+            if (buf.length > FAST_HEAD_MAX || hasBareLineEnd(buf, this.scanned > 0 ? this.scanned - 1 : 0)) return this.handOff();
+            this.scanned = buf.length;
+            return;
+          }
+          this.scanned = 0;
+          const parsed = end > FAST_HEAD_MAX ? undefined : parseHead(buf, end, Number.MAX_SAFE_INTEGER, this.handler);
+          if (parsed === undefined) return this.handOff();
+          h = parsed;
+          // a request with a body: its credentials are checked before the body is read
+          if (h.bodyLength > 0 && this.handler.precheck !== undefined) {
+            const no = this.handler.precheck(h);
+            if (no !== undefined) return this.refuse(no);
+          }
+          if (h.bodyLength > this.pool.fastBodyMax) return this.handOff();
+          const total = h.headLength + h.bodyLength;
+          if (buf.length < total) {
+            // the body is still arriving: the head is consumed, its bytes kept for a hand-off
+            this.pendingRaw = buf.subarray(0, h.headLength);
+            this.buf = buf.length === h.headLength ? undefined : buf.subarray(h.headLength);
+            this.pending = h;
+            return;
+          }
+          // the usual case: the whole request is here
+          if (h.bodyLength > 0) body = buf.subarray(h.headLength, total);
+          this.buf = buf.length === total ? undefined : buf.subarray(total);
+        } else {
+          if (this.buffered < h.bodyLength) return; // body still arriving
+          const buf = this.gather()!;
+          body = buf.subarray(0, h.bodyLength);
+          this.buf = buf.length === h.bodyLength ? undefined : buf.subarray(h.bodyLength);
+          this.pending = undefined;
+          this.pendingRaw = undefined;
         }
-        const h = end > FAST_HEAD_MAX ? undefined : parseHead(buf, end, this.bodyMax, this.handler);
-        if (h === undefined) return this.handOff();
-        const total = h.headLength + h.bodyLength;
-        if (buf.length < total) return; // body still arriving
-        const body =
-          h.method === 'GET' || h.method === 'HEAD' || (h.bodyLength === 0 && h.headers['content-type'] === undefined)
-            ? undefined
-            : buf.subarray(h.headLength, total);
-        this.buf = buf.length === total ? undefined : buf.subarray(total);
+        if (h.method === 'GET' || h.method === 'HEAD') body = undefined;
+        else if (body === undefined && h.headers['content-type'] !== undefined) body = EMPTY;
+        this.reqStart = 0;
         this.busy = true;
         this.head = h.method === 'HEAD';
         if (this.handler.meter !== undefined) {
@@ -273,11 +420,29 @@ class FastConnection implements FastResponse {
     }
   }
 
+  /**
+   * After a response was written, the output drained or the client half-closed: serves what is
+   * buffered, reads on while the output is drained, and finishes a half-closed connection (its
+   * unfinished request goes to the Node server, whose parser answers it as `node:http` does).
+   */
+  private settle(): void {
+    // inside drain() (a handler answered synchronously): its loop goes on, then its caller settles
+    if (this.draining || this.gone || this.busy || this.blocked) return;
+    if (this.buffered > 0) this.drain();
+    if (this.gone || this.busy || this.blocked) return;
+    if (this.socket.readableEnded) {
+      if (this.buffered > 0 || this.pending !== undefined) this.handOff();
+      else this.socket.end();
+      return;
+    }
+    if (this.socket.isPaused()) this.socket.resume();
+  }
+
   get remoteAddress(): string | undefined {
     return this.socket.remoteAddress;
   }
 
-  /** {@link FastResponse}: writes the whole response, then serves the next buffered request. */
+  /** {@link FastResponse}: writes the whole response, then serves the next buffered request once the output drained. */
   send(status: number, type: string, body: string | Buffer, extraHeaders: string): void {
     if (!this.busy) return;
     this.busy = false;
@@ -292,17 +457,63 @@ class FastConnection implements FastResponse {
       statusLine(status) +
       `content-type: ${type}\r\ncontent-length: ${len}\r\n${extraHeaders}` +
       `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
-    if (this.head || len === 0) this.socket.write(head, 'latin1');
-    else if (typeof body === 'string') this.socket.write(head + body);
+    let ok: boolean;
+    if (this.head || len === 0) ok = this.socket.write(head, 'latin1');
+    else if (typeof body === 'string') ok = this.socket.write(head + body);
     else {
       this.socket.cork();
       this.socket.write(head, 'latin1');
-      this.socket.write(body);
+      ok = this.socket.write(body);
       this.socket.uncork();
     }
-    if (this.socket.isPaused()) this.socket.resume();
-    if (this.socket.readableEnded && this.buf === undefined) this.socket.end();
-    else if (this.buf !== undefined) this.drain();
+    if (!ok) {
+      // the client does not read as fast as it asks: read and serve nothing more until 'drain'
+      this.blocked = true;
+      this.socket.pause();
+      return;
+    }
+    this.settle();
+  }
+
+  /**
+   * Refuses the request whose head was just parsed, before its body is read: writes the answer
+   * with `Connection: close` and closes the connection ({@link closeWith}); the body is discarded.
+   */
+  private refuse({ status, type, body, extraHeaders }: FastRefusal): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.pool.fast.delete(this);
+    this.buf = undefined;
+    this.parts = [];
+    this.partBytes = 0;
+    this.pending = undefined;
+    const s = this.socket;
+    s.off('end', this.onEnd);
+    s.off('drain', this.onDrain);
+    s.off('timeout', this.onTimeout);
+    closeWith(
+      s,
+      statusLine(status) +
+        `content-type: ${type}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extraHeaders}Date: ${httpDate()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+
+  /**
+   * Answers 408 and closes (as `node:http`) when the request being received passed a deadline: its
+   * head `headersMs` ms after it started, the whole request `requestMs` ms after; `now` = `Date.now()`.
+   */
+  checkDeadline(now: number, headersMs: number, requestMs: number): void {
+    if (this.reqStart === 0 || this.busy || this.blocked || this.gone) return;
+    const age = now - this.reqStart;
+    if (age <= requestMs && (this.pending !== undefined || age <= headersMs)) return;
+    this.gone = true;
+    this.pool.fast.delete(this);
+    this.buf = undefined;
+    this.parts = [];
+    this.pending = undefined;
+    this.socket.off('end', this.onEnd);
+    this.socket.off('drain', this.onDrain);
+    closeWith(this.socket, TIMEOUT_RESPONSE);
   }
 
   /** Gives the connection (and its unread bytes) to the Node `http` server. */
@@ -312,41 +523,282 @@ class FastConnection implements FastResponse {
     // Node server that never listened does not track connections for closeAllConnections()
     s.off('data', this.onData);
     s.off('end', this.onEnd);
+    s.off('drain', this.onDrain);
     s.off('timeout', this.onTimeout);
     s.off('error', this.onError);
     s.setTimeout(0);
     this.gone = true;
-    const rest = this.buf;
+    this.pool.fast.delete(this);
+    let rest = this.gather();
+    if (this.pending !== undefined) {
+      // the head was consumed from the buffer: give it back
+      const h = this.pendingRaw!;
+      rest = rest === undefined ? h : Buffer.concat([h, rest]);
+    }
     this.buf = undefined;
-    this.fallback.emit('connection', s);
-    // the Node server's own 'data' listener is attached now: feed it the bytes already read
-    if (rest !== undefined) s.emit('data', rest);
-    if (s.isPaused()) s.resume();
+    this.pending = undefined;
+    this.pendingRaw = undefined;
+    const dataBefore = new Set(s.listeners('data'));
+    const endBefore = new Set(s.listeners('end'));
+    this.pool.fallback.emit('connection', s);
+    // the Node server's parser is fed through a HandedOff from now on: its own 'data' and 'end'
+    // listeners are taken off the socket and called by it
+    const nodeData = s.listeners('data').filter((l) => !dataBefore.has(l)) as ((chunk: Buffer) => void)[];
+    const nodeEnd = s.listeners('end').filter((l) => !endBefore.has(l)) as (() => void)[];
+    for (const l of nodeData) s.off('data', l);
+    for (const l of nodeEnd) s.off('end', l);
+    const h = new HandedOff(s, nodeData, nodeEnd);
+    this.pool.handed.set(s, h);
+    // the bytes already read go first; a client that already half-closed: the Node server learns it
+    // too once they are parsed (its parser answers an unfinished request 400)
+    h.start(rest, s.readableEnded);
   }
+}
+
+/** Most answers the Node server may owe on one handed-over connection before its parser is fed more bytes. */
+const HANDOFF_PENDING_MAX = 4;
+/** Bytes given to the Node server's parser at a time (it runs every request of what it is given at once). */
+const HANDOFF_SLICE = 4096;
+/** Bytes read ahead of the Node server's parser before reading pauses. */
+const HANDOFF_QUEUE_MAX = 64 * 1024;
+
+/**
+ * A connection handed to the Node server, whose parser it feeds. `node:http` runs the handler of
+ * every request in the bytes it is given at once, and stops reading only once answers are written
+ * and not drained: with asynchronous handlers a client that pipelines without reading would get all
+ * its requests run and their answers held in memory. So the parser gets at most
+ * {@link HANDOFF_SLICE} bytes at a time, and only while the server owes fewer than
+ * {@link HANDOFF_PENDING_MAX} answers on the connection (counted from its `'request'` event to
+ * the answer's `'close'`), the socket's output is drained, and the server has not paused the
+ * socket itself; at most {@link HANDOFF_QUEUE_MAX} bytes wait here before reading pauses. The
+ * client's half-close reaches the server after the bytes before it.
+ *
+ * Adding a `'data'` listener to the socket makes the Node server read it through the stream
+ * (`'data'` events) instead of straight from the handle, which is what makes this possible.
+ */
+class HandedOff {
+  /** Answers the Node server owes on the connection. */
+  owed = 0;
+  private queue: Buffer[] = [];
+  private queued = 0;
+  private ended = false;
+  private endDelivered = false;
+  private pumping = false;
+  private readonly onData = (chunk: Buffer) => {
+    this.queue.push(chunk);
+    this.queued += chunk.length;
+    this.pump();
+  };
+  private readonly onEnd = () => {
+    this.ended = true;
+    this.pump();
+  };
+  /** Resumes feeding; bound so that it can be a listener. */
+  readonly pump = () => this.feed();
+
+  constructor(
+    private readonly socket: net.Socket,
+    private readonly nodeData: ((chunk: Buffer) => void)[],
+    private readonly nodeEnd: (() => void)[],
+  ) {}
+
+  /** Takes over the socket: `first` (bytes already read) goes to the parser first; `ended` when the client already half-closed. */
+  start(first: Buffer | undefined, ended: boolean): void {
+    const s = this.socket;
+    if (first !== undefined) {
+      this.queue.push(first);
+      this.queued = first.length;
+    }
+    this.ended = ended;
+    s.on('data', this.onData);
+    s.on('end', this.onEnd);
+    s.on('drain', this.pump);
+    s.on('resume', this.pump);
+    // the Node server ends a connection after an answer with `Connection: close` by
+    // `destroySoon()` (destroy once the output is flushed), which resets a client still sending a
+    // body it did not read (e.g. one refused for its token) and can cost it the answer: linger instead
+    s.destroySoon = () => {
+      this.queue = [];
+      this.queued = 0;
+      this.endDelivered = true;
+      closeWith(s, EMPTY);
+    };
+    this.feed();
+  }
+
+  private feed(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    const s = this.socket;
+    try {
+      while (this.queued > 0 && !s.destroyed) {
+        if (this.owed >= HANDOFF_PENDING_MAX || s.writableNeedDrain || (s as net.Socket & { _paused?: boolean })._paused === true) break;
+        const first = this.queue[0];
+        const n = Math.min(HANDOFF_SLICE, first.length);
+        if (n === first.length) this.queue.shift();
+        else this.queue[0] = first.subarray(n);
+        this.queued -= n;
+        const slice = n === first.length ? first : first.subarray(0, n);
+        for (const l of this.nodeData) l.call(s, slice);
+      }
+    } finally {
+      this.pumping = false;
+    }
+    if (s.destroyed) return;
+    if (this.queued === 0 && this.ended && !this.endDelivered) {
+      this.endDelivered = true;
+      // in a later turn, as the socket's own 'end' would come: the last request's body 'end' (a
+      // next-tick event) reaches its handler first
+      setImmediate(() => {
+        if (!s.destroyed) for (const l of this.nodeEnd) l.call(s);
+      });
+      return;
+    }
+    if (this.queued > HANDOFF_QUEUE_MAX) {
+      if (!s.isPaused()) s.pause();
+    } else if (s.isPaused() && (s as net.Socket & { _paused?: boolean })._paused !== true) s.resume();
+  }
+}
+
+/** State shared by the connections of one {@link createFastServer}. */
+interface ConnectionPool {
+  /** Every open connection (fast or handed over), for {@link createFastServer}'s `closeAll` and the connection cap. */
+  conns: Set<net.Socket>;
+  /** Connections still on the fast path, for the deadline check. */
+  fast: Set<FastConnection>;
+  fallback: http.Server;
+  keepAliveMs: number;
+  /** The area's body limit (bytes). */
+  bodyLimit: number;
+  /** Bodies the fast path reads itself (bytes): `min(bodyLimit, FAST_BODY_MAX)`. */
+  fastBodyMax: number;
+  /** The connections handed to `fallback`, by socket. */
+  handed: WeakMap<net.Socket, HandedOff>;
 }
 
 /** The `net.Server` options of {@link createFastServer} (for extra listening handles, `src/http/accept.ts`). */
 export const FAST_SERVER_OPTIONS: net.ServerOpts = { noDelay: true, allowHalfOpen: true };
 
+/** Bounds of one {@link createFastServer} (for the Node server behind it too). */
+export interface FastServerOptions {
+  /** Idle keep-alive timeout in ms ({@link FAST_KEEP_ALIVE_MS}); also the inactivity limit of a connection that does not read its answers. */
+  keepAliveMs: number;
+  /** The area's body limit in bytes; bodies up to `min(bodyLimit, FAST_BODY_MAX)` are read by the fast path. */
+  bodyLimit: number;
+  /** A request head must be complete this many ms after its reception started (`SVC_HTTP_HEADERS_TIMEOUT_MS`), else 408 and close. */
+  headersTimeoutMs: number;
+  /** The whole request likewise (`SVC_HTTP_REQUEST_TIMEOUT_MS`). */
+  requestTimeoutMs: number;
+  /** Open connections (`SVC_HTTP_MAX_CONNECTIONS`); one more is answered `busyResponse` and closed. */
+  maxConnections: number;
+  /** The JSON body of the 503 answer past `maxConnections` (the area's error shape). */
+  busyBody: string;
+}
+
+/** `Retry-After` (s) of the answer to a connection past the cap. */
+export const BUSY_RETRY_AFTER_S = 1;
+
 /**
  * A `net.Server` that serves `handler`'s requests on the fast path and hands other connections to
  * `fallback` (a Node `http.Server` that is not listening itself; it answers bodies over
- * `bodyLimit` bytes). `closeAll()` destroys every open connection, handed over or not. Set
- * `fallback.timeout` (inactivity, ms): its headers/request timeout checks only run on a server
- * that listens.
+ * `bodyLimit` bytes). `closeAll()` destroys every open connection, handed over or not.
+ *
+ * Bounds (each also applied to the connections handed to `fallback`, whose `headersTimeout`,
+ * `requestTimeout` and `timeout` are set here and whose deadline checks are started although it
+ * does not listen):
+ * - output: after a response the socket did not take in full (`write()` returned false), nothing
+ *   more is read or served before `'drain'`, so a client that does not read its answers holds at
+ *   most one response plus the socket's high-water mark (16 KiB) of unsent output, and
+ *   `READ_AHEAD_MAX + FAST_BODY_MAX` of unread input; it is closed after `keepAliveMs` without
+ *   progress;
+ * - time: 408 and close when a head is not complete `headersTimeoutMs` after its reception
+ *   started, or a whole request `requestTimeoutMs` after (checked every quarter of the smaller, at
+ *   most every 30 s);
+ * - connections: past `maxConnections` open ones, a new connection is answered 503 with
+ *   `Retry-After` and closed;
+ * - credentials: a request with a body is offered to {@link FastHandler.precheck} before its body
+ *   is read.
  */
-export function createFastServer(handler: FastHandler, fallback: http.Server, keepAliveMs: number, bodyLimit: number): net.Server & { closeAll(): void } {
-  const conns = new Set<net.Socket>();
-  const bodyMax = Math.min(bodyLimit, FAST_BODY_MAX);
+export function createFastServer(handler: FastHandler, fallback: http.Server, opts: FastServerOptions): net.Server & { closeAll(): void } {
+  const pool: ConnectionPool = {
+    conns: new Set<net.Socket>(),
+    fast: new Set<FastConnection>(),
+    fallback,
+    keepAliveMs: opts.keepAliveMs,
+    bodyLimit: opts.bodyLimit,
+    fastBodyMax: Math.min(opts.bodyLimit, FAST_BODY_MAX),
+    handed: new WeakMap(),
+  };
+  // answers the Node server owes per handed-over connection (HandedOff feeds its parser by them)
+  fallback.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const h = pool.handed.get(req.socket);
+    if (h === undefined) return;
+    h.owed++;
+    res.once('close', () => {
+      h.owed--;
+      h.pump();
+    });
+  });
+  const checkEveryMs = Math.min(30_000, Math.max(25, Math.floor(Math.min(opts.headersTimeoutMs, opts.requestTimeoutMs) / 4)));
+  guardFallback(fallback, opts, checkEveryMs);
+  const busy =
+    `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(opts.busyBody)}\r\n` +
+    `Retry-After: ${BUSY_RETRY_AFTER_S}\r\nConnection: close\r\n\r\n${opts.busyBody}`;
   // allowHalfOpen: a client that half-closes after its request still gets the answer (as in node:http)
   const server = net.createServer(FAST_SERVER_OPTIONS, (socket) => {
-    conns.add(socket);
-    new FastConnection(socket, handler, fallback, conns, keepAliveMs, bodyMax);
+    if (pool.conns.size >= opts.maxConnections) return closeWith(socket, busy);
+    pool.conns.add(socket);
+    new FastConnection(socket, handler, pool);
   });
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (const c of pool.fast) c.checkDeadline(now, opts.headersTimeoutMs, opts.requestTimeoutMs);
+  }, checkEveryMs);
+  timer.unref();
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    // stops the deadline checks of the Node server (it never listened: nothing else is closed)
+    if (!fallback.listening) fallback.close();
+  };
+  server.once('close', stop);
   return Object.assign(server, {
     closeAll(): void {
-      for (const s of conns) s.destroy();
-      conns.clear();
+      for (const s of pool.conns) s.destroy();
+      pool.conns.clear();
+      stop();
     },
   });
+}
+
+/**
+ * Sets `fallback`'s Node deadlines to the front's and starts its deadline checks: `node:http`
+ * starts them when it begins listening (its `'listening'` handler), which a server that is only
+ * given connections never does. Its `'clientError'` handler then gets `ERR_HTTP_REQUEST_TIMEOUT`
+ * (answer 408, see {@link clientErrorStatus}).
+ */
+function guardFallback(fallback: http.Server, opts: FastServerOptions, checkEveryMs: number): void {
+  fallback.headersTimeout = opts.headersTimeoutMs;
+  fallback.requestTimeout = opts.requestTimeoutMs;
+  fallback.keepAliveTimeout = opts.keepAliveMs;
+  // inactivity limit of a handed-over connection (e.g. a client that does not read its answers)
+  fallback.timeout = opts.keepAliveMs;
+  (fallback as http.Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = checkEveryMs;
+  // a client that half-closes after its requests gets their answers, then the close (as on the
+  // fast path); without this `node:http` drops the requests whose answers are not written yet
+  (fallback as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  if (!fallback.listening) fallback.emit('listening');
+}
+
+/**
+ * Status and reason phrase of the answer to a `node:http` `'clientError'` (the areas'
+ * handlers of the Node servers behind the fast front): 408 for a passed deadline, 431 for an
+ * oversized head, 400 otherwise — what `node:http`'s own handler answers.
+ */
+export function clientErrorStatus(err: NodeJS.ErrnoException): [number, string] {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'Request Timeout'];
+  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, 'Request Header Fields Too Large'];
+  return [400, 'Bad Request'];
 }

@@ -58,6 +58,20 @@ export function rawRequestToken(headers: IncomingHttpHeaders, query: string | un
   return undefined;
 }
 
+/**
+ * The origin-form of a request target (RFC 9112 section 3.2): an absolute-form target
+ * (`http://host:port/path?query`, which clients must send to proxies and servers must accept) is
+ * cut to its path and query (`/path?query`; `/` when the path is empty); any other target is
+ * returned as it is.
+ */
+export function originForm(target: string): string {
+  if (target.charCodeAt(0) === 47 /* / */) return target;
+  const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(target);
+  if (m === null) return target;
+  const rest = target.slice(m[0].length);
+  return rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
+}
+
 /** Why {@link readBody} gave up: the body exceeded the limit, or the client went away. */
 export type BodyFailure = 'too-large' | 'aborted';
 

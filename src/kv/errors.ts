@@ -107,6 +107,8 @@ export const KV_ERRORS = {
   // --- the database
   /** A request that arrives while the gateway is closing. */
   shuttingDown: { status: 503, message: 'ERR server is shutting down' },
+  /** A connection past `SVC_HTTP_MAX_CONNECTIONS` (answered with `Retry-After` and closed). */
+  tooManyConnections: { status: 503, message: 'ERR too many connections, retry shortly' },
   /** The supervised redis-server is being restarted. */
   databaseRestarting: { status: 503, message: 'ERR database unavailable: redis-server is restarting, retry shortly' },
   /** Connecting to the database failed; `why` is the socket error. */

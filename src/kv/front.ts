@@ -2,24 +2,25 @@
  * The HTTP front of one kv process: the minimal HTTP/1.1 server for the hot path
  * (`src/http/fast.ts`) in front of a raw `node:http` server for everything else (SSE streams,
  * chunked bodies, preflight; not Fastify: see `docs/readme/kv-perf.md`). Keep-alive idle timeout
- * 72 s, no request timeout, and open connections are closed at shutdown — the same settings as
- * `src/http/server.ts`. Used by the primary (workers off, or while no worker is up) and by every
- * kv worker process, which is given accepted connections (`accept`).
+ * 72 s, head and request deadlines and the connection cap of `config.http` (`createFastServer`),
+ * credentials checked before a body is read, and open connections are closed at shutdown. Used by
+ * the primary (workers off, or while no worker is up) and by every kv worker process, which is
+ * given accepted connections (`accept`).
  */
 import http from 'node:http';
 import type net from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { FAST_KEEP_ALIVE_MS, createFastServer, type FastHandler } from '../http/fast.js';
+import { FAST_KEEP_ALIVE_MS, clientErrorStatus, createFastServer, type FastHandler } from '../http/fast.js';
 import { errorJson } from './encode.js';
-import { KV_ERRORS } from './errors.js';
+import { KV_ERRORS, kvMessage } from './errors.js';
 import type { KvGateway } from './gateway.js';
 import type { KvMetrics } from './metrics.js';
 import { createKvCore, createKvHandler, isStreamPath } from './routes.js';
 import { setHeartbeatMs, setOutputLimit } from './sse.js';
+import type { Identity } from './tokens.js';
 
-const BAD_REQUEST = KV_ERRORS.badHttpRequest;
-const BAD_REQUEST_BODY = errorJson(BAD_REQUEST.message);
+const BAD_REQUEST_BODY = errorJson(KV_ERRORS.badHttpRequest.message);
 
 /** A kv HTTP front: `server` may listen itself, or be handed connections with {@link KvFront.accept}. */
 export interface KvFront {
@@ -41,20 +42,31 @@ export function createKvFront(gateway: KvGateway, config: Config, logger: Logger
   setOutputLimit({ hardBytes: config.kv.sseHardLimitBytes, softBytes: config.kv.sseSoftLimitBytes, softMs: config.kv.sseSoftLimitMs });
   const core = createKvCore(gateway, logger, metrics);
   // the Node server serves what the fast path hands over (it does not listen itself)
-  const nodeServer = http.createServer({ requestTimeout: 0 }, createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams, metrics }, core));
-  nodeServer.keepAliveTimeout = FAST_KEEP_ALIVE_MS;
-  // inactivity limit for handed-over connections (SSE streams write a heartbeat every 15 s);
-  // Node's headersTimeout check needs a listening server, so this is the slow-client guard too
-  nodeServer.timeout = FAST_KEEP_ALIVE_MS;
+  // timeouts, keep-alive and inactivity limit (SSE streams write a heartbeat every 15 s) are set by
+  // createFastServer
+  const nodeServer = http.createServer(createKvHandler(gateway, { bodyLimit: config.kv.maxRequestBytes, logger, streams, metrics }, core));
   const fast: FastHandler = {
     accepts: (_method, path) => !isStreamPath(path),
-    handle: (head, body, out) => core.handle(head.headers, head.url, body, out),
+    handle: (head, body, out) => core.handle(head.headers, head.url, body, out, undefined, head.auth as Identity | undefined),
+    precheck: (head) => {
+      const id = core.authorize(head.headers, head.url);
+      if (id === undefined) return core.unauthorized();
+      head.auth = id;
+      return undefined;
+    },
     meter: metrics.metrics.enabled ? (head) => metrics.route(head.url) : undefined,
   };
-  const server = createFastServer(fast, nodeServer, FAST_KEEP_ALIVE_MS, config.kv.maxRequestBytes);
+  const server = createFastServer(fast, nodeServer, {
+    keepAliveMs: FAST_KEEP_ALIVE_MS,
+    bodyLimit: config.kv.maxRequestBytes,
+    ...config.http,
+    busyBody: errorJson(kvMessage('tooManyConnections')),
+  });
   nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (socket.writable && !socket.destroyed) {
-      socket.end(`HTTP/1.1 ${BAD_REQUEST.status} Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${BAD_REQUEST_BODY.length}\r\nconnection: close\r\n\r\n${BAD_REQUEST_BODY}`);
+      const [status, text] = clientErrorStatus(err);
+      const body = status === 400 ? BAD_REQUEST_BODY : '';
+      socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
     }
     socket.destroy();
   });

@@ -13,7 +13,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
-import { rawRequestToken, readBody } from '../http/raw.js';
+import { originForm, rawRequestToken, readBody } from '../http/raw.js';
 import { errorJson, itemJson, itemsJson } from './encode.js';
 import { errorAnswer, isTemporaryRedisError, KV_ERRORS, kvError, kvMessage, RETRY_AFTER_SECONDS, type KvErrorCode, type KvMessageArgs } from './errors.js';
 import type { KvGateway } from './gateway.js';
@@ -157,7 +157,7 @@ export function createKvHandler(gw: KvGateway, opts: KvHandlerOptions, core: KvC
   const metered = metrics.metrics.enabled;
   return (req, res) => {
     const method = req.method;
-    const url = req.url ?? '/';
+    const url = originForm(req.url ?? '/');
     if (metered) {
       const meter = metrics.route(url);
       const start = performance.now();
@@ -175,13 +175,19 @@ export function createKvHandler(gw: KvGateway, opts: KvHandlerOptions, core: KvC
     const h = req.headers;
     const stream = { req, res, streams };
     if (method === 'GET' || method === 'HEAD' || !hasBody(h)) return core.handle(h, url, undefined, nodeOut(res), stream);
+    // credentials before the body: a refused request's body is never read (the connection closes)
+    const id = core.authorize(h, url);
+    if (id === undefined) {
+      res.shouldKeepAlive = false;
+      return sendError(nodeOut(res), gw, 'unauthorized');
+    }
     readBody(req, bodyLimit, (err, body) => {
       if (err === 'aborted') return;
       if (err === 'too-large') {
         res.shouldKeepAlive = false; // the rest of the body is not read
         return sendError(nodeOut(res), gw, 'requestTooLarge');
       }
-      core.handle(h, url, body, nodeOut(res), stream);
+      core.handle(h, url, body, nodeOut(res), stream, id);
     });
   };
 }
@@ -214,9 +220,17 @@ export interface KvCore {
    * Handles one request whose method is GET, POST, PUT or HEAD and whose target starts with `/`:
    * authenticates, dispatches, answers through `out`. `body` is undefined when the request has
    * none. `stream` must be given for SSE paths ({@link isStreamPath}); without it they get 400.
-   * Never throws.
+   * `id`: the identity {@link KvCore.authorize} found (else the token is resolved here). Never throws.
    */
-  handle(headers: IncomingHttpHeaders, url: string, body: Buffer | undefined, out: KvOut, stream?: StreamContext): void;
+  handle(headers: IncomingHttpHeaders, url: string, body: Buffer | undefined, out: KvOut, stream?: StreamContext, id?: Identity): void;
+  /**
+   * The identity of the request's token (`Authorization: Bearer` or `_token`), checked from the
+   * head alone before a body is read; undefined (counted as rejected) when there is no valid one:
+   * the caller answers {@link KvCore.unauthorized} and closes the connection.
+   */
+  authorize(headers: IncomingHttpHeaders, url: string): Identity | undefined;
+  /** The 401 answer of a refused request: JSON body and the kv headers (`name: value\r\n` lines). */
+  unauthorized(): { status: number; type: string; body: string; extraHeaders: string };
 }
 
 /** Builds the {@link KvCore} of a gateway; commands are counted by outcome in `metrics`. */
@@ -302,10 +316,18 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
     single(out, id, args, fmt);
   };
 
+  const unauthorizedBody = errorJson(kvMessage('unauthorized'));
   return {
-    handle(headers, url, body, out, ctx) {
+    authorize(headers, url) {
       const qi = url.indexOf('?');
       const id = gw.tokens.resolve(rawRequestToken(headers, qi < 0 ? undefined : url.slice(qi + 1), TOKEN_QUERY));
+      if (!id) rejected.inc();
+      return id;
+    },
+    unauthorized: () => ({ status: KV_ERRORS.unauthorized.status, type: JSON_TYPE, body: unauthorizedBody, extraHeaders: kvHeaders(gw.syncToken) }),
+    handle(headers, url, body, out, ctx, known) {
+      const qi = url.indexOf('?');
+      const id = known ?? gw.tokens.resolve(rawRequestToken(headers, qi < 0 ? undefined : url.slice(qi + 1), TOKEN_QUERY));
       if (!id) {
         rejected.inc();
         return sendError(out, gw, 'unauthorized');

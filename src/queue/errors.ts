@@ -44,6 +44,8 @@ export const QUEUE_ERRORS = {
   },
   /** The PostgreSQL store cannot reach its database: nothing was acknowledged (with `Retry-After`). */
   storeUnavailable: { status: 503, message: 'the queue database is unavailable; nothing was acknowledged, retry shortly' },
+  /** A connection past `SVC_HTTP_MAX_CONNECTIONS` (answered with `Retry-After` and closed). */
+  tooManyConnections: { status: 503, message: 'too many connections, retry shortly' },
   /** A value the PostgreSQL store refuses (SQLSTATE class 22, e.g. a NUL character in an id or name). */
   invalidValue: { status: 400, message: 'a value in the request cannot be stored (e.g. it contains a NUL character)' },
   /** An unexpected failure (logged). */

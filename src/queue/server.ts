@@ -142,12 +142,18 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
   app.setChildLoggerFactory((logger) => logger);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', async (req, reply) => {
     // Webhook URLs of workflow runs are called by third parties without the token: the route
     // checks the user id, the running run and the random event id in the path instead.
     if (workflowEngine && req.url.startsWith(WEBHOOK_PREFIX)) return;
     const token = requestToken(req, TOKEN_QUERY_PARAMS);
-    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) throw queueError('unauthorized');
+    if (!token || !matchesAny(token, validQueueTokens(queueToken(actx)))) {
+      // refused from the head (onRequest runs before the body is read): a body is not read, and
+      // the connection closes (as on the fast front)
+      const h = req.headers;
+      if (h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0')) reply.header('connection', 'close');
+      throw queueError('unauthorized');
+    }
   });
   app.setErrorHandler((err: FastifyError | QueueError, req, reply) => {
     const a = errorAnswer(err);
@@ -184,9 +190,13 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
     const publishRoute = http.route('/v2/publish/*');
     publishHandler.meter = () => publishRoute;
   }
-  const front = createFastServer(publishHandler, app.server, FAST_KEEP_ALIVE_MS, bodyLimit);
-  // inactivity limit for handed-over connections (Node's own checks need a listening server)
-  app.server.timeout = FAST_KEEP_ALIVE_MS;
+  // deadlines, keep-alive and inactivity limit of Fastify's server too (createFastServer)
+  const front = createFastServer(publishHandler, app.server, {
+    keepAliveMs: FAST_KEEP_ALIVE_MS,
+    bodyLimit,
+    ...actx.config.http,
+    busyBody: JSON.stringify({ error: queueMessage('tooManyConnections') }),
+  });
 
   let pruneTimer: NodeJS.Timeout | undefined;
   let waitTimer: NodeJS.Timeout | undefined;

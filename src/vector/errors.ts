@@ -36,6 +36,8 @@ export const VECTOR_ERRORS = {
   jsonTooDeep: { status: 400, message: (max: number) => `Invalid JSON body: nested deeper than ${max} levels` },
   /** An unexpected failure (logged). */
   internal: { status: 500, message: 'Internal server error' },
+  /** A connection past `SVC_HTTP_MAX_CONNECTIONS` (answered with `Retry-After` and closed). */
+  tooManyConnections: { status: 503, message: 'Too many connections, retry shortly' },
 
   // --- request bodies
   requestArrayEmpty: { status: 400, message: (what: string) => `${what}: the request array is empty` },

@@ -12,7 +12,8 @@ import path from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { listenRaw } from '../http/raw.js';
 import { startingGate } from '../http/starting.js';
-import { FAST_KEEP_ALIVE_MS, createFastServer } from '../http/fast.js';
+import { FAST_KEEP_ALIVE_MS, clientErrorStatus, createFastServer } from '../http/fast.js';
+import { errorBody, VECTOR_ERRORS, vectorMessage } from './errors.js';
 import { vectorFastHandler } from './http/fast-front.js';
 import { loadIndexDefinitions, type IndexDefinition } from './definitions.js';
 import { VectorIndex } from './engine/vector-index.js';
@@ -73,21 +74,23 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   const metrics = new VectorMetrics(ctx.metrics, defs.map((d) => d.name), indexes);
   const deps = { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT, metrics };
   // The fast HTTP/1.1 front (http/fast-front.ts on src/http/fast.ts) serves plain keep-alive requests; the raw
-  // node:http server (http/routes.ts, not listening itself) serves what it hands over. Same keep-alive
-  // timeout as the shared Fastify factory; `timeout` is the inactivity guard of handed-over
-  // connections (Node's header timeout check needs a listening server).
-  const nodeServer = http.createServer({ requestTimeout: 0, noDelay: true }, vectorRequestListener(deps));
-  nodeServer.keepAliveTimeout = FAST_KEEP_ALIVE_MS;
-  nodeServer.timeout = FAST_KEEP_ALIVE_MS;
+  // node:http server (http/routes.ts, not listening itself) serves what it hands over. Keep-alive,
+  // inactivity and the head/request deadlines of both are set by createFastServer (config.http).
+  const nodeServer = http.createServer({ noDelay: true }, vectorRequestListener(deps));
   nodeServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (socket.writable && !socket.destroyed) {
-      const [status, text] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
-      const body = `{"error":"Bad HTTP request","status":${status}}`;
+      const [status, text] = clientErrorStatus(err);
+      const body = `{"error":"${status === 408 ? 'Request timeout' : 'Bad HTTP request'}","status":${status}}`;
       socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
     }
     socket.destroy();
   });
-  const server = createFastServer(vectorFastHandler(deps), nodeServer, FAST_KEEP_ALIVE_MS, VECTOR_BODY_LIMIT);
+  const server = createFastServer(vectorFastHandler(deps), nodeServer, {
+    keepAliveMs: FAST_KEEP_ALIVE_MS,
+    bodyLimit: VECTOR_BODY_LIMIT,
+    ...ctx.config.http,
+    busyBody: errorBody(VECTOR_ERRORS.tooManyConnections.status, vectorMessage('tooManyConnections')),
+  });
   // the port's socket: every request is answered 503 until start() has loaded the indexes
   const gate = startingGate('{"error":"svc is starting: the vector indexes are not loaded yet, retry shortly","status":503}');
   let timer: NodeJS.Timeout | undefined;

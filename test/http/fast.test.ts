@@ -5,6 +5,7 @@
  * `Connection: close`, other methods, oversized or malformed heads), which then keeps serving it.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { parseHead, type FastHandler } from '../../src/http/fast.js';
@@ -171,12 +172,12 @@ describe('fast HTTP/1.1 path', () => {
 
 describe('parseHead', () => {
   const kvLike: FastHandler = { accepts: (_m, path) => !isStreamPath(path), handle: () => undefined };
-  const head = (s: string, handler = kvLike) => {
-    const b = Buffer.from(s + '\r\n\r\n');
+  const head = (s: string, handler = kvLike, host = '\r\nHost: x') => {
+    const b = Buffer.from(s + host + '\r\n\r\n', 'latin1');
     return parseHead(b, b.length - 4, 1024, handler);
   };
   test('serves only the plain form', () => {
-    assert.deepEqual(head('GET /get/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t')?.headers.authorization, 'Bearer t');
+    assert.deepEqual(head('GET /get/k HTTP/1.1\r\nAuthorization: Bearer t')?.headers.authorization, 'Bearer t');
     assert.equal(head('POST / HTTP/1.1\r\nContent-Length: 10')?.bodyLength, 10);
     for (const bad of [
       'GET /get/k HTTP/1.0',
@@ -194,10 +195,154 @@ describe('parseHead', () => {
       'GET / HTTP/1.1\r\nX: a\x00b',
       'GET /subscribe/ch HTTP/1.1',
       'GET /MONITOR HTTP/1.1',
+      'GET /get/a\tb HTTP/1.1',
+      'GET /get/\xe9 HTTP/1.1',
+      'GET /get/k HTTP/1.1\nX: y',
     ]) {
       assert.equal(head(bad), undefined, bad);
     }
+    // Host is required (Node answers 400 without it)
+    assert.equal(head('GET /get/k HTTP/1.1', kvLike, ''), undefined);
     // extra methods only when the handler lists them
     assert.equal(head('DELETE /k HTTP/1.1', { ...kvLike, methods: ['DELETE'] })?.method, 'DELETE');
+  });
+});
+
+/**
+ * The framing table: each raw request is sent to svc's kv, vector and queue ports and to a plain
+ * `node:http` server (llhttp, Node's defaults) in the same test, and the outcomes must agree:
+ * the status when the HTTP layer answers it (400, 408, 413, 431, 505) or "served" when the area
+ * does, and whether the connection is closed. `{auth}` becomes the port's token header, `{get}` a
+ * target each answers a GET to with 200, `{post}` one it answers a POST to without reading the
+ * body as the area's JSON (kv `/echo`, vector `/info`, queue an unknown route).
+ */
+describe('differential: svc ports against node:http', () => {
+  const FRAMING = new Set([400, 408, 413, 431, 505]);
+  const FIN = Symbol('FIN');
+  /** Between two writes: waits for the answer to what was written (at most 3 s). */
+  const WAIT = Symbol('WAIT');
+  const TABLE: Record<string, (string | Buffer | typeof FIN | typeof WAIT)[]> = {
+    'bare-LF line ends': ['GET {get} HTTP/1.1\n{auth-lf}Host: x\n\n'],
+    'a bare LF after the first line': ['GET {get} HTTP/1.1\r\n{auth}Host: x\nX: y\r\n\r\n'],
+    'HTAB in the target': ['GET {get}\tb HTTP/1.1\r\n{auth}Host: x\r\n\r\n'],
+    'byte 0x80 in the target': ['GET {get}\x80 HTTP/1.1\r\n{auth}Host: x\r\n\r\n'],
+    'byte 0xff in the target': ['GET {get}\xff HTTP/1.1\r\n{auth}Host: x\r\n\r\n'],
+    'no Host': ['GET {get} HTTP/1.1\r\n{auth}\r\n'],
+    'two Host headers': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\nHost: y\r\n\r\n'],
+    'a 20 KB head': [`GET {get} HTTP/1.1\r\n{auth}Host: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
+    'a body shorter than Content-Length, then FIN': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nabc', FIN],
+    'half a head, then FIN': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\n', FIN],
+    'Content-Length and Transfer-Encoding': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    'two different Content-Lengths': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab'],
+    'Content-Length +1': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nContent-Length: +1\r\n\r\na'],
+    'Content-Length 1,1': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nContent-Length: 1,1\r\n\r\na'],
+    'a bad chunk size': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'],
+    'Transfer-Encoding gzip alone': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nTransfer-Encoding: gzip\r\n\r\n'],
+    'a space before the colon': ['GET {get} HTTP/1.1\r\n{auth}Host : x\r\n\r\n'],
+    'an obs-fold line': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\nX: a\r\n b\r\n\r\n'],
+    'NUL in a header value': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\nX: a\x00b\r\n\r\n'],
+    'CR-only line ends': ['GET {get} HTTP/1.1\r{auth-cr}Host: x\r\r'],
+    'a method with a bad byte': ['G(ET {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n'],
+    'HTTP/2.0 in the request line': ['GET {get} HTTP/2.0\r\n{auth}Host: x\r\n\r\n'],
+    'an absolute-form target': ['GET http://x{get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n'],
+    'two spaces after the method': ['GET  {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n'],
+    'a plain GET after a served one, both pipelined': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\nGET {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n'],
+    'a served GET, then a malformed one': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n', WAIT, 'GET {get} HTTP/1.1\r\n{auth}Host: x\nX: y\r\n\r\n'],
+    'a served GET, then half a head and FIN': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n', WAIT, 'GET {get} HTTP/1.1\r\n', FIN],
+    'a chunked POST, then FIN (half-close after the hand-off)': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n', FIN],
+    'a chunked POST, then a plain GET, then FIN': ['POST {post} HTTP/1.1\r\n{auth}Host: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n', WAIT, 'GET {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n', FIN],
+    'a plain GET, then FIN': ['GET {get} HTTP/1.1\r\n{auth}Host: x\r\n\r\n', FIN],
+  };
+  interface Target {
+    port: number;
+    token?: string;
+    get: string;
+    post: string;
+  }
+  const targets: Record<string, Target> = {};
+  let all: Awaited<ReturnType<typeof startTestSvc>>;
+  let reference: http.Server;
+
+  before(async () => {
+    all = await startTestSvc(['kv', 'vector', 'queue'], { env: { SVC_VECTOR_DIMENSION: '2', SVC_KV_WORKERS: '0' } });
+    reference = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    await new Promise<void>((r) => reference.listen(0, '127.0.0.1', r));
+    const portOf = (u: string) => Number(new URL(u).port);
+    targets.node = { port: (reference.address() as net.AddressInfo).port, get: '/x', post: '/x' };
+    targets.kv = { port: portOf(all.urls.kv!), token: all.ctx.credentials.get('kv.token'), get: '/ping', post: '/echo' };
+    targets.vector = { port: portOf(all.urls.vector!), token: all.ctx.credentials.get('vector.default.token'), get: '/info', post: '/info' };
+    targets.queue = { port: portOf(all.urls.queue!), token: all.ctx.credentials.get('queue.token'), get: '/v2/queues', post: '/v2/none' };
+  });
+  after(async () => {
+    await all?.close();
+    reference?.close();
+  });
+
+  /** Sends `pieces` on a new connection; the statuses as the table compares them, and whether the server closed within 1 s of its last answer. */
+  function outcome(t: Target, pieces: (string | Buffer | typeof FIN | typeof WAIT)[]): Promise<{ answers: string[]; closed: boolean }> {
+    const fill = (p: string) =>
+      p
+        .replaceAll('{get}', t.get)
+        .replaceAll('{post}', t.post)
+        .replaceAll('{auth}', t.token ? `Authorization: Bearer ${t.token}\r\n` : '')
+        .replaceAll('{auth-lf}', t.token ? `Authorization: Bearer ${t.token}\n` : '')
+        .replaceAll('{auth-cr}', t.token ? `Authorization: Bearer ${t.token}\r` : '');
+    return new Promise((resolve) => {
+      const s = net.connect(t.port, '127.0.0.1');
+      let got = Buffer.alloc(0);
+      let closed = false;
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        s.destroy();
+        const statuses = [...got.toString('latin1').matchAll(/HTTP\/1\.[01] (\d{3})/g)].map((m) => Number(m[1])).filter((n) => n >= 200);
+        resolve({ answers: statuses.map((n) => (FRAMING.has(n) ? String(n) : 'served')), closed });
+      };
+      // the answer, then 1 s to see whether the connection closes (10 s when nothing came)
+      const arm = (ms: number) => {
+        clearTimeout(timer);
+        timer = setTimeout(done, ms);
+      };
+      s.on('data', (d: Buffer) => {
+        got = Buffer.concat([got, d]);
+        arm(1000);
+      });
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        closed = true;
+        done();
+      });
+      s.on('connect', async () => {
+        arm(10_000);
+        for (const p of pieces) {
+          if (p === FIN) s.end();
+          else if (p === WAIT) {
+            for (let i = 0; i < 60 && !/HTTP\/1\.[01] [2-5]\d\d/.test(got.toString('latin1')); i++) await new Promise((r) => setTimeout(r, 50));
+          }
+          else s.write(typeof p === 'string' ? Buffer.from(fill(p), 'latin1') : p);
+        }
+        arm(10_000);
+      });
+    });
+  }
+
+  test('every framing case gets the answer and the close node:http gives it, on every port', async () => {
+    const rows = await Promise.all(
+      Object.entries(TABLE).map(async ([name, pieces]) => {
+        const got: Record<string, { answers: string[]; closed: boolean }> = {};
+        await Promise.all(Object.entries(targets).map(async ([k, t]) => (got[k] = await outcome(t, pieces))));
+        return { name, got };
+      }),
+    );
+    const diffs: string[] = [];
+    for (const { name, got } of rows) {
+      for (const k of ['kv', 'vector', 'queue']) {
+        if (JSON.stringify(got[k]) !== JSON.stringify(got.node)) diffs.push(`${name}: ${k} ${JSON.stringify(got[k])}, node:http ${JSON.stringify(got.node)}`);
+      }
+    }
+    assert.deepEqual(diffs, []);
   });
 });

@@ -137,11 +137,17 @@ describe('vector HTTP fronts (fast path and node:http hand-over)', () => {
     assert.ok(closed || replies[0].headers.connection === 'close');
   });
 
-  test('401 on the fast path keeps the connection usable', async () => {
+  test('401 on the fast path: without a body the connection stays usable; with a body it is refused from the head and closed', async () => {
+    const badGet = `GET /info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n\r\n`;
+    const kept = await exchange(url, badGet + req('POST', '/query', JSON.stringify({ vector: [1, 0], topK: 1 })), 2);
+    assert.equal(kept.closed, false);
+    assert.deepEqual(kept.replies.map((r) => r.status), [401, 200]);
+    assert.deepEqual(JSON.parse(kept.replies[0].body), { error: 'Unauthorized: Invalid auth token', status: 401 });
     const bad = `POST /query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nContent-Length: 2\r\n\r\n{}`;
     const { replies, closed } = await exchange(url, bad + req('POST', '/query', JSON.stringify({ vector: [1, 0], topK: 1 })), 2);
-    assert.equal(closed, false);
-    assert.deepEqual(replies.map((r) => r.status), [401, 200]);
+    assert.equal(closed, true);
+    assert.deepEqual(replies.map((r) => r.status), [401]);
+    assert.equal(replies[0].headers.connection, 'close');
     assert.deepEqual(JSON.parse(replies[0].body), { error: 'Unauthorized: Invalid auth token', status: 401 });
   });
 });

@@ -8,6 +8,15 @@
  * Restarts: when the child dies it is restarted after a capped, jittered exponential backoff
  * (100 ms doubling up to 5 s, times 0.5..1); the counter resets after 30 s of uptime. While it is
  * down `up` is false and the gateway fails requests fast with 503.
+ *
+ * No orphan: each redis-server has a watchdog ({@link WATCHDOG_SCRIPT}), a `/bin/sh` child whose
+ * stdin is a pipe from svc that svc never writes to. The kernel closes the pipe when svc's process
+ * ends in any way — `stop()`, a crash, SIGKILL, an out-of-memory abort — and the watchdog, reading
+ * end-of-file, stops that redis-server (SIGTERM, SIGKILL after 5 s). Linux's parent-death signal
+ * (`prctl(PR_SET_PDEATHSIG)`) cannot be asked for from Node, and a redis-server left running would
+ * keep the AOF and the socket of the data dir. The watchdog runs in its own process group (a
+ * terminal's Ctrl-C does not reach it) and is killed by svc when its redis-server exits or is
+ * stopped, so it never signals a reused pid.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +38,13 @@ export const STANDARD_DENIED = [
 ];
 
 const MAX_SUN_PATH = 107;
+
+/**
+ * The watchdog of one redis-server (pid `$1`): waits for end-of-file on stdin (svc's end), then
+ * SIGTERM, up to 5 s for it to exit (Redis flushes the AOF), SIGKILL.
+ */
+export const WATCHDOG_SCRIPT =
+  'read _ ; kill -TERM "$1" 2>/dev/null; i=0; while kill -0 "$1" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL "$1" 2>/dev/null';
 const START_TIMEOUT_MS = 15_000;
 
 /** Backoff before restart attempt `n` (0-based), in ms: capped exponential with jitter. */
@@ -47,6 +63,8 @@ export class SupervisedBackend implements Backend {
   /** Called each time a restart of a died redis-server begins (metrics). */
   onRestart: (() => void) | undefined;
   private child: ChildProcess | undefined;
+  /** The watchdog of {@link child} (see the module doc). */
+  private watchdog: ChildProcess | undefined;
   private stopping = false;
   private attempts = 0;
   private startedAt = 0;
@@ -134,6 +152,7 @@ export class SupervisedBackend implements Backend {
     fs.chmodSync(conf, 0o600);
     const child = spawn(this.bin, [conf], { stdio: ['ignore', 'ignore', 'pipe'] });
     this.child = child;
+    if (child.pid !== undefined) this.watch(child.pid);
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => {
       if (stderr.length < 4000) stderr += d.toString();
@@ -178,8 +197,32 @@ export class SupervisedBackend implements Backend {
     this.logger.info({ pid: child.pid }, 'kv: redis-server is up');
   }
 
+  /** Starts the watchdog of redis-server `pid` (the module doc). */
+  private watch(pid: number): void {
+    this.unwatch();
+    try {
+      const w = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, 'svc-redis-watchdog', String(pid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+      w.on('error', (err) => this.logger.warn({ err: err.message }, 'kv: the redis-server watchdog could not start'));
+      w.stdin?.on('error', () => undefined);
+      // neither the watchdog nor its pipe keeps svc running
+      w.unref();
+      (w.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+      this.watchdog = w;
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'kv: the redis-server watchdog could not start');
+    }
+  }
+
+  /** Ends the watchdog without letting it signal (its redis-server exited or is being stopped by svc). */
+  private unwatch(): void {
+    const w = this.watchdog;
+    this.watchdog = undefined;
+    if (w && w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  }
+
   private onExit(child: ChildProcess): void {
     if (this.child !== child) return;
+    this.unwatch();
     this.up = false;
     this.child = undefined;
     for (const fn of this.downHandlers) {
@@ -290,6 +333,7 @@ export class SupervisedBackend implements Backend {
     this.up = false;
     if (this.restartTimer) clearTimeout(this.restartTimer);
     const child = this.child;
+    this.unwatch();
     if (!child || child.exitCode !== null || child.pid === undefined) return;
     const gone = new Promise<void>((r) => child.once('exit', () => r()));
     child.kill('SIGTERM');

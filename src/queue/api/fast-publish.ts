@@ -12,7 +12,7 @@
  * `application/json; charset=utf-8` answers.
  */
 import { SecretMatcher, secretDigest } from '../../http/auth.js';
-import type { FastHandler, FastResponse } from '../../http/fast.js';
+import type { FastHandler, FastHead, FastResponse } from '../../http/fast.js';
 import { rawRequestToken } from '../../http/raw.js';
 import type { ErrorLog } from '../../logger.js';
 import { errorAnswer, queueError } from '../errors.js';
@@ -21,6 +21,7 @@ import { publishRequest } from './publish.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const PREFIX = '/v2/publish/';
+const UNAUTHORIZED = queueError('unauthorized');
 
 
 /** Constant-time check of a presented token against the current queue tokens (every one compared). */
@@ -41,15 +42,23 @@ function tokenChecker(tokens: () => readonly string[]): (candidate: string) => b
 export function fastPublishHandler(ctx: QueueApiContext, tokens: () => readonly string[], logger: ErrorLog): FastHandler {
   const valid = tokenChecker(tokens);
   const fail = (out: FastResponse, status: number, message: string) => out.send(status, JSON_TYPE, JSON.stringify({ error: message }), '');
+  const authorized = (head: FastHead): boolean => {
+    const q = head.url.indexOf('?');
+    const t = rawRequestToken(head.headers, q < 0 ? undefined : head.url.slice(q + 1), TOKEN_QUERY_PARAMS);
+    return t !== undefined && t !== '' && valid(t);
+  };
   return {
     accepts: (method, path) => method === 'POST' && path.startsWith(PREFIX),
-    handle(head, body, out) {
-      const q = head.url.indexOf('?');
-      const t = rawRequestToken(head.headers, q < 0 ? undefined : head.url.slice(q + 1), TOKEN_QUERY_PARAMS);
-      if (!t || !valid(t)) {
-        const e = queueError('unauthorized');
-        return fail(out, e.statusCode, e.message);
+    // a publish with a body and a wrong token is refused from its head (the connection then closes)
+    precheck(head) {
+      if (authorized(head)) {
+        head.auth = true;
+        return undefined;
       }
+      return { status: UNAUTHORIZED.statusCode, type: JSON_TYPE, body: JSON.stringify({ error: UNAUTHORIZED.message }), extraHeaders: '' };
+    },
+    handle(head, body, out) {
+      if (head.auth !== true && !authorized(head)) return fail(out, UNAUTHORIZED.statusCode, UNAUTHORIZED.message);
       publishRequest(ctx, head.url, head.headers, body ?? Buffer.alloc(0), out.remoteAddress).then(
         ({ status, payload }) => out.send(status, JSON_TYPE, JSON.stringify(payload), ''),
         (err: Error & { statusCode?: number }) => {

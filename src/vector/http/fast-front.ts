@@ -12,12 +12,13 @@
 import { isAscii } from 'node:buffer';
 import type { FastHandler } from '../../http/fast.js';
 import { errorBody, VECTOR_ERRORS, vectorMessage } from '../errors.js';
-import { answer, answerHeaders, isAnswer, routeRequest, type RouteDeps } from './routes.js';
+import { answer, answerHeaders, isAnswer, routeRequest, type Answer, type RouteDeps, type Routed } from './routes.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const METHODS: readonly string[] = ['DELETE'];
 const INTERNAL = VECTOR_ERRORS.internal.status;
 const INTERNAL_BODY = errorBody(INTERNAL, vectorMessage('internal'));
+const UNAUTHORIZED = VECTOR_ERRORS.unauthorized.status;
 
 /** Body bytes as text (UTF-8; invalid sequences become U+FFFD as in the node:http front's decoder). */
 function bodyText(body: Buffer | undefined): string {
@@ -28,12 +29,20 @@ function bodyText(body: Buffer | undefined): string {
 
 /**
  * The fast handler of the vector port. Never throws: every request is answered once with a JSON
- * body (errors as `{error, status}`; unexpected failures 500, logged).
+ * body (errors as `{error, status}`; unexpected failures 500, logged). A request with a body is
+ * routed and authenticated from its head first (`precheck`): without a valid token it is answered
+ * 401 and the connection closed before the body is read.
  */
 export function vectorFastHandler(deps: RouteDeps): FastHandler {
   return {
     methods: METHODS,
     accepts: (method) => method !== 'HEAD',
+    precheck(head) {
+      const r = routeRequest(deps, head.method, head.url, head.headers);
+      if (isAnswer(r) && r.status === UNAUTHORIZED) return { status: r.status, type: JSON_TYPE, body: r.body, extraHeaders: answerHeaders(r.status) };
+      head.auth = r;
+      return undefined;
+    },
     handle(head, body, out) {
       const start = performance.now();
       let meter = deps.metrics.route(undefined);
@@ -42,7 +51,7 @@ export function vectorFastHandler(deps: RouteDeps): FastHandler {
         meter.done(status, start);
       };
       try {
-        const r = routeRequest(deps, head.method, head.url, head.headers);
+        const r = (head.auth as Routed | Answer | undefined) ?? routeRequest(deps, head.method, head.url, head.headers);
         if (isAnswer(r)) return send(r.status, r.body);
         meter = deps.metrics.route(r.endpoint);
         const a = answer(deps, r, bodyText(body));

@@ -15,7 +15,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { CredentialStore } from '../../credentials.js';
 import { StringDecoder } from 'node:string_decoder';
 import { SecretMatcher, secretDigest } from '../../http/auth.js';
-import { rawRequestToken } from '../../http/raw.js';
+import { originForm, rawRequestToken } from '../../http/raw.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../../http/json-depth.js';
 import type { Logger } from '../../logger.js';
 import type { VectorIndex } from '../engine/vector-index.js';
@@ -235,10 +235,14 @@ export function vectorRequestListener(deps: RouteDeps): (req: IncomingMessage, r
 
 async function handleNode(req: IncomingMessage, res: ServerResponse, deps: RouteDeps): Promise<void> {
   const start = performance.now();
-  const r = routeRequest(deps, req.method ?? 'GET', req.url ?? '/', req.headers);
+  const r = routeRequest(deps, req.method ?? 'GET', originForm(req.url ?? '/'), req.headers);
   const meter = deps.metrics.route(isAnswer(r) ? undefined : r.endpoint);
   res.once('finish', () => meter.done(res.statusCode, start));
   if (isAnswer(r)) {
+    // a request without valid credentials: its body is not read, the connection closes
+    if (r.status === VECTOR_ERRORS.unauthorized.status && req.headers['content-length'] !== '0' && (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)) {
+      res.shouldKeepAlive = false;
+    }
     // answered before the body is read: drain it so the keep-alive connection stays usable
     req.resume();
     return send(res, r);

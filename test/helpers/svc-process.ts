@@ -1,0 +1,104 @@
+/**
+ * svc as a real child process (`node bin/svc.js serve`, every port 0) for tests that measure its
+ * memory, outlive it or kill it: the areas' URLs from the banner, the tokens from
+ * `credentials.json`, its resident set size from `/proc`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tempDir } from './env.js';
+import { waitFor } from './wait.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface SvcProcess {
+  child: ChildProcess;
+  dataDir: string;
+  /** Area name -> port. */
+  ports: Record<string, number>;
+  /** Credential name -> value (`credentials.json`). */
+  credentials: Record<string, string>;
+  /** Everything svc wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resident set size of the svc process in MiB (`VmRSS`). */
+  rssMb(): number;
+  /** True while the process runs. */
+  alive(): boolean;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM (SIGKILL after 20 s), then removes the data dir. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts svc with `areas` (kv workers off) and `env`; `nodeArgs` go before the script (e.g.
+ * `--max-old-space-size=64`). Resolves once the banner names every area's URL (60 s deadline).
+ */
+export async function spawnSvc(areas: string[], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<SvcProcess> {
+  const tmp = tempDir('svc-proc-');
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/svc.js'), 'serve'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      SVC_HOST: '127.0.0.1',
+      SVC_DATA_DIR: tmp.dir,
+      SVC_AREAS: areas.join(','),
+      SVC_KV_PORT: '0',
+      SVC_VECTOR_PORT: '0',
+      SVC_QUEUE_PORT: '0',
+      SVC_MGMT_PORT: '0',
+      SVC_KV_WORKERS: '0',
+      SVC_VECTOR_DIMENSION: '2',
+      SVC_LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const ports: Record<string, number> = {};
+  try {
+    await waitFor(
+      'svc banner',
+      () => {
+        for (const a of areas) {
+          const m = new RegExp(`^${a}\\s+http://[^:]+:(\\d+)`, 'm').exec(out);
+          if (!m) return undefined;
+          ports[a] = Number(m[1]);
+        }
+        return true;
+      },
+      60_000,
+    );
+  } catch (err) {
+    child.kill('SIGKILL');
+    tmp.cleanup();
+    throw new Error(`${(err as Error).message}\n${out}`);
+  }
+  const credentials = JSON.parse(fs.readFileSync(path.join(tmp.dir, 'credentials.json'), 'utf8')) as Record<string, string>;
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  return {
+    child,
+    dataDir: tmp.dir,
+    ports,
+    credentials,
+    output: () => out,
+    rssMb() {
+      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : NaN;
+    },
+    alive,
+    exited,
+    async close() {
+      if (alive()) {
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        await exited;
+        clearTimeout(t);
+      }
+      tmp.cleanup();
+    },
+  };
+}
