@@ -37,6 +37,7 @@
 import type http from 'node:http';
 import net from 'node:net';
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
+import { closeWith } from './close-after-answer.js';
 
 /** Idle keep-alive timeout in ms (Fastify's setting in `src/http/server.ts`; `Keep-Alive: timeout=72`). */
 export const FAST_KEEP_ALIVE_MS = 72_000;
@@ -237,40 +238,6 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
 
 /** Answer of a request whose head or body did not arrive in time (the bytes `node:http` sends). */
 const TIMEOUT_RESPONSE = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
-/**
- * After svc answered and closed its side of a connection whose client may still be sending (a
- * refused body, a refused connection), the socket is destroyed when the client closes too, or this
- * many ms later, not at once: closing with unread bytes makes the kernel send a reset, which can
- * discard the answer before the client reads it.
- */
-const LINGER_MS = 2000;
-/** Bytes read and discarded meanwhile (to see the client's close); past them reading stops and what the client sends waits in the kernel's buffers. */
-const LINGER_DISCARD_MAX = 64 * 1024;
-
-/**
- * Ends `socket` with `bytes` (a complete response with `Connection: close`); destroys it when the
- * client closes its side or {@link LINGER_MS} ms later. At most {@link LINGER_DISCARD_MAX} more
- * bytes are read (and dropped).
- */
-export function closeWith(socket: net.Socket, bytes: string | Buffer): void {
-  socket.removeAllListeners('data');
-  socket.removeAllListeners('end');
-  socket.on('error', () => undefined);
-  socket.setTimeout(0);
-  let budget = LINGER_DISCARD_MAX;
-  socket.on('data', (chunk: Buffer) => {
-    budget -= chunk.length;
-    if (budget < 0) socket.pause();
-  });
-  socket.once('end', () => socket.destroy());
-  socket.end(bytes);
-  if (socket.readableEnded) net.Socket.prototype.destroySoon.call(socket);
-  else socket.resume();
-  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-  timer.unref();
-  socket.once('close', () => clearTimeout(timer));
-}
-
 /** One client connection while it is on the fast path. */
 class FastConnection implements FastResponse {
   /** Unconsumed input bytes: the start of the next request(s). */
