@@ -1,0 +1,317 @@
+/**
+ * Following a message end to end with W3C Trace Context and OpenTelemetry (`src/tracing.ts`,
+ * `src/queue/delivery/trace.ts`).
+ *
+ * Tracing on: svc runs as a real child process (`node bin/svc.js serve`, queue + kv with its own
+ * redis-server) with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an OTLP/HTTP receiver this test
+ * starts (a node:http server that accepts `POST /v1/traces` with OTLP JSON bodies, as a collector
+ * does, and keeps every span). A message published with the official SDK and a `traceparent`
+ * (sent as an instrumented HTTP client sends it) to a destination that fails once then succeeds
+ * gives one trace: the publish span (child of the publisher's span), two delivery-attempt spans
+ * (retry 0 answered 500, retry 1 answered 200), the callback's attempt span, and the destination's
+ * own span (made from the `traceparent` it received) is a child of the attempt that reached it.
+ *
+ * Tracing off (svc in this process, no endpoint): the `traceparent`/`tracestate` a publish brings
+ * (its own header, `Upstash-Forward-Traceparent`, a batch entry's header, `/v2/enqueue`) reach the
+ * destination unchanged on every attempt and on callbacks.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { Client } from '@upstash/qstash';
+import { Redis } from '@upstash/redis';
+import { tempDir } from '../helpers/env.js';
+import { spawnQueueSvc, startQueue, startSink, waitFor, type SinkRequest } from './helpers.js';
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  status: { code?: number };
+  attributes: Record<string, unknown>;
+  service: string;
+}
+
+/** OTLP JSON ids are hex (OTLP/HTTP JSON encoding); base64 is accepted too. */
+function hexId(v: string | undefined): string {
+  if (!v) return '';
+  return /^[0-9a-f]+$/i.test(v) ? v.toLowerCase() : Buffer.from(v, 'base64').toString('hex');
+}
+
+/** An OTLP AnyValue as a plain value. */
+function anyValue(v: Record<string, unknown>): unknown {
+  if ('stringValue' in v) return v.stringValue;
+  if ('intValue' in v) return Number(v.intValue);
+  if ('doubleValue' in v) return v.doubleValue;
+  if ('boolValue' in v) return v.boolValue;
+  return v;
+}
+
+const attrs = (list: { key: string; value: Record<string, unknown> }[] | undefined) =>
+  Object.fromEntries((list ?? []).map((a) => [a.key, anyValue(a.value)]));
+
+/** An OTLP/HTTP trace receiver (JSON bodies) on port 0: every exported span, flattened. */
+async function startOtlpReceiver() {
+  const spans: OtlpSpan[] = [];
+  const contentTypes = new Set<string>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/traces') {
+        res.writeHead(404).end();
+        return;
+      }
+      contentTypes.add(String(req.headers['content-type']));
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      for (const rs of body.resourceSpans ?? []) {
+        const service = String(attrs(rs.resource?.attributes)['service.name']);
+        for (const ss of rs.scopeSpans ?? []) {
+          for (const s of ss.spans ?? []) {
+            spans.push({
+              traceId: hexId(s.traceId),
+              spanId: hexId(s.spanId),
+              parentSpanId: hexId(s.parentSpanId),
+              name: s.name,
+              kind: s.kind,
+              status: s.status ?? {},
+              attributes: attrs(s.attributes),
+              service,
+            });
+          }
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    spans,
+    contentTypes,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** A W3C `traceparent`'s fields. */
+function parseTraceparent(v: string | string[] | undefined): { traceId: string; parentId: string } {
+  const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/.exec(String(v));
+  assert.ok(m, `a valid traceparent, got ${String(v)}`);
+  return { traceId: m[1], parentId: m[2] };
+}
+
+/**
+ * What an instrumented destination does with a request: continues the trace of its `traceparent`
+ * with a span of its own (a new span id whose parent is the `traceparent`'s parent id).
+ */
+function destinationSpan(r: SinkRequest): { traceId: string; spanId: string; parentSpanId: string } {
+  const { traceId, parentId } = parseTraceparent(r.headers.traceparent);
+  return { traceId, spanId: hex(8), parentSpanId: parentId };
+}
+
+/**
+ * Runs `fn` with the process's `fetch` sending `traceparent` (and `tracestate`) on every request,
+ * as an OpenTelemetry-instrumented HTTP client does for the span it is in. (The SDK's own
+ * `headers` option is not that: it forwards them, `Upstash-Forward-*`.)
+ */
+async function withInstrumentedFetch<T>(trace: { traceparent: string; tracestate?: string }, fn: () => Promise<T>): Promise<T> {
+  const plain = globalThis.fetch;
+  globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
+    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    headers.set('traceparent', trace.traceparent);
+    if (trace.tracestate) headers.set('tracestate', trace.tracestate);
+    return plain(input, { ...init, headers });
+  };
+  try {
+    return await fn();
+  } finally {
+    globalThis.fetch = plain;
+  }
+}
+
+/** The `.env` block values printed in svc's banner. */
+const envValue = (out: string, key: string) => new RegExp(`^${key}=(\\S+)$`, 'm').exec(out)?.[1];
+
+test('tracing on: publish, both attempts, the callback and the destination are one trace; kv requests have spans', { timeout: 240_000 }, async () => {
+  const otlp = await startOtlpReceiver();
+  const sink = await startSink((r, nth) => (r.url === '/hook' && nth === 1 ? { status: 500, body: 'not yet' } : undefined));
+  const tmp = tempDir('svc-tracing-');
+  const svc = await spawnQueueSvc(tmp.dir, {
+    SVC_AREAS: 'queue,kv',
+    SVC_KV_PORT: '0',
+    SVC_KV_WORKERS: '0',
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: 'svc-under-test',
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  });
+  try {
+    const kvUrl = await waitFor('kv url in the banner', () => envValue(svc.output(), 'UPSTASH_REDIS_REST_URL'), 60_000);
+    const creds = JSON.parse(fs.readFileSync(path.join(tmp.dir, 'credentials.json'), 'utf8')) as Record<string, string>;
+
+    // the publisher's own trace: what an instrumented fetch sends with the publish request
+    const traceId = hex(16);
+    const publisherSpan = hex(8);
+    const client = new Client({ baseUrl: svc.url, token: creds['queue.token'], retry: false });
+    const { messageId } = await withInstrumentedFetch({ traceparent: `00-${traceId}-${publisherSpan}-01`, tracestate: 'vendor=abc' }, () =>
+      client.publishJSON({ url: `${sink.url}/hook`, body: { hello: 'trace' }, retries: 1, retryDelay: '50', callback: `${sink.url}/cb` }),
+    );
+
+    // a callback follows each attempt (the failed one's reports the 500)
+    await waitFor('two attempts and their callbacks at the destination', () => sink.at('/hook').length >= 2 && sink.at('/cb').length >= 2, 120_000);
+    const inTrace = () => otlp.spans.filter((s) => s.traceId === traceId);
+    await waitFor(
+      'publish, two attempt spans and the callback attempt exported',
+      () => inTrace().some((s) => s.name === 'publish') && inTrace().filter((s) => s.name === 'deliver').length >= 2 && inTrace().filter((s) => s.name === 'deliver callback').length >= 2,
+      120_000,
+    );
+    assert.ok([...otlp.contentTypes].every((t) => t.startsWith('application/json')), `OTLP/HTTP JSON, got ${[...otlp.contentTypes]}`);
+
+    const publish = inTrace().find((s) => s.name === 'publish')!;
+    assert.equal(publish.parentSpanId, publisherSpan, 'the publish span is a child of the publisher span');
+    assert.equal(publish.kind, 4, 'PRODUCER');
+    assert.equal(publish.service, 'svc-under-test');
+    assert.equal(publish.attributes['messaging.message.id'], messageId);
+
+    const attempts = inTrace()
+      .filter((s) => s.name === 'deliver')
+      .sort((a, b) => Number(a.attributes['svc.queue.retry']) - Number(b.attributes['svc.queue.retry']));
+    assert.equal(attempts.length, 2);
+    assert.deepEqual(attempts.map((s) => s.attributes['svc.queue.retry']), [0, 1]);
+    assert.deepEqual(attempts.map((s) => s.attributes['http.response.status_code']), [500, 200]);
+    assert.deepEqual(attempts.map((s) => s.attributes['svc.queue.outcome']), ['retry', 'delivered']);
+    assert.deepEqual(attempts.map((s) => s.status.code ?? 0), [2, 0], 'the failed attempt has status ERROR');
+    for (const a of attempts) {
+      assert.equal(a.parentSpanId, publish.spanId, 'each attempt is a child of the publish span');
+      assert.equal(a.kind, 3, 'CLIENT');
+      assert.equal(a.attributes['messaging.message.id'], messageId);
+      assert.equal(a.attributes['url.full'], `${sink.url}/hook`);
+    }
+
+    // the destination continues the trace: its span's parent is the attempt that reached it
+    const received = sink.at('/hook').sort((a, b) => Number(a.headers['upstash-retried']) - Number(b.headers['upstash-retried']));
+    for (const [i, r] of received.entries()) {
+      const own = destinationSpan(r);
+      assert.equal(own.traceId, traceId, 'the destination joins the publisher trace');
+      assert.equal(own.parentSpanId, attempts[i].spanId, `attempt ${i}'s span is the destination span's parent`);
+      assert.equal(r.headers.tracestate, 'vendor=abc', 'tracestate travels with it');
+    }
+
+    // the callbacks: each one's attempt is a child of the attempt whose outcome it reports, and
+    // its traceparent names that callback attempt
+    const cbSpans = inTrace().filter((s) => s.name === 'deliver callback');
+    assert.deepEqual(new Set(cbSpans.map((s) => s.parentSpanId)), new Set(attempts.map((a) => a.spanId)));
+    assert.deepEqual(new Set(sink.at('/cb').map((r) => parseTraceparent(r.headers.traceparent).parentId)), new Set(cbSpans.map((s) => s.spanId)));
+
+    // kv: a span per request, named after the command, child of the request's traceparent
+    const redis = new Redis({ url: kvUrl, token: envValue(svc.output(), 'UPSTASH_REDIS_REST_TOKEN')!, enableTelemetry: false, enableAutoPipelining: false });
+    assert.equal(await redis.set('traced-key', 'v'), 'OK');
+    const kvTrace = hex(16);
+    const kvParent = hex(8);
+    const res = await fetch(kvUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${envValue(svc.output(), 'UPSTASH_REDIS_REST_TOKEN')}`, traceparent: `00-${kvTrace}-${kvParent}-01` },
+      body: JSON.stringify(['GET', 'traced-key']),
+    });
+    assert.deepEqual(await res.json(), { result: 'v' });
+    const set = await waitFor('kv SET span', () => otlp.spans.find((s) => s.name === 'kv SET'), 60_000).catch((err: Error) => {
+      throw new Error(`${err.message}; spans: ${otlp.spans.map((s) => s.name).join(', ')}\n${svc.output()}`);
+    });
+    assert.equal(set.attributes['db.system.name'], 'redis');
+    assert.equal(set.attributes['db.operation.name'], 'SET');
+    assert.equal(set.attributes['http.response.status_code'], 200);
+    assert.ok(!JSON.stringify(set.attributes).includes('traced-key'), 'no key in the span');
+    const get = await waitFor('kv GET span', () => otlp.spans.find((s) => s.name === 'kv GET'), 60_000);
+    assert.equal(get.traceId, kvTrace);
+    assert.equal(get.parentSpanId, kvParent);
+    assert.equal(get.kind, 2, 'SERVER');
+  } finally {
+    svc.child.kill('SIGTERM');
+    await new Promise((r) => svc.child.once('exit', r));
+    await sink.close();
+    await otlp.close();
+    tmp.cleanup();
+  }
+});
+
+test('tracing off: the publisher traceparent reaches the destination unchanged on every attempt and callback', { timeout: 240_000 }, async () => {
+  const sink = await startSink((r, nth) => (r.url.startsWith('/flaky') && nth === 1 ? { status: 503 } : undefined));
+  const q = await startQueue();
+  try {
+    const tp = (id: string) => `00-${id}-${hex(8)}-01`;
+    const direct = tp(hex(16));
+    const forwarded = tp(hex(16));
+    const batched = tp(hex(16));
+    const enqueued = tp(hex(16));
+
+    // 1. the publish request's own header (an instrumented client), with tracestate; fails once, has a callback
+    await withInstrumentedFetch({ traceparent: direct, tracestate: 'a=1' }, () =>
+      q.client.publishJSON({ url: `${sink.url}/flaky-direct`, body: {}, retries: 2, retryDelay: '50', callback: `${sink.url}/cb-direct` }),
+    );
+    // 2. forwarded by the publisher (`Upstash-Forward-Traceparent`), per message and client-wide
+    await q.client.publishJSON({ url: `${sink.url}/forwarded`, body: {}, headers: { traceparent: forwarded } });
+    const forwarding = new Client({ baseUrl: q.url, token: q.token, retry: false, headers: { traceparent: forwarded, tracestate: 'b=2' } });
+    await forwarding.publishJSON({ url: `${sink.url}/forwarded-all`, body: {} });
+    // 3. a batch entry's own headers
+    await q.client.batchJSON([
+      { url: `${sink.url}/batched`, body: {}, headers: { traceparent: batched } },
+      { url: `${sink.url}/untraced`, body: {} },
+    ]);
+    // 4. /v2/enqueue into a queue, header on the request
+    const res = await q.api(`/v2/enqueue/traced-queue/${sink.url}/enqueued`, { method: 'POST', headers: { traceparent: enqueued, 'content-type': 'text/plain' }, body: 'x' });
+    assert.equal(res.status, 200, await res.clone().text());
+
+    await waitFor(
+      'every delivery',
+      () => ['/flaky-direct', '/cb-direct', '/forwarded', '/forwarded-all', '/batched', '/untraced', '/enqueued'].every((p) => sink.at(p).length >= (p === '/flaky-direct' ? 2 : 1)),
+      120_000,
+    );
+    const attempts = sink.at('/flaky-direct');
+    assert.equal(attempts.length, 2);
+    for (const r of attempts) {
+      assert.equal(r.headers.traceparent, direct, 'every attempt carries the publisher traceparent');
+      assert.equal(r.headers.tracestate, 'a=1');
+    }
+    assert.ok(sink.at('/cb-direct').every((r) => r.headers.traceparent === direct), 'so do the callbacks');
+    assert.equal(sink.at('/forwarded')[0].headers.traceparent, forwarded);
+    assert.equal(sink.at('/forwarded-all')[0].headers.traceparent, forwarded);
+    assert.equal(sink.at('/forwarded-all')[0].headers.tracestate, 'b=2');
+    assert.equal(sink.at('/batched')[0].headers.traceparent, batched);
+    assert.equal(sink.at('/untraced')[0].headers.traceparent, undefined, 'no context, none invented');
+    assert.equal(sink.at('/enqueued')[0].headers.traceparent, enqueued);
+    // one traceparent header, not the forwarded one beside the request's
+    for (const r of sink.requests) {
+      const raw = r.headers.traceparent;
+      assert.ok(raw === undefined || !raw.includes(','), `one traceparent, got ${raw}`);
+    }
+  } finally {
+    await q.close();
+    await sink.close();
+  }
+});
+
+test('tracing off: a malformed traceparent is not forwarded as trace context', { timeout: 120_000 }, async () => {
+  const sink = await startSink();
+  const q = await startQueue();
+  try {
+    await withInstrumentedFetch({ traceparent: '00-zz-not-a-trace' }, () => q.client.publishJSON({ url: `${sink.url}/bad`, body: {} }));
+    await waitFor('delivery', () => sink.at('/bad').length >= 1, 60_000);
+    assert.equal(sink.at('/bad')[0].headers.traceparent, undefined);
+  } finally {
+    await q.close();
+    await sink.close();
+  }
+});
