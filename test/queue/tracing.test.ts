@@ -24,8 +24,10 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { Client } from '@upstash/qstash';
 import { Redis } from '@upstash/redis';
+import { Client as WorkflowClient } from '@upstash/workflow';
 import { tempDir } from '../helpers/env.js';
 import { spawnQueueSvc, startQueue, startSink, waitFor, type SinkRequest } from './helpers.js';
+import { startWorkflowApp } from './workflow-helpers.js';
 
 interface OtlpSpan {
   traceId: string;
@@ -123,13 +125,15 @@ function destinationSpan(r: SinkRequest): { traceId: string; spanId: string; par
 }
 
 /**
- * Runs `fn` with the process's `fetch` sending `traceparent` (and `tracestate`) on every request,
- * as an OpenTelemetry-instrumented HTTP client does for the span it is in. (The SDK's own
- * `headers` option is not that: it forwards them, `Upstash-Forward-*`.)
+ * Runs `fn` with the process's next `fetch` sending `traceparent` (and `tracestate`), as an
+ * OpenTelemetry-instrumented HTTP client does for the span it is in; later requests (a workflow
+ * endpoint's own publishes in this process) go out as they are. (The SDKs' `headers` options are
+ * not that: they forward them, `Upstash-Forward-*`.)
  */
 async function withInstrumentedFetch<T>(trace: { traceparent: string; tracestate?: string }, fn: () => Promise<T>): Promise<T> {
   const plain = globalThis.fetch;
   globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
+    globalThis.fetch = plain;
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     headers.set('traceparent', trace.traceparent);
     if (trace.tracestate) headers.set('tracestate', trace.tracestate);
@@ -140,6 +144,23 @@ async function withInstrumentedFetch<T>(trace: { traceparent: string; tracestate
   } finally {
     globalThis.fetch = plain;
   }
+}
+
+/** A workflow endpoint (the SDK's `serve`) at `/three` running three steps, against the queue at `url`. */
+function threeStepApp(url: string, token: string, keys: { currentSigningKey: string; nextSigningKey: string }) {
+  return startWorkflowApp(
+    { QSTASH_URL: url, QSTASH_TOKEN: token, QSTASH_CURRENT_SIGNING_KEY: keys.currentSigningKey, QSTASH_NEXT_SIGNING_KEY: keys.nextSigningKey },
+    {
+      '/three': [
+        async (ctx) => {
+          const a = await ctx.run('s1', () => 1);
+          const b = await ctx.run('s2', () => a + 1);
+          return { result: await ctx.run('s3', () => b + 1) };
+        },
+        {},
+      ],
+    },
+  );
 }
 
 /** The `.env` block values printed in svc's banner. */
@@ -215,6 +236,39 @@ test('tracing on: publish, both attempts, the callback and the destination are o
     const cbSpans = inTrace().filter((s) => s.name === 'deliver callback');
     assert.deepEqual(new Set(cbSpans.map((s) => s.parentSpanId)), new Set(attempts.map((a) => a.spanId)));
     assert.deepEqual(new Set(sink.at('/cb').map((r) => parseTraceparent(r.headers.traceparent).parentId)), new Set(cbSpans.map((s) => s.spanId)));
+
+    // a workflow run: every step's delivery is a `workflow step` span of the trigger's trace
+    // (the endpoint's own step publishes carry no context: they continue the run's)
+    const app = await threeStepApp(svc.url, creds['queue.token'], { currentSigningKey: creds['queue.currentSigningKey'], nextSigningKey: creds['queue.nextSigningKey'] });
+    try {
+      const wfTrace = hex(16);
+      const wf = new WorkflowClient({ baseUrl: svc.url, token: creds['queue.token'] });
+      const { workflowRunId } = await withInstrumentedFetch({ traceparent: `00-${wfTrace}-${hex(8)}-01` }, () => wf.trigger({ url: `${app.url}/three`, body: {} }));
+      const done = () => app.requests.filter((r) => r.path === '/three' && r.status === 200);
+      await waitFor('the run to finish', async () => {
+        const res = await fetch(`${svc.url}/v2/workflows/logs?workflowRunId=${workflowRunId}`, { headers: { authorization: `Bearer ${creds['queue.token']}` } });
+        const body = (await res.json()) as { runs: { workflowState: string }[] };
+        return body.runs[0]?.workflowState === 'RUN_SUCCESS';
+      }, 120_000);
+      const steps = await waitFor(
+        'a workflow step span per delivery to the endpoint',
+        () => {
+          const s = otlp.spans.filter((x) => x.name === 'workflow step' && x.attributes['svc.workflow.run_id'] === workflowRunId);
+          return s.length >= done().length ? s : undefined;
+        },
+        60_000,
+      );
+      assert.ok(done().length >= 4, `trigger and three steps delivered, got ${done().length}`);
+      for (const st of steps) assert.equal(st.traceId, wfTrace, 'every step is in the trigger trace');
+      const stepIds = new Set(steps.map((x) => x.spanId));
+      for (const r of done()) {
+        const own = destinationSpan({ headers: r.headers } as SinkRequest);
+        assert.equal(own.traceId, wfTrace);
+        assert.ok(stepIds.has(own.parentSpanId), 'the endpoint continues the step span that reached it');
+      }
+    } finally {
+      await app.close();
+    }
 
     // kv: a span per request, named after the command, child of the request's traceparent
     const redis = new Redis({ url: kvUrl, token: envValue(svc.output(), 'UPSTASH_REDIS_REST_TOKEN')!, enableTelemetry: false, enableAutoPipelining: false });
@@ -300,6 +354,25 @@ test('tracing off: the publisher traceparent reaches the destination unchanged o
   } finally {
     await q.close();
     await sink.close();
+  }
+});
+
+test('tracing off: every step of a workflow run carries the trigger traceparent', { timeout: 240_000 }, async () => {
+  const q = await startQueue();
+  const app = await threeStepApp(q.url, q.token, q.keys());
+  try {
+    const traceparent = `00-${hex(16)}-${hex(8)}-01`;
+    const wf = new WorkflowClient({ baseUrl: q.url, token: q.token });
+    await withInstrumentedFetch({ traceparent, tracestate: 'wf=1' }, () => wf.trigger({ url: `${app.url}/three`, body: {} }));
+    const delivered = () => app.requests.filter((r) => r.path === '/three');
+    await waitFor('the trigger and three steps delivered', () => delivered().filter((r) => r.status === 200).length >= 4, 120_000);
+    for (const r of delivered()) {
+      assert.equal(r.headers.traceparent, traceparent);
+      assert.equal(r.headers.tracestate, 'wf=1');
+    }
+  } finally {
+    await app.close();
+    await q.close();
   }
 });
 
