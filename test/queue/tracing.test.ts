@@ -10,6 +10,8 @@
  * gives one trace: the publish span (child of the publisher's span), two delivery-attempt spans
  * (retry 0 answered 500, retry 1 answered 200), the callback's attempt span, and the destination's
  * own span (made from the `traceparent` it received) is a child of the attempt that reached it.
+ * Also: a DLQ move is a span under the last attempt, every delivery of a workflow run's steps is a
+ * `workflow step` span of the trigger's trace, kv and vector requests have server spans.
  *
  * Tracing off (svc in this process, no endpoint): the `traceparent`/`tracestate` a publish brings
  * (its own header, `Upstash-Forward-Traceparent`, a batch entry's header, `/v2/enqueue`) reach the
@@ -24,6 +26,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { Client } from '@upstash/qstash';
 import { Redis } from '@upstash/redis';
+import { Index } from '@upstash/vector';
 import { Client as WorkflowClient } from '@upstash/workflow';
 import { tempDir } from '../helpers/env.js';
 import { spawnQueueSvc, startQueue, startSink, waitFor, type SinkRequest } from './helpers.js';
@@ -166,13 +169,15 @@ function threeStepApp(url: string, token: string, keys: { currentSigningKey: str
 /** The `.env` block values printed in svc's banner. */
 const envValue = (out: string, key: string) => new RegExp(`^${key}=(\\S+)$`, 'm').exec(out)?.[1];
 
-test('tracing on: publish, both attempts, the callback and the destination are one trace; kv requests have spans', { timeout: 240_000 }, async () => {
+test('tracing on: publish, both attempts, the callbacks and the destination are one trace; DLQ moves, workflow steps, kv and vector requests have spans', { timeout: 240_000 }, async () => {
   const otlp = await startOtlpReceiver();
-  const sink = await startSink((r, nth) => (r.url === '/hook' && nth === 1 ? { status: 500, body: 'not yet' } : undefined));
+  const sink = await startSink((r, nth) => (r.url === '/dead' || (r.url === '/hook' && nth === 1) ? { status: 500, body: 'not yet' } : undefined));
   const tmp = tempDir('svc-tracing-');
   const svc = await spawnQueueSvc(tmp.dir, {
-    SVC_AREAS: 'queue,kv',
+    SVC_AREAS: 'queue,kv,vector',
     SVC_KV_PORT: '0',
+    SVC_VECTOR_PORT: '0',
+    SVC_VECTOR_DIMENSION: '3',
     SVC_KV_WORKERS: '0',
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
@@ -237,6 +242,16 @@ test('tracing on: publish, both attempts, the callback and the destination are o
     assert.deepEqual(new Set(cbSpans.map((s) => s.parentSpanId)), new Set(attempts.map((a) => a.spanId)));
     assert.deepEqual(new Set(sink.at('/cb').map((r) => parseTraceparent(r.headers.traceparent).parentId)), new Set(cbSpans.map((s) => s.spanId)));
 
+    // retries used up: the last attempt's span says so and the DLQ move is its child
+    const deadTrace = hex(16);
+    const dead = await withInstrumentedFetch({ traceparent: `00-${deadTrace}-${hex(8)}-01` }, () => client.publishJSON({ url: `${sink.url}/dead`, body: {}, retries: 0 }));
+    const move = await waitFor('dead-letter span', () => otlp.spans.find((s) => s.name === 'dead-letter' && s.traceId === deadTrace), 120_000);
+    const lastAttempt = otlp.spans.find((s) => s.spanId === move.parentSpanId)!;
+    assert.equal(lastAttempt.name, 'deliver');
+    assert.equal(lastAttempt.attributes['svc.queue.outcome'], 'dead-letter');
+    assert.equal(move.attributes['messaging.message.id'], dead.messageId);
+    assert.match(String(move.attributes['svc.queue.dlq_id']), /^\d+-\d+$/);
+
     // a workflow run: every step's delivery is a `workflow step` span of the trigger's trace
     // (the endpoint's own step publishes carry no context: they continue the run's)
     const app = await threeStepApp(svc.url, creds['queue.token'], { currentSigningKey: creds['queue.currentSigningKey'], nextSigningKey: creds['queue.nextSigningKey'] });
@@ -292,6 +307,13 @@ test('tracing on: publish, both attempts, the callback and the destination are o
     assert.equal(get.traceId, kvTrace);
     assert.equal(get.parentSpanId, kvParent);
     assert.equal(get.kind, 2, 'SERVER');
+
+    // vector: a span per request, named after the endpoint, with the index
+    const index = new Index({ url: envValue(svc.output(), 'UPSTASH_VECTOR_REST_URL')!, token: envValue(svc.output(), 'UPSTASH_VECTOR_REST_TOKEN')! });
+    await index.upsert({ id: 'a', vector: [1, 0, 0] });
+    const upsert = await waitFor('vector upsert span', () => otlp.spans.find((s) => s.name === 'vector upsert'), 60_000);
+    assert.equal(upsert.attributes['db.collection.name'], 'default');
+    assert.equal(upsert.attributes['http.response.status_code'], 200);
   } finally {
     svc.child.kill('SIGTERM');
     await new Promise((r) => svc.child.once('exit', r));
