@@ -166,6 +166,19 @@ function threeStepApp(url: string, token: string, keys: { currentSigningKey: str
   );
 }
 
+/** Resolves when workflow run `runId` of the queue at `url` has ended RUN_SUCCESS. */
+function runSucceeded(url: string, token: string, runId: string): Promise<boolean> {
+  return waitFor(
+    `run ${runId} to succeed`,
+    async () => {
+      const res = await fetch(`${url}/v2/workflows/logs?workflowRunId=${runId}`, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { runs: { workflowState: string }[] };
+      return body.runs[0]?.workflowState === 'RUN_SUCCESS';
+    },
+    120_000,
+  );
+}
+
 /** The `.env` block values printed in svc's banner. */
 const envValue = (out: string, key: string) => new RegExp(`^${key}=(\\S+)$`, 'm').exec(out)?.[1];
 
@@ -260,11 +273,7 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
       const wf = new WorkflowClient({ baseUrl: svc.url, token: creds['queue.token'] });
       const { workflowRunId } = await withInstrumentedFetch({ traceparent: `00-${wfTrace}-${hex(8)}-01` }, () => wf.trigger({ url: `${app.url}/three`, body: {} }));
       const done = () => app.requests.filter((r) => r.path === '/three' && r.status === 200);
-      await waitFor('the run to finish', async () => {
-        const res = await fetch(`${svc.url}/v2/workflows/logs?workflowRunId=${workflowRunId}`, { headers: { authorization: `Bearer ${creds['queue.token']}` } });
-        const body = (await res.json()) as { runs: { workflowState: string }[] };
-        return body.runs[0]?.workflowState === 'RUN_SUCCESS';
-      }, 120_000);
+      await runSucceeded(svc.url, creds['queue.token'], workflowRunId);
       const steps = await waitFor(
         'a workflow step span per delivery to the endpoint',
         () => {
@@ -379,19 +388,30 @@ test('tracing off: the publisher traceparent reaches the destination unchanged o
   }
 });
 
-test('tracing off: every step of a workflow run carries the trigger traceparent', { timeout: 240_000 }, async () => {
+test('tracing off: every step of a workflow run carries the trigger traceparent (SDK trigger and /v2/trigger)', { timeout: 240_000 }, async () => {
   const q = await startQueue();
   const app = await threeStepApp(q.url, q.token, q.keys());
   try {
     const traceparent = `00-${hex(16)}-${hex(8)}-01`;
     const wf = new WorkflowClient({ baseUrl: q.url, token: q.token });
-    await withInstrumentedFetch({ traceparent, tracestate: 'wf=1' }, () => wf.trigger({ url: `${app.url}/three`, body: {} }));
+    const first = await withInstrumentedFetch({ traceparent, tracestate: 'wf=1' }, () => wf.trigger({ url: `${app.url}/three`, body: {} }));
+    await runSucceeded(q.url, q.token, first.workflowRunId);
     const delivered = () => app.requests.filter((r) => r.path === '/three');
-    await waitFor('the trigger and three steps delivered', () => delivered().filter((r) => r.status === 200).length >= 4, 120_000);
+    assert.ok(delivered().filter((r) => r.status === 200).length >= 4, 'the trigger and three steps delivered');
     for (const r of delivered()) {
       assert.equal(r.headers.traceparent, traceparent);
       assert.equal(r.headers.tracestate, 'wf=1');
     }
+
+    // a run started over plain HTTP (`/v2/trigger`), which the endpoint's SDK then triggers itself
+    const raw = `00-${hex(16)}-${hex(8)}-01`;
+    const res = await q.api(`/v2/trigger/${app.url}/three`, { method: 'POST', headers: { traceparent: raw, 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(res.status, 200, await res.clone().text());
+    const { workflowRunId } = (await res.json()) as { workflowRunId: string };
+    const ofRun = () => app.requests.filter((r) => r.path === '/three' && r.headers['upstash-workflow-runid'] === workflowRunId);
+    await runSucceeded(q.url, q.token, workflowRunId);
+    assert.ok(ofRun().filter((r) => r.status === 200).length >= 4, 'the trigger and three steps delivered');
+    for (const r of ofRun()) assert.equal(r.headers.traceparent, raw);
   } finally {
     await app.close();
     await q.close();

@@ -280,6 +280,7 @@ export class WorkflowEngine {
     // The SDK forwards every header of the delivery it answered (its "user headers"): keep the
     // user's, not the framing and delivery headers svc sets itself on each delivery.
     m.headers = withoutDeliveryHeaders(m.headers);
+    inheritTrace(m, run.config);
     const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run), startMessageId: run.config.startMessageId };
     await this.o.workflows.updateRun(run.seq, now, { config });
     this.decorate(m, { ...run, config }, await this.o.workflows.steps(run.seq), triggerId(run));
