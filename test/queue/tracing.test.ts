@@ -11,7 +11,8 @@
  * (retry 0 answered 500, retry 1 answered 200), the callback's attempt span, and the destination's
  * own span (made from the `traceparent` it received) is a child of the attempt that reached it.
  * Also: a DLQ move is a span under the last attempt, every delivery of a workflow run's steps is a
- * `workflow step` span of the trigger's trace, kv and vector requests have server spans.
+ * `workflow step` span of the trigger's trace, a schedule firing is a trace whose deliveries are
+ * its children, kv and vector requests have server spans.
  *
  * Tracing off (svc in this process, no endpoint): the `traceparent`/`tracestate` a publish brings
  * (its own header, `Upstash-Forward-Traceparent`, a batch entry's header, `/v2/enqueue`) reach the
@@ -182,7 +183,7 @@ function runSucceeded(url: string, token: string, runId: string): Promise<boolea
 /** The `.env` block values printed in svc's banner. */
 const envValue = (out: string, key: string) => new RegExp(`^${key}=(\\S+)$`, 'm').exec(out)?.[1];
 
-test('tracing on: publish, both attempts, the callbacks and the destination are one trace; DLQ moves, workflow steps, kv and vector requests have spans', { timeout: 240_000 }, async () => {
+test('tracing on: publish, both attempts, the callbacks and the destination are one trace; DLQ moves, workflow steps, schedule firings, kv and vector requests have spans', { timeout: 240_000 }, async () => {
   const otlp = await startOtlpReceiver();
   const sink = await startSink((r, nth) => (r.url === '/dead' || (r.url === '/hook' && nth === 1) ? { status: 500, body: 'not yet' } : undefined));
   const tmp = tempDir('svc-tracing-');
@@ -205,6 +206,8 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
     const traceId = hex(16);
     const publisherSpan = hex(8);
     const client = new Client({ baseUrl: svc.url, token: creds['queue.token'], retry: false });
+    // fires at the next minute boundary: checked last, while the rest runs
+    const { scheduleId } = await client.schedules.create({ destination: `${sink.url}/scheduled`, cron: '* * * * *', body: '{}' });
     const { messageId } = await withInstrumentedFetch({ traceparent: `00-${traceId}-${publisherSpan}-01`, tracestate: 'vendor=abc' }, () =>
       client.publishJSON({ url: `${sink.url}/hook`, body: { hello: 'trace' }, retries: 1, retryDelay: '50', callback: `${sink.url}/cb` }),
     );
@@ -316,6 +319,15 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
     assert.equal(get.traceId, kvTrace);
     assert.equal(get.parentSpanId, kvParent);
     assert.equal(get.kind, 2, 'SERVER');
+
+    // a schedule firing: a trace of its own, whose deliveries are its children
+    const fire = await waitFor('schedule fire span', () => otlp.spans.find((s) => s.name === 'schedule fire' && s.attributes['svc.schedule.id'] === scheduleId), 120_000);
+    assert.equal(fire.parentSpanId, '', 'a root span');
+    const fired = await waitFor('the fired message delivered', () => otlp.spans.find((s) => s.name === 'deliver' && s.parentSpanId === fire.spanId), 60_000);
+    assert.equal(fired.attributes['svc.schedule.id'], scheduleId);
+    const scheduled = await waitFor('scheduled delivery at the destination', () => sink.at('/scheduled')[0], 60_000);
+    assert.equal(parseTraceparent(scheduled.headers.traceparent).parentId, fired.spanId);
+    await client.schedules.delete(scheduleId);
 
     // vector: a span per request, named after the endpoint, with the index
     const index = new Index({ url: envValue(svc.output(), 'UPSTASH_VECTOR_REST_URL')!, token: envValue(svc.output(), 'UPSTASH_VECTOR_REST_TOKEN')! });
