@@ -165,8 +165,9 @@ export async function startTracing(logger: Logger, env: Record<string, string | 
   const log = logger.child({ component: 'tracing' });
   diag.setLogger(
     {
-      error: (msg, ...args) => log.error({ args }, msg),
-      warn: (msg, ...args) => log.warn({ args }, msg),
+      // the SDK hands over a failed export's error as a JSON string
+      error: (msg, ...args) => log.error({ detail: msg, ...(args.length ? { args } : {}) }, 'tracing: OpenTelemetry SDK error (a failed export: spans dropped)'),
+      warn: (msg, ...args) => log.warn({ detail: msg, ...(args.length ? { args } : {}) }, 'tracing: OpenTelemetry SDK warning'),
       info: () => undefined,
       debug: () => undefined,
       verbose: () => undefined,
