@@ -166,7 +166,7 @@ export async function startTracing(logger: Logger, env: Record<string, string | 
   diag.setLogger(
     {
       // the SDK hands over a failed export's error as a JSON string
-      error: (msg, ...args) => log.error({ detail: msg, ...(args.length ? { args } : {}) }, 'tracing: OpenTelemetry SDK error (a failed export: spans dropped)'),
+      error: (msg, ...args) => log.error({ detail: msg, ...(args.length ? { args } : {}) }, 'tracing: OpenTelemetry SDK error (e.g. a failed export, whose spans are dropped)'),
       warn: (msg, ...args) => log.warn({ detail: msg, ...(args.length ? { args } : {}) }, 'tracing: OpenTelemetry SDK warning'),
       info: () => undefined,
       debug: () => undefined,
