@@ -57,7 +57,8 @@ export function tracingOn(): boolean {
 
 /**
  * W3C Trace Context level 1 `traceparent`: version (not `ff`), 32-hex trace id and 16-hex parent
- * id (neither all zeros), 2-hex flags; a later version may append `-` fields.
+ * id (neither all zeros), 2-hex flags, lower-case hex; a later version than `00` may append `-`
+ * fields (version `00` is exactly 55 characters).
  */
 const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}(?:-[\x21-\x7e]*)?$/;
 /** Longest `traceparent` / `tracestate` kept (W3C: propagate at least 512 characters of `tracestate`). */
@@ -71,8 +72,8 @@ const first = (v: string | string[] | undefined): string | undefined => (Array.i
  * longer than 512 characters is dropped.
  */
 export function traceContextOf(traceparent: string | string[] | undefined, tracestate?: string | string[]): TraceContext | undefined {
-  const tp = first(traceparent)?.trim().toLowerCase();
-  if (tp === undefined || tp.length > MAX_TRACE_HEADER || !TRACEPARENT.test(tp)) return undefined;
+  const tp = first(traceparent)?.trim();
+  if (tp === undefined || tp.length > MAX_TRACE_HEADER || !TRACEPARENT.test(tp) || (tp.startsWith('00-') && tp.length !== 55)) return undefined;
   const ts = first(tracestate)?.trim();
   return ts && ts.length <= MAX_TRACE_HEADER ? { traceparent: tp, tracestate: ts } : { traceparent: tp };
 }
