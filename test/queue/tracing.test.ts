@@ -434,9 +434,19 @@ test('tracing off: a malformed traceparent is not forwarded as trace context', {
   const sink = await startSink();
   const q = await startQueue();
   try {
-    await withInstrumentedFetch({ traceparent: '00-zz-not-a-trace' }, () => q.client.publishJSON({ url: `${sink.url}/bad`, body: {} }));
-    await waitFor('delivery', () => sink.at('/bad').length >= 1, 60_000);
-    assert.equal(sink.at('/bad')[0].headers.traceparent, undefined);
+    const good = `00-${hex(16)}-${hex(8)}-01`;
+    const malformed = [
+      '00-zz-not-a-trace',
+      good.toUpperCase(), // hex must be lower-case
+      `${good}-extra`, // version 00 has exactly four fields
+      `00-${'0'.repeat(32)}-${hex(8)}-01`, // all-zero trace id
+      `ff-${hex(16)}-${hex(8)}-01`, // version ff is invalid
+    ];
+    for (const [i, traceparent] of malformed.entries()) {
+      await withInstrumentedFetch({ traceparent }, () => q.client.publishJSON({ url: `${sink.url}/bad-${i}`, body: {} }));
+    }
+    await waitFor('every delivery', () => malformed.every((_, i) => sink.at(`/bad-${i}`).length >= 1), 60_000);
+    for (const [i, traceparent] of malformed.entries()) assert.equal(sink.at(`/bad-${i}`)[0].headers.traceparent, undefined, traceparent);
   } finally {
     await q.close();
     await sink.close();
