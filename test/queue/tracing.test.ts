@@ -6,7 +6,8 @@
  * redis-server) with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an OTLP/HTTP receiver this test
  * starts (a node:http server that accepts `POST /v1/traces` with OTLP JSON bodies, as a collector
  * does, and keeps every span). A message published with the official SDK and a `traceparent`
- * (sent as an instrumented HTTP client sends it) to a destination that fails once then succeeds
+ * (forwarded with the SDK's `headers` option; and on the request itself, as an instrumented HTTP
+ * client sends it, over raw HTTP) to a destination that fails once then succeeds
  * gives one trace: the publish span (child of the publisher's span), two delivery-attempt spans
  * (retry 0 answered 500, retry 1 answered 200), the callback's attempt span, and the destination's
  * own span (made from the `traceparent` it received) is a child of the attempt that reached it.
@@ -129,25 +130,20 @@ function destinationSpan(r: SinkRequest): { traceId: string; spanId: string; par
 }
 
 /**
- * Runs `fn` with the process's next `fetch` sending `traceparent` (and `tracestate`), as an
- * OpenTelemetry-instrumented HTTP client does for the span it is in; later requests (a workflow
- * endpoint's own publishes in this process) go out as they are. (The SDKs' `headers` options are
- * not that: they forward them, `Upstash-Forward-*`.)
+ * `POST /v2/publish/<url>` over raw HTTP with `traceparent` (and `tracestate`) on the request
+ * itself, as an OpenTelemetry-instrumented HTTP client sends them for the span it is in (the SDK
+ * has no call for that: its `headers` option forwards them, `Upstash-Forward-*`). `headers` adds
+ * publish headers. Resolves to the message id.
  */
-async function withInstrumentedFetch<T>(trace: { traceparent: string; tracestate?: string }, fn: () => Promise<T>): Promise<T> {
-  const plain = globalThis.fetch;
-  globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
-    globalThis.fetch = plain;
-    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-    headers.set('traceparent', trace.traceparent);
-    if (trace.tracestate) headers.set('tracestate', trace.tracestate);
-    return plain(input, { ...init, headers });
-  };
-  try {
-    return await fn();
-  } finally {
-    globalThis.fetch = plain;
-  }
+async function rawPublish(queueUrl: string, token: string, url: string, trace: { traceparent: string; tracestate?: string }, headers: Record<string, string> = {}): Promise<string> {
+  const res = await fetch(`${queueUrl}/v2/publish/${url}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...trace, ...headers },
+    body: '{}',
+  });
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  return (JSON.parse(text) as { messageId: string }).messageId;
 }
 
 /** A workflow endpoint (the SDK's `serve`) at `/three` running three steps, against the queue at `url`. */
@@ -202,15 +198,20 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
     const kvUrl = await waitFor('kv url in the banner', () => envValue(svc.output(), 'UPSTASH_REDIS_REST_URL'), 60_000);
     const creds = JSON.parse(fs.readFileSync(path.join(tmp.dir, 'credentials.json'), 'utf8')) as Record<string, string>;
 
-    // the publisher's own trace: what an instrumented fetch sends with the publish request
+    // the publisher's own trace, forwarded with the SDK's `headers` option
     const traceId = hex(16);
     const publisherSpan = hex(8);
     const client = new Client({ baseUrl: svc.url, token: creds['queue.token'], retry: false });
     // fires at the next minute boundary: checked last, while the rest runs
     const { scheduleId } = await client.schedules.create({ destination: `${sink.url}/scheduled`, cron: '* * * * *', body: '{}' });
-    const { messageId } = await withInstrumentedFetch({ traceparent: `00-${traceId}-${publisherSpan}-01`, tracestate: 'vendor=abc' }, () =>
-      client.publishJSON({ url: `${sink.url}/hook`, body: { hello: 'trace' }, retries: 1, retryDelay: '50', callback: `${sink.url}/cb` }),
-    );
+    const { messageId } = await client.publishJSON({
+      url: `${sink.url}/hook`,
+      body: { hello: 'trace' },
+      retries: 1,
+      retryDelay: '50',
+      callback: `${sink.url}/cb`,
+      headers: { traceparent: `00-${traceId}-${publisherSpan}-01`, tracestate: 'vendor=abc' },
+    });
 
     // a callback follows each attempt (the failed one's reports the 500)
     await waitFor('two attempts and their callbacks at the destination', () => sink.at('/hook').length >= 2 && sink.at('/cb').length >= 2, 120_000);
@@ -260,7 +261,7 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
 
     // retries used up: the last attempt's span says so and the DLQ move is its child
     const deadTrace = hex(16);
-    const dead = await withInstrumentedFetch({ traceparent: `00-${deadTrace}-${hex(8)}-01` }, () => client.publishJSON({ url: `${sink.url}/dead`, body: {}, retries: 0 }));
+    const dead = await client.publishJSON({ url: `${sink.url}/dead`, body: {}, retries: 0, headers: { traceparent: `00-${deadTrace}-${hex(8)}-01` } });
     const move = await waitFor('dead-letter span', () => otlp.spans.find((s) => s.name === 'dead-letter' && s.traceId === deadTrace), 120_000);
     const lastAttempt = otlp.spans.find((s) => s.spanId === move.parentSpanId)!;
     assert.equal(lastAttempt.name, 'deliver');
@@ -268,13 +269,25 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
     assert.equal(move.attributes['messaging.message.id'], dead.messageId);
     assert.match(String(move.attributes['svc.queue.dlq_id']), /^\d+-\d+$/);
 
+    // the request's own traceparent (an instrumented client's): the publish span is its child
+    const rawTrace = hex(16);
+    const rawParent = hex(8);
+    const rawId = await rawPublish(svc.url, creds['queue.token'], `${sink.url}/raw`, { traceparent: `00-${rawTrace}-${rawParent}-01` });
+    const rawDelivery = await waitFor('the raw publish delivered', () => sink.at('/raw')[0], 60_000);
+    const rawPublishSpan = await waitFor('its publish span', () => otlp.spans.find((s) => s.name === 'publish' && s.traceId === rawTrace), 60_000);
+    assert.equal(rawPublishSpan.parentSpanId, rawParent);
+    assert.equal(rawPublishSpan.attributes['messaging.message.id'], rawId);
+    const rawAttempt = await waitFor('its attempt span', () => otlp.spans.find((s) => s.name === 'deliver' && s.traceId === rawTrace), 60_000);
+    assert.equal(rawAttempt.parentSpanId, rawPublishSpan.spanId);
+    assert.equal(parseTraceparent(rawDelivery.headers.traceparent).parentId, rawAttempt.spanId);
+
     // a workflow run: every step's delivery is a `workflow step` span of the trigger's trace
     // (the endpoint's own step publishes carry no context: they continue the run's)
     const app = await threeStepApp(svc.url, creds['queue.token'], { currentSigningKey: creds['queue.currentSigningKey'], nextSigningKey: creds['queue.nextSigningKey'] });
     try {
       const wfTrace = hex(16);
       const wf = new WorkflowClient({ baseUrl: svc.url, token: creds['queue.token'] });
-      const { workflowRunId } = await withInstrumentedFetch({ traceparent: `00-${wfTrace}-${hex(8)}-01` }, () => wf.trigger({ url: `${app.url}/three`, body: {} }));
+      const { workflowRunId } = await wf.trigger({ url: `${app.url}/three`, body: {}, headers: { traceparent: `00-${wfTrace}-${hex(8)}-01` } });
       const done = () => app.requests.filter((r) => r.path === '/three' && r.status === 200);
       await runSucceeded(svc.url, creds['queue.token'], workflowRunId);
       const steps = await waitFor(
@@ -355,9 +368,11 @@ test('tracing off: the publisher traceparent reaches the destination unchanged o
     const enqueued = tp(hex(16));
 
     // 1. the publish request's own header (an instrumented client), with tracestate; fails once, has a callback
-    await withInstrumentedFetch({ traceparent: direct, tracestate: 'a=1' }, () =>
-      q.client.publishJSON({ url: `${sink.url}/flaky-direct`, body: {}, retries: 2, retryDelay: '50', callback: `${sink.url}/cb-direct` }),
-    );
+    await rawPublish(q.url, q.token, `${sink.url}/flaky-direct`, { traceparent: direct, tracestate: 'a=1' }, {
+      'upstash-retries': '2',
+      'upstash-retry-delay': '50',
+      'upstash-callback': `${sink.url}/cb-direct`,
+    });
     // 2. forwarded by the publisher (`Upstash-Forward-Traceparent`), per message and client-wide
     await q.client.publishJSON({ url: `${sink.url}/forwarded`, body: {}, headers: { traceparent: forwarded } });
     const forwarding = new Client({ baseUrl: q.url, token: q.token, retry: false, headers: { traceparent: forwarded, tracestate: 'b=2' } });
@@ -406,7 +421,7 @@ test('tracing off: every step of a workflow run carries the trigger traceparent 
   try {
     const traceparent = `00-${hex(16)}-${hex(8)}-01`;
     const wf = new WorkflowClient({ baseUrl: q.url, token: q.token });
-    const first = await withInstrumentedFetch({ traceparent, tracestate: 'wf=1' }, () => wf.trigger({ url: `${app.url}/three`, body: {} }));
+    const first = await wf.trigger({ url: `${app.url}/three`, body: {}, headers: { traceparent, tracestate: 'wf=1' } });
     await runSucceeded(q.url, q.token, first.workflowRunId);
     const delivered = () => app.requests.filter((r) => r.path === '/three');
     assert.ok(delivered().filter((r) => r.status === 200).length >= 4, 'the trigger and three steps delivered');
@@ -443,7 +458,7 @@ test('tracing off: a malformed traceparent is not forwarded as trace context', {
       `ff-${hex(16)}-${hex(8)}-01`, // version ff is invalid
     ];
     for (const [i, traceparent] of malformed.entries()) {
-      await withInstrumentedFetch({ traceparent }, () => q.client.publishJSON({ url: `${sink.url}/bad-${i}`, body: {} }));
+      await rawPublish(q.url, q.token, `${sink.url}/bad-${i}`, { traceparent });
     }
     await waitFor('every delivery', () => malformed.every((_, i) => sink.at(`/bad-${i}`).length >= 1), 60_000);
     for (const [i, traceparent] of malformed.entries()) assert.equal(sink.at(`/bad-${i}`)[0].headers.traceparent, undefined, traceparent);
