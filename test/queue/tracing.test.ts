@@ -179,7 +179,7 @@ function runSucceeded(url: string, token: string, runId: string): Promise<boolea
 /** The `.env` block values printed in svc's banner. */
 const envValue = (out: string, key: string) => new RegExp(`^${key}=(\\S+)$`, 'm').exec(out)?.[1];
 
-test('tracing on: publish, both attempts, the callbacks and the destination are one trace; DLQ moves, workflow steps, schedule firings, kv and vector requests have spans', { timeout: 240_000 }, async () => {
+test('tracing on: publish, both attempts, the callbacks and the destination are one trace; DLQ moves, failure callbacks, workflow steps, schedule firings, kv and vector requests have spans', { timeout: 240_000 }, async () => {
   const otlp = await startOtlpReceiver();
   const sink = await startSink((r, nth) => (r.url === '/dead' || (r.url === '/hook' && nth === 1) ? { status: 500, body: 'not yet' } : undefined));
   const tmp = tempDir('svc-tracing-');
@@ -261,13 +261,24 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
 
     // retries used up: the last attempt's span says so and the DLQ move is its child
     const deadTrace = hex(16);
-    const dead = await client.publishJSON({ url: `${sink.url}/dead`, body: {}, retries: 0, headers: { traceparent: `00-${deadTrace}-${hex(8)}-01` } });
+    const dead = await client.publishJSON({
+      url: `${sink.url}/dead`,
+      body: {},
+      retries: 0,
+      failureCallback: `${sink.url}/dead-fcb`,
+      headers: { traceparent: `00-${deadTrace}-${hex(8)}-01` },
+    });
     const move = await waitFor('dead-letter span', () => otlp.spans.find((s) => s.name === 'dead-letter' && s.traceId === deadTrace), 120_000);
     const lastAttempt = otlp.spans.find((s) => s.spanId === move.parentSpanId)!;
     assert.equal(lastAttempt.name, 'deliver');
     assert.equal(lastAttempt.attributes['svc.queue.outcome'], 'dead-letter');
     assert.equal(move.attributes['messaging.message.id'], dead.messageId);
     assert.match(String(move.attributes['svc.queue.dlq_id']), /^\d+-\d+$/);
+    // the failure callback continues the attempt that failed for good
+    const fcbSpan = await waitFor('failure callback attempt span', () => otlp.spans.find((s) => s.name === 'deliver failure_callback' && s.traceId === deadTrace), 120_000);
+    assert.equal(fcbSpan.parentSpanId, lastAttempt.spanId);
+    const fcbReq = await waitFor('failure callback at the destination', () => sink.at('/dead-fcb')[0], 60_000);
+    assert.equal(parseTraceparent(fcbReq.headers.traceparent).parentId, fcbSpan.spanId);
 
     // the request's own traceparent (an instrumented client's): the publish span is its child
     const rawTrace = hex(16);
@@ -357,8 +368,8 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
   }
 });
 
-test('tracing off: the publisher traceparent reaches the destination unchanged on every attempt and callback', { timeout: 240_000 }, async () => {
-  const sink = await startSink((r, nth) => (r.url.startsWith('/flaky') && nth === 1 ? { status: 503 } : undefined));
+test('tracing off: the publisher traceparent reaches the destination unchanged on every attempt, callback and failure callback', { timeout: 240_000 }, async () => {
+  const sink = await startSink((r, nth) => (r.url === '/failing' || (r.url.startsWith('/flaky') && nth === 1) ? { status: 503 } : undefined));
   const q = await startQueue();
   try {
     const tp = (id: string) => `00-${id}-${hex(8)}-01`;
@@ -373,6 +384,9 @@ test('tracing off: the publisher traceparent reaches the destination unchanged o
       'upstash-retry-delay': '50',
       'upstash-callback': `${sink.url}/cb-direct`,
     });
+    // 1b. retries used up: the failure callback carries it too
+    const failing = tp(hex(16));
+    await rawPublish(q.url, q.token, `${sink.url}/failing`, { traceparent: failing }, { 'upstash-retries': '0', 'upstash-failure-callback': `${sink.url}/failure-cb` });
     // 2. forwarded by the publisher (`Upstash-Forward-Traceparent`), per message and client-wide
     await q.client.publishJSON({ url: `${sink.url}/forwarded`, body: {}, headers: { traceparent: forwarded } });
     const forwarding = new Client({ baseUrl: q.url, token: q.token, retry: false, headers: { traceparent: forwarded, tracestate: 'b=2' } });
@@ -388,7 +402,7 @@ test('tracing off: the publisher traceparent reaches the destination unchanged o
 
     await waitFor(
       'every delivery',
-      () => ['/flaky-direct', '/cb-direct', '/forwarded', '/forwarded-all', '/batched', '/untraced', '/enqueued'].every((p) => sink.at(p).length >= (p === '/flaky-direct' ? 2 : 1)),
+      () => ['/flaky-direct', '/cb-direct', '/failure-cb', '/forwarded', '/forwarded-all', '/batched', '/untraced', '/enqueued'].every((p) => sink.at(p).length >= (p === '/flaky-direct' ? 2 : 1)),
       120_000,
     );
     const attempts = sink.at('/flaky-direct');
@@ -398,6 +412,8 @@ test('tracing off: the publisher traceparent reaches the destination unchanged o
       assert.equal(r.headers.tracestate, 'a=1');
     }
     assert.ok(sink.at('/cb-direct').every((r) => r.headers.traceparent === direct), 'so do the callbacks');
+    assert.equal(sink.at('/failing')[0].headers.traceparent, failing);
+    assert.equal(sink.at('/failure-cb')[0].headers.traceparent, failing, 'and the failure callback');
     assert.equal(sink.at('/forwarded')[0].headers.traceparent, forwarded);
     assert.equal(sink.at('/forwarded-all')[0].headers.traceparent, forwarded);
     assert.equal(sink.at('/forwarded-all')[0].headers.tracestate, 'b=2');
