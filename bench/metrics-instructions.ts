@@ -24,16 +24,25 @@
  * /v2/publish/<sink>` of a small JSON body, counted until delivered (publish, group commit,
  * dispatch, HTTP delivery, acknowledgement).
  *
+ * `--tracing` (`npm run bench:tracing-instructions`) compares, the same way, the code before
+ * OpenTelemetry tracing existed (`--base <rev>`, default the parent of the commit that added
+ * `src/tracing.ts`; unpacked by `lib/checkout.ts` and built) with this checkout, tracing off (no
+ * `OTEL_*` endpoint), metrics on in both; `--tracing-on` compares this checkout with tracing off
+ * and on (`OTEL_EXPORTER_OTLP_ENDPOINT` at a receiver in this process that accepts and discards).
+ *
  * Flags: `--n <requests per scenario, default 2000>` `--warmup <per scenario, default 3000>`
  * `--rounds <measurements per scenario and setting, default 3>` `--idle <s, default 30>`
  * `--concurrency <kv requests in flight, default 1>` `--no-build` (use dist/ as it is) `--out <file>` (also write the report there).
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { median } from './lib/ab.js';
+import { checkoutRevision, revisionBefore, shortRev } from './lib/checkout.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, waitFor, type ManagedProcess } from './lib/proc.js';
 import { now, startSink, type Sink } from './lib/queue-sink.js';
@@ -67,29 +76,39 @@ interface Traced {
   dumps: number;
 }
 
-/** Starts `node dist/cli.js serve` under callgrind; resolves once the banner is printed (start-up under valgrind takes minutes on a loaded machine). */
-async function startTraced(metrics: boolean, redisUrl: string, dir: string): Promise<Traced> {
+/** One side of the comparison: which checkout's `dist/` runs, with which extra environment. */
+interface Setting {
+  /** Shown in the report (`metrics off`, `tracing off`, ...). */
+  label: string;
+  /** File-name-safe name (data directory, callgrind files). */
+  slug: string;
+  root: string;
+  env: Record<string, string>;
+}
+
+/** Starts `<root>/dist/cli.js serve` under callgrind; resolves once the banner is printed (start-up under valgrind takes minutes on a loaded machine). */
+async function startTraced(setting: Setting, redisUrl: string, dir: string): Promise<Traced> {
   const [kvPort, queuePort] = [await freePort(), await freePort()];
-  const outBase = path.join(dir, `callgrind.${metrics ? 'on' : 'off'}`);
+  const outBase = path.join(dir, `callgrind.${setting.slug}`);
   const proc = await startProcess({
-    name: `svc-callgrind-metrics-${metrics ? 'on' : 'off'}`,
+    name: `svc-callgrind-${setting.slug}`,
     cmd: 'valgrind',
     // all-non-file: V8 writes and rewrites machine code on its heap; valgrind must notice that.
-    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, process.execPath, path.join(ROOT, 'dist/cli.js'), 'serve'],
-    cwd: ROOT,
+    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, process.execPath, path.join(setting.root, 'dist/cli.js'), 'serve'],
+    cwd: setting.root,
     env: {
       ...process.env,
       SVC_AREAS: 'kv,queue',
       SVC_HOST: '127.0.0.1',
       SVC_KV_PORT: String(kvPort),
       SVC_QUEUE_PORT: String(queuePort),
-      SVC_DATA_DIR: path.join(dir, `data-${metrics ? 'on' : 'off'}`),
+      SVC_DATA_DIR: path.join(dir, `data-${setting.slug}`),
       SVC_KV_TOKEN: KV_TOKEN,
       SVC_QUEUE_TOKEN: QUEUE_TOKEN,
       SVC_KV_REDIS_URL: redisUrl,
       SVC_KV_WORKERS: '0',
-      SVC_METRICS: String(metrics),
       SVC_LOG_LEVEL: 'warn',
+      ...setting.env,
     },
     readyPattern: /svc is running[\s\S]*Paste into/,
     readyTimeoutMs: 900_000,
@@ -213,11 +232,11 @@ interface SettingResult {
 }
 
 /** Measures one setting in its own svc process, with its own sink (the two settings run at the same time). */
-async function measureSetting(metrics: boolean, redisUrl: string, dir: string): Promise<SettingResult> {
-  const label = `metrics ${metrics ? 'on' : 'off'}`;
+async function measureSetting(setting: Setting, redisUrl: string, dir: string): Promise<SettingResult> {
+  const label = setting.label;
   const t0 = now();
   const sink = await startSink();
-  const t = await startTraced(metrics, redisUrl, dir);
+  const t = await startTraced(setting, redisUrl, dir);
   log(`${label}: svc started under callgrind in ${((now() - t0) / 1000).toFixed(0)} s`);
   const scenarios = new Map<string, Measured>();
   try {
@@ -264,15 +283,71 @@ async function main(): Promise<void> {
   installCleanupHandlers();
   const t0 = now();
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  if (!process.argv.includes('--no-build')) {
-    const b = await runToCompletion('build', process.execPath, [path.join(ROOT, 'scripts/build.mjs')]);
-    if (b.code !== 0) throw new Error(`npm run build failed: ${b.stderr}`);
+  const { settings, title, cleanup } = await chooseSettings();
+  try {
+    await report(settings, title, t0, loadStart);
+  } finally {
+    await cleanup();
   }
+}
+
+/** The two settings of this run (module doc) and the report's title. */
+async function chooseSettings(): Promise<{ settings: [Setting, Setting]; title: string; cleanup(): Promise<void> }> {
+  const build = async (root: string) => {
+    if (process.argv.includes('--no-build') && root === ROOT) return;
+    const b = await runToCompletion('build', process.execPath, [path.join(root, 'scripts/build.mjs')]);
+    if (b.code !== 0) throw new Error(`npm run build failed in ${root}: ${b.stderr}`);
+  };
+  await build(ROOT);
+  if (process.argv.includes('--tracing')) {
+    const i = process.argv.indexOf('--base');
+    const base = i >= 0 ? process.argv[i + 1] : revisionBefore(ROOT, 'src/tracing.ts');
+    const baseDir = checkoutRevision(ROOT, base);
+    await build(baseDir);
+    return {
+      settings: [
+        { label: `before tracing (${shortRev(ROOT, base)})`, slug: 'before', root: baseDir, env: {} },
+        { label: `tracing off (${shortRev(ROOT, 'HEAD')})`, slug: 'tracing-off', root: ROOT, env: {} },
+      ],
+      title: 'before tracing vs tracing off',
+      cleanup: async () => fs.rmSync(baseDir, { recursive: true, force: true }),
+    };
+  }
+  if (process.argv.includes('--tracing-on')) {
+    // an OTLP/HTTP receiver that accepts every export and discards it
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const endpoint = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}`;
+    return {
+      settings: [
+        { label: 'tracing off', slug: 'tracing-off', root: ROOT, env: {} },
+        { label: 'tracing on', slug: 'tracing-on', root: ROOT, env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint } },
+      ],
+      title: 'tracing off vs on',
+      cleanup: () => new Promise<void>((r) => receiver.close(() => r())),
+    };
+  }
+  return {
+    settings: [
+      { label: 'metrics off', slug: 'off', root: ROOT, env: { SVC_METRICS: 'false' } },
+      { label: 'metrics on', slug: 'on', root: ROOT, env: { SVC_METRICS: 'true' } },
+    ],
+    title: 'metrics off vs on',
+    cleanup: async () => undefined,
+  };
+}
+
+/** Measures both settings (at the same time) and prints the report (and writes `--out`). */
+async function report(settings: [Setting, Setting], title: string, t0: number, loadStart: string): Promise<void> {
   const dir = makeTempDir('svc-bench-metrics-');
   const redisPort = await freePort();
   await startRedisServer(redisPort, dir);
   // both settings at once: instruction counts do not depend on the load they put on each other
-  const [off, on] = await Promise.all([false, true].map((metrics) => measureSetting(metrics, `redis://127.0.0.1:${redisPort}`, dir)));
+  const [off, on] = await Promise.all(settings.map((setting) => measureSetting(setting, `redis://127.0.0.1:${redisPort}`, dir)));
+  const [A, B] = settings.map((x) => x.label);
   const R = 'right' as const;
   const pct = (x: number, y: number) => `${(((y - x) / x) * 100).toFixed(1)} %`;
   const rounds = (xs: number[]) => `${fmtInt(Math.min(...xs))} (${xs.map(fmtInt).join(' / ')})`;
@@ -294,22 +369,22 @@ async function main(): Promise<void> {
     ];
   });
   const report = [
-    `## Instructions per request, metrics off vs on (callgrind)`,
+    `## Instructions per request, ${title} (callgrind)`,
     '',
     `Machine: ${describeMachine(machineInfo())}; load average at start ${loadStart} (instruction counts do not depend on it). Total run ${((now() - t0) / 60000).toFixed(0)} min.`,
-    `\`node dist/cli.js serve\` (\`SVC_AREAS=kv,queue\`, no kv workers, kv on a bench redis-server) under \`valgrind --tool=callgrind --separate-threads=yes\`; after a warm-up of ${WARMUP} requests per scenario, ${ROUNDS} rounds of ${N} requests per scenario, ${CONCURRENCY} in flight (queue: one message at a time, each until delivered); counters zeroed before and dumped after each. ` +
-      `"main" = the main thread (event loop: HTTP, routing, the gateway, the metrics), min (each round); "net" = the min over rounds of main minus the main thread's timer work measured with no requests afterwards (${IDLE_S} s: off ${fmtInt(off.idleMainPerS)}, on ${fmtInt(on.idleMainPerS)} instructions/s) times the round's duration under valgrind; "all threads" adds V8's compiler and GC helper threads (min over rounds).`,
+    `${A} (A) and ${B} (B): \`node dist/cli.js serve\` (\`SVC_AREAS=kv,queue\`, no kv workers, kv on a bench redis-server) under \`valgrind --tool=callgrind --separate-threads=yes\`; after a warm-up of ${WARMUP} requests per scenario, ${ROUNDS} rounds of ${N} requests per scenario, ${CONCURRENCY} in flight (queue: one message at a time, each until delivered); counters zeroed before and dumped after each. ` +
+      `"main" = the main thread (event loop: HTTP, routing, the gateway, the metrics), min (each round); "net" = the min over rounds of main minus the main thread's timer work measured with no requests afterwards (${IDLE_S} s: ${A} ${fmtInt(off.idleMainPerS)}, ${B} ${fmtInt(on.idleMainPerS)} instructions/s) times the round's duration under valgrind; "all threads" adds V8's compiler and GC helper threads (min over rounds).`,
     '',
     markdownTable(
       [
         { header: 'scenario' },
-        { header: 'main, off', align: R },
-        { header: 'main, on', align: R },
-        { header: 'main on vs off', align: R },
-        { header: 'net, off', align: R },
-        { header: 'net, on', align: R },
-        { header: 'net on vs off', align: R },
-        { header: 'all threads off / on', align: R },
+        { header: `main, ${A}`, align: R },
+        { header: `main, ${B}`, align: R },
+        { header: 'main B vs A', align: R },
+        { header: `net, ${A}`, align: R },
+        { header: `net, ${B}`, align: R },
+        { header: 'net B vs A', align: R },
+        { header: 'all threads A / B', align: R },
       ],
       rows,
     ),

@@ -16,6 +16,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { DataDirLockedError, lockDataDir } from './data-dir.js';
 import { baseUrl } from './http/raw.js';
 import { configuredEnvBlock, createContext, startSvc, supportedSchemas } from './main.js';
+import { startTracing } from './tracing.js';
 
 const USAGE = `usage: svc <command>
 
@@ -73,6 +74,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(configuredEnvBlock(ctx) + '\n');
     return 0;
   }
+  // OTEL_EXPORTER_OTLP_ENDPOINT set: spans exported from the first request on (tracing.ts)
+  const tracing = await startTracing(ctx.logger);
   let svc;
   try {
     svc = await startSvc(ctx);
@@ -96,7 +99,10 @@ async function main(argv: string[]): Promise<number> {
       }
       stopping = true;
       ctx.logger.info({ signal }, 'shutting down');
-      svc.close().then(resolve, resolve);
+      svc
+        .close()
+        .then(() => tracing?.shutdown())
+        .then(resolve, resolve);
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));

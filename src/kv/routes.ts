@@ -13,6 +13,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
+import { endRequestSpan, requestSpan, tracingOn } from '../tracing.js';
 import { originForm, rawRequestToken, readBody } from '../http/raw.js';
 import { errorJson, itemJson, itemsJson } from './encode.js';
 import { errorAnswer, isTemporaryRedisError, KV_ERRORS, kvError, kvMessage, RETRY_AFTER_SECONDS, type KvErrorCode, type KvMessageArgs } from './errors.js';
@@ -207,6 +208,40 @@ export interface StreamContext {
   streams: Set<() => void>;
 }
 
+/**
+ * The command a request runs, for its span's name (`SET`, `pipeline`, `multi-exec`, `subscribe`):
+ * the first path segment, or the first element of a `POST /` JSON body. Never the arguments.
+ */
+function operationOf(url: string, body: Buffer | undefined): string {
+  const qi = url.indexOf('?');
+  const path = qi < 0 ? url : url.slice(0, qi);
+  const end = path.indexOf('/', 1);
+  const first = end < 0 ? path.slice(1) : path.slice(1, end);
+  if (first === '') {
+    const m = body && /^\s*\[\s*"([A-Za-z][A-Za-z0-9._-]{0,40})"/.exec(body.subarray(0, 64).toString('latin1'));
+    return m ? m[1].toUpperCase() : 'command';
+  }
+  const lower = first.toLowerCase();
+  return lower === 'pipeline' || lower === 'multi-exec' || lower === 'monitor' || lower === 'subscribe' || lower === 'psubscribe' ? lower : first.toUpperCase().slice(0, 40);
+}
+
+/**
+ * With tracing on (`src/tracing.ts`): a SERVER span `kv <command>` for the request, child of its
+ * `traceparent`, ended with the status it is answered with. Only the command name is recorded,
+ * never keys or values.
+ */
+function tracedOut(headers: IncomingHttpHeaders, url: string, body: Buffer | undefined, out: KvOut): KvOut {
+  const op = operationOf(url, body);
+  const span = requestSpan(`kv ${op}`, headers, { 'db.system.name': 'redis', 'db.operation.name': op });
+  if (!span) return out;
+  return {
+    send(status, type, b, extra) {
+      endRequestSpan(span, status);
+      out.send(status, type, b, extra);
+    },
+  };
+}
+
 /** True when `path` is an SSE endpoint (`/monitor`, `/subscribe/...`, `/psubscribe/...`; any case). */
 export function isStreamPath(path: string): boolean {
   const end = path.indexOf('/', 1);
@@ -326,6 +361,7 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
     },
     unauthorized: () => ({ status: KV_ERRORS.unauthorized.status, type: JSON_TYPE, body: unauthorizedBody, extraHeaders: kvHeaders(gw.syncToken) }),
     handle(headers, url, body, out, ctx, known) {
+      if (tracingOn()) out = tracedOut(headers, url, body, out);
       const qi = url.indexOf('?');
       const id = known ?? gw.tokens.resolve(rawRequestToken(headers, qi < 0 ? undefined : url.slice(qi + 1), TOKEN_QUERY));
       if (!id) {

@@ -4,6 +4,15 @@
  * Units: every time is Unix milliseconds, every duration milliseconds, unless a name says `S`.
  * Wire shapes: `Message`, `DlqMessage`, log entries.
  */
+import type { TraceContext } from '../tracing.js';
+
+/**
+ * A message's trace context; `started` marks one svc began itself at publish (the request
+ * carried none), which a workflow run's own context replaces (`workflows/run-engine.ts`).
+ */
+export interface MessageTrace extends TraceContext {
+  started?: true;
+}
 
 /** Message states written to the event log (spec "Message states"). */
 export const LOG_STATES = [
@@ -153,6 +162,12 @@ export interface NewMessage extends DeliverySettings {
   workflow?: WorkflowMessageInfo;
   /** Workflow headers of a published message, consumed by the workflow engine before storing; never stored. */
   workflowPublish?: WorkflowPublishInfo;
+  /**
+   * The W3C trace context the message's deliveries continue (`delivery/trace.ts`): the publish
+   * request's own (or, with tracing on, the publish span's), a schedule firing's, the attempt's
+   * that spawned a callback, a workflow run's. Stored (in the `extra` column as `{"trace": …}`).
+   */
+  trace?: MessageTrace;
   /** Dedup key (already hashed for content-based dedup); undefined = no dedup. */
   dedupKey?: string;
   /**

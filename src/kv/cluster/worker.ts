@@ -15,6 +15,7 @@
 import type net from 'node:net';
 import { createLogger } from '../../logger.js';
 import { Metrics } from '../../metrics.js';
+import { startTracing, type TracingHandle } from '../../tracing.js';
 import { createKvFront, type KvFront } from '../front.js';
 import { KvGateway } from '../gateway.js';
 import { KvMetrics } from '../metrics.js';
@@ -38,6 +39,7 @@ let front: KvFront | undefined;
 let gateway: KvGateway | undefined;
 let backend: RemoteBackend | undefined;
 let metrics: Metrics | undefined;
+let tracing: TracingHandle | undefined;
 const credentials = new Map<string, string>();
 const leases = new Map<number, (r: { granted: number; usage: number; day: number }) => void>();
 let nextRid = 1;
@@ -50,6 +52,7 @@ process.on('disconnect', () => process.exit(0));
 
 async function init(m: Extract<ToWorker, { t: 'init' }>): Promise<void> {
   const logger = createLogger(m.config.logLevel).child({ kvWorker: m.index, pid: process.pid });
+  tracing = await startTracing(logger); // the primary's OTEL_* environment, inherited
   for (const [k, v] of Object.entries(m.credentials)) credentials.set(k, v);
   const source = {
     get(name: string): string {
@@ -90,6 +93,7 @@ async function close(): Promise<void> {
   try {
     await front?.close();
     await gateway?.close();
+    await tracing?.shutdown();
   } finally {
     process.exit(0);
   }

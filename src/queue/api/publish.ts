@@ -9,11 +9,13 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Span } from '@opentelemetry/api';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage, type Target } from '../build.js';
 import { blockedHost } from '../delivery/address.js';
+import { endPublishSpan, publishTraceContext, tracePublish } from '../delivery/trace.js';
 import { queueError } from '../errors.js';
-import type { NewMessage } from '../model.js';
+import type { EnqueueResult, NewMessage } from '../model.js';
 import { TOKEN_QUERY_PARAMS, type QueueApiContext } from './context.js';
 import { withoutNulls } from './messages.js';
 import { parseOptions } from '../options.js';
@@ -130,7 +132,15 @@ export async function publishTo(
   const { targets, isUrl } = await targetsFor(ctx, dest);
   const workflowPublish = workflowPublishInfo(cfg);
   const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, workflowPublish }));
-  const results = await ctx.enqueue.enqueue(msgs, { now, published: true });
+  const span = tracePublish(msgs, publishTraceContext(headers, opts.headers), queueName ?? dest);
+  let results: EnqueueResult[];
+  try {
+    results = await ctx.enqueue.enqueue(msgs, { now, published: true });
+  } catch (err) {
+    endPublishSpan(span, undefined, err);
+    throw err;
+  }
+  endPublishSpan(span, results);
   return { status: results.every((r) => r.deduplicated) ? 202 : 200, payload: publishResponse(targets, results, isUrl) };
 }
 
@@ -153,7 +163,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
     }
     if (!Array.isArray(entries)) throw queueError('batchNotArray');
     const now = ctx.clock.now();
-    const plan: { targets: Target[]; isUrl: boolean; msgs: NewMessage[] }[] = [];
+    const plan: { targets: Target[]; isUrl: boolean; msgs: NewMessage[]; span?: Span }[] = [];
     for (const [i, e] of entries.entries()) {
       if (!e || typeof e !== 'object' || Array.isArray(e)) throw queueError('batchEntryNotObject', i);
       // optional fields sent as null (every unset one, from the Python SDK) are absent
@@ -171,9 +181,19 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       const resolved = await targetsFor(ctx, destination);
       const isUrl = resolved.isUrl;
       const targets = queue ? resolved.targets.map((t) => ({ ...t, queueName: queue as string })) : resolved.targets;
-      plan.push({ targets, isUrl, msgs: targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, workflowPublish: workflowPublishInfo(cfg) })) });
+      const msgs = targets.map((t) => buildMessage(opts, t, bytes, now, { callerIp: req.ip, workflowPublish: workflowPublishInfo(cfg) }));
+      // an entry's own trace context, else the batch request's
+      const span = tracePublish(msgs, publishTraceContext(h.traceparent === undefined ? req.headers : h, opts.headers), (queue as string | undefined) ?? destination);
+      plan.push({ targets, isUrl, msgs, span });
     }
-    const results = await ctx.enqueue.enqueue(plan.flatMap((p) => p.msgs), { now, published: true });
+    let results: EnqueueResult[];
+    try {
+      results = await ctx.enqueue.enqueue(plan.flatMap((p) => p.msgs), { now, published: true });
+    } catch (err) {
+      for (const p of plan) endPublishSpan(p.span, undefined, err);
+      throw err;
+    }
+    for (const p of plan) endPublishSpan(p.span, undefined);
     let k = 0;
     return plan.map((p) => publishResponse(p.targets, p.msgs.map(() => results[k++]), p.isUrl));
   });

@@ -12,9 +12,11 @@
  * that trigger continues the run (`WorkflowEngine.retrigger`). A destination that answers without
  * `Upstash-Workflow-Sdk-Version` fails the run as a non-workflow destination.
  */
+import type { Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage } from '../build.js';
+import { endPublishSpan, publishTraceContext, tracePublish } from '../delivery/trace.js';
 import { queueError } from '../errors.js';
 import type { NewMessage } from '../model.js';
 import type { WorkflowEngine } from '../workflows/run-engine.js';
@@ -34,15 +36,25 @@ function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, str
   const runId = cfg['workflow-runid'] || newRunId();
   const opts = parseOptions(cfg, h['content-type'], now, { maxRetries: ctx.config.maxRetries });
   const workflowPublish = { ...workflowPublishInfo({ ...cfg, 'workflow-runid': runId, 'workflow-init': 'true', 'workflow-url': url })!, unknownSdk: true };
-  return { runId, message: buildMessage(opts, { url }, body, now, { callerIp, workflowPublish }) };
+  const message = buildMessage(opts, { url }, body, now, { callerIp, workflowPublish });
+  // the run's trace context: the request's own, as for a publish (`delivery/trace.ts`)
+  const span = tracePublish([message], publishTraceContext(h, message.headers), url);
+  return { runId, message, span };
 }
 
 /** Stores the trigger messages; answers one `{workflowRunId, workflowCreatedAt, deduplicated?}` each. */
-async function start(ctx: QueueApiContext, engine: WorkflowEngine, runs: { runId: string; message: NewMessage }[]) {
-  const results = await ctx.enqueue.enqueue(
-    runs.map((r) => r.message),
-    { published: true },
-  );
+async function start(ctx: QueueApiContext, engine: WorkflowEngine, runs: { runId: string; message: NewMessage; span?: Span }[]) {
+  let results;
+  try {
+    results = await ctx.enqueue.enqueue(
+      runs.map((r) => r.message),
+      { published: true },
+    );
+  } catch (err) {
+    for (const r of runs) endPublishSpan(r.span, undefined, err);
+    throw err;
+  }
+  for (const [i, r] of runs.entries()) endPublishSpan(r.span, [results[i]]);
   const out: Record<string, unknown>[] = [];
   for (const [i, r] of runs.entries()) {
     const run = await engine.runs.findRun(r.runId);

@@ -21,12 +21,13 @@ import type { Logger } from '../../logger.js';
 import { buildCallback, type CallbackHooks } from '../build.js';
 import { systemClock, type Clock } from '../clock.js';
 import { crashPoint } from '../crash-point.js';
-import type { AttemptOutcome, NewMessage, StoredMessage } from '../model.js';
+import type { AttemptOutcome, MessageTrace, NewMessage, StoredMessage } from '../model.js';
 import type { EnqueueClaim, QueueStore, RunFailure } from '../store/types.js';
 import type { DeliveryMetrics } from '../metrics.js';
 import { retryAfterMs, retryDelayMs } from './backoff.js';
 import { NOT_FORWARDED, type HttpSender } from './http.js';
 import { signDelivery } from './signing.js';
+import { endAttemptSpan, endSpan, spanTraceContext, startAttemptSpan, startDeadLetterSpan, tracingOn } from './trace.js';
 import { originOf } from './url-cache.js';
 
 /** Default per-attempt timeout when the message has none (15 min on the free plan). */
@@ -403,21 +404,31 @@ export class Dispatcher {
   private async deliver(m: StoredMessage): Promise<void> {
     const start = this.clock.now();
     for (const fn of this.startListeners) fn(m, start);
-    const headers = deliveryHeaders(m, signDelivery(this.o.signingKey(), m.url, m.body, start), this.o.region);
+    // tracing on: the attempt's span is the parent the destination (and the callbacks) continue
+    const span = tracingOn() ? startAttemptSpan(m) : undefined;
+    const trace: MessageTrace | undefined = span ? spanTraceContext(span) : m.trace;
+    const headers = deliveryHeaders(m, signDelivery(this.o.signingKey(), m.url, m.body, start), this.o.region, trace);
     const timeoutMs = m.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const sentAt = performance.now();
     const outcome = await this.o.sender.send({ url: m.url, method: m.method, headers, body: m.body, timeoutMs });
     const metrics = this.o.metrics;
     metrics?.duration.since(sentAt);
-    if (this.abandoned) return;
+    if (this.abandoned) {
+      if (span) endSpan(span, 'abandoned at shutdown');
+      return;
+    }
     const now = this.clock.now();
     const ok = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     metrics?.[ok ? 'success' : 'failure'].inc();
     const followUps: NewMessage[] = [];
     const cb = buildCallback(m, 'callback', outcome, now, undefined, this.o.callbacks);
-    if (cb) followUps.push(cb);
+    if (cb) {
+      if (trace) cb.trace = trace;
+      followUps.push(cb);
+    }
     let recorded: boolean;
     if (ok) {
+      if (span) endAttemptSpan(span, outcome, 'delivered');
       recorded = await this.record(m, () => this.o.store.complete(m.id, this.owner, now, outcome, followUps));
     } else {
       const nonRetryable =
@@ -425,20 +436,32 @@ export class Dispatcher {
       const failed = m.retried + 1;
       if (!nonRetryable && failed <= m.maxRetries) {
         const wait = retryAfterMs(lowerHeaders(outcome.headers), now) ?? retryDelayMs(failed, m.retryDelay);
+        if (span) endAttemptSpan(span, outcome, 'retry', now + wait);
         recorded = await this.record(m, () => this.o.store.reschedule(m.id, this.owner, now, outcome, now + wait, followUps));
         metrics?.retries.inc();
         this.notify(now + wait);
       } else {
         const dlqId = `${now}-${m.seq}`;
         const fcb = buildCallback(m, 'failure_callback', outcome, now, dlqId, this.o.callbacks);
-        if (fcb) followUps.push(fcb);
+        if (fcb) {
+          if (trace) fcb.trace = trace;
+          followUps.push(fcb);
+        }
         if (nonRetryable && !outcome.error?.includes('non-retryable')) outcome.error = `${outcome.error ?? ''} (non-retryable)`.trim();
+        const dlqSpan = span ? startDeadLetterSpan(span, m, dlqId) : undefined;
+        if (span) endAttemptSpan(span, outcome, 'dead-letter');
         // the workflow run the message ends is written in the DLQ move's transaction
         const run = await this.deadLetterRun?.(m, outcome, now).catch((err: unknown) => {
           this.o.logger.error({ err, messageId: m.id }, 'queue: reading the workflow run of a failed message failed');
           return undefined;
         });
-        recorded = await this.record(m, () => this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps, run));
+        try {
+          recorded = await this.record(m, () => this.o.store.moveToDlq(m.id, this.owner, now, outcome, dlqId, followUps, run));
+        } catch (err) {
+          endSpan(dlqSpan, err);
+          throw err;
+        }
+        endSpan(dlqSpan);
         crashPoint('dlq-moved');
         metrics?.deadLettered.inc();
       }
@@ -484,13 +507,20 @@ function lowerHeaders(h: Record<string, string[]> | undefined): Record<string, s
 /**
  * The headers of a delivery: forwarded headers, `Svc-`/`Upstash-` `Message-Id`,
  * `Retried`, `Max-Retries`, `Signature`, `Caller-Ip`, `Topic-Name`, `Schedule-Id`, `Queue-Name`,
- * `Region`, and `User-Agent: Upstash-QStash`.
+ * `Region`, `User-Agent: Upstash-QStash`, and the W3C `traceparent`/`tracestate` of `trace` (in
+ * place of forwarded ones; `delivery/trace.ts`).
  */
-export function deliveryHeaders(m: StoredMessage, signature: string, region: string): Record<string, string | string[]> {
+export function deliveryHeaders(m: StoredMessage, signature: string, region: string, trace?: MessageTrace): Record<string, string | string[]> {
   const h: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(m.headers)) {
-    if (NOT_FORWARDED.has(k.toLowerCase())) continue; // stored before such headers were dropped at publish
+    const lower = k.toLowerCase();
+    if (NOT_FORWARDED.has(lower)) continue; // stored before such headers were dropped at publish
+    if (trace !== undefined && (lower === 'traceparent' || lower === 'tracestate')) continue;
     h[k] = v.length === 1 ? v[0] : v;
+  }
+  if (trace !== undefined) {
+    h.traceparent = trace.traceparent;
+    if (trace.tracestate !== undefined) h.tracestate = trace.tracestate;
   }
   const both = (name: string, value: string | undefined) => {
     if (value === undefined) return;

@@ -9,6 +9,7 @@
  */
 import type { Logger } from '../../logger.js';
 import type { Clock } from '../clock.js';
+import { endSpan, traceScheduleFire } from '../delivery/trace.js';
 import type { NewMessage } from '../model.js';
 import type { ScheduleStore, ScheduleRecord } from '../store/resource-types.js';
 import { parseCron } from './cron.js';
@@ -84,7 +85,17 @@ export class Scheduler {
         next = undefined;
       }
       const msgs = await this.o.build(s, now);
-      if (await this.o.schedules.fireSchedule(s.id, s.nextTime, msgs, next, now)) {
+      const span = traceScheduleFire(s.id, s.cron, msgs);
+      let fired: boolean;
+      try {
+        fired = await this.o.schedules.fireSchedule(s.id, s.nextTime, msgs, next, now);
+      } catch (err) {
+        endSpan(span, err);
+        throw err;
+      }
+      span?.setAttribute('svc.schedule.fired', fired);
+      endSpan(span);
+      if (fired) {
         n++;
         this.o.fired(msgs, now);
       }

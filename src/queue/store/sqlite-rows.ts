@@ -43,6 +43,7 @@ const j = (v: string | null) => (v === null ? undefined : JSON.parse(v));
 const u = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
 export function rowToMessage(r: MessageRow): StoredMessage {
+  const extra = j(r.extra) as Pick<StoredMessage, 'workflow' | 'trace'> | undefined;
   return {
     seq: r.seq,
     id: r.id,
@@ -72,7 +73,8 @@ export function rowToMessage(r: MessageRow): StoredMessage {
     scheduleId: u(r.schedule_id),
     flowControlKey: u(r.flow_control_key),
     flowControl: j(r.flow_control),
-    workflow: j(r.extra)?.workflow,
+    workflow: extra?.workflow,
+    trace: extra?.trace,
     cancelRequested: r.cancel_requested === 1,
   };
 }
@@ -81,9 +83,11 @@ const js = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 
 /**
  * The `extra` column: `{"workflow": …}` for a message of a workflow run (the column's JSON shape
- * since the first schema, so rows written before the typed field read back the same), else NULL.
+ * since the first schema, so rows written before the typed field read back the same) and
+ * `{"trace": …}` for a message with a trace context, else NULL.
  */
-const extraColumn = (m: NewMessage): string | null => (m.workflow ? JSON.stringify({ workflow: m.workflow }) : null);
+const extraColumn = (m: NewMessage): string | null =>
+  m.workflow || m.trace ? JSON.stringify(m.trace ? { workflow: m.workflow, trace: m.trace } : { workflow: m.workflow }) : null;
 const n = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
 
 /** Named parameters for the INSERT of a new message. */

@@ -6,7 +6,7 @@
  * id with a new creation time, so `runId` alone is not unique over time — but at most one run per
  * id is active (RUN_STARTED) at once.
  */
-import type { FlowControl, HeaderMap, PublishOptions } from '../model.js';
+import type { FlowControl, HeaderMap, MessageTrace, PublishOptions } from '../model.js';
 
 export type RunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
 
@@ -35,6 +35,8 @@ export interface RunConfig {
   sdkTriggered?: boolean;
   /** Set when the run was started by `context.invoke` of another run: where its result goes. */
   invoker?: InvokerInfo;
+  /** The trigger's trace context: steps published without one of their own continue it. */
+  trace?: MessageTrace;
 }
 
 /**

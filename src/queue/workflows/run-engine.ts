@@ -255,6 +255,7 @@ export class WorkflowEngine {
       };
     }
     m.workflow = { runId: p.runId, call: true, callback: this.messageInfo(run) };
+    inheritTrace(m, cfg);
   }
 
   private async trigger(m: NewMessage, p: WorkflowPublishInfo, now: number): Promise<void> {
@@ -300,6 +301,7 @@ export class WorkflowEngine {
     // The SDK forwards every header of the delivery it answered (its "user headers"): keep the
     // user's, not the framing and delivery headers svc sets itself on each delivery.
     m.headers = withoutDeliveryHeaders(m.headers);
+    inheritTrace(m, run.config);
     const config = { ...triggerConfig(m, p), triggerMessageId: triggerId(run), startMessageId: run.config.startMessageId, sdkTriggered: true };
     await this.o.workflows.updateRun(run.seq, now, { config });
     this.decorate(m, { ...run, config }, await this.o.workflows.steps(run.seq), triggerId(run));
@@ -321,6 +323,7 @@ export class WorkflowEngine {
       throw run ? queueError('runFinished', p.runId, run.state) : queueError('runMissing', p.runId);
     }
     this.applyConfig(m, run.config, p.explicit);
+    inheritTrace(m, run.config);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
     this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
   }
@@ -344,6 +347,7 @@ export class WorkflowEngine {
       { callerIp: run.callerIp },
     );
     this.applyConfig(m, cfg, { retries: false, retryDelay: false, flowControl: false, failureCallback: false, timeout: false });
+    inheritTrace(m, cfg);
     await this.o.workflows.addStep(run.seq, m.id, 'step', m.body, now);
     this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
     // through the prepare hooks too: a run's flow-control key holds it like a published step
@@ -566,7 +570,16 @@ function triggerConfig(m: NewMessage, p: WorkflowPublishInfo): RunConfig {
     contentType: headerOf(m.headers, 'content-type'),
     method: m.method,
     triggerMessageId: m.id,
+    ...(m.trace ? { trace: m.trace } : {}),
   };
+}
+
+/**
+ * A step of a run continues the run's trace context (`cfg.trace`) unless it brought its own (an
+ * instrumented workflow endpoint's publish); a context svc started at publish gives way to it.
+ */
+function inheritTrace(m: NewMessage, cfg: RunConfig): void {
+  if (cfg.trace && (!m.trace || m.trace.started)) m.trace = cfg.trace;
 }
 
 /** The message id that started the run (first element of the step list). */

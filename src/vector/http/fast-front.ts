@@ -11,8 +11,9 @@
  */
 import { isAscii } from 'node:buffer';
 import type { FastHandler } from '../../http/fast.js';
+import { endRequestSpan, requestSpan } from '../../tracing.js';
 import { errorBody, VECTOR_ERRORS, vectorMessage } from '../errors.js';
-import { answer, answerHeaders, isAnswer, routeRequest, type Answer, type RouteDeps, type Routed } from './routes.js';
+import { answer, answerHeaders, isAnswer, nameVectorSpan, routeRequest, type Answer, type RouteDeps, type Routed } from './routes.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const METHODS: readonly string[] = ['DELETE'];
@@ -46,14 +47,17 @@ export function vectorFastHandler(deps: RouteDeps): FastHandler {
     handle(head, body, out) {
       const start = performance.now();
       let meter = deps.metrics.route(undefined);
+      const span = requestSpan('vector', head.headers); // undefined unless tracing is on
       const send = (status: number, text: string): void => {
         out.send(status, JSON_TYPE, text, answerHeaders(status));
         meter.done(status, start);
+        endRequestSpan(span, status);
       };
       try {
         const r = (head.auth as Routed | Answer | undefined) ?? routeRequest(deps, head.method, head.url, head.headers);
         if (isAnswer(r)) return send(r.status, r.body);
         meter = deps.metrics.route(r.endpoint);
+        if (span) nameVectorSpan(span, r);
         const a = answer(deps, r, bodyText(body));
         if (a instanceof Promise) a.then((x) => send(x.status, x.body));
         else send(a.status, a.body);

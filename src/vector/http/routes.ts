@@ -18,6 +18,7 @@ import { SecretMatcher, secretDigest } from '../../http/auth.js';
 import { originForm, rawRequestToken } from '../../http/raw.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../../http/json-depth.js';
 import type { Logger } from '../../logger.js';
+import { endRequestSpan, requestSpan, type Span } from '../../tracing.js';
 import type { VectorIndex } from '../engine/vector-index.js';
 import { DISK_FULL_RETRY_AFTER_S, errorBody, VECTOR_ERRORS, VectorError, vectorMessage, type VectorErrorCode, type VectorMessageArgs } from '../errors.js';
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
@@ -108,6 +109,12 @@ export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, he
     }
   }
   return { index, indexName, endpoint, handler, ns, query: q >= 0 ? rawUrl.slice(q + 1) : '' };
+}
+
+/** Names a vector request's span (`src/tracing.ts`) after its endpoint, with the index and namespace. */
+export function nameVectorSpan(span: Span, r: Routed): void {
+  span.updateName(`vector ${r.endpoint}`);
+  span.setAttributes({ 'db.system.name': 'svc.vector', 'db.operation.name': r.endpoint, 'db.collection.name': r.indexName, 'db.namespace': r.ns });
 }
 
 /** True when `x` is an {@link Answer} rather than a {@link Routed}. */
@@ -237,7 +244,12 @@ async function handleNode(req: IncomingMessage, res: ServerResponse, deps: Route
   const start = performance.now();
   const r = routeRequest(deps, req.method ?? 'GET', originForm(req.url ?? '/'), req.headers);
   const meter = deps.metrics.route(isAnswer(r) ? undefined : r.endpoint);
-  res.once('finish', () => meter.done(res.statusCode, start));
+  const span = requestSpan('vector', req.headers); // undefined unless tracing is on
+  if (span && !isAnswer(r)) nameVectorSpan(span, r);
+  res.once('finish', () => {
+    meter.done(res.statusCode, start);
+    endRequestSpan(span, res.statusCode);
+  });
   if (isAnswer(r)) {
     // a request without valid credentials: its body is not read, the connection closes
     if (r.status === VECTOR_ERRORS.unauthorized.status && req.headers['content-length'] !== '0' && (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)) {
