@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Index } from '@upstash/vector';
-import { startTestSvc, tempDir } from '../helpers/env.js';
+import { startTestSvc, tempDir, vectorDatabaseEnv } from '../helpers/env.js';
 import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import type { NamespaceState } from '../../src/vector/engine/namespace.js';
 import type { VectorIndex } from '../../src/vector/engine/vector-index.js';
@@ -76,7 +76,7 @@ export async function serveVectorChild(dataDir: string, env: Record<string, stri
   const root = path.resolve(import.meta.dirname, '../..');
   const child = spawn(process.execPath, [path.join(root, 'bin/svc.js'), 'serve'], {
     cwd: root,
-    env: { ...process.env, SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: '', ...env },
+    env: { ...process.env, SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: '', ...vectorDatabaseEnv(dataDir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
