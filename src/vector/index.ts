@@ -17,7 +17,7 @@ import { mallocTrim } from './engine/hnswlib.js';
 import { VectorMetrics } from './metrics.js';
 import { ResumableQueries } from './http/resumable.js';
 import { vectorRequestListener } from './http/routes.js';
-import { PgVectorStore, POLL_MS } from './engine/store-pg.js';
+import { PgSessions, PgVectorStore, POLL_MS } from './engine/store-pg.js';
 import { startCredentialSync } from '../credential-sync.js';
 
 /** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
@@ -97,6 +97,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
     try {
       if (ctx.config.vector.databaseUrl) {
         shared = await openShared(ctx, defs, indexes);
+        resumable.shared = { sessions: new PgSessions(shared.db), indexes };
       } else {
         for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
       }

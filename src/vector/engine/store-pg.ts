@@ -510,3 +510,69 @@ export class PgIndexLog implements SharedLog {
     });
   }
 }
+
+/** A resumable query as stored (`vector_sessions`; see `http/resumable.ts`). */
+export interface StoredSession {
+  uuid: string;
+  index: string;
+  ns: string;
+  /** The resolved query as JSON-compatible values. */
+  query: unknown;
+  /** Ids already returned. */
+  returned: string[];
+  idleMs: number;
+  lastUsed: number;
+}
+
+/**
+ * Resumable-query sessions in PostgreSQL, so any node continues a query another node started
+ * (no sticky sessions behind a load balancer). All times in ms since the epoch.
+ */
+export class PgSessions {
+  constructor(private readonly db: PgVectorStore) {}
+
+  /** Active (not expired at `now`) sessions of `index`. */
+  async count(index: string, now: number): Promise<number> {
+    const r = await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM vector_sessions WHERE index_name = $1 AND last_used + idle_ms >= $2', [index, now]);
+    return r.rows[0].n;
+  }
+
+  async insert(s: StoredSession): Promise<void> {
+    await this.db.query(
+      'INSERT INTO vector_sessions (uuid, index_name, ns, query, returned, idle_ms, last_used) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [s.uuid, s.index, s.ns, JSON.stringify(s.query), JSON.stringify(s.returned), s.idleMs, s.lastUsed],
+    );
+  }
+
+  /**
+   * Runs `fn` on session `uuid` (locked; undefined when absent) and stores the ids it adds and
+   * `lastUsed`; resolves to what `fn` returns. `fn` may throw (nothing is stored).
+   */
+  async update<T>(uuid: string, now: number, fn: (s: StoredSession | undefined) => { added: string[]; result: T }): Promise<T> {
+    return inTransaction(this.db.pool, async (c) => {
+      const r = await c.query<{ index_name: string; ns: string; query: unknown; returned: string[]; idle_ms: number; last_used: number }>(
+        'SELECT index_name, ns, query, returned, idle_ms, last_used FROM vector_sessions WHERE uuid = $1 FOR UPDATE',
+        [uuid],
+      );
+      const row = r.rows[0];
+      const out = fn(row && { uuid, index: row.index_name, ns: row.ns, query: row.query, returned: row.returned, idleMs: row.idle_ms, lastUsed: row.last_used });
+      if (row) {
+        await c.query('UPDATE vector_sessions SET returned = returned || $2::jsonb, last_used = $3 WHERE uuid = $1', [uuid, JSON.stringify(out.added), now]);
+      }
+      this.db.lastContact = Date.now();
+      return out.result;
+    });
+  }
+
+  /** Deletes session `uuid` of `index` when not expired at `now`; false when there was none. */
+  async delete(uuid: string, index: string, now: number): Promise<boolean> {
+    const r = await this.db.query('DELETE FROM vector_sessions WHERE uuid = $1 AND index_name = $2 AND last_used + idle_ms >= $3', [uuid, index, now]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /** Deletes the sessions expired at `now`; resolves to how many. */
+  async reap(now: number): Promise<number> {
+    const r = await this.db.query('DELETE FROM vector_sessions WHERE last_used + idle_ms < $1', [now]);
+    return r.rowCount ?? 0;
+  }
+}
