@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Index } from '@upstash/vector';
@@ -46,7 +48,7 @@ async function caughtUp(nodes: Node[], count: number, index = 'default'): Promis
 /** Ids of the exact top 10 on every node, asserted equal; returns them. */
 async function sameAnswers(nodes: Node[], vector: number[], index = 'default', filter?: string): Promise<string[]> {
   const answers = await Promise.all(nodes.map((n) => n.client(index).query({ vector, topK: 10, filter })));
-  const ids = answers.map((a) => a.map((r) => r.id));
+  const ids = answers.map((a) => a.map((r) => String(r.id)));
   for (let i = 1; i < ids.length; i++) assert.deepEqual(ids[i], ids[0], `node ${i} answers like node 0`);
   return ids[0];
 }
@@ -160,13 +162,31 @@ test('a resumable query started on one node is continued and ended on others (no
     assert.deepEqual([end.status, end.body.result], [200, 'Success']);
     const gone = await raw(`${nodes[0].indexUrl()}/resumable-query-next`, nodes[0].token(), JSON.stringify({ uuid, additionalK: 5 }));
     assert.equal(gone.status, 400);
-    // through the SDK: start on one node, fetch the next batch through another node's client
-    const idx0 = nodes[0].client();
-    const { result, fetchNext, stop } = await idx0.resumableQuery({ vector: q, topK: 3 });
-    assert.equal(result.length, 3);
-    const more = await fetchNext(3);
-    assert.equal(more.length, 3);
-    await stop();
+    // through the SDK behind a round-robin balancer: start, next and stop each on another node
+    const served: string[] = [];
+    let turn = 0;
+    const lb = http.createServer(async (req, res) => {
+      const target = nodes[turn++ % nodes.length].urls.vector!;
+      served.push(target);
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const r = await fetch(target + req.url, { method: req.method, headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' }, body: chunks.length ? Buffer.concat(chunks) : undefined });
+      res.writeHead(r.status, { 'content-type': 'application/json' });
+      res.end(Buffer.from(await r.arrayBuffer()));
+    });
+    await new Promise<void>((r) => lb.listen(0, '127.0.0.1', r));
+    try {
+      const sdk = new Index({ url: `http://127.0.0.1:${(lb.address() as AddressInfo).port}`, token: nodes[0].token(), retry: false, enableTelemetry: false });
+      const { result, fetchNext, stop } = await sdk.resumableQuery({ vector: q, topK: 5, maxIdle: 60 });
+      const more = await fetchNext(5);
+      const rest = await fetchNext(5);
+      await stop();
+      const ids = [...result, ...more, ...rest].map((r) => String(r.id));
+      assert.deepEqual(new Set(ids), new Set(top15));
+      assert.equal(new Set(served.slice(0, 4)).size, 3, 'the four calls went to all three nodes');
+    } finally {
+      lb.close();
+    }
   } finally {
     for (const n of nodes) await n.close();
   }

@@ -107,13 +107,21 @@ function toChange(r: ChangeJoin): ChangeRow {
   return c;
 }
 
-/** The definition as stored and compared: every field, keys sorted. */
-function canonical(def: IndexDefinition): string {
+/**
+ * What every node of an index must agree on, because the stored records depend on it: type,
+ * metric, dimension (as defined; undefined = fixed by the first dense upsert).
+ */
+function shape(def: IndexDefinition): Partial<IndexDefinition> {
+  return { name: def.name, type: def.type, metric: def.metric, dimension: def.dimension };
+}
+
+/** A definition (or part of one) as stored and compared: every field, keys sorted. */
+function canonical(def: Partial<IndexDefinition>): string {
   const sort = (v: unknown): unknown =>
     v && typeof v === 'object' && !Array.isArray(v)
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, sort(x)]))
       : v;
-  return JSON.stringify(sort({ ...def, quantization: def.quantization ?? 'none' }));
+  return JSON.stringify(sort('hnsw' in def ? { ...def, quantization: def.quantization ?? 'none' } : def));
 }
 
 /** The database of every index of this node: pool, LISTEN connection, definitions, tokens, sessions. */
@@ -190,12 +198,21 @@ export class PgVectorStore {
       const conflicts: string[] = [];
       for (const d of defs) {
         const s = stored.get(d.name);
-        if (s && canonical(s) !== canonical(d)) conflicts.push(`index ${d.name}: this node defines ${canonical(d)}, the database has ${canonical(s)}`);
+        if (s && canonical(shape(s)) !== canonical(shape(d))) conflicts.push(`index ${d.name}: this node defines ${canonical(shape(d))}, the database has ${canonical(shape(s))}`);
       }
       if (conflicts.length) {
         throw new PgStartupError(
           `SVC_VECTOR_DATABASE_URL: the index definitions differ from the ones the other nodes created (change SVC_VECTOR_INDEXES / SVC_VECTOR_* to match):\n  - ${conflicts.join('\n  - ')}`,
         );
+      }
+      // settings of the in-memory structures (HNSW parameters, quantization, embedder) may change
+      // at a restart: the database keeps the latest, which nodes that do not define the index use
+      for (const d of defs) {
+        const s = stored.get(d.name);
+        if (!s || canonical(s) === canonical(d)) continue;
+        this.logger.warn({ index: d.name, stored: canonical(s), now: canonical(d) }, 'vector: index settings changed (HNSW, quantization or embedder); the database keeps this node\'s');
+        await c.query('UPDATE vector_indexes SET definition = $2 WHERE name = $1', [d.name, canonical(d)]);
+        stored.set(d.name, JSON.parse(canonical(d)) as IndexDefinition);
       }
       for (const d of defs) {
         if (stored.has(d.name)) continue;
