@@ -82,6 +82,35 @@ export interface WriteTx {
   rollback(): Promise<void>;
 }
 
+/**
+ * The INSERT of the records written by the upsert changes `run` (one row per record: the last
+ * write wins, as ON CONFLICT may touch a row once per statement) and its parameters; `$1` is the
+ * index name, the others are numbered after `offset`.
+ */
+function upsertStatement(name: string, run: ChangeRow[], offset = 1): [string, unknown[]] {
+  const last = new Map<string, ChangeRow>();
+  for (const r of run) last.set(`${r.ns}\u0000${r.id}`, r);
+  const rows = [...last.values()];
+  const p = (i: number) => `$${offset + i}`;
+  return [
+    `INSERT INTO vector_records (index_name, ns, id, pos, seq, vector, sparse, metadata, data)
+     SELECT $1, * FROM unnest(${p(1)}::int[], ${p(2)}::text[], ${p(3)}::bigint[], ${p(4)}::bigint[], ${p(5)}::bytea[], ${p(6)}::bytea[], ${p(7)}::text[], ${p(8)}::text[])
+     ON CONFLICT (index_name, ns, id) DO UPDATE SET seq = EXCLUDED.seq, vector = EXCLUDED.vector, sparse = EXCLUDED.sparse,
+       metadata = EXCLUDED.metadata, data = EXCLUDED.data`,
+    [
+      ...(offset === 1 ? [name] : []),
+      rows.map((r) => r.ns),
+      rows.map((r) => r.id),
+      rows.map((r) => r.pos),
+      rows.map((r) => r.seq),
+      rows.map((r) => r.record!.vector),
+      rows.map((r) => r.record!.sparse),
+      rows.map((r) => r.record!.metadata),
+      rows.map((r) => r.record!.data),
+    ],
+  ];
+}
+
 /** A row of `vector_changes` joined with the record it wrote (when it still holds that write). */
 interface ChangeJoin {
   seq: number;
@@ -266,11 +295,6 @@ export class PgVectorStore {
     }));
   }
 
-  /** True while the LISTEN connection is up. */
-  get listening(): boolean {
-    return this.listener !== undefined && (this.listener as unknown as { _connected?: boolean })._connected === true;
-  }
-
   /** Opens (and keeps re-opening, every second) the LISTEN connection. */
   private startListening(): void {
     if (this.closed || this.listener) return;
@@ -355,8 +379,8 @@ export class PgIndexLog implements SharedLog {
       }
     };
     try {
-      await c.query('BEGIN');
-      await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [WRITE_LOCK_CLASS, this.name]);
+      // one round trip (an index name is [A-Za-z0-9_-]{1,64}, definitions.ts: safe as a literal)
+      await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_CLASS}, hashtext('${this.name}'))`);
       const changes: ChangeRow[] = [];
       for (let from = seq; ; ) {
         const page = await this.changesSince(from, c);
@@ -387,7 +411,9 @@ export class PgIndexLog implements SharedLog {
   /** The statements of one group commit, in the changes' order (consecutive record writes together). */
   private async write(c: pg.PoolClient, changes: ChangeRow[], namespaces: NamespaceRow[], seq: number): Promise<void> {
     const name = this.name;
-    for (let i = 0; i < changes.length; ) {
+    // the common batch, record writes only: one statement with the bookkeeping below
+    const upsertsOnly = changes.every((r) => r.kind === 'upsert');
+    for (let i = 0; i < changes.length && !upsertsOnly; ) {
       const kind = changes[i].kind;
       let j = i;
       while (j < changes.length && changes[j].kind === kind && (kind === 'upsert' || kind === 'delete')) j++;
@@ -397,27 +423,8 @@ export class PgIndexLog implements SharedLog {
       const ch = run[0];
       switch (kind) {
         case 'upsert': {
-          // one row per record (the last write wins; ON CONFLICT may touch a row once per statement)
-          const last = new Map<string, ChangeRow>();
-          for (const r of run) last.set(`${r.ns}\u0000${r.id}`, r);
-          const rows = [...last.values()];
-          await c.query(
-            `INSERT INTO vector_records (index_name, ns, id, pos, seq, vector, sparse, metadata, data)
-             SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::text[])
-             ON CONFLICT (index_name, ns, id) DO UPDATE SET seq = EXCLUDED.seq, vector = EXCLUDED.vector, sparse = EXCLUDED.sparse,
-               metadata = EXCLUDED.metadata, data = EXCLUDED.data`,
-            [
-              name,
-              rows.map((r) => r.ns),
-              rows.map((r) => r.id),
-              rows.map((r) => r.pos),
-              rows.map((r) => r.seq),
-              rows.map((r) => r.record!.vector),
-              rows.map((r) => r.record!.sparse),
-              rows.map((r) => r.record!.metadata),
-              rows.map((r) => r.record!.data),
-            ],
-          );
+          const [sql, params] = upsertStatement(name, run);
+          await c.query(sql, params);
           break;
         }
         case 'delete':
@@ -446,12 +453,13 @@ export class PgIndexLog implements SharedLog {
           break;
       }
     }
+    const [recSql, recParams] = upsertsOnly ? upsertStatement(name, changes, 11) : ['', []];
     await c.query(
       `WITH ch AS (INSERT INTO vector_changes (index_name, seq, kind, ns, id, pos, name)
                    SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::text[])),
             np AS (UPDATE vector_namespaces n SET next_pos = v.next_pos FROM unnest($8::int[], $9::bigint[]) v(id, next_pos)
                    WHERE n.index_name = $1 AND n.id = v.id),
-            ix AS (UPDATE vector_indexes SET seq = $10 WHERE name = $1)
+            ix AS (UPDATE vector_indexes SET seq = $10 WHERE name = $1)${upsertsOnly ? `, rec AS (${recSql})` : ''}
        SELECT pg_notify($11, $1 || ':' || $10::text)`,
       [
         name,
@@ -465,6 +473,7 @@ export class PgIndexLog implements SharedLog {
         namespaces.map((n) => n.next_pos),
         seq,
         this.db.channel,
+        ...recParams,
       ],
     );
   }

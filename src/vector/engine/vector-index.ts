@@ -388,7 +388,10 @@ export class VectorIndex {
         this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
         if (!this.scheduled) {
           this.scheduled = true;
-          setImmediate(() => (this.shared ? void this.exclusive(() => this.flushShared()) : this.flush()));
+          setImmediate(() => {
+            if (!this.shared) return this.flush();
+            this.exclusive(() => this.flushShared()).catch((err: unknown) => this.logger.error({ err, index: this.def.name }, 'vector group commit failed'));
+          });
         }
       };
       if (this.blocked.length || this.pendingElements() > PENDING_LIMIT) {
@@ -642,8 +645,17 @@ export class VectorIndex {
       batch.forEach((op, i) => op.reject(results[i].ok ? vectorError('databaseUnavailable') : results[i].v));
       return;
     }
-    this.store.setMeta('seq', String(this.seq));
-    this.store.db.exec('COMMIT');
+    try {
+      this.store.setMeta('seq', String(this.seq));
+      this.store.db.exec('COMMIT');
+    } catch (err) {
+      // committed to PostgreSQL (so acknowledged) but not to the cache: the cache and memory go
+      // back to before the batch, and the next catch-up (the poll) applies it from the database
+      this.logger.error({ err, index: this.def.name }, 'vector: the local cache could not commit a write stored in PostgreSQL; it is applied again from the database');
+      if (this.store.db.inTransaction) this.store.db.exec('ROLLBACK');
+      this.seq = seqBefore;
+      this.undo(all);
+    }
     this.commits++;
     this.store.checkpointer.committed();
     batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(results[i].v)));
