@@ -97,7 +97,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
     try {
       if (ctx.config.vector.databaseUrl) {
         shared = await openShared(ctx, defs, indexes);
-        resumable.shared = { sessions: new PgSessions(shared.db), indexes };
+        resumable.shared = { sessions: new PgSessions(shared.db) };
       } else {
         for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
       }

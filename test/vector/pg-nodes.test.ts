@@ -266,3 +266,26 @@ test('start-up errors name SVC_VECTOR_DATABASE_URL without its password (exit co
     dir.cleanup();
   }
 });
+
+test('a data dir holding the SQLite store is neither emptied nor used as a cache: start-up stops (exit code 2) and the file is kept', async () => {
+  const url = await pg.newDatabase();
+  const dir = tempDir();
+  try {
+    const sqlite = await startVector([], { dataDir: dir.dir, env: { SVC_VECTOR_DATABASE_URL: '', SVC_VECTOR_DIMENSION: '8' } });
+    await sqlite.client().upsert({ id: 'kept', vector: [1, 2, 3, 4, 5, 6, 7, 8] });
+    await sqlite.close();
+    await assert.rejects(
+      serveVectorChild(dir.dir, { SVC_VECTOR_DATABASE_URL: url, SVC_VECTOR_DIMENSION: '8' }),
+      (err: Error) => /svc exited 2/.test(err.message) && /holds the records of index default from the SQLite store/.test(err.message),
+    );
+    fs.rmSync(path.join(dir.dir, 'svc.lock'), { force: true });
+    const again = await startVector([], { dataDir: dir.dir, env: { SVC_VECTOR_DATABASE_URL: '', SVC_VECTOR_DIMENSION: '8' } });
+    try {
+      assert.equal((await again.client().fetch(['kept']))[0]?.id, 'kept');
+    } finally {
+      await again.close();
+    }
+  } finally {
+    dir.cleanup();
+  }
+});

@@ -53,6 +53,8 @@ export const RELOAD_PAGE = 2000;
 export const CHANGES_KEPT = 1_000_000;
 /** Local meta key of the cache tag (the index's incarnation in this database). */
 export const CACHE_TAG = 'pg_incarnation';
+/** Local meta key set while a whole reload runs (a cache, not a file of the SQLite store). */
+export const RELOAD_MARK = 'pg_reloading';
 
 /** The notification channel of index changes; `_<schema>` appended outside `public`. */
 const CHANGES_CHANNEL = 'svc_vector_changes';
@@ -500,6 +502,12 @@ export class PgIndexLog implements SharedLog {
         from = page[page.length - 1].seq;
       }
     }
+    if (tag === undefined && store.getMeta(RELOAD_MARK) === undefined && store.hasRecords()) {
+      // the file of the SQLite store (svc ran without SVC_VECTOR_DATABASE_URL): never emptied here
+      throw new PgStartupError(
+        `SVC_VECTOR_DATABASE_URL: ${store.file} holds the records of index ${this.name} from the SQLite store; they are not copied into PostgreSQL and would be replaced by the database's: move the file (and ${snapshotDir}) away before starting with the PostgreSQL store`,
+      );
+    }
     fs.rmSync(snapshotDir, { recursive: true, force: true });
     const seq = await this.reload(store, row.incarnation);
     return { reloaded: true, applied: 0, seq };
@@ -513,6 +521,7 @@ export class PgIndexLog implements SharedLog {
       const nss = (await c.query<NamespaceRow>('SELECT id, name, next_pos, generation FROM vector_namespaces WHERE index_name = $1 ORDER BY id', [this.name])).rows;
       store.transaction(() => {
         store.clearAll();
+        store.setMeta(RELOAD_MARK, incarnation); // a reload that stops half-way is done again
         for (const n of nss) store.putNamespace(n);
       });
       await c.query(
@@ -530,6 +539,7 @@ export class PgIndexLog implements SharedLog {
         if (ix.dimension !== null) store.setMeta('dimension', String(ix.dimension));
         store.setMeta('seq', String(ix.seq));
         store.setMeta(CACHE_TAG, incarnation);
+        store.deleteMeta(RELOAD_MARK);
       });
       this.db.lastContact = Date.now();
       return ix.seq;

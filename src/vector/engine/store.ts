@@ -173,6 +173,8 @@ export class VectorStore {
       createNsAt: p('INSERT INTO namespaces (id, name) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, next_pos = 0'),
       raisePos: p('UPDATE namespaces SET next_pos = max(next_pos, ?) WHERE id = ?'),
       clearAll: p('DELETE FROM records'),
+      anyRecord: p('SELECT 1 FROM records LIMIT 1').pluck(),
+      delMeta: p('DELETE FROM meta WHERE key = ?'),
       clearNamespaces: p('DELETE FROM namespaces'),
       clearMeta: p('DELETE FROM meta'),
       putNs: p('INSERT INTO namespaces (id, name, next_pos, generation) VALUES (?, ?, ?, ?)'),
@@ -185,6 +187,13 @@ export class VectorStore {
   }
   setMeta(key: string, value: string): void {
     this.st.setMeta.run(key, value);
+  }
+  deleteMeta(key: string): void {
+    this.st.delMeta.run(key);
+  }
+  /** True when some namespace holds a record. */
+  hasRecords(): boolean {
+    return this.st.anyRecord.get() !== undefined;
   }
   namespaces(): NamespaceRow[] {
     return this.st.namespaces.all() as NamespaceRow[];

@@ -66,11 +66,8 @@ export class ResumableQueries {
   /** Active sessions per index. */
   private readonly perIndex = new Map<VectorIndex, number>();
   private readonly timer: NodeJS.Timeout;
-  /**
-   * Sessions kept in PostgreSQL (set once the shared store is open, with `indexes` to find a
-   * session's index by name); undefined = in this process's memory.
-   */
-  shared: { sessions: PgSessions; indexes: Map<string, VectorIndex> } | undefined;
+  /** Sessions kept in PostgreSQL (set once the shared store is open); undefined = in this process's memory. */
+  shared: { sessions: PgSessions } | undefined;
   /** Ticks of the reaper since the last reap of the shared table. */
   private ticks = 0;
 
