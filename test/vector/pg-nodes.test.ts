@@ -93,9 +93,13 @@ test('three nodes: SDK writes spread over every node, the same answers everywher
       }, 60_000);
     }
 
-    // a node joining late, from an empty data dir, serves the same answers
-    late = await node(url);
+    // a node joining late, from an empty data dir, serves the same answers; it serves `books`
+    // too, with the definition and tokens the database has, though its own definitions lack it
+    late = await startVector([], { env: { SVC_VECTOR_DATABASE_URL: url, SVC_VECTOR_DATABASE_SCHEMA: 'public', SVC_VECTOR_DIMENSION: '8' } });
     await caughtUp([late], 397);
+    assert.equal(late.token('books'), nodes[0].token('books'));
+    const books = await late.client('books').info();
+    assert.deepEqual([books.dimension, books.similarityFunction, books.vectorCount], [8, 'EUCLIDEAN', 0]);
     for (const q of queries) await sameAnswers([nodes[0], late], q);
 
     // a node stopped, written around, and restarted on its data dir catches up from its cache

@@ -38,7 +38,7 @@ import { graphSearchedWithin, HnswDense, QuantizedDense, type NamespaceDense } f
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
 import { hnswlibBuild } from './hnswlib.js';
 import { isDiskFull } from '../../disk-full.js';
-import { vectorError } from '../errors.js';
+import { VectorError, vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
@@ -613,12 +613,18 @@ export class VectorIndex {
     this.store.capture = { changes, nextSeq: () => ++this.seq };
     try {
       for (const op of batch) {
+        // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL): the ops
+        // left would run outside it, so they fail with the first failure (as in flush)
+        if (!this.store.db.inTransaction) {
+          results.push({ ok: false, v: results.find((r) => !r.ok)?.v ?? vectorError('commitFailed') });
+          continue;
+        }
         const mark = changes.length;
         const j = (this.journal = newJournal());
         try {
           results.push({ ok: true, v: this.store.transaction(op.fn) });
         } catch (err) {
-          results.push({ ok: false, v: err });
+          results.push({ ok: false, v: isDiskFull(err) ? vectorError('diskFull') : err });
           changes.length = mark; // its savepoint was rolled back: so are its changes and memory
           this.undo(j);
         } finally {
@@ -628,6 +634,17 @@ export class VectorIndex {
       }
     } finally {
       this.store.capture = undefined;
+    }
+    if (!this.store.db.inTransaction) {
+      // the local cache lost the whole transaction (a full disk): nothing goes to PostgreSQL
+      await tx.rollback();
+      this.seq = seqBefore;
+      this.undo(all);
+      const cause = results.find((r) => !r.ok)?.v;
+      const answer = isDiskFull(cause) || (cause instanceof VectorError && cause.code === 'diskFull') ? vectorError('diskFull') : vectorError('commitFailed');
+      this.logger.error({ err: cause, index: this.def.name }, 'vector commit failed in the local cache: nothing was sent to PostgreSQL');
+      for (const op of batch) op.reject(answer);
+      return;
     }
     let failure: unknown;
     if (changes.length) {
