@@ -238,8 +238,16 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
   };
   const timer = setInterval(() => void poll(), POLL_MS);
   timer.unref();
-  // what was committed while the indexes loaded
-  await Promise.all([...indexes.values()].map((idx) => idx.catchUp()));
+  try {
+    // what was committed while the indexes loaded
+    await Promise.all([...indexes.values()].map((idx) => idx.catchUp()));
+  } catch (err) {
+    clearInterval(timer);
+    unsubscribe();
+    sync?.stop();
+    await db.close();
+    throw err;
+  }
   return {
     db,
     ready: () => Date.now() - db.lastContact < CONTACT_MS && [...behindSince.values()].every((t) => Date.now() - t < LAG_GRACE_MS),

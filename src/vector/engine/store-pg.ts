@@ -162,6 +162,8 @@ export class PgVectorStore {
   readonly credentialsChannel: string;
   /** `Date.now()` of the last statement that reached the database (readiness). */
   lastContact = 0;
+  /** `Date.now()` of the last failure logged at level warn ({@link warn}). */
+  private warnedAt = 0;
   private listener: pg.Client | undefined;
   private listenRetry: NodeJS.Timeout | undefined;
   private closed = false;
@@ -342,9 +344,14 @@ export class PgVectorStore {
     await this.pool.end().catch(() => undefined);
   }
 
-  /** Logs a failure of a background task (poll, catch-up) once per kind until it succeeds again. */
+  /**
+   * Logs a failure of a background task (poll, catch-up): at level warn the first time after the
+   * database last answered, at debug while it keeps failing (one line a second otherwise).
+   */
   warn(err: unknown, what: string): void {
-    this.logger.warn({ err: (err as Error)?.message ?? String(err) }, `vector: ${what} (PostgreSQL)`);
+    const level = this.warnedAt >= this.lastContact ? 'debug' : 'warn';
+    this.warnedAt = Date.now();
+    this.logger[level]({ err: (err as Error)?.message ?? String(err) }, `vector: ${what} (PostgreSQL)`);
   }
 }
 
@@ -354,6 +361,11 @@ export class PgIndexLog implements SharedLog {
     private readonly db: PgVectorStore,
     readonly name: string,
   ) {}
+
+  /** Logs a failure of this index's database work (see {@link PgVectorStore.warn}). */
+  warn(err: unknown, what: string): void {
+    this.db.warn(err, `index ${this.name}: ${what}`);
+  }
 
   async changesSince(seq: number, q: pg.Pool | pg.PoolClient = this.db.pool): Promise<ChangeRow[]> {
     const r = await q.query<ChangeJoin>(CHANGES_SQL, [this.name, seq]);

@@ -593,7 +593,7 @@ export class VectorIndex {
     try {
       tx = await this.shared!.begin(this.seq);
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message, index: this.def.name }, 'vector writes refused: PostgreSQL unavailable');
+      this.shared!.warn(err, 'writes refused, the database is unavailable');
       for (const op of batch) op.reject(vectorError('databaseUnavailable'));
       return;
     }
@@ -658,7 +658,7 @@ export class VectorIndex {
       this.store.db.exec('ROLLBACK');
       this.seq = seqBefore;
       this.undo(all);
-      this.logger.warn({ err: (failure as Error).message, index: this.def.name }, 'vector writes refused: the PostgreSQL commit failed');
+      this.shared!.warn(failure, 'writes refused, the commit failed');
       batch.forEach((op, i) => op.reject(results[i].ok ? vectorError('databaseUnavailable') : results[i].v));
       return;
     }
