@@ -46,7 +46,7 @@ const TOKEN = 'bench-vector-token';
 async function start(dir: string, dim: number, pgUrl?: string): Promise<Node> {
   const env: Record<string, string> = { SVC_VECTOR_DIMENSION: String(dim), SVC_VECTOR_TOKEN: TOKEN };
   if (pgUrl) Object.assign(env, { SVC_VECTOR_DATABASE_URL: pgUrl, SVC_VECTOR_DATABASE_SCHEMA: 'public' });
-  const n = await serveVectorChild(dir, env);
+  const n = await serveVectorChild(dir, env, 600_000);
   return { ...n, token: TOKEN };
 }
 

@@ -67,8 +67,8 @@ test('SIGKILL of one node under write load on two: every acknowledged write is s
   const url = await pg.newDatabase();
   const c = await pgNode(url);
   const token = c.token();
-  const a = await serveVectorChild(path.join(dirs.dir, 'a'), env(url));
-  const b = await serveVectorChild(path.join(dirs.dir, 'b'), env(url));
+  const a = await serveVectorChild(path.join(dirs.dir, 'a'), env(url), 120_000);
+  const b = await serveVectorChild(path.join(dirs.dir, 'b'), env(url), 120_000);
   let restarted: Awaited<ReturnType<typeof serveVectorChild>> | undefined;
   try {
     const acked: string[] = [];
@@ -92,7 +92,7 @@ test('SIGKILL of one node under write load on two: every acknowledged write is s
 
     for (const u of [b.url, c.url]) await waitFor(`every acknowledged write on ${u}`, async () => (await missing(u, token, acked)).length === 0, 60_000);
 
-    restarted = await serveVectorChild(path.join(dirs.dir, 'a'), env(url));
+    restarted = await serveVectorChild(path.join(dirs.dir, 'a'), env(url), 120_000);
     assert.deepEqual(await missing(restarted.url, token, acked), []);
     const total = (await c.client().info()).vectorCount;
     const clients = [restarted.url, b.url, c.url].map((u) => new Index({ url: u, token, retry: false, enableTelemetry: false }));

@@ -261,7 +261,7 @@ test('start-up errors name SVC_VECTOR_DATABASE_URL without its password (exit co
     });
     await assert.rejects(serveVectorChild(path.join(dir.dir, 'b'), { SVC_VECTOR_DATABASE_URL: 'mysql://x@y/z' }), /SVC_VECTOR_DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL/);
     // migrated once, then marked as written by a newer svc
-    const first = await serveVectorChild(path.join(dir.dir, 'c'), { SVC_VECTOR_DATABASE_URL: good.toString() });
+    const first = await serveVectorChild(path.join(dir.dir, 'c'), { SVC_VECTOR_DATABASE_URL: good.toString() }, 120_000);
     first.child.kill('SIGTERM');
     await first.exited();
     await withPg(good.toString(), (c) => c.query('INSERT INTO svc_vector_schema (version, applied_at) VALUES (999, 0)'));
