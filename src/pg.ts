@@ -54,6 +54,12 @@ export interface PgPoolOptions {
   schema?: string;
   /** Name shown in pg_stat_activity. */
   applicationName: string;
+  /**
+   * Client-side limit of one statement (ms; default none): a statement without an answer by then
+   * fails and its connection is not reused — what bounds a write when the network drops the
+   * server's answers silently (TCP would take minutes to notice).
+   */
+  queryTimeoutMs?: number;
 }
 
 /**
@@ -81,7 +87,12 @@ function connectionSettings(url: string, schema: string, applicationName: string
 
 /** A pool on `url` with int8 read as numbers. Nothing is connected yet. */
 export function createPgPool(url: string, opts: PgPoolOptions): pg.Pool {
-  return new pg.Pool({ ...connectionSettings(url, opts.schema ?? 'public', opts.applicationName), max: opts.max ?? 10, idleTimeoutMillis: 30_000 });
+  return new pg.Pool({
+    ...connectionSettings(url, opts.schema ?? 'public', opts.applicationName),
+    max: opts.max ?? 10,
+    idleTimeoutMillis: 30_000,
+    ...(opts.queryTimeoutMs ? { query_timeout: opts.queryTimeoutMs } : {}),
+  });
 }
 
 /** A standalone client (a LISTEN connection) with the same settings as {@link createPgPool}. */

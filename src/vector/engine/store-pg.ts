@@ -49,6 +49,13 @@ export const POLL_MS = 1000;
 export const CHANGES_PAGE = 5000;
 /** Records read per round trip when a node reloads an index whole. */
 export const RELOAD_PAGE = 2000;
+/**
+ * Longest wait for one statement (ms): past it a write answers 503 and its connection is dropped
+ * (a database that stopped answering without closing the connection). Above the server's 10 s
+ * idle-in-transaction limit, so a write waiting for the lock of a node cut off mid-transaction
+ * gets it when the server ends that session.
+ */
+export const QUERY_TIMEOUT_MS = 15_000;
 /** Changes kept per index (older ones are pruned; a node further behind reloads the index whole). */
 export const CHANGES_KEPT = 1_000_000;
 /** Local meta key of the cache tag (the index's incarnation in this database). */
@@ -189,7 +196,7 @@ export class PgVectorStore {
    *   `SVC_VECTOR_DATABASE_URL`, never the password.
    */
   static async open(url: string, schema: string, logger: Logger): Promise<PgVectorStore> {
-    const pool = createPgPool(url, { schema, applicationName: 'svc-vector', max: 8 });
+    const pool = createPgPool(url, { schema, applicationName: 'svc-vector', max: 8, queryTimeoutMs: QUERY_TIMEOUT_MS });
     try {
       await preparePgSchema(pool, url, {
         schema,
