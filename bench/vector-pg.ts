@@ -11,10 +11,12 @@
  * - time to ready (banner) of a node joining the index from an empty data dir, and of a node
  *   restarted on its data dir (local cache and graph snapshot).
  *
- * Sizes: `BENCH_PG_N` vectors at 128-d (default 20,000; a quarter at 768-d). Prints one table.
+ * Sizes: `BENCH_PG_N` vectors at 128-d (default 20,000; a quarter at 768-d). Prints one table;
+ * `npm run bench:vector` runs it too ({@link postgresRows}) and adds the table to its report.
  */
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { startTestPostgres } from '../test/helpers/postgres.js';
 import { tempDir } from '../test/helpers/env.js';
 import { randomVectors, serveVectorChild } from '../test/vector/helpers.js';
@@ -81,10 +83,14 @@ async function waitIndexed(n: Node, count: number): Promise<void> {
   }
 }
 
-/** Queries from 8 clients spread over `nodes` for SECONDS; QPS and p99 (ms). */
-async function queryLoad(nodes: Node[], queries: number[][]): Promise<{ qps: number; p99: number }> {
+/**
+ * Queries from 8 clients spread over `nodes` for SECONDS, after one unmeasured second (the load
+ * generator, this process, warms up too); QPS and p99 (ms).
+ */
+async function queryLoad(nodes: Node[], queries: number[][], seconds = SECONDS, warm = true): Promise<{ qps: number; p99: number }> {
+  if (warm) await queryLoad(nodes, queries, 1, false);
   const lat: number[] = [];
-  const end = performance.now() + SECONDS * 1000;
+  const end = performance.now() + seconds * 1000;
   let k = 0;
   await Promise.all(
     Array.from({ length: 8 }, async (_, c) => {
@@ -96,10 +102,12 @@ async function queryLoad(nodes: Node[], queries: number[][]): Promise<{ qps: num
       }
     }),
   );
-  return { qps: lat.length / SECONDS, p99: pct(lat, 99) };
+  return { qps: lat.length / seconds, p99: pct(lat, 99) };
 }
 
-async function main(): Promise<void> {
+/** Runs every measurement; resolves to the markdown table (SQLite and PostgreSQL columns). */
+export async function postgresRows(): Promise<string> {
+  rows.length = 0;
   const pg = await startTestPostgres({ own: true });
   const dirs = tempDir('svc-bench-vpg-');
   console.log(`N = ${N} (128-d), ${N / 4} (768-d); ${os.cpus().length} × ${os.cpus()[0]?.model}`);
@@ -181,7 +189,7 @@ async function main(): Promise<void> {
     await pg.stop();
     dirs.cleanup();
   }
-  console.log(`\n| measure | SQLite store | PostgreSQL store |\n| --- | --- | --- |\n${rows.join('\n')}`);
+  return `| measure | SQLite store | PostgreSQL store |\n| --- | --- | --- |\n${rows.join('\n')}`;
 }
 
-await main();
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) console.log('\n' + (await postgresRows()));
