@@ -83,6 +83,13 @@ test('three nodes: SDK writes spread over every node, the same answers everywher
     for (const i of infos.slice(1)) assert.deepEqual(i.namespaces, infos[0].namespaces);
     assert.equal(infos[0].namespaces.ns1.vectorCount, 60);
     for (const n of nodes) assert.deepEqual((await n.client().fetch(['v3'], { includeMetadata: true }))[0]?.metadata, { i: 3, even: false, changed: true });
+    // vectors, metadata and data arrive bit for bit on the nodes that did not take the write
+    for (const n of nodes) {
+      const [r] = await n.client().fetch(['v7'], { includeVectors: true, includeMetadata: true });
+      assert.deepEqual(r?.vector?.map((x) => Math.fround(x)), Array.from(Float32Array.from(vecs[7])));
+      const [k] = await n.client('books').fetch(['k4'], { includeData: true });
+      assert.equal(k?.data, 'book 4');
+    }
     // reset and namespace deletion reach every node
     await nodes[0].client().deleteNamespace('ns1');
     await nodes[2].client('books').reset();
