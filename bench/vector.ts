@@ -49,6 +49,7 @@
  * `BENCH_LANCEDB` (`0` skips LanceDB), `BENCH_AB_NODE=<node>` + `BENCH_AB_ROOT=<checkout>` (instead of all
  * the above: this Node.js vs that one, interleaved, on the first set: {@link abRun}; `BENCH_AB_EF`).
  */
+import { postgresRows } from './vector-pg.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -626,6 +627,8 @@ if (PEERS.size && ![...PEERS].every((p) => p === 'none')) {
 const loadStart = os.loadavg()[0];
 for (const [n, d] of SETS) await runSet(n, d);
 await agent.close();
+// the PostgreSQL store's rows (bench/vector-pg.ts), in the same run; BENCH_PG=0 skips them
+const pgTable = MILLION || INT8 || process.env.BENCH_PG === '0' ? undefined : await postgresRows();
 const table = [
   '| data | system | measure | result |',
   '|---|---|---|---|',
@@ -647,7 +650,8 @@ if (INT8) {
   // a full run rewrites the report, keeping the sections other modes write
   const old = fs.existsSync(OUT) ? fs.readFileSync(OUT, 'utf8') : '';
   const kept = KEPT_SECTIONS.map((h) => sectionOf(old, h)).filter((x) => x !== undefined);
-  const report = [`# Vector benchmark (\`npm run bench:vector\`)`, runLine, table, LANCEDB_NOTE, ...kept, NOTES].join('\n\n');
+  const pgSection = pgTable && `## PostgreSQL store (\`SVC_VECTOR_DATABASE_URL\`)\n\nReal svc processes on a throw-away PostgreSQL cluster (fsync on), the SQLite column measured the same way in the same run (\`bench/vector-pg.ts\`).\n\n${pgTable}`;
+  const report = [`# Vector benchmark (\`npm run bench:vector\`)`, runLine, table, ...(pgSection ? [pgSection] : []), LANCEDB_NOTE, ...kept, NOTES].join('\n\n');
   fs.mkdirSync(path.dirname(OUT), { recursive: true });
   fs.writeFileSync(OUT, report.trimEnd() + '\n');
 }

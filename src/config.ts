@@ -128,6 +128,13 @@ export interface Config {
     type: 'DENSE' | 'SPARSE' | 'HYBRID';
     /** Path of a JSON file describing more indexes (`SVC_VECTOR_INDEXES`). */
     indexesFile?: string;
+    /**
+     * `SVC_VECTOR_DATABASE_URL`: `postgres://` / `postgresql://` URL of the PostgreSQL store shared
+     * by every vector node (same rules as `SVC_QUEUE_DATABASE_URL`); undefined = SQLite in `dataDir`.
+     */
+    databaseUrl?: string;
+    /** `SVC_VECTOR_DATABASE_SCHEMA`: PostgreSQL schema of the vector tables (default `public`; created when missing). */
+    databaseSchema: string;
   };
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
@@ -197,6 +204,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
     return v as T;
   };
+  /** A PostgreSQL schema name (`SVC_*_DATABASE_SCHEMA`, default `public`). */
+  const schemaName = (name: string): string => {
+    const v = str(name) ?? 'public';
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v)) problems.push(`${name}=${JSON.stringify(v)}: expected a lower-case SQL identifier (letters, digits, _)`);
+    return v;
+  };
 
   let areas: AreaName[] = [...AREAS];
   const areasRaw = str('SVC_AREAS');
@@ -240,10 +253,14 @@ export function loadConfig(env: Env = process.env): Config {
     if (problem) problems.push(`SVC_QUEUE_DATABASE_URL: ${problem}`); // never the value: it holds the password
   }
 
-  const databaseSchema = str('SVC_QUEUE_DATABASE_SCHEMA') ?? 'public';
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(databaseSchema)) {
-    problems.push(`SVC_QUEUE_DATABASE_SCHEMA=${JSON.stringify(databaseSchema)}: expected a lower-case SQL identifier (letters, digits, _)`);
+  const databaseSchema = schemaName('SVC_QUEUE_DATABASE_SCHEMA');
+
+  const vectorDatabaseUrl = str('SVC_VECTOR_DATABASE_URL');
+  if (vectorDatabaseUrl !== undefined) {
+    const problem = databaseUrlProblem(vectorDatabaseUrl);
+    if (problem) problems.push(`SVC_VECTOR_DATABASE_URL: ${problem}`); // never the value: it holds the password
   }
+  const vectorDatabaseSchema = schemaName('SVC_VECTOR_DATABASE_SCHEMA');
 
   const backupDir = str('SVC_BACKUP_DIR');
   const intervalRaw = str('SVC_BACKUP_INTERVAL');
@@ -310,6 +327,8 @@ export function loadConfig(env: Env = process.env): Config {
       metric: oneOf('SVC_VECTOR_METRIC', 'COSINE', ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as const, true),
       type: oneOf('SVC_VECTOR_TYPE', 'DENSE', ['DENSE', 'SPARSE', 'HYBRID'] as const, true),
       indexesFile: str('SVC_VECTOR_INDEXES'),
+      databaseUrl: vectorDatabaseUrl,
+      databaseSchema: vectorDatabaseSchema,
     },
     mgmt: {
       ipv4Cidrs,
@@ -333,7 +352,7 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /**
- * Checks the shape of a PostgreSQL URL (`SVC_QUEUE_DATABASE_URL`): `postgres://` or
+ * Checks the shape of a PostgreSQL URL (`SVC_QUEUE_DATABASE_URL`, `SVC_VECTOR_DATABASE_URL`): `postgres://` or
  * `postgresql://`, a known `sslmode`. Returns the problem in words (never echoing the URL, which
  * holds the password) or undefined.
  */

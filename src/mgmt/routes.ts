@@ -36,8 +36,9 @@ function secret(reply: FastifyReply, body: object): FastifyReply {
 }
 
 /**
- * Answers a rotation once the credential store's listeners are done (the queue writes its
- * credentials to the database its nodes share); 503 `notShared` when that write failed.
+ * Answers a rotation once the credential store's listeners are done (the queue and the vector
+ * area write their credentials to the database their nodes share); 503 `notShared` when that
+ * write failed.
  */
 async function rotated(ctx: AreaContext, reply: FastifyReply, body: object): Promise<FastifyReply> {
   try {
@@ -81,7 +82,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext, metricsBr
     const r = rotateVectorTokens(store, req.params.index);
     if (!r) return sendError(reply, 'unknownVectorIndex', req.params.index);
     ctx.logger.info({ credential: `vector.${r.index}` }, 'management API: vector index tokens rotated');
-    return secret(reply, r);
+    return rotated(ctx, reply, r);
   });
 
   app.post('/v2/backup', async (req, reply) => {

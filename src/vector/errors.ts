@@ -109,6 +109,15 @@ export const VECTOR_ERRORS = {
     message: 'Insufficient storage: the disk holding the vector index is full; nothing of this request was stored, retry once space is freed',
   },
 
+  /**
+   * The shared PostgreSQL store (`SVC_VECTOR_DATABASE_URL`) cannot be reached or refused the
+   * commit: nothing of the request was stored (with `Retry-After`).
+   */
+  databaseUnavailable: {
+    status: 503,
+    message: 'Service unavailable: the vector database (PostgreSQL) cannot be reached; nothing of this request was stored, retry shortly',
+  },
+
   // --- resumable queries
   invalidMaxIdle: { status: 400, message: 'maxIdle must be a positive number of seconds' },
   tooManySessions: {
@@ -146,3 +155,10 @@ export function errorBody(status: number, message: string): string {
 
 /** Seconds a client is asked to wait (`Retry-After`) after a disk-full answer. */
 export const DISK_FULL_RETRY_AFTER_S = 30;
+/** Seconds a client is asked to wait (`Retry-After`) after a 503 (the shared database is unavailable). */
+export const UNAVAILABLE_RETRY_AFTER_S = 1;
+
+/** `Retry-After` seconds of an answer with `status` (507, 503), or undefined. */
+export function retryAfter(status: number): number | undefined {
+  return status === 507 ? DISK_FULL_RETRY_AFTER_S : status === 503 ? UNAVAILABLE_RETRY_AFTER_S : undefined;
+}

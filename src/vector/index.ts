@@ -22,6 +22,8 @@ import { VECTOR_SCHEMA_VERSION } from './engine/store.js';
 import { VectorMetrics } from './metrics.js';
 import { ResumableQueries } from './http/resumable.js';
 import { vectorRequestListener } from './http/routes.js';
+import { PgSessions, PgVectorStore, POLL_MS } from './engine/store-pg.js';
+import { startCredentialSync } from '../credential-sync.js';
 
 /** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
 export const VECTOR_BODY_LIMIT = 128 * 1024 * 1024;
@@ -97,12 +99,19 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   let stopTrimmer: (() => void) | undefined;
   let loaded = false;
   let starting: Promise<void> | undefined;
+  let shared: SharedWiring | undefined;
   const load = async () => {
     try {
-      for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
+      if (ctx.config.vector.databaseUrl) {
+        shared = await openShared(ctx, defs, indexes);
+        resumable.shared = { sessions: new PgSessions(shared.db) };
+      } else {
+        for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
+      }
     } catch (err) {
       for (const i of indexes.values()) await i.close();
       indexes.clear();
+      await shared?.close();
       throw err;
     }
     for (const [name, index] of indexes) index.snapshotTimer = metrics.snapshot(name);
@@ -133,12 +142,18 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
         await accepting;
         if (server.listening) await closed;
         resumable.close();
+        shared?.stopFollowing();
         for (const i of indexes.values()) await i.close();
+        await shared?.close();
       })()),
     // The records only: graph snapshots are not copied, the restored index rebuilds its graphs
     // from the records at its first start (docs/operations.md, "Backup and restore").
     async backup(target) {
       if (!loaded) throw new Error('vector: the indexes are not loaded yet');
+      if (shared) {
+        target.skip('vector', 'vector', 'the vector store is PostgreSQL (SVC_VECTOR_DATABASE_URL): svc does not copy it (the local files are a cache); back it up with pg_dump (e.g. `pg_dump -n <SVC_VECTOR_DATABASE_SCHEMA>`) or base backups with WAL archiving (pg_basebackup)');
+        return;
+      }
       for (const [name, index] of indexes) {
         const rel = `vector/${name}.sqlite`;
         const { schemaVersion } = await index.store.backup(target.path(rel));
@@ -151,8 +166,124 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
         });
       }
     },
-    // every index was loaded by start(); ready while listening and each SQLite file answers
-    ready: () => loaded && gate.server.listening && [...indexes.values()].every((i) => i.ready()),
+    // every index was loaded by start(); ready while listening and each SQLite file answers (and,
+    // on PostgreSQL, the database answers and this node has caught up with it)
+    ready: () => loaded && gate.server.listening && [...indexes.values()].every((i) => i.ready()) && (shared?.ready() ?? true),
+  };
+}
+
+/**
+ * Readiness on PostgreSQL: the database answered within this many ms (the poll runs every
+ * {@link POLL_MS}), and no index has stayed behind the sequence number the poll saw for longer
+ * than {@link LAG_GRACE_MS}.
+ */
+export const CONTACT_MS = 3 * POLL_MS;
+export const LAG_GRACE_MS = 2000;
+/** Pruning of old changes (`store-pg.ts` `prune`) runs this often (ms). */
+export const PRUNE_MS = 60_000;
+
+/** The PostgreSQL store of a running area and what follows it. */
+interface SharedWiring {
+  db: PgVectorStore;
+  ready(): boolean;
+  stopFollowing(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the PostgreSQL store (`SVC_VECTOR_DATABASE_URL`): registers this node's definitions
+ * (every index of the database is served, `defs` gets the ones other nodes created), shares the
+ * indexes' tokens (`src/credential-sync.ts`), opens every index as a cache of the database
+ * (`VectorIndex.open` with its log) and follows the changes of the other nodes: `LISTEN` (each
+ * notification catches the index up) and a poll every {@link POLL_MS} (fallback and heartbeat).
+ * @throws PgStartupError (unreachable, wrong password, newer schema, conflicting definitions).
+ */
+async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Map<string, VectorIndex>): Promise<SharedWiring> {
+  const db = await PgVectorStore.open(ctx.config.vector.databaseUrl!, ctx.config.vector.databaseSchema, ctx.logger);
+  let sync: { stop(): void } | undefined;
+  try {
+    const all = await db.registerIndexes(defs);
+    for (const d of all) if (!defs.some((x) => x.name === d.name)) defs.push(d);
+    const names = defs.flatMap((d) => [tokenName(d.name), readonlyTokenName(d.name)]);
+    for (const n of names) ctx.credentials.get(n);
+    sync = await startCredentialSync(names, ctx.credentials, db.sharedCredentials(), ctx.logger, Date.now, 'vector');
+    for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger, db.index(d.name)));
+  } catch (err) {
+    sync?.stop();
+    await db.close();
+    throw err;
+  }
+  const behindSince = new Map<string, number>();
+  const running = new Map<VectorIndex, Promise<void>>();
+  const again = new Set<VectorIndex>();
+  /** Catches `idx` up (one catch-up per index at a time; a request meanwhile runs once more after it). */
+  const follow = (idx: VectorIndex): Promise<void> => {
+    const busy = running.get(idx);
+    if (busy) {
+      again.add(idx);
+      return busy;
+    }
+    const p = (async () => {
+      do {
+        again.delete(idx);
+        await idx.catchUp();
+      } while (again.has(idx));
+    })()
+      .catch((err: unknown) => db.warn(err, `catching up index ${idx.def.name} failed (retried)`))
+      .finally(() => running.delete(idx));
+    running.set(idx, p);
+    return p;
+  };
+  const unsubscribe = db.onChange((name, seq) => {
+    for (const idx of name ? [indexes.get(name)] : indexes.values()) if (idx && idx.seq < seq) void follow(idx);
+  });
+  let polling = false;
+  let lastPrune = Date.now();
+  const poll = async () => {
+    if (polling) return;
+    polling = true;
+    try {
+      const seqs = await db.sequences();
+      await Promise.all(
+        [...indexes].map(async ([name, idx]) => {
+          const remote = seqs.get(name) ?? 0;
+          if (idx.seq >= remote) return void behindSince.delete(name);
+          if (!behindSince.has(name)) behindSince.set(name, Date.now());
+          await follow(idx);
+          if (idx.seq >= remote) behindSince.delete(name);
+        }),
+      );
+      if (Date.now() - lastPrune >= PRUNE_MS) {
+        lastPrune = Date.now();
+        await db.prune();
+      }
+    } catch (err) {
+      db.warn(err, 'polling the index sequence numbers failed (retried)');
+    } finally {
+      polling = false;
+    }
+  };
+  const timer = setInterval(() => void poll(), POLL_MS);
+  timer.unref();
+  try {
+    // what was committed while the indexes loaded
+    await Promise.all([...indexes.values()].map((idx) => idx.catchUp()));
+  } catch (err) {
+    clearInterval(timer);
+    unsubscribe();
+    sync?.stop();
+    await db.close();
+    throw err;
+  }
+  return {
+    db,
+    ready: () => Date.now() - db.lastContact < CONTACT_MS && [...behindSince.values()].every((t) => Date.now() - t < LAG_GRACE_MS),
+    stopFollowing: () => {
+      clearInterval(timer);
+      unsubscribe();
+      sync?.stop();
+    },
+    close: () => db.close(),
   };
 }
 

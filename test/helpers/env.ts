@@ -19,9 +19,10 @@ export function tempDir(prefix = 'svc-test-'): { dir: string; cleanup(): void } 
 /**
  * Settings a whole test run may be given from the environment (`SVC_KV_WORKERS=2 npm test`).
  * `SVC_QUEUE_DATABASE_URL=postgres://... npm test` runs every queue test on that PostgreSQL
- * server, each svc data dir in its own schema ({@link queueDatabaseEnv}).
+ * server, each svc data dir in its own schema ({@link queueDatabaseEnv}); likewise
+ * `SVC_VECTOR_DATABASE_URL=postgres://... npm test` for the vector tests ({@link vectorDatabaseEnv}).
  */
-const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC', 'SVC_QUEUE_DATABASE_URL'];
+const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC', 'SVC_QUEUE_DATABASE_URL', 'SVC_VECTOR_DATABASE_URL'];
 
 /**
  * With `SVC_QUEUE_DATABASE_URL` set for the test run: the schema of the svc using `dataDir`
@@ -31,6 +32,16 @@ const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC', 'SVC_QUEUE_DATABASE
 export function queueDatabaseEnv(dataDir: string): Record<string, string> {
   if (!process.env.SVC_QUEUE_DATABASE_URL) return {};
   return { SVC_QUEUE_DATABASE_SCHEMA: `t_${createHash('sha256').update(dataDir).digest('hex').slice(0, 20)}` };
+}
+
+/**
+ * With `SVC_VECTOR_DATABASE_URL` set for the test run: the schema of the svc using `dataDir`
+ * (`SVC_VECTOR_DATABASE_SCHEMA`, derived from the directory as {@link queueDatabaseEnv} does).
+ * Empty otherwise.
+ */
+export function vectorDatabaseEnv(dataDir: string): Record<string, string> {
+  if (!process.env.SVC_VECTOR_DATABASE_URL) return {};
+  return { SVC_VECTOR_DATABASE_SCHEMA: `v_${createHash('sha256').update(dataDir).digest('hex').slice(0, 20)}` };
 }
 
 function fromProcessEnv(names: readonly string[]): Record<string, string> {
@@ -51,6 +62,7 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     SVC_LOG_LEVEL: process.env.SVC_TEST_LOG_LEVEL ?? 'silent',
     ...fromProcessEnv(PASSED_THROUGH),
     ...queueDatabaseEnv(dataDir),
+    ...vectorDatabaseEnv(dataDir),
     ...env,
   });
 }

@@ -6,12 +6,15 @@
  * closed at once) until {@link TcpProxy.restore}. `partition` (default) keeps the server's side
  * open, as a network partition does: PostgreSQL does not notice, its sessions of the cut node stay
  * (with their locks) until they time out. `reset` closes both sides (the server sees the node go).
+ * `silent` closes nothing: bytes stop flowing both ways (new connections are held too), as when a
+ * network drops packets, and flow again, with what was held back, at {@link TcpProxy.restore}
+ * (TCP retransmitting after the network heals).
  */
 import net from 'node:net';
 
 export interface TcpProxy {
   port: number;
-  cut(mode?: 'partition' | 'reset'): void;
+  cut(mode?: 'partition' | 'reset' | 'silent'): void;
   restore(): void;
   close(): Promise<void>;
 }
@@ -21,8 +24,9 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   /** Server sides kept open by a partition (closed by {@link TcpProxy.close}). */
   const orphans = new Set<net.Socket>();
   let cut = false;
+  let silenced = false;
   const server = net.createServer((client) => {
-    if (cut) {
+    if (cut && !silenced) {
       client.destroy();
       return;
     }
@@ -36,6 +40,12 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
+    if (silenced) {
+      // held: piped at restore()
+      client.pause();
+      upstream.pause();
+      return;
+    }
     client.pipe(upstream);
     upstream.pipe(client);
   });
@@ -44,6 +54,16 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     port: (server.address() as net.AddressInfo).port,
     cut(mode = 'partition') {
       cut = true;
+      if (mode === 'silent') {
+        silenced = true;
+        for (const pair of pairs) {
+          pair.client.unpipe(pair.upstream);
+          pair.upstream.unpipe(pair.client);
+          pair.client.pause();
+          pair.upstream.pause();
+        }
+        return;
+      }
       for (const pair of [...pairs]) {
         pairs.delete(pair);
         if (mode === 'partition') {
@@ -57,6 +77,12 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     },
     restore() {
       cut = false;
+      if (!silenced) return;
+      silenced = false;
+      for (const pair of pairs) {
+        pair.client.pipe(pair.upstream);
+        pair.upstream.pipe(pair.client);
+      }
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -68,7 +68,8 @@ test('a write is answered after a WAL fdatasync that completed after its commit;
 test('a WAL that cannot be synced refuses the write with 500 commit failed; reads keep working', { timeout: 60_000 }, async () => {
   const data = tempDir('svc-vector-walsync-');
   try {
-    const svc = await startVector([], { env: { SVC_VECTOR_DIMENSION: '16' }, dataDir: data.dir });
+    // the SQLite store's WAL (with SVC_VECTOR_DATABASE_URL the local file is only a cache, never synced)
+    const svc = await startVector([], { env: { SVC_VECTOR_DIMENSION: '16', SVC_VECTOR_DATABASE_URL: '' }, dataDir: data.dir });
     try {
       const wal = path.join(data.dir, 'vector', 'default.sqlite-wal');
       assert.ok(fs.existsSync(wal), 'the store runs in WAL mode');

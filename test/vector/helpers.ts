@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Index } from '@upstash/vector';
-import { startTestSvc, tempDir } from '../helpers/env.js';
+import { startTestSvc, tempDir, vectorDatabaseEnv } from '../helpers/env.js';
 import { DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import type { NamespaceState } from '../../src/vector/engine/namespace.js';
 import type { VectorIndex } from '../../src/vector/engine/vector-index.js';
@@ -70,13 +70,14 @@ export async function raw(url: string, token: string | undefined, body?: string,
 /**
  * `node bin/svc.js serve` as a child process (vector area only, port 0) on `dataDir`, with `env`
  * added; resolves once the banner names the vector URL. `log()` is its stderr so far (pino JSON
- * lines, level warn and up). For tests that stop svc with a signal (SIGKILL, SIGTERM).
+ * lines, level warn and up). For tests that stop svc with a signal (SIGKILL, SIGTERM). Rejects when
+ * no banner came within `bannerTimeoutMs`.
  */
-export async function serveVectorChild(dataDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; log(): string; exited(): Promise<void> }> {
+export async function serveVectorChild(dataDir: string, env: Record<string, string> = {}, bannerTimeoutMs = 30_000): Promise<{ child: ChildProcess; url: string; log(): string; exited(): Promise<void> }> {
   const root = path.resolve(import.meta.dirname, '../..');
   const child = spawn(process.execPath, [path.join(root, 'bin/svc.js'), 'serve'], {
     cwd: root,
-    env: { ...process.env, SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: '', ...env },
+    env: { ...process.env, SVC_AREAS: 'vector', SVC_VECTOR_PORT: '0', SVC_DATA_DIR: dataDir, SVC_HOST: '127.0.0.1', SVC_LOG_LEVEL: 'warn', SVC_VECTOR_INDEXES: '', ...vectorDatabaseEnv(dataDir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -85,7 +86,7 @@ export async function serveVectorChild(dataDir: string, env: Record<string, stri
   const exited = () => new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no banner in 30 s; stdout: ${out} stderr: ${err}`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`no banner in ${bannerTimeoutMs / 1000} s; stdout: ${out} stderr: ${err}`)), bannerTimeoutMs);
       child.stdout!.on('data', (b) => {
         out += b;
         const m = /^vector\s+(http:\/\/\S+)/m.exec(out);

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import type { Index } from '@upstash/vector';
-import { tempDir } from '../helpers/env.js';
+import { tempDir, vectorDatabaseEnv } from '../helpers/env.js';
 import { randomVectors, startVector, type Svc } from './helpers.js';
 import type { VectorServer } from '../../src/vector/index.js';
 
@@ -102,7 +102,8 @@ test('a restart answers the same queries as before: from a clean snapshot, and f
   await svc.close();
   fs.rmSync(path.join(crashed.dir, 'svc.lock'), { force: true });
 
-  svc = await startVector(index, { dataDir: crashed.dir });
+  // the copy is the same node's cache: on PostgreSQL (SVC_VECTOR_DATABASE_URL) the same schema
+  svc = await startVector(index, { dataDir: crashed.dir, env: vectorDatabaseEnv(data.dir) });
   c = svc.client();
   try {
     const stats = loadStats(svc);

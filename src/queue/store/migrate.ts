@@ -6,33 +6,18 @@
  * @throws Error when the database was written by a newer svc (its version is above the newest
  *   migration here) or when a migration file fails.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Database from 'better-sqlite3';
+import { loadMigrationFiles, type Migration } from '../../pg.js';
+
+export type { Migration };
 
 const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
-/** The migrations shipped with this build, ordered by version. */
+/** The migrations shipped with this build, ordered by version (`src/pg.ts` `loadMigrationFiles`). */
 export function loadMigrations(dir = DIR): Migration[] {
-  const out: Migration[] = [];
-  for (const f of fs.readdirSync(dir).sort()) {
-    const m = /^(\d{4})_([\w-]+)\.sql$/.exec(f);
-    if (!m) continue;
-    out.push({ version: Number(m[1]), name: m[2], sql: fs.readFileSync(path.join(dir, f), 'utf8') });
-  }
-  // Strictly increasing; a gap is tolerated (two migrations written in parallel land in any order
-  // during development), a duplicate is not.
-  out.forEach((mig, i) => {
-    if (i > 0 && mig.version <= out[i - 1].version) throw new Error(`queue migrations: duplicate version ${mig.version} (${mig.name})`);
-  });
-  return out;
+  return loadMigrationFiles(dir, 'queue');
 }
 
 /** The newest schema version of this build (the number of its last migration). */

@@ -28,6 +28,7 @@ import type {
   PageResult,
   StoredMessage,
 } from '../model.js';
+import { inTransaction } from '../../pg.js';
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
 import { PgBatcher } from './pg-batch.js';
 import { PgSharedCredentials } from './pg-credentials.js';
@@ -66,28 +67,8 @@ const PRUNE_BATCH = 5000;
 /** Something that runs a query: the pool (autocommit) or a client inside a transaction. */
 export type Queryable = pg.Pool | pg.PoolClient;
 
-/** Runs `fn` in one transaction on a pooled connection (rolled back when it throws). */
-export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const c = await pool.connect();
-  let broken: Error | undefined;
-  // A connection lost between two statements is reported as an 'error' event on the checked-out
-  // client (the pool only listens on idle ones): without a listener it would crash the process.
-  // The next statement fails with the same error, which is what the caller sees.
-  const lost = (err: Error) => (broken = err);
-  c.on('error', lost);
-  try {
-    await c.query('BEGIN');
-    const v = await fn(c);
-    await c.query('COMMIT');
-    return v;
-  } catch (err) {
-    await c.query('ROLLBACK').catch((e: Error) => (broken = e));
-    throw err;
-  } finally {
-    c.off('error', lost);
-    c.release(broken);
-  }
-}
+/** Runs `fn` in one transaction on a pooled connection (rolled back when it throws; `src/pg.ts`). */
+export { inTransaction };
 
 /**
  * CTE parts of the claim statement (`c` = the claimed rows, `$1` = owner, `$3` = now): the

@@ -13,6 +13,7 @@
  * otherwise); `releaseLeases` hands expired (or, at start-up, all) leases back, so a crash
  * mid-delivery costs one attempt and never loses the message.
  */
+import type { SharedCredentials } from '../../credential-sync.js';
 import type {
   AttemptOutcome,
   DlqEntry,
@@ -226,26 +227,5 @@ export interface QueueStore {
   workflows?(): WorkflowStore;
 }
 
-/** A credential of this node at start (see {@link SharedCredentials.seed}). */
-export interface SharedCredentialEntry {
-  name: string;
-  /** This node's value (from env, `credentials.json` or just generated). */
-  value: string;
-  /** The value env gives this node, when it does. */
-  envValue?: string;
-}
 
-/** Credentials shared by the nodes of one store (`PgSharedCredentials`). */
-export interface SharedCredentials {
-  /**
-   * Start-up: creates missing rows from `entries`; a stored row wins, unless `envValue` differs
-   * from the env value the row was last set from. Returns the values in effect for every node.
-   */
-  seed(entries: SharedCredentialEntry[], now: number): Promise<Map<string, string>>;
-  /** Every stored credential (name -> value). */
-  read(): Promise<Map<string, string>>;
-  /** Stores rotated values (one transaction) and tells the other nodes. */
-  write(values: Map<string, string>, now: number): Promise<void>;
-  /** Subscribes to changes written by any node; returns the unsubscribe function. */
-  onChange(fn: () => void): () => void;
-}
+export type { SharedCredentialEntry, SharedCredentials } from '../../credential-sync.js';

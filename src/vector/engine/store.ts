@@ -45,6 +45,27 @@ export interface RecordRow {
 
 export type RecordHead = Pick<RecordRow, 'id' | 'pos' | 'seq' | 'metadata'> & { hasSparse: 0 | 1 };
 
+/**
+ * One entry of a shared store's change sequence (PostgreSQL, `store-pg.ts`), in the order of `seq`:
+ * - `upsert`: record `id` of namespace `ns` written at position `pos`; `record` = its row when it
+ *   still holds this write (absent when the record was written again or deleted since: a later
+ *   change carries it);
+ * - `delete`: record `id` of `ns` deleted;
+ * - `create` / `rename`: namespace `ns` created / renamed to `name`;
+ * - `drop`: namespace `ns` deleted with its records; `reset`: its records deleted, positions
+ *   restarting at 0, generation bumped;
+ * - `dimension`: the index's dense dimension fixed to `pos`.
+ */
+export interface ChangeRow {
+  seq: number;
+  kind: 'upsert' | 'delete' | 'create' | 'rename' | 'drop' | 'reset' | 'dimension';
+  ns: number | null;
+  id: string | null;
+  pos: number | null;
+  name: string | null;
+  record?: Pick<RecordRow, 'vector' | 'sparse' | 'metadata' | 'data'>;
+}
+
 /** A sparse vector as parallel arrays (indices int32, values float32). */
 export interface SparseVector {
   indices: Int32Array;
@@ -95,6 +116,12 @@ export class VectorStore {
   /** Told when the checkpoint worker failed (automatic checkpoints are back on). */
   onCheckpointError: ((err: Error) => void) | undefined;
   private readonly st: Record<string, Database.Statement>;
+  /**
+   * While set (a shared store's group commit, `vector-index.ts`): every write below is also
+   * appended here as a {@link ChangeRow} (records with a copy of their data), to be committed to
+   * the shared store. `nextSeq` numbers the changes that are not record writes.
+   */
+  capture: { changes: ChangeRow[]; nextSeq: () => number } | undefined;
 
   constructor(readonly file: string) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -157,6 +184,14 @@ export class VectorStore {
       range: p('SELECT id, pos, seq, vector, sparse, metadata, data FROM records WHERE ns = ? AND pos >= ? ORDER BY pos LIMIT ?'),
       rangePrefix: p(`SELECT id, pos, seq, vector, sparse, metadata, data FROM records
         WHERE ns = ? AND pos >= ? AND substr(id, 1, ?) = ? ORDER BY pos LIMIT ?`),
+      createNsAt: p('INSERT INTO namespaces (id, name) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, next_pos = 0'),
+      raisePos: p('UPDATE namespaces SET next_pos = max(next_pos, ?) WHERE id = ?'),
+      clearAll: p('DELETE FROM records'),
+      anyRecord: p('SELECT 1 FROM records LIMIT 1').pluck(),
+      delMeta: p('DELETE FROM meta WHERE key = ?'),
+      clearNamespaces: p('DELETE FROM namespaces'),
+      clearMeta: p('DELETE FROM meta'),
+      putNs: p('INSERT INTO namespaces (id, name, next_pos, generation) VALUES (?, ?, ?, ?)'),
       pageInfo: p('SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size()) AS size'),
     };
   }
@@ -167,33 +202,114 @@ export class VectorStore {
   setMeta(key: string, value: string): void {
     this.st.setMeta.run(key, value);
   }
+  deleteMeta(key: string): void {
+    this.st.delMeta.run(key);
+  }
+  /** True when some namespace holds a record. */
+  hasRecords(): boolean {
+    return this.st.anyRecord.get() !== undefined;
+  }
   namespaces(): NamespaceRow[] {
     return this.st.namespaces.all() as NamespaceRow[];
   }
   createNamespace(name: string): NamespaceRow {
-    return this.st.createNs.get(name) as NamespaceRow;
+    const row = this.st.createNs.get(name) as NamespaceRow;
+    this.note('create', row.id, null, null, name);
+    return row;
   }
   renameNamespace(id: number, name: string): void {
     this.st.renameNs.run(name, id);
+    this.note('rename', id, null, null, name);
   }
   /** Deletes the namespace row and all its records. */
   dropNamespace(id: number): void {
     this.st.clearNs.run(id);
     this.st.dropNs.run(id);
+    this.note('drop', id);
   }
   /** Deletes every record, restarts positions at 0 and bumps the generation. */
   resetNamespace(id: number): void {
     this.st.clearNs.run(id);
     this.st.resetNs.run(id);
+    this.note('reset', id);
+  }
+  /** Appends a change that is not a record write to {@link capture}. */
+  private note(kind: ChangeRow['kind'], ns: number | null, id: string | null = null, pos: number | null = null, name: string | null = null): void {
+    const c = this.capture;
+    if (c) c.changes.push({ seq: c.nextSeq(), kind, ns, id, pos, name });
+  }
+  /** Fixes the dense dimension (meta `dimension`; a change of a shared store). */
+  setDimension(d: number): void {
+    this.setMeta('dimension', String(d));
+    this.note('dimension', null, null, d);
   }
   setNextPos(id: number, nextPos: number): void {
     this.st.setNextPos.run(nextPos, id);
   }
   upsert(ns: number, r: Omit<RecordRow, 'pos'> & { pos: number }): void {
     this.st.upsert.run(ns, r.id, r.pos, r.seq, r.vector, r.sparse, r.metadata, r.data);
+    // the vector's bytes may be a reused conversion buffer: the capture keeps a copy
+    this.capture?.changes.push({
+      seq: r.seq, kind: 'upsert', ns, id: r.id, pos: r.pos, name: null,
+      record: { vector: r.vector && Buffer.from(r.vector), sparse: r.sparse, metadata: r.metadata, data: r.data },
+    });
   }
   delete(ns: number, id: string): boolean {
-    return this.st.del.run(ns, id).changes > 0;
+    const gone = this.st.del.run(ns, id).changes > 0;
+    if (gone) this.note('delete', ns, id);
+    return gone;
+  }
+
+  /**
+   * Applies changes of a shared store's sequence (`ChangeRow`, in `seq` order) to this local copy,
+   * with the positions, namespace ids and sequence numbers they carry, and sets meta `seq` to the
+   * last one. Not captured. Run inside a transaction.
+   */
+  applyChanges(changes: ChangeRow[]): void {
+    for (const c of changes) {
+      switch (c.kind) {
+        case 'upsert':
+          if (c.record) this.st.upsert.run(c.ns, c.id, c.pos, c.seq, c.record.vector, c.record.sparse, c.record.metadata, c.record.data);
+          this.st.raisePos.run(c.pos! + 1, c.ns);
+          break;
+        case 'delete':
+          this.st.del.run(c.ns, c.id);
+          break;
+        case 'create':
+          this.st.createNsAt.run(c.ns, c.name);
+          break;
+        case 'rename':
+          this.st.renameNs.run(c.name, c.ns);
+          break;
+        case 'drop':
+          this.st.clearNs.run(c.ns);
+          this.st.dropNs.run(c.ns);
+          break;
+        case 'reset':
+          this.st.clearNs.run(c.ns);
+          this.st.resetNs.run(c.ns);
+          break;
+        case 'dimension':
+          this.setMeta('dimension', String(c.pos));
+          break;
+      }
+    }
+    if (changes.length) this.setMeta('seq', String(changes[changes.length - 1].seq));
+  }
+
+  /**
+   * Empties this local copy (records, namespaces, meta) before a whole reload from a shared store;
+   * run inside a transaction with the reload ({@link putNamespace}, {@link upsert}).
+   */
+  clearAll(): void {
+    this.st.clearAll.run();
+    this.st.clearNamespaces.run();
+    this.st.clearMeta.run();
+  }
+
+  /** Inserts a namespace row as a shared store has it (whole reload). */
+  putNamespace(row: NamespaceRow): void {
+    this.st.putNs.run(row.id, row.name, row.next_pos, row.generation);
   }
   get(ns: number, id: string): RecordRow | undefined {
     return this.st.get.get(ns, id) as RecordRow | undefined;

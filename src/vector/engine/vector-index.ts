@@ -38,12 +38,13 @@ import { graphSearchedWithin, HnswDense, QuantizedDense, type NamespaceDense } f
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
 import { hnswlibBuild } from './hnswlib.js';
 import { isDiskFull } from '../../disk-full.js';
-import { vectorError } from '../errors.js';
+import { VectorError, vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
-import { blobToSparse, sparseToBlob, VectorStore } from './store.js';
+import { blobToSparse, sparseToBlob, VectorStore, type ChangeRow } from './store.js';
+import { CHANGES_PAGE, type PgIndexLog, type WriteTx } from './store-pg.js';
 import type { Metadata, UpsertItem } from '../validate.js';
 import type { HistogramCell } from '../../metrics.js';
 
@@ -120,6 +121,14 @@ export class VectorIndex {
   private closing: Promise<void> | undefined;
   /** Committed batches waiting for their WAL fsync ({@link flush}); close waits for them. */
   private readonly syncing = new Set<Promise<void>>();
+  /**
+   * The shared store (PostgreSQL, `store-pg.ts`) this index is a cache of; undefined = the SQLite
+   * file is the store. With it, a group commit is a PostgreSQL transaction ({@link flushShared})
+   * and changes of other nodes are applied by {@link catchUp}.
+   */
+  shared: PgIndexLog | undefined;
+  /** Tail of the shared-store operations, which run one at a time ({@link exclusive}). */
+  private tail: Promise<unknown> = Promise.resolve();
 
   /**
    * Opens the index and loads it synchronously (tests, tools); the server uses {@link open}.
@@ -143,9 +152,16 @@ export class VectorIndex {
    * `readSnapshotAsync`) while the record heads are read from SQLite. Same result as the
    * constructor. @throws (rejects) as the constructor.
    */
-  static async open(def: IndexDefinition, dataDir: string, logger: Logger): Promise<VectorIndex> {
+  static async open(def: IndexDefinition, dataDir: string, logger: Logger, shared?: PgIndexLog): Promise<VectorIndex> {
     const idx = new VectorIndex(def, dataDir, logger, true);
     try {
+      if (shared) {
+        // the SQLite file is a cache of the shared store: brought to its state before loading
+        idx.shared = shared;
+        const t0 = Date.now();
+        const r = await shared.syncLocal(idx.store, idx.snapshotDir);
+        logger.info({ index: def.name, ...r, ms: Date.now() - t0 }, r.reloaded ? 'vector index reloaded from PostgreSQL' : 'vector index cache caught up from PostgreSQL');
+      }
       await idx.loadAsync();
     } catch (err) {
       idx.store.close();
@@ -372,7 +388,10 @@ export class VectorIndex {
         this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
         if (!this.scheduled) {
           this.scheduled = true;
-          setImmediate(() => this.flush());
+          setImmediate(() => {
+            if (!this.shared) return this.flush();
+            this.exclusive(() => this.flushShared()).catch((err: unknown) => this.logger.error({ err, index: this.def.name }, 'vector group commit failed'));
+          });
         }
       };
       if (this.blocked.length || this.pendingElements() > PENDING_LIMIT) {
@@ -546,6 +565,179 @@ export class VectorIndex {
     if (this.pendingCount() > 0) this.scheduleIndexing();
   }
 
+  /** Runs `fn` after the shared-store operations before it ({@link flushShared}, {@link catchUp}). */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.tail.then(fn, fn);
+    this.tail = p.catch(() => undefined);
+    return p;
+  }
+
+  /**
+   * The group commit on a shared store: one PostgreSQL transaction holding the index's write lock
+   * (`store-pg.ts`). First the changes other nodes committed are applied here ({@link applyRemote}),
+   * so positions, namespace ids and sequence numbers continue the database's; then the queued
+   * writes run as {@link flush} runs them (one local SQLite transaction, a savepoint each, memory
+   * updated in the same step) while `store.capture` collects what they changed; that is committed
+   * to PostgreSQL, and only then locally. Writes are answered after both commits (so a write is
+   * visible to the next query on this node). When PostgreSQL cannot be reached or the commit
+   * fails, the local transaction is rolled back, memory restored from it (`undo`), the sequence
+   * number put back (a commit whose outcome is unknown is applied by the next catch-up if it
+   * happened) and the writes answered 503 (`databaseUnavailable`). Never rejects.
+   */
+  private async flushShared(): Promise<void> {
+    this.scheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    let tx: WriteTx;
+    try {
+      tx = await this.shared!.begin(this.seq);
+    } catch (err) {
+      this.shared!.warn(err, 'writes refused, the database is unavailable');
+      for (const op of batch) op.reject(vectorError('databaseUnavailable'));
+      return;
+    }
+    try {
+      if (tx.changes.length) this.applyRemote(tx.changes);
+    } catch (err) {
+      await tx.rollback();
+      this.logger.error({ err, index: this.def.name }, 'vector: changes of other nodes could not be applied');
+      for (const op of batch) op.reject(vectorError('commitFailed'));
+      return;
+    }
+    const seqBefore = this.seq;
+    const changes: ChangeRow[] = [];
+    const results: { ok: boolean; v: unknown }[] = [];
+    const all = newJournal();
+    this.store.db.exec('BEGIN');
+    this.store.capture = { changes, nextSeq: () => ++this.seq };
+    try {
+      for (const op of batch) {
+        // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL): the ops
+        // left would run outside it, so they fail with the first failure (as in flush)
+        if (!this.store.db.inTransaction) {
+          results.push({ ok: false, v: results.find((r) => !r.ok)?.v ?? vectorError('commitFailed') });
+          continue;
+        }
+        const mark = changes.length;
+        const j = (this.journal = newJournal());
+        try {
+          results.push({ ok: true, v: this.store.transaction(op.fn) });
+        } catch (err) {
+          results.push({ ok: false, v: isDiskFull(err) ? vectorError('diskFull') : err });
+          changes.length = mark; // its savepoint was rolled back: so are its changes and memory
+          this.undo(j);
+        } finally {
+          this.journal = undefined;
+          mergeJournal(all, j);
+        }
+      }
+    } finally {
+      this.store.capture = undefined;
+    }
+    if (!this.store.db.inTransaction) {
+      // the local cache lost the whole transaction (a full disk): nothing goes to PostgreSQL
+      await tx.rollback();
+      this.seq = seqBefore;
+      this.undo(all);
+      const cause = results.find((r) => !r.ok)?.v;
+      const answer = isDiskFull(cause) || (cause instanceof VectorError && cause.code === 'diskFull') ? vectorError('diskFull') : vectorError('commitFailed');
+      this.logger.error({ err: cause, index: this.def.name }, 'vector commit failed in the local cache: nothing was sent to PostgreSQL');
+      for (const op of batch) op.reject(answer);
+      return;
+    }
+    let failure: unknown;
+    if (changes.length) {
+      try {
+        await tx.commit(changes, this.store.namespaces(), this.seq);
+      } catch (err) {
+        failure = err;
+      }
+    } else await tx.rollback();
+    if (failure !== undefined) {
+      this.store.db.exec('ROLLBACK');
+      this.seq = seqBefore;
+      this.undo(all);
+      this.shared!.warn(failure, 'writes refused, the commit failed');
+      batch.forEach((op, i) => op.reject(results[i].ok ? vectorError('databaseUnavailable') : results[i].v));
+      return;
+    }
+    try {
+      this.store.setMeta('seq', String(this.seq));
+      this.store.db.exec('COMMIT');
+    } catch (err) {
+      // committed to PostgreSQL (so acknowledged) but not to the cache: the cache and memory go
+      // back to before the batch, and the next catch-up (the poll) applies it from the database
+      this.logger.error({ err, index: this.def.name }, 'vector: the local cache could not commit a write stored in PostgreSQL; it is applied again from the database');
+      if (this.store.db.inTransaction) this.store.db.exec('ROLLBACK');
+      this.seq = seqBefore;
+      this.undo(all);
+    }
+    this.commits++;
+    this.store.checkpointer.committed();
+    batch.forEach((op, i) => (results[i].ok ? op.resolve(results[i].v) : op.reject(results[i].v)));
+    this.maintain();
+    if (this.pendingCount() > 0) this.scheduleIndexing();
+  }
+
+  /**
+   * Applies the changes other nodes committed to the shared store since this node's sequence
+   * number (a notification, the poll, or start-up). Resolves to the number applied.
+   * @throws the database error (nothing applied from the failing read).
+   */
+  catchUp(): Promise<number> {
+    return this.exclusive(async () => {
+      let n = 0;
+      while (!this.closed && this.shared) {
+        const page = await this.shared.changesSince(this.seq);
+        if (page.length) this.applyRemote(page);
+        n += page.length;
+        if (page.length < CHANGES_PAGE) break;
+      }
+      return n;
+    });
+  }
+
+  /**
+   * Applies committed changes of the shared store (in sequence order) to the local SQLite cache
+   * (one transaction, with the positions and ids they carry) and then to memory, the way a
+   * rolled-back write is undone: namespaces are matched to their rows (created ones loaded,
+   * reset ones reloaded, deleted ones dropped with their snapshots), then every written or deleted
+   * record is re-read from the cache (`restoreRecord`: graph, sparse index, metadata).
+   */
+  private applyRemote(changes: ChangeRow[]): void {
+    const before = new Set(this.namespaces.values());
+    this.store.transaction(() => this.store.applyChanges(changes));
+    this.seq = Math.max(this.seq, changes[changes.length - 1].seq);
+    let namespaces = false;
+    for (const c of changes) {
+      if (c.kind === 'upsert' || c.kind === 'delete') continue;
+      namespaces = true;
+      if (c.kind === 'drop' || c.kind === 'reset') dropSnapshot(this.snapshotDir, c.ns!);
+    }
+    if (namespaces) {
+      const dim = this.store.getMeta('dimension');
+      if (dim !== undefined && this.dimension === undefined && this.hasDense) {
+        this.dimension = Number(dim);
+        for (const ns of this.namespaces.values()) ns.dense ??= this.newGraph();
+      }
+      this.reconcileNamespaces();
+    }
+    const byId = new Map([...this.namespaces.values()].map((ns) => [ns.row.id, ns]));
+    const j = newJournal();
+    for (const c of changes) {
+      if (c.kind !== 'upsert' && c.kind !== 'delete') continue;
+      const ns = byId.get(c.ns!);
+      if (!ns || !before.has(ns)) continue; // loaded whole from the cache by reconcileNamespaces
+      let ids = j.records.get(ns);
+      if (!ids) j.records.set(ns, (ids = new Set()));
+      ids.add(c.id!);
+    }
+    this.undo(j);
+    for (const [ns, ids] of j.records) ns.unsnapshotted += ids.size;
+    if (this.pendingCount() > 0) this.scheduleIndexing();
+  }
+
   /** Notes that the running write changes record `id` of `ns` in memory. */
   private touch(ns: NamespaceState, id: string): void {
     if (!this.journal) return;
@@ -647,7 +839,7 @@ export class VectorIndex {
     if (this.dimension !== undefined) return;
     this.touchNamespaces();
     this.dimension = d;
-    this.store.setMeta('dimension', String(d));
+    this.store.setDimension(d);
     for (const ns of this.namespaces.values()) ns.dense = this.newGraph();
   }
 
@@ -881,8 +1073,10 @@ export class VectorIndex {
   private async closeNow(): Promise<void> {
     for (const enter of this.blocked.splice(0)) enter();
     if (this.queue.length) await new Promise<void>((r) => setImmediate(r));
-    this.flush();
+    if (this.shared) await this.exclusive(() => this.flushShared());
+    else this.flush();
     this.closed = true;
+    await this.tail;
     await Promise.all(this.snapshots.values());
     await Promise.all([...this.namespaces.values()].map((ns) => ns.dense?.idle()));
     // Insert what is queued (at most PENDING_LIMIT elements plus the last batch), so the closing

@@ -89,7 +89,7 @@ function query(c: HandlerContext, data: boolean): unknown {
 async function resumableStart(c: HandlerContext, data: boolean): Promise<unknown> {
   if (!isObj(c.body)) throw vectorError('bodyNotObject', 'resumable-query');
   const q = await resolve(c.index, parseQuery(c.body, data));
-  return c.resumable.start(c.index, c.ns, q, c.body.maxIdle);
+  return c.resumable.startQuery(c.index, c.ns, q, c.body.maxIdle);
 }
 
 function obj(body: unknown, what: string): Record<string, unknown> {
@@ -163,7 +163,7 @@ export const HANDLERS: Record<string, Handler> = {
   'resumable-query-data': (c) => resumableStart(c, true),
   'resumable-query-next': (c) => {
     const b = obj(c.body, 'resumable-query-next');
-    return c.resumable.next(c.index, b.uuid, b.additionalK);
+    return c.resumable.nextBatch(c.index, b.uuid, b.additionalK);
   },
-  'resumable-query-end': (c) => c.resumable.end(c.index, obj(c.body, 'resumable-query-end').uuid),
+  'resumable-query-end': (c) => c.resumable.endQuery(c.index, obj(c.body, 'resumable-query-end').uuid),
 };

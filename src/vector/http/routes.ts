@@ -20,7 +20,7 @@ import { jsonTooDeep, MAX_JSON_DEPTH } from '../../http/json-depth.js';
 import type { Logger } from '../../logger.js';
 import { endRequestSpan, requestSpan, type Span } from '../../tracing.js';
 import type { VectorIndex } from '../engine/vector-index.js';
-import { DISK_FULL_RETRY_AFTER_S, errorBody, VECTOR_ERRORS, VectorError, vectorMessage, type VectorErrorCode, type VectorMessageArgs } from '../errors.js';
+import { errorBody, retryAfter, VECTOR_ERRORS, VectorError, vectorMessage, type VectorErrorCode, type VectorMessageArgs } from '../errors.js';
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
 import type { VectorMetrics } from '../metrics.js';
 import type { ResumableQueries } from './resumable.js';
@@ -50,9 +50,12 @@ export interface Answer {
 
 /**
  * Extra response header lines (`name: value\r\n`) of an answer with `status`: a 507 (disk full)
- * asks the client to retry later (`Retry-After`).
+ * or 503 (the shared database unavailable) asks the client to retry later (`Retry-After`).
  */
-export const answerHeaders = (status: number): string => (status === 507 ? `retry-after: ${DISK_FULL_RETRY_AFTER_S}\r\n` : '');
+export const answerHeaders = (status: number): string => {
+  const s = retryAfter(status);
+  return s === undefined ? '' : `retry-after: ${s}\r\n`;
+};
 
 /** The answer of catalogue error `code`. */
 function errorAnswer<C extends VectorErrorCode>(code: C, ...args: VectorMessageArgs<C>): Answer {
@@ -221,7 +224,8 @@ function readText(req: IncomingMessage, limit: number): Promise<string | undefin
 function send(res: ServerResponse, a: Answer): void {
   if (res.headersSent || res.destroyed) return;
   const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(a.body) };
-  if (a.status === 507) headers['retry-after'] = DISK_FULL_RETRY_AFTER_S;
+  const wait = retryAfter(a.status);
+  if (wait !== undefined) headers['retry-after'] = wait;
   res.writeHead(a.status, headers);
   res.end(a.body);
 }

@@ -1,0 +1,195 @@
+/**
+ * `npm run bench:vector-pg`: the vector area on PostgreSQL (`SVC_VECTOR_DATABASE_URL`) against the
+ * SQLite store, on this machine, with real svc processes (`bin/svc.js serve`) and a throw-away
+ * PostgreSQL cluster (fsync on):
+ *
+ * - upsert throughput on one node, 128-d and 768-d (batches of 100, 4 concurrent clients);
+ * - query QPS and p99 (top 10, 8 concurrent clients) with one node, and with two PostgreSQL nodes
+ *   sharing the clients;
+ * - follower lag p50/p99: a marker written on one node, polled on the other, while a writer keeps
+ *   the first node busy;
+ * - time to ready (banner) of a node joining the index from an empty data dir, and of a node
+ *   restarted on its data dir (local cache and graph snapshot).
+ *
+ * Sizes: `BENCH_PG_N` vectors at 128-d (default 20,000; a quarter at 768-d). Prints one table;
+ * `npm run bench:vector` runs it too ({@link postgresRows}) and adds the table to its report.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { startTestPostgres } from '../test/helpers/postgres.js';
+import { tempDir } from '../test/helpers/env.js';
+import { randomVectors, serveVectorChild } from '../test/vector/helpers.js';
+
+const N = Number(process.env.BENCH_PG_N ?? 20_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const rows: string[] = [];
+const add = (what: string, sqlite: string, pg: string) => {
+  rows.push(`| ${what} | ${sqlite} | ${pg} |`);
+  console.log(`${what} | ${sqlite} | ${pg}`);
+};
+const fmt = (x: number, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+
+type Node = Awaited<ReturnType<typeof serveVectorChild>> & { token: string };
+
+async function post(url: string, token: string, body: string): Promise<any> {
+  const r = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+  const text = await r.text();
+  if (r.status !== 200) throw new Error(`${url}: ${r.status} ${text}`);
+  return JSON.parse(text);
+}
+
+const TOKEN = 'bench-vector-token';
+
+async function start(dir: string, dim: number, pgUrl?: string): Promise<Node> {
+  const env: Record<string, string> = { SVC_VECTOR_DIMENSION: String(dim), SVC_VECTOR_TOKEN: TOKEN };
+  if (pgUrl) Object.assign(env, { SVC_VECTOR_DATABASE_URL: pgUrl, SVC_VECTOR_DATABASE_SCHEMA: 'public' });
+  const n = await serveVectorChild(dir, env, 600_000);
+  return { ...n, token: TOKEN };
+}
+
+async function stop(n: Node, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  n.child.kill(signal);
+  await n.exited();
+}
+
+/** Upserts `vecs` in batches of 100 from 4 clients; resolves to acknowledged vectors per second. */
+async function upsertAll(n: Node, vecs: number[][], prefix = 'v'): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      for (;;) {
+        const b = next;
+        next += 100;
+        if (b >= vecs.length) return;
+        await post(`${n.url}/upsert`, n.token, JSON.stringify(vecs.slice(b, b + 100).map((v, i) => ({ id: `${prefix}${b + i}`, vector: v }))));
+      }
+    }),
+  );
+  return vecs.length / ((performance.now() - t0) / 1000);
+}
+
+async function waitIndexed(n: Node, count: number): Promise<void> {
+  for (;;) {
+    const r = await fetch(`${n.url}/info`, { headers: { authorization: `Bearer ${n.token}` } });
+    const i = (await r.json()).result;
+    if (i.vectorCount >= count && i.pendingVectorCount === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Queries from 8 clients spread over `nodes` for SECONDS, after one unmeasured second (the load
+ * generator, this process, warms up too); QPS and p99 (ms).
+ */
+async function queryLoad(nodes: Node[], queries: number[][], seconds = SECONDS, warm = true): Promise<{ qps: number; p99: number }> {
+  if (warm) await queryLoad(nodes, queries, 1, false);
+  const lat: number[] = [];
+  const end = performance.now() + seconds * 1000;
+  let k = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, c) => {
+      const n = nodes[c % nodes.length];
+      while (performance.now() < end) {
+        const t = performance.now();
+        await post(`${n.url}/query`, n.token, JSON.stringify({ vector: queries[k++ % queries.length], topK: 10 }));
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  return { qps: lat.length / seconds, p99: pct(lat, 99) };
+}
+
+/** Runs every measurement; resolves to the markdown table (SQLite and PostgreSQL columns). */
+export async function postgresRows(): Promise<string> {
+  rows.length = 0;
+  const pg = await startTestPostgres({ own: true });
+  const dirs = tempDir('svc-bench-vpg-');
+  console.log(`N = ${N} (128-d), ${N / 4} (768-d); ${os.cpus().length} × ${os.cpus()[0]?.model}`);
+  try {
+    // 1. upsert throughput, one node
+    for (const [dim, n] of [[128, N], [768, N / 4]] as const) {
+      const vecs = randomVectors(n, dim, dim);
+      const s = await start(path.join(dirs.dir, `s${dim}`), dim);
+      const sq = await upsertAll(s, vecs);
+      await stop(s);
+      const db = await pg.newDatabase();
+      const p = await start(path.join(dirs.dir, `p${dim}`), dim, db);
+      const pq = await upsertAll(p, vecs);
+      await stop(p);
+      add(`upsert ${dim}-d, one node, vectors/s (acknowledged)`, fmt(sq), `${fmt(pq)} (${fmt((100 * pq) / sq)} %)`);
+    }
+
+    // 2. query QPS: one SQLite node, one and two PostgreSQL nodes
+    const vecs = randomVectors(N, 128, 1);
+    const queries = randomVectors(500, 128, 2);
+    const s = await start(path.join(dirs.dir, 'sq'), 128);
+    await upsertAll(s, vecs);
+    await waitIndexed(s, N);
+    const sq = await queryLoad([s], queries);
+    await stop(s);
+    const db = await pg.newDatabase();
+    const a = await start(path.join(dirs.dir, 'pa'), 128, db);
+    await upsertAll(a, vecs);
+    await waitIndexed(a, N);
+    const pq1 = await queryLoad([a], queries);
+    add('query QPS (p99 ms), top 10, 8 clients, one node', `${fmt(sq.qps)} (${fmt(sq.p99, 1)})`, `${fmt(pq1.qps)} (${fmt(pq1.p99, 1)}) (${fmt((100 * pq1.qps) / sq.qps)} %)`);
+
+    // 3. time to ready of a node joining from an empty data dir
+    let t = performance.now();
+    const b = await start(path.join(dirs.dir, 'pb'), 128, db);
+    const joinEmpty = performance.now() - t;
+    await waitIndexed(b, N);
+    const pq2 = await queryLoad([a, b], queries);
+    add('query QPS (p99 ms), 8 clients over two nodes', '—', `${fmt(pq2.qps)} (${fmt(pq2.p99, 1)})`);
+
+    // 4. follower lag under write load on a
+    let writing = true;
+    let w = 0;
+    const writer = (async () => {
+      const more = randomVectors(2000, 128, 3);
+      while (writing) {
+        await post(`${a.url}/upsert`, a.token, JSON.stringify(more.slice((w % 20) * 100, (w % 20) * 100 + 100).map((v, i) => ({ id: `load${w}-${i}`, vector: v }))));
+        w++;
+      }
+    })();
+    const lags: number[] = [];
+    const marker = randomVectors(1, 128, 4)[0];
+    const until = performance.now() + SECONDS * 1000;
+    for (let i = 0; performance.now() < until; i++) {
+      await post(`${a.url}/upsert`, a.token, JSON.stringify([{ id: `marker${i}`, vector: marker }]));
+      const t0 = performance.now();
+      for (;;) {
+        const r = await post(`${b.url}/fetch`, b.token, JSON.stringify({ ids: [`marker${i}`] }));
+        if (r.result[0]) break;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      lags.push(performance.now() - t0);
+    }
+    writing = false;
+    await writer;
+    const loadRate = (w * 100) / SECONDS;
+    add(`follower lag p50 / p99 ms (markers while ~${fmt(loadRate)} vectors/s are written)`, '—', `${fmt(pct(lags, 50), 1)} / ${fmt(pct(lags, 99), 1)} (${lags.length} markers)`);
+
+    // 5. time to ready: a node restarted on its data dir (local cache + snapshot)
+    await stop(b);
+    t = performance.now();
+    const b2 = await start(path.join(dirs.dir, 'pb'), 128, db);
+    const restart = performance.now() - t;
+    await stop(b2);
+    add(`time to ready, node joining ${fmt(N)} × 128 from an empty data dir, ms`, '—', fmt(joinEmpty));
+    add(`time to ready, node restarted on its data dir (cache + snapshot, ~${fmt(N + w * 100)} vectors), ms`, '—', fmt(restart));
+    await stop(a);
+  } finally {
+    await pg.stop();
+    dirs.cleanup();
+  }
+  return `| measure | SQLite store | PostgreSQL store |\n| --- | --- | --- |\n${rows.join('\n')}`;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) console.log('\n' + (await postgresRows()));
