@@ -100,6 +100,66 @@ export function createPgClient(url: string, schema: string, applicationName: str
   return new pg.Client(connectionSettings(url, schema, applicationName));
 }
 
+/**
+ * A `LISTEN` connection kept open for a store: opened by {@link PgListener.start}, re-opened one
+ * second after it fails or ends, until {@link PgListener.close}. After each (re)connect it runs
+ * `LISTEN` on every channel, then `onConnect(client)`: notifications sent while the connection was
+ * down are lost, so that is where a store re-reads what it follows.
+ */
+export class PgListener {
+  private client: pg.Client | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** Settles once the latest connection attempt listens and ran `onConnect`, or failed. */
+  ready: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly open: () => pg.Client,
+    private readonly channels: readonly string[],
+    private readonly onNotification: (n: pg.Notification) => void,
+    private readonly onConnect: (client: pg.Client) => Promise<void> | void = () => undefined,
+  ) {}
+
+  /** The connection while it is open (e.g. to hold session advisory locks on it). */
+  get current(): pg.Client | undefined {
+    return this.client;
+  }
+
+  /** Opens the connection (no-op while one is open or after close). */
+  start(): void {
+    if (this.closed || this.client) return;
+    const c = this.open();
+    this.client = c;
+    const retry = () => {
+      if (this.client !== c) return;
+      this.client = undefined;
+      c.end().catch(() => undefined);
+      if (this.closed) return;
+      this.retryTimer = setTimeout(() => this.start(), 1000);
+      this.retryTimer.unref();
+    };
+    c.on('error', retry);
+    c.on('end', retry);
+    c.on('notification', this.onNotification);
+    this.ready = c
+      .connect()
+      .then(async () => {
+        for (const channel of this.channels) await c.query(`LISTEN ${channel}`);
+        await this.onConnect(c);
+      })
+      .catch(retry);
+  }
+
+  /** Ends the connection for good. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    const c = this.client;
+    this.client = undefined;
+    await c?.end().catch(() => undefined);
+  }
+}
+
 /** Why a connection attempt failed, in words, with the password removed. */
 export function describePgError(err: unknown, password: string | undefined): string {
   const e = err as { code?: string; message?: string };

@@ -28,7 +28,7 @@ import type {
   PageResult,
   StoredMessage,
 } from '../model.js';
-import { inTransaction } from '../../pg.js';
+import { inTransaction, PgListener } from '../../pg.js';
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
 import { PgBatcher } from './pg-batch.js';
 import { PgSharedCredentials } from './pg-credentials.js';
@@ -178,10 +178,8 @@ export class PgQueueStore implements QueueStore {
   private readonly credentialListeners = new Set<() => void>();
   /** Dispatcher ids of this node, each marked alive by an advisory lock on the LISTEN connection. */
   private readonly owners = new Set<string>();
-  /** Resolves when the LISTEN connection holds the liveness locks of {@link owners}. */
-  private listening: Promise<void> = Promise.resolve();
-  private listener: pg.Client | undefined;
-  private listenRetry: NodeJS.Timeout | undefined;
+  /** The LISTEN connection; it also holds the liveness locks of {@link owners}. */
+  private readonly listener: PgListener;
   private closed = false;
 
   /** NOTIFY channel of this schema's nodes. */
@@ -196,6 +194,23 @@ export class PgQueueStore implements QueueStore {
   ) {
     this.channel = schema === 'public' ? WAKE_CHANNEL : `${WAKE_CHANNEL}_${schema}`;
     this.credentialsChannel = schema === 'public' ? CREDENTIALS_CHANNEL : `${CREDENTIALS_CHANNEL}_${schema}`;
+    this.listener = new PgListener(
+      () => createClient(this.url, this.schema),
+      [this.channel, this.credentialsChannel],
+      (n) => {
+        if (n.channel === this.credentialsChannel) {
+          for (const fn of this.credentialListeners) fn();
+          return;
+        }
+        const at = Number(n.payload);
+        for (const fn of this.wakeListeners) fn(Number.isFinite(at) ? at : 0);
+      },
+      async (c) => {
+        for (const o of this.owners) await this.lockOwner(c, o);
+        // changes made while this connection was down were not notified: re-read
+        for (const fn of this.credentialListeners) fn();
+      },
+    );
   }
 
   // ---- wake-ups (LISTEN/NOTIFY) ----
@@ -211,37 +226,7 @@ export class PgQueueStore implements QueueStore {
 
   /** Opens (and keeps re-opening) the LISTEN connection. */
   startListening(): void {
-    if (this.closed || this.listener) return;
-    const c = createClient(this.url, this.schema);
-    this.listener = c;
-    const retry = () => {
-      if (this.listener !== c) return;
-      this.listener = undefined;
-      c.end().catch(() => undefined);
-      if (this.closed) return;
-      this.listenRetry = setTimeout(() => this.startListening(), 1000);
-      this.listenRetry.unref();
-    };
-    c.on('error', retry);
-    c.on('end', retry);
-    c.on('notification', (n) => {
-      if (n.channel === this.credentialsChannel) {
-        for (const fn of this.credentialListeners) fn();
-        return;
-      }
-      const at = Number(n.payload);
-      for (const fn of this.wakeListeners) fn(Number.isFinite(at) ? at : 0);
-    });
-    this.listening = c
-      .connect()
-      .then(async () => {
-        await c.query(`LISTEN ${this.channel}`);
-        await c.query(`LISTEN ${this.credentialsChannel}`);
-        for (const o of this.owners) await this.lockOwner(c, o);
-        // changes made while this connection was down were not notified: re-read
-        for (const fn of this.credentialListeners) fn();
-      })
-      .catch(retry);
+    this.listener.start();
   }
 
   /**
@@ -252,8 +237,8 @@ export class PgQueueStore implements QueueStore {
    */
   async holdOwner(owner: string): Promise<void> {
     this.owners.add(owner);
-    await this.listening;
-    const c = this.listener;
+    await this.listener.ready;
+    const c = this.listener.current;
     if (c) await this.lockOwner(c, owner).catch(() => undefined);
   }
 
@@ -695,10 +680,7 @@ export class PgQueueStore implements QueueStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.listenRetry) clearTimeout(this.listenRetry);
-    const l = this.listener;
-    this.listener = undefined;
-    await l?.end().catch(() => undefined);
+    await this.listener.close();
     await this.pool.end();
   }
 }

@@ -28,7 +28,7 @@
  */
 import type pg from 'pg';
 import fs from 'node:fs';
-import { createPgClient, createPgPool, inTransaction, PgStartupError, preparePgSchema } from '../../pg.js';
+import { createPgClient, createPgPool, inTransaction, PgListener, PgStartupError, preparePgSchema } from '../../pg.js';
 import { PgSharedCredentials } from '../../credential-sync.js';
 import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
@@ -171,16 +171,14 @@ export class PgVectorStore {
   lastContact = 0;
   /** `Date.now()` of the last failure logged at level warn ({@link warn}). */
   private warnedAt = 0;
-  private listener: pg.Client | undefined;
-  private listenRetry: NodeJS.Timeout | undefined;
-  private closed = false;
+  private readonly listener: PgListener;
   private readonly changeListeners = new Set<(index: string, seq: number) => void>();
   private readonly credentialListeners = new Set<() => void>();
   private credentials: PgSharedCredentials | undefined;
 
   private constructor(
     readonly pool: pg.Pool,
-    private readonly url: string,
+    url: string,
     readonly schema: string,
     private readonly logger: Logger,
   ) {
@@ -188,6 +186,25 @@ export class PgVectorStore {
     this.credentialsChannel = schema === 'public' ? CREDENTIALS_CHANNEL : `${CREDENTIALS_CHANNEL}_${schema}`;
     // idle connections that fail (the server went away) are dropped by the pool: report, never crash
     pool.on('error', (err) => logger.debug({ err }, 'vector: idle PostgreSQL connection lost'));
+    this.listener = new PgListener(
+      () => createPgClient(url, schema, 'svc-vector-listen'),
+      [this.channel, this.credentialsChannel],
+      (n) => {
+        if (n.channel === this.credentialsChannel) {
+          for (const fn of this.credentialListeners) fn();
+          return;
+        }
+        const payload = n.payload ?? '';
+        const at = payload.lastIndexOf(':');
+        const seq = Number(payload.slice(at + 1));
+        for (const fn of this.changeListeners) fn(payload.slice(0, at), Number.isFinite(seq) ? seq : Infinity);
+      },
+      () => {
+        // changes made while this connection was down were not notified: re-read
+        for (const fn of this.credentialListeners) fn();
+        for (const fn of this.changeListeners) fn('', Infinity);
+      },
+    );
   }
 
   /**
@@ -212,7 +229,7 @@ export class PgVectorStore {
     }
     const s = new PgVectorStore(pool, url, schema, logger);
     s.lastContact = Date.now();
-    s.startListening();
+    s.listener.start();
     return s;
   }
 
@@ -306,48 +323,8 @@ export class PgVectorStore {
     }));
   }
 
-  /** Opens (and keeps re-opening, every second) the LISTEN connection. */
-  private startListening(): void {
-    if (this.closed || this.listener) return;
-    const c = createPgClient(this.url, this.schema, 'svc-vector-listen');
-    this.listener = c;
-    const retry = () => {
-      if (this.listener !== c) return;
-      this.listener = undefined;
-      c.end().catch(() => undefined);
-      if (this.closed) return;
-      this.listenRetry = setTimeout(() => this.startListening(), 1000);
-      this.listenRetry.unref();
-    };
-    c.on('error', retry);
-    c.on('end', retry);
-    c.on('notification', (n) => {
-      if (n.channel === this.credentialsChannel) {
-        for (const fn of this.credentialListeners) fn();
-        return;
-      }
-      const at = (n.payload ?? '').lastIndexOf(':');
-      const index = (n.payload ?? '').slice(0, at);
-      const seq = Number((n.payload ?? '').slice(at + 1));
-      for (const fn of this.changeListeners) fn(index, Number.isFinite(seq) ? seq : Infinity);
-    });
-    c.connect()
-      .then(async () => {
-        await c.query(`LISTEN ${this.channel}`);
-        await c.query(`LISTEN ${this.credentialsChannel}`);
-        // changes made while this connection was down were not notified: re-read
-        for (const fn of this.credentialListeners) fn();
-        for (const fn of this.changeListeners) fn('', Infinity);
-      })
-      .catch(retry);
-  }
-
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.listenRetry) clearTimeout(this.listenRetry);
-    const l = this.listener;
-    this.listener = undefined;
-    await l?.end().catch(() => undefined);
+    await this.listener.close();
     await this.pool.end().catch(() => undefined);
   }
 
