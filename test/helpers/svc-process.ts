@@ -14,20 +14,36 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 export interface SvcProcess {
   child: ChildProcess;
+  pid: number;
   dataDir: string;
+  /** Area name -> base URL, from the banner. */
+  urls: Record<string, string>;
   /** Area name -> port. */
   ports: Record<string, number>;
-  /** Credential name -> value (`credentials.json`). */
-  credentials: Record<string, string>;
+  /** Credential name -> value, as the process wrote them (`credentials.json`, read on each call). */
+  credentials(): Record<string, string>;
   /** Everything svc wrote to stdout and stderr so far. */
   output(): string;
-  /** Resident set size of the svc process in MiB (`VmRSS`). */
+  /** Resident set size of the svc process in bytes (`VmRSS`). */
+  rss(): number;
+  /** The same in MiB. */
   rssMb(): number;
+  /** Peak resident set size since start or the last {@link SvcProcess.resetPeak}, in bytes (`VmHWM`). */
+  peakRss(): number;
+  /** Resets the peak to the current RSS (`/proc/<pid>/clear_refs` = 5). */
+  resetPeak(): void;
   /** True while the process runs. */
   alive(): boolean;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGTERM (SIGKILL after 20 s), then removes the data dir. */
   close(): Promise<void>;
+}
+
+/** A `/proc/<pid>/status` field given in kB, in bytes. */
+function procStatusBytes(pid: number, field: string): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(m[1]) * 1024;
 }
 
 /**
@@ -58,17 +74,19 @@ export async function spawnSvc(areas: string[], env: Record<string, string> = {}
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const urls: Record<string, string> = {};
   const ports: Record<string, number> = {};
   try {
     await waitFor(
       'svc banner',
       () => {
         for (const a of areas) {
-          const m = new RegExp(`^${a}\\s+http://[^:]+:(\\d+)`, 'm').exec(out);
+          const m = new RegExp(`^${a}\\s+(http://\\S+)`, 'm').exec(out);
           if (!m) return undefined;
-          ports[a] = Number(m[1]);
+          urls[a] = m[1];
+          ports[a] = Number(new URL(m[1]).port);
         }
-        return true;
+        return /svc is running/.test(out) || undefined;
       },
       60_000,
     );
@@ -77,18 +95,20 @@ export async function spawnSvc(areas: string[], env: Record<string, string> = {}
     tmp.cleanup();
     throw new Error(`${(err as Error).message}\n${out}`);
   }
-  const credentials = JSON.parse(fs.readFileSync(path.join(tmp.dir, 'credentials.json'), 'utf8')) as Record<string, string>;
+  const pid = child.pid!;
   const alive = () => child.exitCode === null && child.signalCode === null;
   return {
     child,
+    pid,
     dataDir: tmp.dir,
+    urls,
     ports,
-    credentials,
+    credentials: () => JSON.parse(fs.readFileSync(path.join(tmp.dir, 'credentials.json'), 'utf8')) as Record<string, string>,
     output: () => out,
-    rssMb() {
-      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-      return m ? Number(m[1]) / 1024 : NaN;
-    },
+    rss: () => procStatusBytes(pid, 'VmRSS'),
+    rssMb: () => procStatusBytes(pid, 'VmRSS') / (1024 * 1024),
+    peakRss: () => procStatusBytes(pid, 'VmHWM'),
+    resetPeak: () => fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'),
     alive,
     exited,
     async close() {

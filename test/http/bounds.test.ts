@@ -227,7 +227,7 @@ const bearer = (t: string) => `Authorization: Bearer ${t}\r\n`;
 describe('a client that does not read its answers', () => {
   test('kv: svc stops reading it; its memory stays bounded; everything is answered once the client reads', async () => {
     const port = svc.ports.kv;
-    const token = svc.credentials['kv.token'];
+    const token = svc.credentials()['kv.token'];
     const set = await fetch(`http://127.0.0.1:${port}/set/big`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: 'x'.repeat(1024 * 1024) });
     assert.equal(set.status, 200);
     await floodBoth(port, 'GET / HTTP/1.1\r\nHost: x\r\n', 401, `GET /get/big HTTP/1.1\r\nHost: x\r\n${bearer(token)}\r\n`, 200);
@@ -235,7 +235,7 @@ describe('a client that does not read its answers', () => {
 
   test('vector: the same', async () => {
     const port = svc.ports.vector;
-    const token = svc.credentials['vector.default.token'];
+    const token = svc.credentials()['vector.default.token'];
     const up = await fetch(`http://127.0.0.1:${port}/upsert`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -249,7 +249,7 @@ describe('a client that does not read its answers', () => {
 
   test('queue: the same (the large answers come from the node:http server after the hand-off)', async () => {
     const port = svc.ports.queue;
-    const token = svc.credentials['queue.token'];
+    const token = svc.credentials()['queue.token'];
     const pub = await fetch(`http://127.0.0.1:${port}/v2/publish/https://example.com/x`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'upstash-delay': '3600s', 'content-type': 'text/plain' },
@@ -287,7 +287,7 @@ describe('a body sent in small pieces', () => {
 
   test('kv: a 1 MB body in 250-byte writes, one a millisecond, is buffered once (svc CPU stays far below the quadratic cost)', async () => {
     const port = svc.ports.kv;
-    const token = svc.credentials['kv.token'];
+    const token = svc.credentials()['kv.token'];
     const size = 1_000_000;
     const socket = net.connect(port, '127.0.0.1');
     socket.setNoDelay(true);

@@ -47,7 +47,7 @@ test('svc aborted by an out-of-memory error leaves no redis-server behind', { ti
   try {
     const pid = redisPid(svc);
     const port = svc.ports.kv;
-    const auth = { authorization: `Bearer ${svc.credentials['kv.token']}` };
+    const auth = { authorization: `Bearer ${svc.credentials()['kv.token']}` };
     const set = await fetch(`http://127.0.0.1:${port}/set/big`, { method: 'POST', headers: auth, body: 'x'.repeat(4 << 20) });
     assert.equal(set.status, 200);
     // a 400 MB reply in a 96 MB heap

@@ -3,14 +3,8 @@
  * running svc started with `startTestSvc([..., 'mgmt'])`, and svc as a child process whose memory
  * can be measured ({@link spawnSvc}).
  */
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { RunningSvc } from '../../src/main.js';
-import { tempDir } from '../helpers/env.js';
-import { waitFor } from '../helpers/wait.js';
 
 /** `Basic base64(user:password)`. */
 export function basic(user: string, password: string): string {
@@ -55,93 +49,7 @@ export async function bearerStatus(url: string, token: string | null, init: { me
   return res.status;
 }
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** A svc started as its own process (`node bin/svc.js serve`), so that its memory can be measured apart from the test's. */
-export interface SvcProcess {
-  pid: number;
-  /** Base URL of each started area, from the banner. */
-  urls: Record<string, string>;
-  dataDir: string;
-  /** The credential store as the process wrote it (`credentials.json`). */
-  credentials(): Record<string, string>;
-  /** Resident set size now, in bytes (`VmRSS`). */
-  rss(): number;
-  /** Peak resident set size since start or the last {@link SvcProcess.resetPeak}, in bytes (`VmHWM`). */
-  peakRss(): number;
-  /** Resets the peak to the current RSS (`/proc/<pid>/clear_refs` = 5). */
-  resetPeak(): void;
-  output(): string;
-  close(): Promise<void>;
-}
-
-function procStatusBytes(pid: number, field: string): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
-  return Number(m[1]) * 1024;
-}
-
-/**
- * Starts svc with `areas` as a child process on a fresh data dir (every port 0, 127.0.0.1, kv in the
- * main process, log level `warn`), plus `env`; resolves once the banner names every area's URL
- * (60 s deadline).
- */
-export async function spawnSvc(areas: string[], env: Record<string, string> = {}): Promise<SvcProcess> {
-  const tmp = tempDir('svc-proc-');
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      SVC_AREAS: areas.join(','),
-      SVC_HOST: '127.0.0.1',
-      SVC_QUEUE_PORT: '0',
-      SVC_KV_PORT: '0',
-      SVC_VECTOR_PORT: '0',
-      SVC_MGMT_PORT: '0',
-      SVC_KV_WORKERS: '0',
-      SVC_DATA_DIR: tmp.dir,
-      SVC_LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const urls: Record<string, string> = {};
-  try {
-    await waitFor('svc banner', () => {
-      for (const a of areas) {
-        const m = new RegExp(`^${a}\\s+(http://\\S+)`, 'm').exec(out);
-        if (m) urls[a] = m[1];
-      }
-      return areas.every((a) => urls[a]) && /svc is running/.test(out);
-    }, 60_000);
-  } catch (err) {
-    child.kill('SIGKILL');
-    tmp.cleanup();
-    throw new Error(`${(err as Error).message}\n${out}`);
-  }
-  const pid = child.pid!;
-  return {
-    pid,
-    urls,
-    dataDir: tmp.dir,
-    credentials: () => JSON.parse(fs.readFileSync(path.join(tmp.dir, 'credentials.json'), 'utf8')) as Record<string, string>,
-    rss: () => procStatusBytes(pid, 'VmRSS'),
-    peakRss: () => procStatusBytes(pid, 'VmHWM'),
-    resetPeak: () => fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'),
-    output: () => out,
-    async close() {
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(killer);
-      tmp.cleanup();
-    },
-  };
-}
+export { spawnSvc, type SvcProcess } from '../helpers/svc-process.js';
 
 /** What {@link sendLargeBody} saw: the answer's status (undefined when none came) and the body bytes the socket took. */
 export interface LargeBodyOutcome {
