@@ -47,9 +47,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Pool } from 'undici';
 import { describeMachine, machineInfo } from './lib/machine.js';
-import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, waitFor, type ManagedProcess } from './lib/proc.js';
+import { CALLGRIND_PROGRAMS, callgrindControl, dumpInstructions, publishOneByOne, requests, VALGRIND_CPU_PRELOAD, type CallgrindTarget } from './lib/callgrind.js';
+import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, type ManagedProcess } from './lib/proc.js';
 import { now, startSink, type Sink } from './lib/queue-sink.js';
 import { startRedisServer } from './lib/redis.js';
 import { fmtInt } from './lib/stats.js';
@@ -58,8 +58,6 @@ import { markdownTable } from './lib/table.js';
 import { startBenchPostgres, withPg, type BenchPostgres } from './lib/postgres.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** Preload hiding the AVX-512 flags valgrind cannot run (`lib/valgrind-cpu.mjs`). */
-const VALGRIND_CPU = path.join(ROOT, 'bench/lib/valgrind-cpu.mjs');
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : undefined;
@@ -113,7 +111,7 @@ function variants(): Variant[] {
 }
 
 /** A callgrind-run svc process and how to read its counters. */
-interface Traced {
+interface Traced extends CallgrindTarget {
   v: Variant;
   proc: ManagedProcess;
   kvUrl: string;
@@ -131,7 +129,7 @@ async function startTraced(v: Variant, areas: string, redisUrl: string, dir: str
   const proc = await startProcess({
     name: `svc-callgrind-${v.name}`,
     cmd: 'valgrind',
-    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, v.node, '--import', VALGRIND_CPU, path.join(v.root, 'dist/cli.js'), 'serve'],
+    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, v.node, '--import', VALGRIND_CPU_PRELOAD, path.join(v.root, 'dist/cli.js'), 'serve'],
     cwd: v.root,
     env: {
       ...process.env,
@@ -154,61 +152,7 @@ async function startTraced(v: Variant, areas: string, redisUrl: string, dir: str
     readyPattern: /svc is running[\s\S]*Paste into/,
     readyTimeoutMs: 1_200_000,
   });
-  return { v, proc, kvUrl: `http://127.0.0.1:${kvPort}`, queueUrl: `http://127.0.0.1:${queuePort}`, outBase, dumps: 0, sink, db };
-}
-
-async function control(t: Traced, what: '--zero' | '--dump'): Promise<void> {
-  const r = await runToCompletion('callgrind_control', 'callgrind_control', [what, String(t.proc.pid)]);
-  if (r.code !== 0 || !/OK/.test(r.stdout)) throw new Error(`callgrind_control ${what}: ${r.stdout} ${r.stderr}`);
-}
-
-interface Count {
-  main: number;
-  all: number;
-}
-
-/** Dumps the counters: one file per thread (`<base>.<dump>-<thread>`, 01 = main), each with `totals:`. */
-async function dumpInstructions(t: Traced): Promise<Count> {
-  const dir = path.dirname(t.outBase);
-  const prefix = `${path.basename(t.outBase)}.${++t.dumps}-`;
-  const files = () => fs.readdirSync(dir).filter((f) => f.startsWith(prefix));
-  const totals = (f: string) => /^totals: (\d+)/m.exec(fs.readFileSync(path.join(dir, f), 'utf8'));
-  await control(t, '--dump');
-  let seen = -1;
-  await waitFor('the callgrind dump', () => {
-    const fs1 = files();
-    const done = fs1.length > 0 && fs1.length === seen && fs1.every((f) => totals(f) !== null);
-    seen = fs1.length;
-    return done;
-  }, 120_000, 500);
-  const count: Count = { main: 0, all: 0 };
-  for (const f of files()) {
-    const n = Number(totals(f)![1]);
-    count.all += n;
-    if (f.endsWith('-01')) count.main = n;
-  }
-  return count;
-}
-
-type Req = { path: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string };
-
-async function requests(url: string, n: number, req: Req): Promise<void> {
-  const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
-  let next = 0;
-  try {
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < n) {
-          next++;
-          const res = await pool.request(req);
-          const text = await res.body.text();
-          if (res.statusCode >= 300) throw new Error(`${req.path} answered ${res.statusCode}: ${text}`);
-        }
-      }),
-    );
-  } finally {
-    await pool.close();
-  }
+  return { v, proc, pid: proc.pid, kvUrl: `http://127.0.0.1:${kvPort}`, queueUrl: `http://127.0.0.1:${queuePort}`, outBase, dumps: 0, sink, db };
 }
 
 interface Scenario {
@@ -222,45 +166,27 @@ const SCENARIOS: Scenario[] = [
   {
     id: 'kv-set-path',
     name: 'kv SET, path form (100 bytes)',
-    run: (t, n) => requests(t.kvUrl, n, { path: '/set/bench:key', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/octet-stream' }, body: VALUE }),
+    run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/set/bench:key', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/octet-stream' }, body: VALUE }),
   },
   {
     id: 'kv-get-path',
     name: 'kv GET, path form',
-    run: (t, n) => requests(t.kvUrl, n, { path: '/get/bench:key', method: 'GET', headers: kvAuth }),
+    run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/get/bench:key', method: 'GET', headers: kvAuth }),
   },
   {
     id: 'kv-set-json',
     name: 'kv SET, JSON body (100 bytes)',
-    run: (t, n) => requests(t.kvUrl, n, { path: '/', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/json' }, body: JSON.stringify(['SET', 'bench:key', VALUE]) }),
+    run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/json' }, body: JSON.stringify(['SET', 'bench:key', VALUE]) }),
   },
   {
     id: 'kv-get-json',
     name: 'kv GET, JSON body',
-    run: (t, n) => requests(t.kvUrl, n, { path: '/', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/json' }, body: JSON.stringify(['GET', 'bench:key']) }),
+    run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/json' }, body: JSON.stringify(['GET', 'bench:key']) }),
   },
   {
     id: 'queue',
     name: `queue publish + delivery (${STORE === 'pg' ? 'PostgreSQL' : 'SQLite, fsync always'})`,
-    async run(t, n) {
-      const pool = new Pool(t.queueUrl, { connections: 1, pipelining: 1 });
-      try {
-        for (let i = 0; i < n; i++) {
-          const delivered = t.sink.expect(1, undefined, 600_000);
-          const res = await pool.request({
-            path: `/v2/publish/${t.sink.url}/ab`,
-            method: 'POST',
-            headers: { authorization: `Bearer ${QUEUE_TOKEN}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ t: now() }),
-          });
-          const text = await res.body.text();
-          if (res.statusCode !== 200) throw new Error(`publish answered ${res.statusCode}: ${text}`);
-          if (!(await delivered).complete) throw new Error('queue: a message was not delivered within 10 min');
-        }
-      } finally {
-        await pool.close();
-      }
-    },
+    run: (t, n) => publishOneByOne(t.queueUrl, QUEUE_TOKEN, t.sink, n),
   },
 ];
 
@@ -330,7 +256,7 @@ async function measure(t: Traced, scenarios: Scenario[], pgAdmin?: string): Prom
   for (let round = 0; round < ROUNDS; round++) {
     for (const s of scenarios) {
       const before = s.id === 'queue' && pgAdmin && t.db ? await pgSnapshot(pgAdmin, t.db.name) : undefined;
-      await control(t, '--zero');
+      await callgrindControl(t, '--zero');
       const s0 = now();
       await s.run(t, N);
       const c = await dumpInstructions(t);
@@ -344,7 +270,7 @@ async function measure(t: Traced, scenarios: Scenario[], pgAdmin?: string): Prom
       log(`${t.v.name}: ${s.name}: ${fmtInt(c.main / N)} instructions/request main thread, ${fmtInt(c.all / N)} all (${N} in ${secs.toFixed(0)} s)`);
     }
   }
-  await control(t, '--zero');
+  await callgrindControl(t, '--zero');
   const i0 = now();
   await new Promise((r) => setTimeout(r, IDLE_S * 1000));
   const idle = await dumpInstructions(t);
@@ -354,11 +280,7 @@ async function measure(t: Traced, scenarios: Scenario[], pgAdmin?: string): Prom
 }
 
 async function main(): Promise<void> {
-  requirePrograms('bench:instructions', [
-    { cmd: 'valgrind', pkg: 'valgrind' },
-    { cmd: 'callgrind_control', pkg: 'valgrind' },
-    { cmd: 'redis-server', pkg: 'redis-server' },
-  ]);
+  requirePrograms('bench:instructions', CALLGRIND_PROGRAMS);
   installCleanupHandlers();
   const t0 = now();
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');
