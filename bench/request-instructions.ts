@@ -195,8 +195,8 @@ interface PgSnap {
   stmts: Map<string, { calls: number; ms: number; wal: number; hit: number; dirtied: number }>;
 }
 
-async function pgSnapshot(adminUrl: string, dbName: string): Promise<PgSnap> {
-  return withPg(adminUrl, async (c) => {
+async function pgSnapshot(dbUrl: string, dbName: string): Promise<PgSnap> {
+  return withPg(dbUrl, async (c) => {
     const r = await c.query<{ query: string; calls: string; ms: number; wal: string; hit: string; dirtied: string }>(
       `SELECT s.query, sum(s.calls) AS calls, sum(s.total_exec_time) AS ms, sum(s.wal_bytes) AS wal, sum(s.shared_blks_hit) AS hit, sum(s.shared_blks_dirtied) AS dirtied
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 GROUP BY s.query`,
@@ -255,7 +255,8 @@ async function measure(t: Traced, scenarios: Scenario[], pgAdmin?: string): Prom
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const s of scenarios) {
-      const before = s.id === 'queue' && pgAdmin && t.db ? await pgSnapshot(pgAdmin, t.db.name) : undefined;
+      // read in the variant's own database: the extension (and its view) is created there
+      const before = s.id === 'queue' && pgAdmin && t.db ? await pgSnapshot(t.db.url, t.db.name) : undefined;
       await callgrindControl(t, '--zero');
       const s0 = now();
       await s.run(t, N);
@@ -265,7 +266,7 @@ async function measure(t: Traced, scenarios: Scenario[], pgAdmin?: string): Prom
       m.main.push(c.main / N);
       m.all.push(c.all / N);
       m.secs.push(secs);
-      if (before) m.pg.push(pgDiff(before, await pgSnapshot(pgAdmin!, t.db!.name), N));
+      if (before) m.pg.push(pgDiff(before, await pgSnapshot(t.db!.url, t.db!.name), N));
       out.set(s.id, m);
       log(`${t.v.name}: ${s.name}: ${fmtInt(c.main / N)} instructions/request main thread, ${fmtInt(c.all / N)} all (${N} in ${secs.toFixed(0)} s)`);
     }
