@@ -40,11 +40,11 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Pool } from 'undici';
 import { median } from './lib/ab.js';
 import { checkoutRevision, revisionBefore, shortRev } from './lib/checkout.js';
 import { describeMachine, machineInfo } from './lib/machine.js';
-import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, waitFor, type ManagedProcess } from './lib/proc.js';
+import { CALLGRIND_PROGRAMS, callgrindControl, dumpInstructions, publishOneByOne, requests, VALGRIND_CPU_PRELOAD, type CallgrindTarget } from './lib/callgrind.js';
+import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, type ManagedProcess } from './lib/proc.js';
 import { now, startSink, type Sink } from './lib/queue-sink.js';
 import { startRedisServer } from './lib/redis.js';
 import { fmtInt } from './lib/stats.js';
@@ -67,13 +67,10 @@ const VALUE = 'v'.repeat(100);
 const log = (s: string) => process.stderr.write(`[bench:metrics] ${s}\n`);
 
 /** A callgrind-run svc process and how to read its counters. */
-interface Traced {
+interface Traced extends CallgrindTarget {
   proc: ManagedProcess;
   kvUrl: string;
   queueUrl: string;
-  outBase: string;
-  /** Dumps written so far (callgrind numbers them from 1). */
-  dumps: number;
 }
 
 /** One side of the comparison: which checkout's `dist/` runs, with which extra environment. */
@@ -94,7 +91,7 @@ async function startTraced(setting: Setting, redisUrl: string, dir: string): Pro
     name: `svc-callgrind-${setting.slug}`,
     cmd: 'valgrind',
     // all-non-file: V8 writes and rewrites machine code on its heap; valgrind must notice that.
-    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, process.execPath, path.join(setting.root, 'dist/cli.js'), 'serve'],
+    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, process.execPath, '--import', VALGRIND_CPU_PRELOAD, path.join(setting.root, 'dist/cli.js'), 'serve'],
     cwd: setting.root,
     env: {
       ...process.env,
@@ -113,45 +110,7 @@ async function startTraced(setting: Setting, redisUrl: string, dir: string): Pro
     readyPattern: /svc is running[\s\S]*Paste into/,
     readyTimeoutMs: 900_000,
   });
-  return { proc, kvUrl: `http://127.0.0.1:${kvPort}`, queueUrl: `http://127.0.0.1:${queuePort}`, outBase, dumps: 0 };
-}
-
-/** Runs `callgrind_control <flag> <pid>`. @throws Error when it fails. */
-async function control(t: Traced, flag: '--zero' | '--dump'): Promise<void> {
-  const r = await runToCompletion('callgrind_control', 'callgrind_control', [flag, String(t.proc.pid)]);
-  if (r.code !== 0 || !/OK/.test(r.stdout)) throw new Error(`callgrind_control ${flag}: ${r.stdout} ${r.stderr}`);
-}
-
-/** Instructions counted since the last zero: in the main thread (the event loop) and in all threads. */
-interface Count {
-  main: number;
-  all: number;
-}
-
-/**
- * Dumps the counters and reads them back: with `--separate-threads=yes` callgrind writes one file
- * per thread (`<base>.<dump>-<thread>`, thread 01 = the main thread), each with a `totals:` line.
- */
-async function dumpInstructions(t: Traced): Promise<Count> {
-  const dir = path.dirname(t.outBase);
-  const prefix = `${path.basename(t.outBase)}.${++t.dumps}-`;
-  const files = () => fs.readdirSync(dir).filter((f) => f.startsWith(prefix));
-  const totals = (f: string) => /^totals: (\d+)/m.exec(fs.readFileSync(path.join(dir, f), 'utf8'));
-  await control(t, '--dump');
-  let seen = -1;
-  await waitFor('the callgrind dump', () => {
-    const fs1 = files();
-    const done = fs1.length > 0 && fs1.length === seen && fs1.every((f) => totals(f) !== null);
-    seen = fs1.length;
-    return done;
-  }, 120_000, 500);
-  const count: Count = { main: 0, all: 0 };
-  for (const f of files()) {
-    const n = Number(totals(f)![1]);
-    count.all += n;
-    if (f.endsWith('-01')) count.main = n;
-  }
-  return count;
+  return { proc, pid: proc.pid, kvUrl: `http://127.0.0.1:${kvPort}`, queueUrl: `http://127.0.0.1:${queuePort}`, outBase, dumps: 0 };
 }
 
 /** One measured scenario: sends `n` requests (and waits for what proves them done). */
@@ -160,58 +119,20 @@ interface Scenario {
   run(t: Traced, n: number, sink: Sink): Promise<void>;
 }
 
-/** `n` requests through an undici pool, {@link CONCURRENCY} in flight; every answer must be 2xx. */
-async function requests(url: string, n: number, req: () => { path: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }): Promise<void> {
-  const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
-  let next = 0;
-  try {
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < n) {
-          next++;
-          const res = await pool.request(req());
-          const text = await res.body.text();
-          if (res.statusCode >= 300) throw new Error(`${req().path} answered ${res.statusCode}: ${text}`);
-        }
-      }),
-    );
-  } finally {
-    await pool.close();
-  }
-}
-
 const SCENARIOS: Scenario[] = [
   {
     name: 'kv SET /set/<key> (100 bytes)',
-    run: (t, n) => requests(t.kvUrl, n, () => ({ path: '/set/bench:key', method: 'POST', headers: { authorization: `Bearer ${KV_TOKEN}`, 'content-type': 'application/octet-stream' }, body: VALUE })),
+    run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/set/bench:key', method: 'POST', headers: { authorization: `Bearer ${KV_TOKEN}`, 'content-type': 'application/octet-stream' }, body: VALUE }),
   },
   {
     name: 'kv GET /get/<key>',
-    run: (t, n) => requests(t.kvUrl, n, () => ({ path: '/get/bench:key', method: 'GET', headers: { authorization: `Bearer ${KV_TOKEN}` } })),
+    run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/get/bench:key', method: 'GET', headers: { authorization: `Bearer ${KV_TOKEN}` } }),
   },
   {
     name: 'queue publish + delivery',
     // one message at a time, each awaited until delivered: how many messages share a group commit
     // or a dispatch round depends on timing, which valgrind changes; one at a time does not batch
-    async run(t, n, sink) {
-      const pool = new Pool(t.queueUrl, { connections: 1, pipelining: 1 });
-      try {
-        for (let i = 0; i < n; i++) {
-          const delivered = sink.expect(1, undefined, 600_000);
-          const res = await pool.request({
-            path: `/v2/publish/${sink.url}/ab`,
-            method: 'POST',
-            headers: { authorization: `Bearer ${QUEUE_TOKEN}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ t: now() }),
-          });
-          const text = await res.body.text();
-          if (res.statusCode !== 200) throw new Error(`publish answered ${res.statusCode}: ${text}`);
-          if (!(await delivered).complete) throw new Error('queue: a message was not delivered within 10 min');
-        }
-      } finally {
-        await pool.close();
-      }
-    },
+    run: (t, n, sink) => publishOneByOne(t.queueUrl, QUEUE_TOKEN, sink, n),
   },
 ];
 
@@ -247,7 +168,7 @@ async function measureSetting(setting: Setting, redisUrl: string, dir: string): 
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of SCENARIOS) {
-        await control(t, '--zero');
+        await callgrindControl(t, '--zero');
         const s0 = now();
         await s.run(t, N, sink);
         const c = await dumpInstructions(t);
@@ -261,7 +182,7 @@ async function measureSetting(setting: Setting, redisUrl: string, dir: string): 
       }
     }
     // timers alone, measured once the JIT has settled (after the rounds)
-    await control(t, '--zero');
+    await callgrindControl(t, '--zero');
     const i0 = now();
     await new Promise((r) => setTimeout(r, IDLE_S * 1000));
     const idle = await dumpInstructions(t);
@@ -275,11 +196,7 @@ async function measureSetting(setting: Setting, redisUrl: string, dir: string): 
 }
 
 async function main(): Promise<void> {
-  requirePrograms('bench:metrics', [
-    { cmd: 'valgrind', pkg: 'valgrind' },
-    { cmd: 'callgrind_control', pkg: 'valgrind' },
-    { cmd: 'redis-server', pkg: 'redis-server' },
-  ]);
+  requirePrograms('bench:metrics', CALLGRIND_PROGRAMS);
   installCleanupHandlers();
   const t0 = now();
   const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' ');

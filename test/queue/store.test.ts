@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import { buildMessage } from '../../src/queue/build.js';
 import { GroupCommitter } from '../../src/queue/store/group-commit.js';
 import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
 import { openPgQueueStore } from '../../src/queue/store/pg.js';
@@ -109,6 +110,33 @@ describe('SQLite store specifics', () => {
     db.pragma('user_version = 999');
     db.close();
     assert.throws(() => f.reopen(), /newer than this svc supports/);
+  });
+
+  test('sqlite: a new database has 1 KiB pages (less WAL per message); one created with 4 KiB pages keeps them and works', async () => {
+    const f = open();
+    await f.store.close();
+    const db = new Database(f.file);
+    assert.equal(db.pragma('page_size', { simple: true }), 1024);
+    db.close();
+    // a database of an earlier svc (SQLite's default 4 KiB pages) is opened as it is
+    const tmp = tempDir('svc-qstore-');
+    cleanups.push(tmp.cleanup);
+    const old = path.join(tmp.dir, 'queue.sqlite');
+    const pre = new Database(old);
+    pre.pragma('page_size = 4096');
+    pre.pragma('journal_mode = WAL');
+    pre.exec('CREATE TABLE earlier (x INTEGER)');
+    pre.close();
+    const store = openSqliteQueueStore(old);
+    const now = Date.now();
+    const m = buildMessage({ method: 'POST', headers: { 'Content-Type': ['text/plain'] }, maxRetries: 2 }, { url: 'https://example.com/hook' }, Buffer.from('hi'), now);
+    const r = await store.enqueue([{ ...m, id: 'msg_page_size_kept' }], now, 60_000);
+    assert.equal(r[0].messageId, 'msg_page_size_kept');
+    assert.equal((await store.getMessage('msg_page_size_kept'))?.url, 'https://example.com/hook');
+    await store.close();
+    const check = new Database(old);
+    assert.equal(check.pragma('page_size', { simple: true }), 4096);
+    check.close();
   });
 });
 

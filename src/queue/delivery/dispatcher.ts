@@ -512,32 +512,53 @@ function lowerHeaders(h: Record<string, string[]> | undefined): Record<string, s
  */
 export function deliveryHeaders(m: StoredMessage, signature: string, region: string, trace?: MessageTrace): Record<string, string | string[]> {
   const h: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(m.headers)) {
-    const lower = k.toLowerCase();
-    if (NOT_FORWARDED.has(lower)) continue; // stored before such headers were dropped at publish
-    if (trace !== undefined && (lower === 'traceparent' || lower === 'tracestate')) continue;
+  for (const k in m.headers) {
+    if (!forwarded(k)) continue; // stored before such headers were dropped at publish
+    if (trace !== undefined && isTraceHeader(k)) continue; // replaced below
+    const v = m.headers[k];
     h[k] = v.length === 1 ? v[0] : v;
   }
   if (trace !== undefined) {
     h.traceparent = trace.traceparent;
     if (trace.tracestate !== undefined) h.tracestate = trace.tracestate;
   }
-  const both = (name: string, value: string | undefined) => {
-    if (value === undefined) return;
-    h[`Upstash-${name}`] = value;
-    h[`Svc-${name}`] = value;
-  };
+  // constant names (no name strings built per delivery), each Upstash- then Svc-, in this order
   h['User-Agent'] = 'Upstash-QStash';
-  both('Message-Id', m.id);
-  both('Retried', String(m.retried));
-  both('Max-Retries', String(m.maxRetries));
-  both('Signature', signature);
-  both('Caller-Ip', m.callerIp);
-  both('Topic-Name', m.topicName);
-  both('Endpoint-Name', m.endpointName);
-  both('Schedule-Id', m.scheduleId);
-  both('Queue-Name', m.queueName);
-  both('Region', region);
-  if (m.retryDelay !== undefined) both('Retry-Delay', m.retryDelay);
+  both(h, 'Upstash-Message-Id', 'Svc-Message-Id', m.id);
+  both(h, 'Upstash-Retried', 'Svc-Retried', String(m.retried));
+  both(h, 'Upstash-Max-Retries', 'Svc-Max-Retries', String(m.maxRetries));
+  both(h, 'Upstash-Signature', 'Svc-Signature', signature);
+  both(h, 'Upstash-Caller-Ip', 'Svc-Caller-Ip', m.callerIp);
+  both(h, 'Upstash-Topic-Name', 'Svc-Topic-Name', m.topicName);
+  both(h, 'Upstash-Endpoint-Name', 'Svc-Endpoint-Name', m.endpointName);
+  both(h, 'Upstash-Schedule-Id', 'Svc-Schedule-Id', m.scheduleId);
+  both(h, 'Upstash-Queue-Name', 'Svc-Queue-Name', m.queueName);
+  both(h, 'Upstash-Region', 'Svc-Region', region);
+  both(h, 'Upstash-Retry-Delay', 'Svc-Retry-Delay', m.retryDelay);
   return h;
+}
+
+/** Whether a stored header name is a W3C trace-context header (any case). */
+function isTraceHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower === 'traceparent' || lower === 'tracestate';
+}
+
+/** Sets the `Upstash-` and `Svc-` names of one delivery header to `value` (none when undefined). */
+function both(h: Record<string, string | string[]>, upstash: string, svc: string, value: string | undefined): void {
+  if (value === undefined) return;
+  h[upstash] = value;
+  h[svc] = value;
+}
+
+/** Whether a stored header name is forwarded ({@link NOT_FORWARDED}), by name as stored (bounded cache: the same few names repeat). */
+const forwardedNames = new Map<string, boolean>();
+function forwarded(name: string): boolean {
+  let ok = forwardedNames.get(name);
+  if (ok === undefined) {
+    ok = !NOT_FORWARDED.has(name.toLowerCase());
+    if (forwardedNames.size >= 1024) forwardedNames.clear();
+    forwardedNames.set(name, ok);
+  }
+  return ok;
 }

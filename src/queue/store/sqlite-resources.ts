@@ -18,6 +18,7 @@ import type {
   UrlGroupEndpoint,
 } from './resource-types.js';
 import { INSERT_MESSAGE_SQL, messageParams } from './sqlite-rows.js';
+import { statementCache } from './sqlite-statements.js';
 
 /** A `schedules` row (both stores). */
 export interface ScheduleRow {
@@ -88,41 +89,45 @@ const ADMITTED_Q = `status = 'pending' AND queue_name IS NOT NULL AND (claimed_b
 const ADMITTED_F = `status = 'pending' AND flow_control_key IS NOT NULL AND (claimed_by IS NULL OR claimed_by <> 'held')`;
 
 export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, FlowControlStore, ScheduleStore {
+  /** Prepared statements by SQL text (`sqlite-statements.ts`). */
+  private readonly stmt: (sql: string) => Database.Statement;
+
   constructor(
     private readonly db: Database.Database,
     private readonly writes: GroupCommitter,
-  ) {}
+  ) {
+    this.stmt = statementCache(db);
+  }
 
   // ---- URL groups ----
 
   addEndpoints(name: string, endpoints: UrlGroupEndpoint[], now: number): Promise<void> {
     return this.writes.run(() => {
-      this.db
-        .prepare(`INSERT INTO url_groups (name, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET updated_at = excluded.updated_at`)
+      this.stmt(`INSERT INTO url_groups (name, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET updated_at = excluded.updated_at`)
         .run(name, now, now);
-      const exists = this.db.prepare(`SELECT 1 FROM url_group_endpoints WHERE group_name = ? AND url = ? AND name IS ?`);
-      const ins = this.db.prepare(`INSERT INTO url_group_endpoints (group_name, url, name) VALUES (?, ?, ?)`);
+      const exists = this.stmt(`SELECT 1 FROM url_group_endpoints WHERE group_name = ? AND url = ? AND name IS ?`);
+      const ins = this.stmt(`INSERT INTO url_group_endpoints (group_name, url, name) VALUES (?, ?, ?)`);
       for (const e of endpoints) if (!exists.get(name, e.url, e.name ?? null)) ins.run(name, e.url, e.name ?? null);
     });
   }
 
   removeEndpoints(name: string, endpoints: UrlGroupEndpoint[], now: number): Promise<boolean> {
     return this.writes.run(() => {
-      if (!this.db.prepare('SELECT 1 FROM url_groups WHERE name = ?').get(name)) return false;
+      if (!this.stmt('SELECT 1 FROM url_groups WHERE name = ?').get(name)) return false;
       for (const e of endpoints) {
-        if (e.name !== undefined && e.url !== undefined) this.db.prepare('DELETE FROM url_group_endpoints WHERE group_name = ? AND name = ? AND url = ?').run(name, e.name, e.url);
-        else if (e.name !== undefined) this.db.prepare('DELETE FROM url_group_endpoints WHERE group_name = ? AND name = ?').run(name, e.name);
-        else if (e.url !== undefined) this.db.prepare('DELETE FROM url_group_endpoints WHERE group_name = ? AND url = ?').run(name, e.url);
+        if (e.name !== undefined && e.url !== undefined) this.stmt('DELETE FROM url_group_endpoints WHERE group_name = ? AND name = ? AND url = ?').run(name, e.name, e.url);
+        else if (e.name !== undefined) this.stmt('DELETE FROM url_group_endpoints WHERE group_name = ? AND name = ?').run(name, e.name);
+        else if (e.url !== undefined) this.stmt('DELETE FROM url_group_endpoints WHERE group_name = ? AND url = ?').run(name, e.url);
       }
-      const left = this.db.prepare('SELECT COUNT(*) AS n FROM url_group_endpoints WHERE group_name = ?').get(name) as { n: number };
-      if (left.n === 0) this.db.prepare('DELETE FROM url_groups WHERE name = ?').run(name);
-      else this.db.prepare('UPDATE url_groups SET updated_at = ? WHERE name = ?').run(now, name);
+      const left = this.stmt('SELECT COUNT(*) AS n FROM url_group_endpoints WHERE group_name = ?').get(name) as { n: number };
+      if (left.n === 0) this.stmt('DELETE FROM url_groups WHERE name = ?').run(name);
+      else this.stmt('UPDATE url_groups SET updated_at = ? WHERE name = ?').run(now, name);
       return true;
     });
   }
 
   private group(r: { name: string; created_at: number; updated_at: number }): UrlGroup {
-    const eps = this.db.prepare('SELECT url, name FROM url_group_endpoints WHERE group_name = ? ORDER BY seq').all(r.name) as { url: string; name: string | null }[];
+    const eps = this.stmt('SELECT url, name FROM url_group_endpoints WHERE group_name = ? ORDER BY seq').all(r.name) as { url: string; name: string | null }[];
     return {
       name: r.name,
       createdAt: r.created_at,
@@ -132,19 +137,19 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
   }
 
   async listGroups(): Promise<UrlGroup[]> {
-    const rows = this.db.prepare('SELECT * FROM url_groups ORDER BY name').all() as { name: string; created_at: number; updated_at: number }[];
+    const rows = this.stmt('SELECT * FROM url_groups ORDER BY name').all() as { name: string; created_at: number; updated_at: number }[];
     return rows.map((r) => this.group(r));
   }
 
   async getGroup(name: string): Promise<UrlGroup | undefined> {
-    const r = this.db.prepare('SELECT * FROM url_groups WHERE name = ?').get(name) as { name: string; created_at: number; updated_at: number } | undefined;
+    const r = this.stmt('SELECT * FROM url_groups WHERE name = ?').get(name) as { name: string; created_at: number; updated_at: number } | undefined;
     return r ? this.group(r) : undefined;
   }
 
   deleteGroup(name: string): Promise<boolean> {
     return this.writes.run(() => {
-      this.db.prepare('DELETE FROM url_group_endpoints WHERE group_name = ?').run(name);
-      return this.db.prepare('DELETE FROM url_groups WHERE name = ?').run(name).changes > 0;
+      this.stmt('DELETE FROM url_group_endpoints WHERE group_name = ?').run(name);
+      return this.stmt('DELETE FROM url_groups WHERE name = ?').run(name).changes > 0;
     });
   }
 
@@ -152,8 +157,7 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
 
   upsertQueue(name: string, set: { parallelism?: number; paused?: boolean }, now: number): Promise<void> {
     return this.writes.run(() => {
-      this.db
-        .prepare(
+      this.stmt(
           `INSERT INTO queues (name, parallelism, paused, created_at, updated_at) VALUES (@name, @p, @paused, @now, @now)
            ON CONFLICT(name) DO UPDATE SET parallelism = COALESCE(@pset, parallelism), paused = COALESCE(@pauseset, paused), updated_at = @now`,
         )
@@ -170,33 +174,33 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
 
   ensureQueues(names: string[], now: number): Promise<void> {
     return this.writes.run(() => {
-      const st = this.db.prepare(`INSERT OR IGNORE INTO queues (name, parallelism, paused, created_at, updated_at) VALUES (?, 1, 0, ?, ?)`);
+      const st = this.stmt(`INSERT OR IGNORE INTO queues (name, parallelism, paused, created_at, updated_at) VALUES (?, 1, 0, ?, ?)`);
       for (const n of names) st.run(n, now, now);
     });
   }
 
   private queueInfo(r: { name: string; parallelism: number; paused: number; created_at: number; updated_at: number }): QueueInfo {
-    const lag = this.db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE queue_name = ? AND status = 'pending' AND kind = 'message'`).get(r.name) as { n: number };
+    const lag = this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE queue_name = ? AND status = 'pending' AND kind = 'message'`).get(r.name) as { n: number };
     return { name: r.name, createdAt: r.created_at, updatedAt: r.updated_at, parallelism: r.parallelism, paused: r.paused === 1, lag: lag.n };
   }
 
   async getQueue(name: string): Promise<QueueInfo | undefined> {
-    const r = this.db.prepare('SELECT * FROM queues WHERE name = ?').get(name) as Parameters<SqliteResourceStore['queueInfo']>[0] | undefined;
+    const r = this.stmt('SELECT * FROM queues WHERE name = ?').get(name) as Parameters<SqliteResourceStore['queueInfo']>[0] | undefined;
     return r ? this.queueInfo(r) : undefined;
   }
 
   async listQueues(): Promise<QueueInfo[]> {
-    const rows = this.db.prepare('SELECT * FROM queues ORDER BY name').all() as Parameters<SqliteResourceStore['queueInfo']>[0][];
+    const rows = this.stmt('SELECT * FROM queues ORDER BY name').all() as Parameters<SqliteResourceStore['queueInfo']>[0][];
     return rows.map((r) => this.queueInfo(r));
   }
 
   deleteQueue(name: string, now: number): Promise<boolean> {
     return this.writes.run(() => {
-      const ok = this.db.prepare('DELETE FROM queues WHERE name = ?').run(name).changes > 0;
+      const ok = this.stmt('DELETE FROM queues WHERE name = ?').run(name).changes > 0;
       if (!ok) return false;
-      const held = this.db.prepare(`SELECT seq FROM messages WHERE claimed_by = 'held' AND queue_name = ?`).all(name) as { seq: number }[];
-      const fin = this.db.prepare(`UPDATE messages SET status = 'cancelled', finished_at = ?, claimed_by = NULL WHERE seq = ?`);
-      const log = this.db.prepare(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, ?)`);
+      const held = this.stmt(`SELECT seq FROM messages WHERE claimed_by = 'held' AND queue_name = ?`).all(name) as { seq: number }[];
+      const fin = this.stmt(`UPDATE messages SET status = 'cancelled', finished_at = ?, claimed_by = NULL WHERE seq = ?`);
+      const log = this.stmt(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, ?)`);
       for (const h of held) {
         fin.run(now, h.seq);
         log.run(now, h.seq, 'CANCEL_REQUESTED');
@@ -207,14 +211,14 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
   }
 
   setQueuePaused(name: string, paused: boolean, now: number): Promise<boolean> {
-    return this.writes.run(() => this.db.prepare('UPDATE queues SET paused = ?, updated_at = ? WHERE name = ?').run(paused ? 1 : 0, now, name).changes > 0);
+    return this.writes.run(() => this.stmt('UPDATE queues SET paused = ?, updated_at = ? WHERE name = ?').run(paused ? 1 : 0, now, name).changes > 0);
   }
 
   // ---- flow control ----
 
   recordFlowControl(entries: { key: string; fc: FlowControl }[], now: number): Promise<void> {
     return this.writes.run(() => {
-      const st = this.db.prepare(
+      const st = this.stmt(
         `INSERT INTO flow_control_keys (key, parallelism, rate, period_s, updated_at) VALUES (@key, @p, @r, @s, @now)
          ON CONFLICT(key) DO UPDATE SET parallelism = @p, rate = @r, period_s = @s, updated_at = @now`,
       );
@@ -223,16 +227,16 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
   }
 
   private flowState(r: FlowRow): FlowKeyState {
-    const waiting = this.db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE claimed_by = 'held' AND flow_control_key = ?`).get(r.key) as { n: number };
+    const waiting = this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE claimed_by = 'held' AND flow_control_key = ?`).get(r.key) as { n: number };
     return flowStateFromRow(r, waiting.n, this.countAdmittedKey(r.key));
   }
 
   private countAdmittedKey(key: string): number {
-    return (this.db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE ${ADMITTED_F} AND flow_control_key = ?`).get(key) as { n: number }).n;
+    return (this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE ${ADMITTED_F} AND flow_control_key = ?`).get(key) as { n: number }).n;
   }
 
   private flowRow(key: string): FlowRow | undefined {
-    return this.db.prepare('SELECT * FROM flow_control_keys WHERE key = ?').get(key) as FlowRow | undefined;
+    return this.stmt('SELECT * FROM flow_control_keys WHERE key = ?').get(key) as FlowRow | undefined;
   }
 
   async getFlowKey(key: string): Promise<FlowKeyState | undefined> {
@@ -242,21 +246,20 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
 
   async listFlowKeys(search?: string): Promise<FlowKeyState[]> {
     const rows = (search
-      ? this.db.prepare(`SELECT * FROM flow_control_keys WHERE instr(key, ?) > 0 ORDER BY key`).all(search)
-      : this.db.prepare('SELECT * FROM flow_control_keys ORDER BY key').all()) as FlowRow[];
+      ? this.stmt(`SELECT * FROM flow_control_keys WHERE instr(key, ?) > 0 ORDER BY key`).all(search)
+      : this.stmt('SELECT * FROM flow_control_keys ORDER BY key').all()) as FlowRow[];
     return rows.map((r) => this.flowState(r));
   }
 
   setFlowPaused(key: string, paused: boolean, now: number): Promise<boolean> {
-    return this.writes.run(() => this.db.prepare('UPDATE flow_control_keys SET paused = ?, updated_at = ? WHERE key = ?').run(paused ? 1 : 0, now, key).changes > 0);
+    return this.writes.run(() => this.stmt('UPDATE flow_control_keys SET paused = ?, updated_at = ? WHERE key = ?').run(paused ? 1 : 0, now, key).changes > 0);
   }
 
   pinFlow(key: string, pin: { parallelism?: number; rate?: number; periodS?: number }, now: number): Promise<boolean> {
     return this.writes.run(() => {
       const r = this.flowRow(key);
       if (!r) return false;
-      this.db
-        .prepare('UPDATE flow_control_keys SET pinned_parallelism = ?, pinned_rate = ?, pinned_period_s = ?, updated_at = ? WHERE key = ?')
+      this.stmt('UPDATE flow_control_keys SET pinned_parallelism = ?, pinned_rate = ?, pinned_period_s = ?, updated_at = ? WHERE key = ?')
         .run(
           pin.parallelism ?? r.pinned_parallelism,
           pin.rate ?? r.pinned_rate,
@@ -272,8 +275,7 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
     return this.writes.run(() => {
       const r = this.flowRow(key);
       if (!r) return false;
-      this.db
-        .prepare('UPDATE flow_control_keys SET pinned_parallelism = ?, pinned_rate = ?, pinned_period_s = ?, updated_at = ? WHERE key = ?')
+      this.stmt('UPDATE flow_control_keys SET pinned_parallelism = ?, pinned_rate = ?, pinned_period_s = ?, updated_at = ? WHERE key = ?')
         .run(unpin.parallelism ? null : r.pinned_parallelism, unpin.rate ? null : r.pinned_rate, unpin.rate ? null : r.pinned_period_s, now, key);
       return true;
     });
@@ -282,35 +284,34 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
   // ---- admission ----
 
   admit<T>(fn: (tx: AdmissionTx) => T): Promise<T> {
-    const db = this.db;
     const tx: AdmissionTx = {
       heldQueues: () =>
-        (db.prepare(`SELECT DISTINCT queue_name AS q FROM messages WHERE claimed_by = 'held' AND queue_name IS NOT NULL`).all() as { q: string }[]).map((r) => r.q),
+        (this.stmt(`SELECT DISTINCT queue_name AS q FROM messages WHERE claimed_by = 'held' AND queue_name IS NOT NULL`).all() as { q: string }[]).map((r) => r.q),
       heldKeys: () =>
-        (db.prepare(`SELECT DISTINCT flow_control_key AS k FROM messages WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key IS NOT NULL`).all() as { k: string }[]).map((r) => r.k),
+        (this.stmt(`SELECT DISTINCT flow_control_key AS k FROM messages WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key IS NOT NULL`).all() as { k: string }[]).map((r) => r.k),
       queueConfig: (name) => {
-        const r = db.prepare('SELECT parallelism, paused FROM queues WHERE name = ?').get(name) as { parallelism: number; paused: number } | undefined;
+        const r = this.stmt('SELECT parallelism, paused FROM queues WHERE name = ?').get(name) as { parallelism: number; paused: number } | undefined;
         return r ? { parallelism: r.parallelism, paused: r.paused === 1 } : undefined;
       },
       flowKey: (key) => {
         const r = this.flowRow(key);
         return r ? this.flowState(r) : undefined;
       },
-      admittedInQueue: (name) => (db.prepare(`SELECT COUNT(*) AS n FROM messages WHERE ${ADMITTED_Q} AND queue_name = ?`).get(name) as { n: number }).n,
+      admittedInQueue: (name) => (this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE ${ADMITTED_Q} AND queue_name = ?`).get(name) as { n: number }).n,
       admittedForKey: (key) => this.countAdmittedKey(key),
       queueHeads: (name, limit, now) =>
-        (db.prepare(`SELECT seq, flow_control_key FROM messages WHERE claimed_by = 'held' AND queue_name = ? AND due_at <= ? ORDER BY seq LIMIT ?`).all(name, now, limit) as { seq: number; flow_control_key: string | null }[]).map(
+        (this.stmt(`SELECT seq, flow_control_key FROM messages WHERE claimed_by = 'held' AND queue_name = ? AND due_at <= ? ORDER BY seq LIMIT ?`).all(name, now, limit) as { seq: number; flow_control_key: string | null }[]).map(
           (r) => ({ seq: r.seq, flowControlKey: u(r.flow_control_key) }),
         ),
       keyHeads: (key, limit, now) =>
-        (db.prepare(`SELECT seq FROM messages WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key = ? AND due_at <= ? ORDER BY seq LIMIT ?`).all(key, now, limit) as { seq: number }[]).map(
+        (this.stmt(`SELECT seq FROM messages WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key = ? AND due_at <= ? ORDER BY seq LIMIT ?`).all(key, now, limit) as { seq: number }[]).map(
           (r) => ({ seq: r.seq, flowControlKey: key }),
         ),
       release: (seqs) => {
-        const st = db.prepare(`UPDATE messages SET claimed_by = NULL WHERE seq = ? AND claimed_by = 'held'`);
+        const st = this.stmt(`UPDATE messages SET claimed_by = NULL WHERE seq = ? AND claimed_by = 'held'`);
         for (const s of seqs) st.run(s);
       },
-      nextHeldDue: (now) => u((db.prepare(`SELECT MIN(due_at) AS t FROM messages WHERE claimed_by = 'held' AND due_at > ?`).get(now) as { t: number | null }).t),
+      nextHeldDue: (now) => u((this.stmt(`SELECT MIN(due_at) AS t FROM messages WHERE claimed_by = 'held' AND due_at > ?`).get(now) as { t: number | null }).t),
     };
     return this.writes.run(() => fn(tx), false);
   }
@@ -319,8 +320,7 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
 
   upsertSchedule(s: ScheduleRecord): Promise<void> {
     return this.writes.run(() => {
-      this.db
-        .prepare(
+      this.stmt(
           `INSERT INTO schedules (id, cron, destination, options, body, queue_name, caller_ip, paused, created_at, last_time, next_time, last_message_ids)
            VALUES (@id, @cron, @destination, @options, @body, @queue, @ip, @paused, @created, NULL, @next, NULL)
            ON CONFLICT(id) DO UPDATE SET cron = @cron, destination = @destination, options = @options, body = @body,
@@ -342,42 +342,41 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
   }
 
   async getSchedule(id: string): Promise<ScheduleRecord | undefined> {
-    const r = this.db.prepare('SELECT * FROM schedules WHERE id = ?').get(id) as ScheduleRow | undefined;
+    const r = this.stmt('SELECT * FROM schedules WHERE id = ?').get(id) as ScheduleRow | undefined;
     return r ? scheduleFromRow(r) : undefined;
   }
 
   async listSchedules(): Promise<ScheduleRecord[]> {
-    return (this.db.prepare('SELECT * FROM schedules ORDER BY created_at, id').all() as ScheduleRow[]).map((r) => scheduleFromRow(r));
+    return (this.stmt('SELECT * FROM schedules ORDER BY created_at, id').all() as ScheduleRow[]).map((r) => scheduleFromRow(r));
   }
 
   deleteSchedule(id: string): Promise<boolean> {
-    return this.writes.run(() => this.db.prepare('DELETE FROM schedules WHERE id = ?').run(id).changes > 0);
+    return this.writes.run(() => this.stmt('DELETE FROM schedules WHERE id = ?').run(id).changes > 0);
   }
 
   setSchedulePaused(id: string, paused: boolean, nextTime: number | undefined): Promise<boolean> {
-    return this.writes.run(() => this.db.prepare('UPDATE schedules SET paused = ?, next_time = ? WHERE id = ?').run(paused ? 1 : 0, nextTime ?? null, id).changes > 0);
+    return this.writes.run(() => this.stmt('UPDATE schedules SET paused = ?, next_time = ? WHERE id = ?').run(paused ? 1 : 0, nextTime ?? null, id).changes > 0);
   }
 
   async dueSchedules(now: number): Promise<ScheduleRecord[]> {
-    return (this.db.prepare('SELECT * FROM schedules WHERE paused = 0 AND next_time <= ? ORDER BY next_time').all(now) as ScheduleRow[]).map((r) => scheduleFromRow(r));
+    return (this.stmt('SELECT * FROM schedules WHERE paused = 0 AND next_time <= ? ORDER BY next_time').all(now) as ScheduleRow[]).map((r) => scheduleFromRow(r));
   }
 
   async nextScheduleTime(): Promise<number | undefined> {
-    return u((this.db.prepare('SELECT MIN(next_time) AS t FROM schedules WHERE paused = 0').get() as { t: number | null }).t);
+    return u((this.stmt('SELECT MIN(next_time) AS t FROM schedules WHERE paused = 0').get() as { t: number | null }).t);
   }
 
   fireSchedule(id: string, expectedNext: number, msgs: NewMessage[], nextTime: number | undefined, now: number): Promise<boolean> {
     return this.writes.run(() => {
-      const r = this.db.prepare('SELECT next_time, paused FROM schedules WHERE id = ?').get(id) as { next_time: number | null; paused: number } | undefined;
+      const r = this.stmt('SELECT next_time, paused FROM schedules WHERE id = ?').get(id) as { next_time: number | null; paused: number } | undefined;
       if (!r || r.paused || r.next_time !== expectedNext) return false;
-      const ins = this.db.prepare(INSERT_MESSAGE_SQL);
-      const log = this.db.prepare(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?)`);
+      const ins = this.stmt(INSERT_MESSAGE_SQL);
+      const log = this.stmt(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?)`);
       for (const m of msgs) {
         const seq = Number(ins.run(messageParams(m)).lastInsertRowid);
         log.run(now, seq, m.dueAt);
       }
-      this.db
-        .prepare('UPDATE schedules SET last_time = ?, next_time = ?, last_message_ids = ? WHERE id = ?')
+      this.stmt('UPDATE schedules SET last_time = ?, next_time = ?, last_message_ids = ? WHERE id = ?')
         .run(now, nextTime ?? null, JSON.stringify(msgs.map((m) => m.id)), id);
       return true;
     });
@@ -385,7 +384,7 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
 
   async messageStatuses(ids: string[]): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
-    const st = this.db.prepare('SELECT status FROM messages WHERE id = ?');
+    const st = this.stmt('SELECT status FROM messages WHERE id = ?');
     for (const id of ids) {
       const r = st.get(id) as { status: string } | undefined;
       if (r) out[id] = r.status;

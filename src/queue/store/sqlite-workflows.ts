@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';
 import type { RunFailure } from './types.js';
 import { whereBuilder } from './sqlite-rows.js';
+import { statementCache } from './sqlite-statements.js';
 import { newRunValues, type NewRun, type RunConfig, type RunFilter, type StoredNotify, type RunState, type Waiter, type WorkflowRun, type WorkflowStep, type WorkflowStore } from './workflow-types.js';
 
 /** A `workflow_runs` row (both stores). */
@@ -106,15 +107,19 @@ export function unstartedRunsSql(dialect: 'sqlite' | 'pg'): string {
 }
 
 export class SqliteWorkflowStore implements WorkflowStore {
+  /** Prepared statements by SQL text (`sqlite-statements.ts`). */
+  private readonly stmt: (sql: string) => Database.Statement;
+
   constructor(
     private readonly db: Database.Database,
     private readonly writes: GroupCommitter,
-  ) {}
+  ) {
+    this.stmt = statementCache(db);
+  }
 
   createRun(run: NewRun, now: number): Promise<number> {
     return this.writes.run(() => {
-      const info = this.db
-        .prepare(
+      const info = this.stmt(
           `INSERT INTO workflow_runs (run_id, created_at, url, state, completed_at, response, initial_body, config, labels,
              caller_ip, flow_control_key, dlq_id, failure, next, updated_at)
            VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?)`,
@@ -126,41 +131,39 @@ export class SqliteWorkflowStore implements WorkflowStore {
 
   async findRun(runId: string, createdAt?: number): Promise<WorkflowRun | undefined> {
     const r = (createdAt !== undefined
-      ? this.db.prepare('SELECT * FROM workflow_runs WHERE run_id = ? AND created_at = ? ORDER BY seq DESC LIMIT 1').get(runId, createdAt)
-      : this.db
-          .prepare(`SELECT * FROM workflow_runs WHERE run_id = ? ORDER BY (state = 'RUN_STARTED') DESC, seq DESC LIMIT 1`)
+      ? this.stmt('SELECT * FROM workflow_runs WHERE run_id = ? AND created_at = ? ORDER BY seq DESC LIMIT 1').get(runId, createdAt)
+      : this.stmt(`SELECT * FROM workflow_runs WHERE run_id = ? ORDER BY (state = 'RUN_STARTED') DESC, seq DESC LIMIT 1`)
           .get(runId)) as RunRow | undefined;
     return r ? toRun(r) : undefined;
   }
 
   async getRun(seq: number): Promise<WorkflowRun | undefined> {
-    const r = this.db.prepare('SELECT * FROM workflow_runs WHERE seq = ?').get(seq) as RunRow | undefined;
+    const r = this.stmt('SELECT * FROM workflow_runs WHERE seq = ?').get(seq) as RunRow | undefined;
     return r ? toRun(r) : undefined;
   }
 
   async runByDlqId(dlqId: string): Promise<WorkflowRun | undefined> {
-    const r = this.db.prepare('SELECT * FROM workflow_runs WHERE dlq_id = ? ORDER BY seq DESC LIMIT 1').get(dlqId) as RunRow | undefined;
+    const r = this.stmt('SELECT * FROM workflow_runs WHERE dlq_id = ? ORDER BY seq DESC LIMIT 1').get(dlqId) as RunRow | undefined;
     return r ? toRun(r) : undefined;
   }
 
   addStep(runSeq: number, messageId: string, callType: string, body: Buffer, now: number): Promise<void> {
     return this.writes.run(() => {
-      this.db
-        .prepare('INSERT INTO workflow_steps (run_seq, message_id, call_type, body, created_at) VALUES (?, ?, ?, ?, ?)')
+      this.stmt('INSERT INTO workflow_steps (run_seq, message_id, call_type, body, created_at) VALUES (?, ?, ?, ?, ?)')
         .run(runSeq, messageId, callType, body, now);
-      this.db.prepare('UPDATE workflow_runs SET updated_at = ? WHERE seq = ?').run(now, runSeq);
+      this.stmt('UPDATE workflow_runs SET updated_at = ? WHERE seq = ?').run(now, runSeq);
     });
   }
 
   copySteps(runSeq: number, steps: { messageId: string; callType: string; body: Buffer }[], now: number): Promise<void> {
     return this.writes.run(() => {
-      const ins = this.db.prepare('INSERT INTO workflow_steps (run_seq, message_id, call_type, body, created_at) VALUES (?, ?, ?, ?, ?)');
+      const ins = this.stmt('INSERT INTO workflow_steps (run_seq, message_id, call_type, body, created_at) VALUES (?, ?, ?, ?, ?)');
       for (const s of steps) ins.run(runSeq, s.messageId, s.callType, s.body, now);
     });
   }
 
   async steps(runSeq: number): Promise<WorkflowStep[]> {
-    const rows = this.db.prepare('SELECT * FROM workflow_steps WHERE run_seq = ? ORDER BY seq').all(runSeq) as {
+    const rows = this.stmt('SELECT * FROM workflow_steps WHERE run_seq = ? ORDER BY seq').all(runSeq) as {
       seq: number;
       message_id: string;
       call_type: string;
@@ -172,8 +175,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
 
   finishRun(seq: number, state: RunState, now: number, fields: { response?: string; dlqId?: string } = {}): Promise<boolean> {
     return this.writes.run(() => {
-      const info = this.db
-        .prepare(
+      const info = this.stmt(
           `UPDATE workflow_runs SET state = ?, completed_at = ?, updated_at = ?, response = COALESCE(?, response),
              dlq_id = COALESCE(?, dlq_id) WHERE seq = ? AND state = 'RUN_STARTED'`,
         )
@@ -202,14 +204,13 @@ export class SqliteWorkflowStore implements WorkflowStore {
         sets.push('dlq_id = ?');
         params.push(fields.dlqId);
       }
-      this.db.prepare(`UPDATE workflow_runs SET ${sets.join(', ')} WHERE seq = ?`).run(...params, seq);
+      this.stmt(`UPDATE workflow_runs SET ${sets.join(', ')} WHERE seq = ?`).run(...params, seq);
     }, false);
   }
 
   addWaiter(w: Omit<Waiter, 'seq'>): Promise<number> {
     return this.writes.run(() => {
-      const info = this.db
-        .prepare(
+      const info = this.stmt(
           `INSERT INTO workflow_waiters (event_id, run_seq, url, deadline, step, timeout_url, timeout_headers, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         )
@@ -219,46 +220,44 @@ export class SqliteWorkflowStore implements WorkflowStore {
   }
 
   async waiters(eventId: string): Promise<Waiter[]> {
-    return (this.db.prepare('SELECT * FROM workflow_waiters WHERE event_id = ? ORDER BY seq').all(eventId) as WaiterRow[]).map(toWaiter);
+    return (this.stmt('SELECT * FROM workflow_waiters WHERE event_id = ? ORDER BY seq').all(eventId) as WaiterRow[]).map(toWaiter);
   }
 
   async expiredWaiters(now: number, limit: number): Promise<Waiter[]> {
-    return (this.db.prepare('SELECT * FROM workflow_waiters WHERE deadline <= ? ORDER BY deadline LIMIT ?').all(now, limit) as WaiterRow[]).map(toWaiter);
+    return (this.stmt('SELECT * FROM workflow_waiters WHERE deadline <= ? ORDER BY deadline LIMIT ?').all(now, limit) as WaiterRow[]).map(toWaiter);
   }
 
   takeWaiter(seq: number): Promise<boolean> {
-    return this.writes.run(() => this.db.prepare('DELETE FROM workflow_waiters WHERE seq = ?').run(seq).changes > 0);
+    return this.writes.run(() => this.stmt('DELETE FROM workflow_waiters WHERE seq = ?').run(seq).changes > 0);
   }
 
   addNotify(n: Omit<StoredNotify, 'seq'>): Promise<void> {
     return this.writes.run(() => {
-      this.db
-        .prepare('INSERT INTO workflow_notifies (event_id, run_id, data, created_at) VALUES (?, ?, ?, ?)')
+      this.stmt('INSERT INTO workflow_notifies (event_id, run_id, data, created_at) VALUES (?, ?, ?, ?)')
         .run(n.eventId, n.runId ?? null, n.data, n.createdAt);
     });
   }
 
   takeNotify(eventId: string, runId: string, since: number): Promise<StoredNotify | undefined> {
     return this.writes.run(() => {
-      const r = this.db
-        .prepare(
+      const r = this.stmt(
           `SELECT * FROM workflow_notifies WHERE event_id = ? AND (run_id IS NULL OR run_id = ?) AND created_at >= ?
            ORDER BY seq LIMIT 1`,
         )
         .get(eventId, runId, since) as { seq: number; event_id: string; run_id: string | null; data: Buffer; created_at: number } | undefined;
       if (!r) return undefined;
-      this.db.prepare('DELETE FROM workflow_notifies WHERE seq = ?').run(r.seq);
+      this.stmt('DELETE FROM workflow_notifies WHERE seq = ?').run(r.seq);
       return { seq: r.seq, eventId: r.event_id, runId: u(r.run_id), data: r.data, createdAt: r.created_at };
     });
   }
 
   dropUnstartedRuns(createdFrom: number, createdBefore: number): Promise<string[]> {
     return this.writes.run(() => {
-      const rows = this.db.prepare(unstartedRunsSql('sqlite')).all(createdFrom, createdBefore) as { seq: number; run_id: string }[];
+      const rows = this.stmt(unstartedRunsSql('sqlite')).all(createdFrom, createdBefore) as { seq: number; run_id: string }[];
       for (const r of rows) {
-        this.db.prepare('DELETE FROM workflow_steps WHERE run_seq = ?').run(r.seq);
-        this.db.prepare('DELETE FROM workflow_waiters WHERE run_seq = ?').run(r.seq);
-        this.db.prepare('DELETE FROM workflow_runs WHERE seq = ?').run(r.seq);
+        this.stmt('DELETE FROM workflow_steps WHERE run_seq = ?').run(r.seq);
+        this.stmt('DELETE FROM workflow_waiters WHERE run_seq = ?').run(r.seq);
+        this.stmt('DELETE FROM workflow_runs WHERE seq = ?').run(r.seq);
       }
       return rows.map((r) => r.run_id);
     });
@@ -266,19 +265,18 @@ export class SqliteWorkflowStore implements WorkflowStore {
 
   pruneRuns(endedBefore: number, notifiesBefore: number, limit: number): Promise<number> {
     return this.writes.run(() => {
-      this.db.prepare('DELETE FROM workflow_notifies WHERE created_at < ?').run(notifiesBefore);
+      this.stmt('DELETE FROM workflow_notifies WHERE created_at < ?').run(notifiesBefore);
       const seqs = (
-        this.db
-          .prepare(
+        this.stmt(
             `SELECT seq FROM workflow_runs WHERE state <> 'RUN_STARTED' AND completed_at < ?
                AND (dlq_id IS NULL OR NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.dlq_id = workflow_runs.dlq_id))
              ORDER BY completed_at LIMIT ?`,
           )
           .all(endedBefore, limit) as { seq: number }[]
       ).map((r) => r.seq);
-      const steps = this.db.prepare('DELETE FROM workflow_steps WHERE run_seq = ?');
-      const waiters = this.db.prepare('DELETE FROM workflow_waiters WHERE run_seq = ?');
-      const run = this.db.prepare('DELETE FROM workflow_runs WHERE seq = ?');
+      const steps = this.stmt('DELETE FROM workflow_steps WHERE run_seq = ?');
+      const waiters = this.stmt('DELETE FROM workflow_waiters WHERE run_seq = ?');
+      const run = this.stmt('DELETE FROM workflow_runs WHERE seq = ?');
       for (const seq of seqs) {
         steps.run(seq);
         waiters.run(seq);
@@ -290,7 +288,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
 
   async listRuns(f: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]> {
     const { sql, params } = runFilterSql(f, cursor);
-    const rows = this.db.prepare(`SELECT * FROM workflow_runs WHERE ${sql} ORDER BY seq DESC LIMIT ?`).all(...params, limit) as RunRow[];
+    const rows = this.stmt(`SELECT * FROM workflow_runs WHERE ${sql} ORDER BY seq DESC LIMIT ?`).all(...params, limit) as RunRow[];
     return rows.map(toRun);
   }
 }
