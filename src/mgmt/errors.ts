@@ -51,6 +51,14 @@ export const MGMT_ERRORS = {
     message: 'the new credential is in effect on this node but the shared database is unreachable; it is written there when the database is back',
     retryAfterS: 5,
   },
+  /** A `/v2/vector/index` body that is not valid: the message names the field (name rules, a name in use, a bad dimension, an unknown model, …). */
+  vectorIndexInvalid: { status: 400, message: (why: string) => why },
+  /** Rename or delete of the default index or an `SVC_VECTOR_INDEXES` one (the configuration owns them; new tokens are allowed). */
+  vectorIndexFixed: { status: 409, message: (why: string) => why },
+  /** Create, rename or delete of an index while the vector indexes are kept in PostgreSQL (`SVC_VECTOR_DATABASE_URL`). */
+  vectorIndexUnsupported: { status: 409, message: (why: string) => why },
+  /** A `/v2/vector/index` call before the vector area has loaded its indexes. */
+  vectorIndexesStarting: { status: 503, message: 'svc is starting: the vector indexes are not loaded yet', retryAfterS: 1 },
   /** `POST /v2/backup` while a backup runs in this process. */
   backupInProgress: { status: 409, message: 'a backup is already running in this svc process; retry when it has finished (GET /v2/backup shows it)' },
   /** `POST /v2/backup` with a body that is not `{"dir": "<absolute path>"}`. */
