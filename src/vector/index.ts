@@ -183,7 +183,8 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
         target.skip('vector', 'vector', 'the vector store is PostgreSQL (SVC_VECTOR_DATABASE_URL): svc does not copy it (the local files are a cache); back it up with pg_dump (e.g. `pg_dump -n <SVC_VECTOR_DATABASE_SCHEMA>`) or base backups with WAL archiving (pg_basebackup)');
         return;
       }
-      if (catalogue) {
+      // the catalogue of the indexes created through the management API, when there are any
+      if (catalogue?.list().length) {
         const rel = `vector/${CATALOGUE_FILE}`;
         await catalogue.backup(target.path(rel));
         target.add({

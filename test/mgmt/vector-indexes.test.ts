@@ -218,6 +218,37 @@ describe('vector indexes through the management API', () => {
     assert.match(out, /^SVC_VECTOR_FROMFILE_URL=/m);
   });
 
+  it('an online backup holds the created indexes; the restored data directory serves them', async () => {
+    const tmp = tempDir();
+    dirs.push(tmp);
+    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: path.join(tmp.dir, 'data') });
+    let made: { id: string; token: string };
+    const backupDir = path.join(tmp.dir, 'backup');
+    try {
+      made = (await mgmt(svc, '/v2/vector/index', post({ name: 'kept', similarity_function: 'EUCLIDEAN', dimension_count: 2 }))).body;
+      await new Index({ url: `${svc.urls.vector}/${made.id}`, token: made.token }).upsert([{ id: 'x', vector: [1, 2] }]);
+      const r = await mgmt(svc, '/v2/backup', post({ dir: backupDir }));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const files = r.body.manifest.files.map((f: { path: string }) => f.path);
+      assert.ok(files.includes('vector/catalogue.db') && files.includes(`vector/${made.id}.sqlite`), files.join());
+    } finally {
+      await svc.close();
+    }
+    const restored = path.join(tmp.dir, 'restored');
+    const out = await cli(['restore', backupDir, '--data-dir', restored]);
+    assert.equal(out.code, 0, out.stderr);
+    const again = await startTestSvc(['vector', 'mgmt'], { dataDir: restored });
+    try {
+      const one = (await mgmt(again, `/v2/vector/index/${made.id}`)).body;
+      assert.equal(one.name, 'kept');
+      assert.equal(one.vector_count, 1);
+      const res = await new Index({ url: one.endpoint, token: one.token }).query({ vector: [1, 2], topK: 1 });
+      assert.equal(res[0].id, 'x');
+    } finally {
+      await again.close();
+    }
+  });
+
   it('a create or a delete killed by SIGKILL leaves the whole index or nothing', { timeout: 600_000 }, async () => {
     const tmp = tempDir();
     dirs.push(tmp);
