@@ -89,7 +89,7 @@ export const MGMT_ERRORS = {
   crossOrigin: { status: 403, message: 'cross-origin request refused' },
   /** A state-changing call without the session's `X-CSRF-Token`. */
   csrfMismatch: { status: 403, message: 'missing or wrong X-CSRF-Token' },
-  /** A queue write from a read-only console. */
+  /** A queue write, or a vector index change, from a read-only console. */
   consoleReadonly: { status: 403, message: 'the console is read-only (SVC_CONSOLE_READONLY=true)' },
   /** A console call to an area this svc process does not run. */
   areaNotRunning: { status: 503, message: (area: string) => `the ${area} area is not running in this svc process` },

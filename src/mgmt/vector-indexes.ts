@@ -47,9 +47,26 @@ function send<T>(reply: FastifyReply, r: VectorIndexResult<T>, id?: string): Fas
   }
 }
 
-/** Registers the routes of the module doc on `app` (Basic auth is the `auth.ts` hook, as for every route). */
-export function registerVectorIndexRoutes(app: FastifyInstance, ctx: AreaContext): void {
-  const admin = (reply: FastifyReply) => {
+/**
+ * Registers the routes of the module doc on `app` under `prefix` (Basic auth is the `auth.ts`
+ * hook, as for every route). The console registers them too, under `/console/api/vector-indexes`
+ * (its session and CSRF checks apply), with `readonly` refusing every change (`consoleReadonly`,
+ * 403) and `decorate` adding its security headers.
+ */
+export function registerVectorIndexRoutes(
+  app: FastifyInstance,
+  ctx: AreaContext,
+  opts: { prefix?: string; readonly?: boolean; decorate?: (reply: FastifyReply) => FastifyReply } = {},
+): void {
+  const prefix = opts.prefix ?? '/v2/vector/index';
+  const decorate = opts.decorate ?? ((r: FastifyReply) => r);
+  /** The admin interface, or undefined after refusing (read-only console for a change, no vector area). */
+  const admin = (reply: FastifyReply, change = true) => {
+    decorate(reply);
+    if (change && opts.readonly) {
+      sendError(reply, 'consoleReadonly');
+      return undefined;
+    }
     if (!ctx.vectorIndexes) {
       sendError(reply, 'areaNotRunning', 'vector');
       return undefined;
@@ -58,12 +75,12 @@ export function registerVectorIndexRoutes(app: FastifyInstance, ctx: AreaContext
   };
   type WithId = { Params: { id: string } };
 
-  app.get('/v2/vector/index', async (_req, reply) => {
-    const a = admin(reply);
+  app.get(prefix, async (_req, reply) => {
+    const a = admin(reply, false);
     return a ? send(reply, await a.list()) : reply;
   });
 
-  app.post('/v2/vector/index', async (req, reply) => {
+  app.post(prefix, async (req, reply) => {
     const a = admin(reply);
     if (!a) return reply;
     const body = jsonBody(req);
@@ -71,12 +88,12 @@ export function registerVectorIndexRoutes(app: FastifyInstance, ctx: AreaContext
     return send(reply, await a.create(body.value));
   });
 
-  app.get<WithId>('/v2/vector/index/:id', async (req, reply) => {
-    const a = admin(reply);
+  app.get<WithId>(`${prefix}/:id`, async (req, reply) => {
+    const a = admin(reply, false);
     return a ? send(reply, await a.get(req.params.id), req.params.id) : reply;
   });
 
-  app.post<WithId>('/v2/vector/index/:id/rename', async (req, reply) => {
+  app.post<WithId>(`${prefix}/:id/rename`, async (req, reply) => {
     const a = admin(reply);
     if (!a) return reply;
     const body = jsonBody(req);
@@ -84,7 +101,7 @@ export function registerVectorIndexRoutes(app: FastifyInstance, ctx: AreaContext
     return send(reply, await a.rename(req.params.id, body.value), req.params.id);
   });
 
-  app.post<WithId>('/v2/vector/index/:id/reset-password', async (req, reply) => {
+  app.post<WithId>(`${prefix}/:id/reset-password`, async (req, reply) => {
     const a = admin(reply);
     if (!a) return reply;
     const r = await a.resetPassword(req.params.id);
@@ -92,7 +109,7 @@ export function registerVectorIndexRoutes(app: FastifyInstance, ctx: AreaContext
     return send(reply, r, req.params.id);
   });
 
-  app.delete<WithId>('/v2/vector/index/:id', async (req, reply) => {
+  app.delete<WithId>(`${prefix}/:id`, async (req, reply) => {
     const a = admin(reply);
     if (!a) return reply;
     const r = await a.delete(req.params.id);
