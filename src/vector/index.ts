@@ -103,11 +103,11 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   let starting: Promise<void> | undefined;
   let shared: SharedWiring | undefined;
   let catalogue: Catalogue | undefined;
-  const configured = [...defs];
   ctx.vectorIndexes = vectorIndexAdmin({
     ctx,
     indexes,
-    configured,
+    // on PostgreSQL, openShared adds the indexes other nodes defined
+    configured: defs,
     catalogue: () => (loaded ? catalogue : undefined),
     shared: !!ctx.config.vector.databaseUrl,
     open: (def) => VectorIndex.open(def, ctx.config.dataDir, ctx.logger),

@@ -17,7 +17,7 @@ const sdkError = (p: Promise<unknown>) => p.then(() => 'no error', (err: Error) 
 
 describe('console: vector index management', () => {
   test('create, rename, reset tokens and delete with a typed confirmation', { timeout: 240_000 }, async () => {
-    const svc = await startTestSvc(['vector', 'mgmt'], { env: { SVC_VECTOR_DIMENSION: '3' } });
+    const svc = await startTestSvc(['vector', 'mgmt'], { env: { SVC_VECTOR_DIMENSION: '3', SVC_VECTOR_DATABASE_URL: '' } });
     const b = await launchBrowser();
     const { page } = b;
     try {
@@ -72,7 +72,7 @@ describe('console: vector index management', () => {
   });
 
   test('a read-only console shows no index actions and refuses them', { timeout: 240_000 }, async () => {
-    const svc = await startTestSvc(['vector', 'mgmt'], { env: { SVC_VECTOR_DIMENSION: '3', SVC_CONSOLE_READONLY: 'true' } });
+    const svc = await startTestSvc(['vector', 'mgmt'], { env: { SVC_VECTOR_DIMENSION: '3', SVC_CONSOLE_READONLY: 'true', SVC_VECTOR_DATABASE_URL: '' } });
     const b = await launchBrowser();
     try {
       await signIn(b.page, svc);
