@@ -73,12 +73,11 @@ export interface VectorIndexView {
 /**
  * Outcome of a vector index operation: the index, or a refusal the management area turns into its
  * error shape: `invalid` (400, the message names the field), `notFound` (404), `fixed` (409: the
- * default or an `SVC_VECTOR_INDEXES` index, which only the operator changes), `unsupported` (409:
- * not possible with this store), `unavailable` (503: not loaded yet).
+ * default or an `SVC_VECTOR_INDEXES` index, which only the operator changes), `unavailable` (503: not loaded yet).
  */
 export type VectorIndexResult<T = VectorIndexView> =
   | { ok: true; value: T }
-  | { ok: false; code: 'invalid' | 'notFound' | 'fixed' | 'unsupported' | 'unavailable'; message: string };
+  | { ok: false; code: 'invalid' | 'notFound' | 'fixed' | 'unavailable'; message: string };
 
 /** What the vector area offers the management area (`AreaContext.vectorIndexes`). */
 export interface VectorIndexAdmin {

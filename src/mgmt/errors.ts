@@ -55,8 +55,6 @@ export const MGMT_ERRORS = {
   vectorIndexInvalid: { status: 400, message: (why: string) => why },
   /** Rename or delete of the default index or an `SVC_VECTOR_INDEXES` one (the configuration owns them; new tokens are allowed). */
   vectorIndexFixed: { status: 409, message: (why: string) => why },
-  /** Create, rename or delete of an index while the vector indexes are kept in PostgreSQL (`SVC_VECTOR_DATABASE_URL`). */
-  vectorIndexUnsupported: { status: 409, message: (why: string) => why },
   /** A `/v2/vector/index` call before the vector area has loaded its indexes. */
   vectorIndexesStarting: { status: 503, message: 'svc is starting: the vector indexes are not loaded yet', retryAfterS: 1 },
   /** `POST /v2/backup` while a backup runs in this process. */

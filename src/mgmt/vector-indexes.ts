@@ -12,7 +12,7 @@
  *   DELETE /v2/vector/index/:id                  {id, name, deleted: true}
  *
  * Errors: `vectorIndexInvalid` 400 (message names the field), `unknownVectorIndex` 404,
- * `vectorIndexFixed` / `vectorIndexUnsupported` 409, `vectorIndexesStarting` 503,
+ * `vectorIndexFixed` 409, `vectorIndexesStarting` 503,
  * `areaNotRunning` 503 (no vector area in this process). Answers carry tokens: `Cache-Control: no-store`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -40,8 +40,6 @@ function send<T>(reply: FastifyReply, r: VectorIndexResult<T>, id?: string): Fas
       return sendError(reply, 'unknownVectorIndex', id ?? '');
     case 'fixed':
       return sendError(reply, 'vectorIndexFixed', r.message);
-    case 'unsupported':
-      return sendError(reply, 'vectorIndexUnsupported', r.message);
     case 'unavailable':
       return sendError(reply, 'vectorIndexesStarting');
   }

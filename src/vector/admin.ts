@@ -23,6 +23,7 @@ import { randomUUID } from 'node:crypto';
 import type { AreaContext, VectorIndexResult, VectorIndexView } from '../area.js';
 import { generateSecret } from '../credentials.js';
 import { Catalogue, NameTakenError, removeIndexFiles, type CatalogueEntry } from './catalogue.js';
+import type { PgVectorStore } from './engine/store-pg.js';
 import { DEFAULT_HNSW, ENDPOINTS, type IndexDefinition, type IndexType, type Metric, type Quantization } from './definitions.js';
 import type { VectorIndex } from './engine/vector-index.js';
 
@@ -43,15 +44,13 @@ export interface AdminDeps {
   ctx: AreaContext;
   /** The served indexes by key (the HTTP fronts route through it). */
   indexes: Map<string, VectorIndex>;
-  /** The configured definitions (default + `SVC_VECTOR_INDEXES`), by key. */
+  /** The configured definitions (default + `SVC_VECTOR_INDEXES`, and on PostgreSQL the other nodes'), by key. */
   configured: IndexDefinition[];
-  /** Undefined until the area has loaded (`start`). */
-  catalogue(): Catalogue | undefined;
-  /** True when the indexes are kept in PostgreSQL (runtime create/rename/delete refused there). */
-  shared: boolean;
-  /** Opens the index of a new definition (files created). */
+  /** Where the created indexes are kept; undefined until the area has loaded (`start`). */
+  runtime(): RuntimeStore | undefined;
+  /** Opens the index of a definition (the local files, or the cache of the PostgreSQL store). */
   open(def: IndexDefinition): Promise<VectorIndex>;
-  /** Called after an index was added to or removed from `indexes` (snapshot timer, metrics). */
+  /** Called after an index was added to `indexes` (snapshot timer). */
   added(key: string, index: VectorIndex): void;
 }
 
@@ -149,8 +148,123 @@ export function recoverUnfinished(ctx: AreaContext, catalogue: Catalogue): Catal
   return left;
 }
 
+/** A created index as its store keeps it. */
+export interface RuntimeEntry {
+  id: string;
+  name: string;
+  definition: IndexDefinition;
+  /** ms since the epoch */
+  createdAt: number;
+}
+
+/**
+ * Where the created indexes are kept: the SQLite catalogue next to the local indexes
+ * ({@link localRuntimeStore}) or the PostgreSQL store every node shares ({@link pgRuntimeStore}).
+ * Each operation is whole or absent after a crash.
+ */
+export interface RuntimeStore {
+  list(): Promise<RuntimeEntry[]>;
+  /** Creates and opens the index (definition, tokens, files); undefined (nothing changed) when `name` is taken. */
+  create(name: string, def: IndexDefinition, createdAt: number, taken: string[]): Promise<VectorIndex | undefined>;
+  /** false (nothing changed) when `name` is taken. */
+  rename(id: string, name: string, taken: string[]): Promise<boolean>;
+  /** Deletes the index and its data; `index` (already out of serving) is closed on the way. */
+  delete(id: string, index: VectorIndex | undefined): Promise<void>;
+}
+
+/** New tokens of index `id` (credential name -> value). */
+const freshTokens = (id: string) => new Map([[tokenOf(id), generateSecret()], [roTokenOf(id), generateSecret()]]);
+
+/** Closes `index` and removes its files and this node's copy of its tokens. */
+async function discard(ctx: AreaContext, id: string, index: VectorIndex | undefined): Promise<void> {
+  await index?.close().catch((err: unknown) => ctx.logger.warn({ err, id }, 'vector: closing a deleted index failed (its files are removed anyway)'));
+  removeIndexFiles(ctx.config.dataDir, id);
+  ctx.credentials.delete([tokenOf(id), roTokenOf(id)]);
+}
+
+/**
+ * The created indexes in `<dataDir>/vector/catalogue.db` (`catalogue.ts`): a create writes the
+ * `creating` row first and marks it `ready` last; a delete marks the row `deleting` first and
+ * removes it last ({@link recoverUnfinished} finishes either after a crash).
+ */
+export function localRuntimeStore(ctx: AreaContext, catalogue: Catalogue, open: (def: IndexDefinition) => Promise<VectorIndex>): RuntimeStore {
+  return {
+    list: async () => catalogue.list(),
+    async create(name, def, createdAt, taken) {
+      const id = def.name;
+      if (taken.includes(name)) return undefined;
+      try {
+        catalogue.reserve(id, name, def, createdAt);
+      } catch (err) {
+        if (err instanceof NameTakenError) return undefined;
+        throw err;
+      }
+      let index: VectorIndex | undefined;
+      try {
+        for (const [n, v] of freshTokens(id)) ctx.credentials.set(n, v);
+        index = await open(def);
+        crashPoint('vector-index-files-created');
+        catalogue.setState(id, 'ready');
+        return index;
+      } catch (err) {
+        await discard(ctx, id, index);
+        catalogue.remove(id);
+        throw err;
+      }
+    },
+    async rename(id, name, taken) {
+      if (taken.includes(name)) return false;
+      try {
+        catalogue.rename(id, name);
+        return true;
+      } catch (err) {
+        if (err instanceof NameTakenError) return false;
+        throw err;
+      }
+    },
+    async delete(id, index) {
+      catalogue.setState(id, 'deleting');
+      await index?.close().catch(() => undefined);
+      crashPoint('vector-index-delete-marked');
+      await discard(ctx, id, undefined);
+      catalogue.remove(id);
+    },
+  };
+}
+
+/**
+ * The created indexes in the PostgreSQL store (`vector_catalogue`): create and delete are one
+ * transaction each; the other nodes open and drop the index when they see it
+ * ({@link VectorIndexAdminImpl.follow}).
+ */
+export function pgRuntimeStore(ctx: AreaContext, db: PgVectorStore, open: (def: IndexDefinition) => Promise<VectorIndex>): RuntimeStore {
+  return {
+    list: () => db.runtimeIndexes(),
+    async create(name, def, createdAt, taken) {
+      const tokens = freshTokens(def.name);
+      if (!(await db.createRuntimeIndex(name, def, createdAt, tokens, taken))) return undefined;
+      for (const [n, v] of tokens) ctx.credentials.set(n, v);
+      return open(def);
+    },
+    rename: (id, name, taken) => db.renameRuntimeIndex(id, name, taken),
+    async delete(id, index) {
+      await db.deleteRuntimeIndex(id, [tokenOf(id), roTokenOf(id)]);
+      await discard(ctx, id, index);
+    },
+  };
+}
+
+/** The admin interface plus what the area itself calls. */
+export interface VectorIndexAdminImpl extends NonNullable<AreaContext['vectorIndexes']> {
+  /**
+   * Makes the served created indexes those of the store (PostgreSQL: the ones other nodes created
+   * or deleted): opens the new ones, drops the gone ones. Run by the area's poll.
+   */
+  follow(): Promise<void>;
+}
+
 /** The management interface of the vector area (see the module doc). */
-export function vectorIndexAdmin(deps: AdminDeps): NonNullable<AreaContext['vectorIndexes']> {
+export function vectorIndexAdmin(deps: AdminDeps): VectorIndexAdminImpl {
   const { ctx, indexes } = deps;
   /** One operation at a time (creates and deletes touch files and the catalogue in steps). */
   let tail: Promise<unknown> = Promise.resolve();
@@ -159,8 +273,10 @@ export function vectorIndexAdmin(deps: AdminDeps): NonNullable<AreaContext['vect
     tail = p.catch(() => undefined);
     return p;
   };
+  /** Keys of the created indexes this node serves. */
+  const served = new Set<string>();
   const configured = (id: string) => deps.configured.find((d) => d.name === id);
-  const runtime = (id: string) => deps.catalogue()?.list().find((e) => e.id === id);
+  const notFound = (id: string) => fail('notFound', `vector index not found: ${JSON.stringify(id.slice(0, 200))}`);
 
   const view = (id: string, name: string, def: IndexDefinition, origin: VectorIndexView['origin'], createdAt: number, withSize: boolean): VectorIndexView => {
     const base = ctx.urls.get('vector') ?? '';
@@ -168,8 +284,9 @@ export function vectorIndexAdmin(deps: AdminDeps): NonNullable<AreaContext['vect
       id,
       name,
       endpoint: id === 'default' ? base : `${base}/${id}`,
-      token: ctx.credentials.get(tokenOf(id)),
-      read_only_token: ctx.credentials.get(roTokenOf(id)),
+      // peek: a token not here yet (another node's new index, before the sync) is never generated
+      token: ctx.credentials.peek(tokenOf(id)) ?? '',
+      read_only_token: ctx.credentials.peek(roTokenOf(id)) ?? '',
       creation_time: Math.floor(createdAt / 1000),
       similarity_function: def.metric,
       dimension_count: def.type === 'SPARSE' ? 0 : (indexes.get(id)?.dimension ?? def.dimension ?? 0),
@@ -192,115 +309,108 @@ export function vectorIndexAdmin(deps: AdminDeps): NonNullable<AreaContext['vect
     }
     return v;
   };
-  const all = (): VectorIndexView[] => [
-    ...deps.configured.map((d) => view(d.name, d.name, d, d.name === 'default' ? 'env' : 'file', 0, false)),
-    ...(deps.catalogue()?.list() ?? []).map((e) => view(e.id, e.name, e.definition, 'runtime', e.createdAt, false)),
-  ];
-  const find = (id: string): VectorIndexView | undefined => {
-    const c = configured(id);
-    if (c) return view(c.name, c.name, c, c.name === 'default' ? 'env' : 'file', 0, true);
-    const e = runtime(id);
-    return e && view(e.id, e.name, e.definition, 'runtime', e.createdAt, true);
-  };
+  const configuredView = (d: IndexDefinition, withSize: boolean) => view(d.name, d.name, d, d.name === 'default' ? 'env' : 'file', 0, withSize);
+  const runtimeView = (e: RuntimeEntry, withSize: boolean) => view(e.id, e.name, e.definition, 'runtime', e.createdAt, withSize);
   const notLoaded = () => fail('unavailable', 'svc is starting: the vector indexes are not loaded yet');
-  const nameUsed = (name: string, except?: string) =>
-    deps.configured.some((d) => d.name === name) || (deps.catalogue()?.list() ?? []).some((e) => e.name === name && e.id !== except);
-  const changeable = (id: string): Fail | CatalogueEntry => {
+  const taken = () => deps.configured.map((d) => d.name);
+  const changeable = async (store: RuntimeStore, id: string): Promise<Fail | RuntimeEntry> => {
     if (configured(id)) {
       return fail('fixed', `vector index ${id} is ${id === 'default' ? 'the default index (SVC_VECTOR_*)' : 'defined in SVC_VECTOR_INDEXES'}: only new tokens can be made through the API; rename or remove it in the configuration`);
     }
-    if (deps.shared) return fail('unsupported', 'indexes kept in PostgreSQL (SVC_VECTOR_DATABASE_URL) are defined in SVC_VECTOR_INDEXES: the API does not create, rename or delete them');
-    const e = runtime(id);
-    return e ?? fail('notFound', `vector index not found: ${JSON.stringify(id.slice(0, 200))}`);
+    return (await store.list()).find((e) => e.id === id) ?? notFound(id);
   };
+  const nameTaken = (name: string) => fail('invalid', `name: an index named ${name} exists already`);
 
   return {
-    list: async () => (deps.catalogue() ? ok(all()) : notLoaded()),
+    list: async () => {
+      const store = deps.runtime();
+      if (!store) return notLoaded();
+      return ok([...deps.configured.map((d) => configuredView(d, false)), ...(await store.list()).map((e) => runtimeView(e, false))]);
+    },
     get: async (id) => {
-      if (!deps.catalogue()) return notLoaded();
-      const v = find(id);
-      return v ? ok(v) : fail('notFound', `vector index not found: ${JSON.stringify(id.slice(0, 200))}`);
+      const store = deps.runtime();
+      if (!store) return notLoaded();
+      const c = configured(id);
+      if (c) return ok(configuredView(c, true));
+      const e = (await store.list()).find((x) => x.id === id);
+      return e ? ok(runtimeView(e, true)) : notFound(id);
     },
     create: (body) =>
       serial(async () => {
-        const catalogue = deps.catalogue();
-        if (!catalogue) return notLoaded();
-        if (deps.shared) return fail('unsupported', 'indexes kept in PostgreSQL (SVC_VECTOR_DATABASE_URL) are defined in SVC_VECTOR_INDEXES: the API does not create, rename or delete them');
+        const store = deps.runtime();
+        if (!store) return notLoaded();
         const parsed = parseCreate(body);
         if ('ok' in parsed) return parsed;
-        if (nameUsed(parsed.name)) return fail('invalid', `name: an index named ${parsed.name} exists already`);
         const id = randomUUID();
         const def: IndexDefinition = { ...parsed.def, name: id };
         const now = Date.now();
-        try {
-          catalogue.reserve(id, parsed.name, def, now);
-        } catch (err) {
-          if (err instanceof NameTakenError) return fail('invalid', `name: an index named ${parsed.name} exists already`);
-          throw err;
-        }
-        let index: VectorIndex | undefined;
-        try {
-          ctx.credentials.set(tokenOf(id), generateSecret());
-          ctx.credentials.set(roTokenOf(id), generateSecret());
-          index = await deps.open(def);
-          crashPoint('vector-index-files-created');
-          catalogue.setState(id, 'ready');
-        } catch (err) {
-          await index?.close().catch(() => undefined);
-          removeIndexFiles(ctx.config.dataDir, id);
-          ctx.credentials.delete([tokenOf(id), roTokenOf(id)]);
-          catalogue.remove(id);
-          throw err;
-        }
+        const index = await store.create(parsed.name, def, now, taken());
+        if (!index) return nameTaken(parsed.name);
         indexes.set(id, index);
+        served.add(id);
         deps.added(id, index);
         ctx.logger.info({ index: parsed.name, id }, 'vector: index created');
-        return ok(view(id, parsed.name, def, 'runtime', now, false));
+        return ok(runtimeView({ id, name: parsed.name, definition: def, createdAt: now }, false));
       }),
     rename: (id, body) =>
       serial(async () => {
-        const catalogue = deps.catalogue();
-        if (!catalogue) return notLoaded();
-        const e = changeable(id);
+        const store = deps.runtime();
+        if (!store) return notLoaded();
+        const e = await changeable(store, id);
         if ('ok' in e) return e;
         const name = checkName((body as { name?: unknown } | null)?.name);
         if (typeof name !== 'string') return name;
-        if (nameUsed(name, id)) return fail('invalid', `name: an index named ${name} exists already`);
-        try {
-          catalogue.rename(id, name);
-        } catch (err) {
-          if (err instanceof NameTakenError) return fail('invalid', `name: an index named ${name} exists already`);
-          throw err;
-        }
+        if (!(await store.rename(id, name, taken()))) return nameTaken(name);
         ctx.logger.info({ index: name, from: e.name, id }, 'vector: index renamed');
-        return ok(view(id, name, e.definition, 'runtime', e.createdAt, false));
+        return ok(runtimeView({ ...e, name }, false));
       }),
     resetPassword: (id) =>
       serial(async () => {
-        if (!deps.catalogue()) return notLoaded();
-        if (!configured(id) && !runtime(id)) return fail('notFound', `vector index not found: ${JSON.stringify(id.slice(0, 200))}`);
-        ctx.credentials.set(tokenOf(id), generateSecret());
-        ctx.credentials.set(roTokenOf(id), generateSecret());
+        const store = deps.runtime();
+        if (!store) return notLoaded();
+        const c = configured(id);
+        const e = c ? undefined : (await store.list()).find((x) => x.id === id);
+        if (!c && !e) return notFound(id);
+        for (const [n, v] of freshTokens(id)) ctx.credentials.set(n, v);
         await ctx.credentials.settled();
         ctx.logger.info({ id }, 'vector: index tokens reset');
-        return ok(find(id)!);
+        return ok(c ? configuredView(c, true) : runtimeView(e!, true));
       }),
     delete: (id) =>
       serial(async () => {
-        const catalogue = deps.catalogue();
-        if (!catalogue) return notLoaded();
-        const e = changeable(id);
+        const store = deps.runtime();
+        if (!store) return notLoaded();
+        const e = await changeable(store, id);
         if ('ok' in e) return e;
-        catalogue.setState(id, 'deleting');
         const index = indexes.get(id);
         indexes.delete(id);
-        await index?.close().catch((err: unknown) => ctx.logger.warn({ err, id }, 'vector: closing a deleted index failed (its files are removed anyway)'));
-        crashPoint('vector-index-delete-marked');
-        removeIndexFiles(ctx.config.dataDir, id);
-        ctx.credentials.delete([tokenOf(id), roTokenOf(id)]);
-        catalogue.remove(id);
+        served.delete(id);
+        await store.delete(id, index);
         ctx.logger.info({ index: e.name, id }, 'vector: index deleted');
         return ok({ id, name: e.name });
+      }),
+    follow: () =>
+      serial(async () => {
+        const store = deps.runtime();
+        if (!store) return;
+        const now = await store.list();
+        const ids = new Set(now.map((e) => e.id));
+        for (const e of now) {
+          if (served.has(e.id)) continue;
+          const index = await deps.open(e.definition);
+          indexes.set(e.id, index);
+          served.add(e.id);
+          deps.added(e.id, index);
+          ctx.logger.info({ index: e.name, id: e.id }, 'vector: serving an index another node created');
+        }
+        for (const id of [...served]) {
+          if (ids.has(id)) continue;
+          const index = indexes.get(id);
+          indexes.delete(id);
+          served.delete(id);
+          await discard(ctx, id, index);
+          ctx.logger.info({ id }, 'vector: dropped an index another node deleted');
+        }
       }),
   };
 }

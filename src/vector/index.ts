@@ -24,7 +24,7 @@ import { ResumableQueries } from './http/resumable.js';
 import { vectorRequestListener } from './http/routes.js';
 import { PgSessions, PgVectorStore, POLL_MS } from './engine/store-pg.js';
 import { startCredentialSync } from '../credential-sync.js';
-import { vectorIndexAdmin, recoverUnfinished } from './admin.js';
+import { localRuntimeStore, pgRuntimeStore, recoverUnfinished, vectorIndexAdmin, type RuntimeStore } from './admin.js';
 import { Catalogue, CATALOGUE_FILE } from './catalogue.js';
 
 /** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
@@ -103,38 +103,45 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   let starting: Promise<void> | undefined;
   let shared: SharedWiring | undefined;
   let catalogue: Catalogue | undefined;
-  ctx.vectorIndexes = vectorIndexAdmin({
+  let runtime: RuntimeStore | undefined;
+  const open = (def: IndexDefinition) => VectorIndex.open(def, ctx.config.dataDir, ctx.logger, shared?.db.index(def.name));
+  const admin = vectorIndexAdmin({
     ctx,
     indexes,
     // on PostgreSQL, openShared adds the indexes other nodes defined
     configured: defs,
-    catalogue: () => (loaded ? catalogue : undefined),
-    shared: !!ctx.config.vector.databaseUrl,
-    open: (def) => VectorIndex.open(def, ctx.config.dataDir, ctx.logger),
+    runtime: () => runtime,
+    open,
     added: (name, index) => {
       index.snapshotTimer = metrics.snapshot(name);
     },
   });
+  ctx.vectorIndexes = admin;
   const load = async () => {
     try {
-      // the indexes created through the management API (admin.ts): interrupted creates and
-      // deletes are undone before anything is opened
-      catalogue = Catalogue.open(ctx.config.dataDir);
-      recoverUnfinished(ctx, catalogue);
-      const runtime = catalogue.list();
-      const clash = runtime.filter((e) => defs.some((d) => d.name === e.name));
+      let created: { id: string; name: string }[];
+      if (ctx.config.vector.databaseUrl) {
+        shared = await openShared(ctx, defs, indexes, () => admin.follow());
+        resumable.shared = { sessions: new PgSessions(shared.db) };
+        runtime = pgRuntimeStore(ctx, shared.db, open);
+        created = await runtime.list();
+      } else {
+        // the indexes created through the management API (admin.ts): interrupted creates and
+        // deletes are undone before anything is opened
+        catalogue = Catalogue.open(ctx.config.dataDir);
+        recoverUnfinished(ctx, catalogue);
+        runtime = localRuntimeStore(ctx, catalogue, open);
+        created = catalogue.list();
+        for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
+      }
+      const clash = created.filter((e) => defs.some((d) => d.name === e.name));
       if (clash.length) {
         throw new Error(
           `SVC_VECTOR_INDEXES: ${clash.map((e) => `index ${e.name} is also the name of an index created through the management API (id ${e.id})`).join('; ')}: rename one of them`,
         );
       }
-      if (ctx.config.vector.databaseUrl) {
-        shared = await openShared(ctx, defs, indexes);
-        resumable.shared = { sessions: new PgSessions(shared.db) };
-      } else {
-        for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
-        for (const e of runtime) indexes.set(e.id, await VectorIndex.open(e.definition, ctx.config.dataDir, ctx.logger));
-      }
+      // the created indexes (on PostgreSQL: the ones any node created)
+      await admin.follow();
     } catch (err) {
       for (const i of indexes.values()) await i.close();
       indexes.clear();
@@ -238,15 +245,19 @@ interface SharedWiring {
  * notification catches the index up) and a poll every {@link POLL_MS} (fallback and heartbeat).
  * @throws PgStartupError (unreachable, wrong password, newer schema, conflicting definitions).
  */
-async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Map<string, VectorIndex>): Promise<SharedWiring> {
+async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Map<string, VectorIndex>, followCreated: () => Promise<void>): Promise<SharedWiring> {
   const db = await PgVectorStore.open(ctx.config.vector.databaseUrl!, ctx.config.vector.databaseSchema, ctx.logger);
   let sync: { stop(): void } | undefined;
   try {
     const all = await db.registerIndexes(defs);
-    for (const d of all) if (!defs.some((x) => x.name === d.name)) defs.push(d);
+    // the indexes created through the management API are opened by the admin (admin.ts follow)
+    const created = new Set((await db.runtimeIndexes()).map((e) => e.id));
+    for (const d of all) if (!created.has(d.name) && !defs.some((x) => x.name === d.name)) defs.push(d);
     const names = defs.flatMap((d) => [tokenName(d.name), readonlyTokenName(d.name)]);
     for (const n of names) ctx.credentials.get(n);
-    sync = await startCredentialSync(names, ctx.credentials, db.sharedCredentials(), ctx.logger, Date.now, 'vector');
+    // tokens of created indexes: taken from the database as they come (never generated here)
+    const isIndexToken = (n: string) => /^vector\.[^.]+\.(token|readonlyToken)$/.test(n);
+    sync = await startCredentialSync(names, ctx.credentials, db.sharedCredentials(), ctx.logger, Date.now, 'vector', isIndexToken);
     for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger, db.index(d.name)));
   } catch (err) {
     sync?.stop();
@@ -274,7 +285,9 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
     running.set(idx, p);
     return p;
   };
+  const created = () => void followCreated().catch((err: unknown) => db.warn(err, 'following the created indexes failed (retried)'));
   const unsubscribe = db.onChange((name, seq) => {
+    if (name && !indexes.has(name)) created(); // an index another node created (or deleted)
     for (const idx of name ? [indexes.get(name)] : indexes.values()) if (idx && idx.seq < seq) void follow(idx);
   });
   let polling = false;
@@ -283,6 +296,7 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
     if (polling) return;
     polling = true;
     try {
+      await followCreated();
       const seqs = await db.sequences();
       await Promise.all(
         [...indexes].map(async ([name, idx]) => {
