@@ -9,10 +9,13 @@
  * the API gives them new tokens but neither renames nor deletes them (409 `fixed`: the operator's
  * configuration owns them).
  *
- * Durability (`catalogue.ts`): a create writes a `creating` row first, then the index's files and
- * tokens, then marks the row `ready` (the commit); a delete marks the row `deleting` and removes the
- * index from serving first, then its files and tokens, then the row. Start-up ({@link recoverUnfinished})
- * finishes what a crash interrupted by removing the index.
+ * Durability, local store (`catalogue.ts`): a create writes a `creating` row first, then the
+ * index's files and tokens, then marks the row `ready` (the commit); a delete marks the row
+ * `deleting` and removes the index from serving first, then its files and tokens, then the row.
+ * Start-up ({@link recoverUnfinished}) finishes what a crash interrupted by removing the index.
+ * PostgreSQL store (`engine/store-pg.ts`, `vector_catalogue`): create and delete are one
+ * transaction each; every node follows the catalogue ({@link VectorIndexAdminImpl.follow}, run by
+ * the area's poll and on `NOTIFY`).
  *
  * Request bodies (snake_case, after the hosted developer API): `{name, similarity_function:
  * COSINE|EUCLIDEAN|DOT_PRODUCT, dimension_count, type?: DENSE|SPARSE|HYBRID, embedding_model?,

@@ -7,7 +7,8 @@
  * refused): `vector_indexes` (definition, dimension, last sequence number, incarnation),
  * `vector_namespaces`, `vector_records` (id, position, sequence number, dense and sparse vector,
  * metadata, data), `vector_changes` (every write, delete, reset and namespace change in sequence
- * order), `vector_credentials` (tokens), `vector_sessions` (resumable queries).
+ * order), `vector_credentials` (tokens), `vector_sessions` (resumable queries), `vector_catalogue`
+ * (the indexes created through the management API: id, name, creation time).
  *
  * How a node uses it:
  * - Local cache: each node keeps its SQLite file (`store.ts`) and graph snapshots in
