@@ -543,8 +543,8 @@ export class PgIndexLog implements SharedLog {
                    SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::text[])),
             np AS (UPDATE vector_namespaces n SET next_pos = v.next_pos FROM unnest($8::int[], $9::bigint[]) v(id, next_pos)
                    WHERE n.index_name = $1 AND n.id = v.id),
-            ix AS (UPDATE vector_indexes SET seq = $10 WHERE name = $1)${upsertsOnly ? `, rec AS (${recSql})` : ''}
-       SELECT pg_notify($11, $1 || ':' || $10::text)`,
+            ix AS (UPDATE vector_indexes SET seq = $10 WHERE name = $1 RETURNING 1)${upsertsOnly ? `, rec AS (${recSql})` : ''}
+       SELECT pg_notify($11, $1 || ':' || $10::text), (SELECT count(*) FROM ix)::int AS found`,
       [
         name,
         changes.map((r) => r.seq),
@@ -559,7 +559,10 @@ export class PgIndexLog implements SharedLog {
         this.db.channel,
         ...recParams,
       ],
-    );
+    ).then((r) => {
+      // the index was deleted (through the management API, on another node) before this node dropped it
+      if ((r.rows[0] as { found?: number } | undefined)?.found !== 1) throw new Error(`vector index ${name} was deleted`);
+    });
   }
 
   /**
