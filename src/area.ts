@@ -33,6 +33,61 @@ export interface AreaContext {
    * started: the management area's `POST /v2/backup` runs them without importing other areas.
    */
   backups?: BackupRunner;
+  /**
+   * Management of the vector indexes (list, create, rename, new tokens, delete), set by the vector
+   * area when it is created: the management area's `/v2/vector/index` routes call it without
+   * importing the vector area. Absent when the vector area does not run in this process.
+   */
+  vectorIndexes?: VectorIndexAdmin;
+}
+
+/**
+ * One vector index as the management API shows it (snake_case, shaped after the hosted developer
+ * API's vector index). `creation_time` is in seconds since the epoch (0 for the default index and
+ * the `SVC_VECTOR_INDEXES` ones). `origin`: `runtime` (created through the API), `env` (the default
+ * index), `file` (`SVC_VECTOR_INDEXES`); only `runtime` indexes may be renamed or deleted.
+ */
+export interface VectorIndexView {
+  id: string;
+  name: string;
+  /** The URL the `@upstash/vector` SDK takes as `url`. */
+  endpoint: string;
+  token: string;
+  read_only_token: string;
+  creation_time: number;
+  similarity_function: string;
+  /** 0 for a SPARSE index, or a dense index whose dimension the first upsert fixes. */
+  dimension_count: number;
+  type: string;
+  embedding_model?: string;
+  sparse_embedding_model?: string;
+  origin: 'runtime' | 'env' | 'file';
+  hnsw?: { m: number; ef_construction: number; ef_search: number };
+  quantization: string;
+  embedder?: { url: string; model: string };
+  /** Records over every namespace, and the size of the index's stored data in bytes (`GET` one only). */
+  vector_count?: number;
+  index_size?: number;
+}
+
+/**
+ * Outcome of a vector index operation: the index, or a refusal the management area turns into its
+ * error shape: `invalid` (400, the message names the field), `notFound` (404), `fixed` (409: the
+ * default or an `SVC_VECTOR_INDEXES` index, which only the operator changes), `unavailable` (503: not loaded yet).
+ */
+export type VectorIndexResult<T = VectorIndexView> =
+  | { ok: true; value: T }
+  | { ok: false; code: 'invalid' | 'notFound' | 'fixed' | 'unavailable'; message: string };
+
+/** What the vector area offers the management area (`AreaContext.vectorIndexes`). */
+export interface VectorIndexAdmin {
+  list(): Promise<VectorIndexResult<VectorIndexView[]>>;
+  get(id: string): Promise<VectorIndexResult>;
+  /** `body`: the request's parsed JSON, validated by the vector area. */
+  create(body: unknown): Promise<VectorIndexResult>;
+  rename(id: string, body: unknown): Promise<VectorIndexResult>;
+  resetPassword(id: string): Promise<VectorIndexResult>;
+  delete(id: string): Promise<VectorIndexResult<{ id: string; name: string }>>;
 }
 
 export interface AreaServer {

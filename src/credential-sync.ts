@@ -50,7 +50,10 @@ export interface SharedCredentials {
 
 /**
  * Seeds the shared credentials `names` from this node's and starts following them; `area` names
- * the area in log lines. @throws the database error when the first seed fails (start-up error).
+ * the area in log lines. `follows` (optional) admits more names, not seeded: credentials made
+ * while running (the tokens of a vector index created through the management API) are written
+ * to the database and taken from it like `names`.
+ * @throws the database error when the first seed fails (start-up error).
  */
 export async function startCredentialSync(
   names: readonly string[],
@@ -59,8 +62,10 @@ export async function startCredentialSync(
   logger: Logger,
   now: () => number,
   area: string,
+  follows: (name: string) => boolean = () => false,
 ): Promise<{ stop(): void }> {
   const NAMES = names;
+  const shares = (name: string) => NAMES.includes(name) || follows(name);
   credentials.markShared([...NAMES]);
   /** Values this node knows to be stored. */
   const known = new Map<string, string>();
@@ -70,7 +75,7 @@ export async function startCredentialSync(
 
   const apply = (stored: Map<string, string>) => {
     for (const [name, value] of stored) {
-      if (!NAMES.includes(name) || dirty.has(name)) continue;
+      if (!shares(name) || dirty.has(name)) continue;
       known.set(name, value);
       if (credentials.peek(name) !== value) credentials.set(name, value); // the listener sees known === value
     }
@@ -100,7 +105,7 @@ export async function startCredentialSync(
   );
 
   const unlisten = credentials.onChange((name, value) => {
-    if (stopped || !NAMES.includes(name) || known.get(name) === value) return;
+    if (stopped || !shares(name) || known.get(name) === value) return;
     dirty.set(name, value);
     return flush();
   });

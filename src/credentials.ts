@@ -210,6 +210,16 @@ export class CredentialStore {
     }
   }
 
+  /**
+   * Removes credentials (those of a deleted vector index); persisted before returning. Listeners
+   * are not told (nothing is rotated). Names absent are ignored.
+   */
+  delete(names: string[]): void {
+    let changed = false;
+    for (const n of names) changed = this.values.delete(n) || changed;
+    if (changed) this.persist();
+  }
+
   /** Subscribes to changes; returns the unsubscribe function. */
   onChange(listener: CredentialListener): () => void {
     this.listeners.add(listener);

@@ -51,6 +51,12 @@ export const MGMT_ERRORS = {
     message: 'the new credential is in effect on this node but the shared database is unreachable; it is written there when the database is back',
     retryAfterS: 5,
   },
+  /** A `/v2/vector/index` body that is not valid: the message names the field (name rules, a name in use, a bad dimension, an unknown model, …). */
+  vectorIndexInvalid: { status: 400, message: (why: string) => why },
+  /** Rename or delete of the default index or an `SVC_VECTOR_INDEXES` one (the configuration owns them; new tokens are allowed). */
+  vectorIndexFixed: { status: 409, message: (why: string) => why },
+  /** A `/v2/vector/index` call before the vector area has loaded its indexes. */
+  vectorIndexesStarting: { status: 503, message: 'svc is starting: the vector indexes are not loaded yet', retryAfterS: 1 },
   /** `POST /v2/backup` while a backup runs in this process. */
   backupInProgress: { status: 409, message: 'a backup is already running in this svc process; retry when it has finished (GET /v2/backup shows it)' },
   /** `POST /v2/backup` with a body that is not `{"dir": "<absolute path>"}`. */
@@ -81,7 +87,7 @@ export const MGMT_ERRORS = {
   crossOrigin: { status: 403, message: 'cross-origin request refused' },
   /** A state-changing call without the session's `X-CSRF-Token`. */
   csrfMismatch: { status: 403, message: 'missing or wrong X-CSRF-Token' },
-  /** A queue write from a read-only console. */
+  /** A queue write, or a vector index change, from a read-only console. */
   consoleReadonly: { status: 403, message: 'the console is read-only (SVC_CONSOLE_READONLY=true)' },
   /** A console call to an area this svc process does not run. */
   areaNotRunning: { status: 503, message: (area: string) => `the ${area} area is not running in this svc process` },

@@ -6,6 +6,12 @@
  *   POST /v2/credentials/queue/signing-keys/rotate   {current, next, warnings}
  *   POST /v2/credentials/kv/reset-password           {token, readonlyToken, warnings}
  *   POST /v2/credentials/vector/:index/rotate        {index, token, readonlyToken, warnings}; 404
+ *   GET    /v2/vector/index                         [index]: every vector index (`src/area.ts` VectorIndexView)
+ *   POST   /v2/vector/index                         {name, similarity_function, dimension_count, …} -> index (`vector-indexes.ts`)
+ *   GET    /v2/vector/index/:id                     index with vector_count and index_size; 404
+ *   POST   /v2/vector/index/:id/rename              {name} -> index; 400, 404, 409
+ *   POST   /v2/vector/index/:id/reset-password      index with new tokens; 404
+ *   DELETE /v2/vector/index/:id                     {id, name, deleted: true}; 404, 409
  *   POST /v2/backup   {"dir"?}                      {dir, manifest}: an online backup (`src/backup.ts`); 409 while one runs
  *   GET  /v2/backup                                  {running, last}: the last backup's outcome
  *   GET  /v2/health   (no auth)                      {status, areas}; 200 all ok, 503 otherwise
@@ -26,6 +32,7 @@ import type { Brake } from './auth.js';
 import { sendError } from './errors.js';
 import { healthReport } from './health.js';
 import { senderIpv4Blocks } from './ipv4.js';
+import { registerVectorIndexRoutes } from './vector-indexes.js';
 import { resetKvPassword, rotateQueueSigningKeys, rotateQueueToken, rotateVectorTokens } from './rotate.js';
 
 /** Route URLs (as registered) that need no credentials. */
@@ -84,6 +91,8 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext, metricsBr
     ctx.logger.info({ credential: `vector.${r.index}` }, 'management API: vector index tokens rotated');
     return rotated(ctx, reply, r);
   });
+
+  registerVectorIndexRoutes(app, ctx);
 
   app.post('/v2/backup', async (req, reply) => {
     const backups = ctx.backups;

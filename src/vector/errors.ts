@@ -27,6 +27,8 @@ export const VECTOR_ERRORS = {
   unauthorized: { status: 401, message: 'Unauthorized: Invalid auth token' },
   /** A write with the read-only token (the hosted service's text). */
   readonlyToken: { status: 401, message: 'Unauthorized: This operation is not allowed with a read-only token' },
+  /** The path of an index created through the management API that no longer exists (deleted). */
+  indexNotFound: { status: 404, message: 'Index not found: it was deleted' },
   endpointNotFound: { status: 404, message: (endpoint: string) => `Endpoint not found: /${endpoint}` },
   methodNotAllowed: { status: 405, message: (method: string) => `Method ${method} is not allowed; use GET, POST, PUT or DELETE` },
   namespaceEncoding: { status: 400, message: 'Invalid namespace: bad percent-encoding' },

@@ -24,6 +24,8 @@ import { ResumableQueries } from './http/resumable.js';
 import { vectorRequestListener } from './http/routes.js';
 import { PgSessions, PgVectorStore, POLL_MS } from './engine/store-pg.js';
 import { startCredentialSync } from '../credential-sync.js';
+import { localRuntimeStore, pgRuntimeStore, recoverUnfinished, vectorIndexAdmin, type RuntimeStore } from './admin.js';
+import { Catalogue, CATALOGUE_FILE } from './catalogue.js';
 
 /** Request body limit: 1,000 vectors × 3,072 dims of JSON plus metadata fit. */
 export const VECTOR_BODY_LIMIT = 128 * 1024 * 1024;
@@ -100,18 +102,51 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   let loaded = false;
   let starting: Promise<void> | undefined;
   let shared: SharedWiring | undefined;
+  let catalogue: Catalogue | undefined;
+  let runtime: RuntimeStore | undefined;
+  const open = (def: IndexDefinition) => VectorIndex.open(def, ctx.config.dataDir, ctx.logger, shared?.db.index(def.name));
+  const admin = vectorIndexAdmin({
+    ctx,
+    indexes,
+    // on PostgreSQL, openShared adds the indexes other nodes defined
+    configured: defs,
+    runtime: () => runtime,
+    open,
+    added: (name, index) => {
+      index.snapshotTimer = metrics.snapshot(name);
+    },
+  });
+  ctx.vectorIndexes = admin;
   const load = async () => {
     try {
+      let created: { id: string; name: string }[];
       if (ctx.config.vector.databaseUrl) {
-        shared = await openShared(ctx, defs, indexes);
+        shared = await openShared(ctx, defs, indexes, () => admin.follow());
         resumable.shared = { sessions: new PgSessions(shared.db) };
+        runtime = pgRuntimeStore(ctx, shared.db, open);
+        created = await runtime.list();
       } else {
+        // the indexes created through the management API (admin.ts): interrupted creates and
+        // deletes are undone before anything is opened
+        catalogue = Catalogue.open(ctx.config.dataDir);
+        recoverUnfinished(ctx, catalogue);
+        runtime = localRuntimeStore(ctx, catalogue, open);
+        created = catalogue.list();
         for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger));
       }
+      const clash = created.filter((e) => defs.some((d) => d.name === e.name));
+      if (clash.length) {
+        throw new Error(
+          `SVC_VECTOR_INDEXES: ${clash.map((e) => `index ${e.name} is also the name of an index created through the management API (id ${e.id})`).join('; ')}: rename one of them`,
+        );
+      }
+      // the created indexes (on PostgreSQL: the ones any node created)
+      await admin.follow();
     } catch (err) {
       for (const i of indexes.values()) await i.close();
       indexes.clear();
       await shared?.close();
+      catalogue?.close();
       throw err;
     }
     for (const [name, index] of indexes) index.snapshotTimer = metrics.snapshot(name);
@@ -145,6 +180,7 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
         shared?.stopFollowing();
         for (const i of indexes.values()) await i.close();
         await shared?.close();
+        catalogue?.close();
       })()),
     // The records only: graph snapshots are not copied, the restored index rebuilds its graphs
     // from the records at its first start (docs/operations.md, "Backup and restore").
@@ -153,6 +189,17 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
       if (shared) {
         target.skip('vector', 'vector', 'the vector store is PostgreSQL (SVC_VECTOR_DATABASE_URL): svc does not copy it (the local files are a cache); back it up with pg_dump (e.g. `pg_dump -n <SVC_VECTOR_DATABASE_SCHEMA>`) or base backups with WAL archiving (pg_basebackup)');
         return;
+      }
+      // the catalogue of the indexes created through the management API, when there are any
+      if (catalogue?.list().length) {
+        const rel = `vector/${CATALOGUE_FILE}`;
+        await catalogue.backup(target.path(rel));
+        target.add({
+          path: rel,
+          area: 'vector',
+          store: 'vector-catalogue',
+          holds: 'the vector indexes created through the management API: id, name, definition, creation time (SQLite; their records are in vector/<id>.sqlite)',
+        });
       }
       for (const [name, index] of indexes) {
         const rel = `vector/${name}.sqlite`;
@@ -198,15 +245,19 @@ interface SharedWiring {
  * notification catches the index up) and a poll every {@link POLL_MS} (fallback and heartbeat).
  * @throws PgStartupError (unreachable, wrong password, newer schema, conflicting definitions).
  */
-async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Map<string, VectorIndex>): Promise<SharedWiring> {
+async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Map<string, VectorIndex>, followCreated: () => Promise<void>): Promise<SharedWiring> {
   const db = await PgVectorStore.open(ctx.config.vector.databaseUrl!, ctx.config.vector.databaseSchema, ctx.logger);
   let sync: { stop(): void } | undefined;
   try {
     const all = await db.registerIndexes(defs);
-    for (const d of all) if (!defs.some((x) => x.name === d.name)) defs.push(d);
+    // the indexes created through the management API are opened by the admin (admin.ts follow)
+    const created = new Set((await db.runtimeIndexes()).map((e) => e.id));
+    for (const d of all) if (!created.has(d.name) && !defs.some((x) => x.name === d.name)) defs.push(d);
     const names = defs.flatMap((d) => [tokenName(d.name), readonlyTokenName(d.name)]);
     for (const n of names) ctx.credentials.get(n);
-    sync = await startCredentialSync(names, ctx.credentials, db.sharedCredentials(), ctx.logger, Date.now, 'vector');
+    // tokens of created indexes: taken from the database as they come (never generated here)
+    const isIndexToken = (n: string) => /^vector\.[^.]+\.(token|readonlyToken)$/.test(n);
+    sync = await startCredentialSync(names, ctx.credentials, db.sharedCredentials(), ctx.logger, Date.now, 'vector', isIndexToken);
     for (const d of defs) indexes.set(d.name, await VectorIndex.open(d, ctx.config.dataDir, ctx.logger, db.index(d.name)));
   } catch (err) {
     sync?.stop();
@@ -234,7 +285,9 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
     running.set(idx, p);
     return p;
   };
+  const created = () => void followCreated().catch((err: unknown) => db.warn(err, 'following the created indexes failed (retried)'));
   const unsubscribe = db.onChange((name, seq) => {
+    if (name && !indexes.has(name)) created(); // an index another node created (or deleted)
     for (const idx of name ? [indexes.get(name)] : indexes.values()) if (idx && idx.seq < seq) void follow(idx);
   });
   let polling = false;
@@ -243,6 +296,7 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
     if (polling) return;
     polling = true;
     try {
+      await followCreated();
       const seqs = await db.sequences();
       await Promise.all(
         [...indexes].map(async ([name, idx]) => {
@@ -338,6 +392,18 @@ function definitions(ctx: AreaContext): IndexDefinition[] {
   }
 }
 
+/**
+ * Every index for the `.env` block and the banner: `key` (path segment and credential name part),
+ * `name` (what the env names are made of) and the definition; the configured ones first, then the
+ * ones created through the management API (read from the catalogue without changing it).
+ */
+function listed(ctx: AreaContext): { key: string; name: string; def: IndexDefinition }[] {
+  return [
+    ...definitions(ctx).map((d) => ({ key: d.name, name: d.name, def: d })),
+    ...Catalogue.readReady(ctx.config.dataDir).map((e) => ({ key: e.id, name: e.name, def: e.definition })),
+  ];
+}
+
 export const vectorArea: AreaModule = {
   name: 'vector',
   create,
@@ -369,20 +435,20 @@ export const vectorArea: AreaModule = {
       SVC_VECTOR_TOKEN: token,
       SVC_VECTOR_READONLY_TOKEN: ro,
     };
-    for (const d of definitions(ctx)) {
-      if (d.name === 'default') continue;
-      const k = envKey(d.name);
-      vars[`SVC_VECTOR_${k}_URL`] = indexUrl(url, d.name);
-      vars[`SVC_VECTOR_${k}_TOKEN`] = ctx.credentials.get(tokenName(d.name));
-      vars[`SVC_VECTOR_${k}_READONLY_TOKEN`] = ctx.credentials.get(readonlyTokenName(d.name));
+    for (const { key, name } of listed(ctx)) {
+      if (key === 'default') continue;
+      const k = envKey(name);
+      vars[`SVC_VECTOR_${k}_URL`] = indexUrl(url, key);
+      vars[`SVC_VECTOR_${k}_TOKEN`] = ctx.credentials.get(tokenName(key));
+      vars[`SVC_VECTOR_${k}_READONLY_TOKEN`] = ctx.credentials.get(readonlyTokenName(key));
     }
     return vars;
   },
   banner(ctx, url) {
-    return definitions(ctx).map(
-      (d) =>
-        `index ${d.name}: ${indexUrl(url, d.name)} (${d.type}, ${d.metric}, dimension ${d.dimension ?? 'from first upsert'}) ` +
-        `token ${ctx.credentials.get(tokenName(d.name))} read-only ${ctx.credentials.get(readonlyTokenName(d.name))}`,
+    return listed(ctx).map(
+      ({ key, name, def: d }) =>
+        `index ${name}: ${indexUrl(url, key)} (${d.type}, ${d.metric}, dimension ${d.dimension ?? 'from first upsert'}) ` +
+        `token ${ctx.credentials.get(tokenName(key))} read-only ${ctx.credentials.get(readonlyTokenName(key))}`,
     );
   },
 };

@@ -47,11 +47,12 @@ function procStatusBytes(pid: number, field: string): number {
 }
 
 /**
- * Starts svc with `areas` (kv workers off) and `env`; `nodeArgs` go before the script (e.g.
+ * Starts svc with `areas` (kv workers off) and `env` (an `SVC_DATA_DIR` there is used and kept:
+ * e.g. a restart on the same data; else a temporary one, removed by `close`); `nodeArgs` go before the script (e.g.
  * `--max-old-space-size=64`). Resolves once the banner names every area's URL (60 s deadline).
  */
 export async function spawnSvc(areas: string[], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<SvcProcess> {
-  const tmp = tempDir('svc-proc-');
+  const tmp = env.SVC_DATA_DIR ? { dir: env.SVC_DATA_DIR, cleanup() {} } : tempDir('svc-proc-');
   const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/svc.js'), 'serve'], {
     cwd: ROOT,
     env: {

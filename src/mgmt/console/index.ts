@@ -11,6 +11,8 @@
  *   GET  /console/api/session           {signedIn: true, user, csrf, readonly, expiresAt, areas, vectorIndexes} or {signedIn: false}
  *   GET  /console/api/overview          {health, samples, queue, backup}: the overview page's data (queue: the last sample's
  *                                       counters; backup: {running, last} of this process's backups, `src/backup.ts`)
+ *   *    /console/api/vector-indexes[/...] the management API's vector index routes (`../vector-indexes.ts`);
+ *                                       changes refused (403 consoleReadonly) in a read-only console
  *   ANY  /console/api/{queue,kv,vector}/... forwarded to that area's public HTTP API (`proxy.ts`);
  *                                       event streams relayed as they come (`stream.ts`)
  *
@@ -35,6 +37,7 @@ import { open, PROXIED_AREAS, proxyTarget, vectorIndexes, type ProxiedArea } fro
 import { OverviewSampler } from './sampler.js';
 import { readCookie, SESSION_COOKIE, sessionCookie, SessionStore, type Session } from './session.js';
 import { relayStream } from './stream.js';
+import { registerVectorIndexRoutes } from '../vector-indexes.js';
 
 /** Largest request body the console forwards, in bytes (kv values, vector batches); read only once the call is admitted. */
 export const CONSOLE_BODY_LIMIT = 10 * 1024 * 1024;
@@ -231,6 +234,9 @@ export function registerConsole(app: FastifyInstance, ctx: AreaContext, brake: A
     const backup = ctx.backups ? { running: ctx.backups.busy, last: ctx.backups.last ?? null } : null;
     return securityHeaders(reply).header('Cache-Control', 'no-store').send({ health, queue: queue ?? null, backup, samples: sampler.series(), intervalMs: 10_000 });
   });
+
+  // the Vector page's index management: the management API's routes behind the console's session
+  registerVectorIndexRoutes(app, ctx, { prefix: '/console/api/vector-indexes', readonly, decorate: securityHeaders });
 
   for (const area of PROXIED_AREAS) {
     app.route<{ Params: { '*': string } }>({

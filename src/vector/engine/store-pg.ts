@@ -7,7 +7,8 @@
  * refused): `vector_indexes` (definition, dimension, last sequence number, incarnation),
  * `vector_namespaces`, `vector_records` (id, position, sequence number, dense and sparse vector,
  * metadata, data), `vector_changes` (every write, delete, reset and namespace change in sequence
- * order), `vector_credentials` (tokens), `vector_sessions` (resumable queries).
+ * order), `vector_credentials` (tokens), `vector_sessions` (resumable queries), `vector_catalogue`
+ * (the indexes created through the management API: id, name, creation time).
  *
  * How a node uses it:
  * - Local cache: each node keeps its SQLite file (`store.ts`) and graph snapshots in
@@ -286,6 +287,68 @@ export class PgVectorStore {
     });
   }
 
+  /**
+   * The indexes created through the management API (`vector_catalogue`, migration 0002): id, name,
+   * creation time (ms) and definition, oldest first.
+   */
+  async runtimeIndexes(): Promise<{ id: string; name: string; createdAt: number; definition: IndexDefinition }[]> {
+    const r = await this.query<{ id: string; name: string; created_at: string; definition: IndexDefinition }>(
+      'SELECT c.id, c.name, c.created_at, i.definition FROM vector_catalogue c JOIN vector_indexes i ON i.name = c.id ORDER BY c.created_at, c.id',
+    );
+    return r.rows.map((x) => ({ id: x.id, name: x.name, createdAt: Number(x.created_at), definition: x.definition }));
+  }
+
+  /**
+   * Creates index `def.name` (its id) named `name` in one transaction: its catalogue row, its
+   * index row with the default namespace, its tokens (`tokens`: credential name -> value); then
+   * notifies the other nodes. Names are unique over `taken` (the configured indexes) and the catalogue.
+   * @returns false (nothing changed) when the name is taken.
+   */
+  async createRuntimeIndex(name: string, def: IndexDefinition, createdAt: number, tokens: Map<string, string>, taken: string[]): Promise<boolean> {
+    return inTransaction(this.pool, async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [DEFINITIONS_LOCK]);
+      if (taken.includes(name) || (await c.query('SELECT 1 FROM vector_catalogue WHERE name = $1', [name])).rowCount) return false;
+      await c.query(
+        `INSERT INTO vector_indexes (name, definition, dimension, incarnation, created_at) VALUES ($1, $2, $3, gen_random_uuid()::text, $4)`,
+        [def.name, canonical(def), def.type === 'SPARSE' ? null : (def.dimension ?? null), createdAt],
+      );
+      await c.query(`INSERT INTO vector_namespaces (index_name, id, name) VALUES ($1, 1, '')`, [def.name]);
+      await c.query('INSERT INTO vector_catalogue (id, name, created_at) VALUES ($1, $2, $3)', [def.name, name, createdAt]);
+      for (const [n, v] of tokens) await c.query('INSERT INTO vector_credentials (name, value, updated_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value', [n, v, createdAt]);
+      await c.query('SELECT pg_notify($1, $2), pg_notify($3, $4)', [this.credentialsChannel, '', this.channel, `${def.name}:0`]);
+      this.lastContact = Date.now();
+      return true;
+    });
+  }
+
+  /** Renames runtime index `id`. @returns false (nothing changed) when `name` is taken. */
+  async renameRuntimeIndex(id: string, name: string, taken: string[]): Promise<boolean> {
+    return inTransaction(this.pool, async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [DEFINITIONS_LOCK]);
+      if (taken.includes(name) || (await c.query('SELECT 1 FROM vector_catalogue WHERE name = $1 AND id <> $2', [name, id])).rowCount) return false;
+      await c.query('UPDATE vector_catalogue SET name = $2 WHERE id = $1', [id, name]);
+      return true;
+    });
+  }
+
+  /**
+   * Deletes runtime index `id` and everything of it (records, changes, namespaces, resumable
+   * queries, tokens, definition, catalogue row) in one transaction, then notifies the other nodes.
+   */
+  async deleteRuntimeIndex(id: string, tokenNames: string[]): Promise<void> {
+    await inTransaction(this.pool, async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [DEFINITIONS_LOCK]);
+      // after any write of another node in flight (it holds the index's write lock until COMMIT)
+      await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [WRITE_LOCK_CLASS, id]);
+      for (const t of ['vector_records', 'vector_changes', 'vector_sessions', 'vector_namespaces']) await c.query(`DELETE FROM ${t} WHERE index_name = $1`, [id]);
+      await c.query('DELETE FROM vector_credentials WHERE name = ANY($1::text[])', [tokenNames]);
+      await c.query('DELETE FROM vector_catalogue WHERE id = $1', [id]);
+      await c.query('DELETE FROM vector_indexes WHERE name = $1', [id]);
+      await c.query('SELECT pg_notify($1, $2)', [this.channel, `${id}:0`]);
+    });
+    this.lastContact = Date.now();
+  }
+
   /** The write and follow operations of index `name`. */
   index(name: string): PgIndexLog {
     return new PgIndexLog(this, name);
@@ -457,8 +520,8 @@ export class PgIndexLog implements SharedLog {
                    SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::text[])),
             np AS (UPDATE vector_namespaces n SET next_pos = v.next_pos FROM unnest($8::int[], $9::bigint[]) v(id, next_pos)
                    WHERE n.index_name = $1 AND n.id = v.id),
-            ix AS (UPDATE vector_indexes SET seq = $10 WHERE name = $1)${upsertsOnly ? `, rec AS (${recSql})` : ''}
-       SELECT pg_notify($11, $1 || ':' || $10::text)`,
+            ix AS (UPDATE vector_indexes SET seq = $10 WHERE name = $1 RETURNING 1)${upsertsOnly ? `, rec AS (${recSql})` : ''}
+       SELECT pg_notify($11, $1 || ':' || $10::text), (SELECT count(*) FROM ix)::int AS found`,
       [
         name,
         changes.map((r) => r.seq),
@@ -473,7 +536,10 @@ export class PgIndexLog implements SharedLog {
         this.db.channel,
         ...recParams,
       ],
-    );
+    ).then((r) => {
+      // the index was deleted (through the management API, on another node) before this node dropped it
+      if ((r.rows[0] as { found?: number } | undefined)?.found !== 1) throw new Error(`vector index ${name} was deleted`);
+    });
   }
 
   /**

@@ -2,7 +2,7 @@
  * HTTP routing of the vector port: any of GET/POST/PUT/DELETE on
  * `[/<index>]/<endpoint>[/<namespace…>]` (namespace URL-decoded, may contain `/`), `reset?all`,
  * bodies `[]`, `null`, `{}` or empty. Answers `{"result": …}` or `{"error", "status"}`.
- * Order of checks: index by first path segment (else the default index), bearer token (401),
+ * Order of checks: index by first path segment (else the default index; a UUID that is no index: 404), bearer token (401),
  * endpoint (404), method (405), read-only token (401), body size (413), JSON body (400), handler.
  *
  * Two fronts share this logic ({@link routeRequest} then {@link answer}): the fast HTTP/1.1 server
@@ -75,6 +75,9 @@ export interface Routed {
   query: string;
 }
 
+/** Keys of the indexes created at run time (`catalogue.ts`): UUIDs, never an endpoint name. */
+const RUNTIME_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /**
  * Routes and authenticates a request from its method, origin-form target and headers (module doc
  * for the order of checks). Returns the route, or the error {@link Answer} to send without reading
@@ -88,6 +91,8 @@ export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, he
   const segments = pathname.slice(p).split('/');
   let indexName = 'default';
   if (segments[0] !== 'default' && deps.indexes.has(segments[0])) indexName = segments.shift()!;
+  // the path of an index created through the management API (a UUID) that does not exist (deleted)
+  else if (RUNTIME_ID_RE.test(segments[0])) return errorAnswer('indexNotFound');
   const index = deps.indexes.get(indexName)!;
 
   const token = rawRequestToken(headers, undefined);

@@ -1,7 +1,9 @@
 // Vector page: indexes and namespaces (count, dimension, metric, type), browse with `range`,
 // fetch by id, query by id / vector / data (with an embedder) with a metadata filter and topK.
 // Every call goes to the vector REST API of the chosen index through the console's forwarding.
-import { html, useState, useEffect, vector, qs, go, Card, Notice, Value, Stat, useLoad, Loaded, fmtNum, fmtBytes, session } from '../lib.js';
+// Index management (create, rename, new tokens, delete with a typed confirmation) goes to
+// /console/api/vector-indexes (the management API's routes); hidden in a read-only console.
+import { html, useState, useEffect, api, vector, qs, go, Card, Notice, Value, Stat, useLoad, useConfirm, Action, Loaded, fmtNum, fmtBytes, session } from '../lib.js';
 
 const nsPath = (endpoint, ns) => (ns ? `${endpoint}/${encodeURIComponent(ns)}` : endpoint);
 const short = (v) => (Array.isArray(v) ? `[${v.slice(0, 4).map((x) => Number(x).toFixed(3)).join(', ')}${v.length > 4 ? `, … (${v.length})` : ''}]` : '');
@@ -87,16 +89,81 @@ function Query({ index, ns, info }) {
   <//>`;
 }
 
+const indexApi = (method, path, body) => api(method, `vector-indexes${path}`, body);
+
+/** Tokens of an index just created or re-keyed (shown once, with the endpoint). */
+function Tokens({ ix }) {
+  return html`<div data-tokens><${Notice}>Index <b>${ix.name}</b>: endpoint <code>${ix.endpoint}</code><br />token <code data-token>${ix.token}</code><br />read-only token <code>${ix.read_only_token}</code><//></div>`;
+}
+
+/** The index list with create, rename, new tokens and delete (none of them in a read-only console). */
+function ManageIndexes({ list, reload }) {
+  const [dialog, confirm] = useConfirm();
+  const [shown, setShown] = useState();
+  const [f, setF] = useState({ name: '', type: 'DENSE', similarity_function: 'COSINE', dimension_count: '' });
+  const [error, setError] = useState();
+  const set = (k) => (e) => setF({ ...f, [k]: e.target.value });
+  const create = async (e) => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      const body = { name: f.name, type: f.type, similarity_function: f.similarity_function };
+      if (f.type !== 'SPARSE') body.dimension_count = Number(f.dimension_count);
+      if (f.type !== 'DENSE') body.sparse_embedding_model = 'BM25';
+      const ix = await indexApi('POST', '', body);
+      setShown(ix);
+      setF({ ...f, name: '' });
+      reload();
+    } catch (err) { setError(err.message); }
+  };
+  const rename = (ix) => {
+    const box = { name: ix.name };
+    confirm({ title: 'Rename index', confirmLabel: 'Rename', children: html`<label>New name for <b>${ix.name}</b> (its URL and tokens stay)<input name="new-name" value=${ix.name} onInput=${(e) => (box.name = e.target.value)} /></label>`,
+      onConfirm: async () => { await indexApi('POST', `/${encodeURIComponent(ix.id)}/rename`, { name: box.name }); reload(); } });
+  };
+  const reset = (ix) => confirm({ title: 'Reset tokens', danger: true, confirmLabel: 'Reset tokens', children: html`New tokens for <b>${ix.name}</b>? The current ones are refused at once.`,
+    onConfirm: async () => { setShown(await indexApi('POST', `/${encodeURIComponent(ix.id)}/reset-password`)); reload(); } });
+  const remove = (ix) => {
+    const box = { typed: '' };
+    confirm({ title: 'Delete index', danger: true, confirmLabel: 'Delete for good', children: html`Delete <b>${ix.name}</b> and all its vectors? This cannot be undone. Type the index name to confirm.
+        <input name="confirm-name" placeholder=${ix.name} onInput=${(e) => (box.typed = e.target.value)} />`,
+      onConfirm: async () => {
+        if (box.typed !== ix.name) throw new Error(`type ${ix.name} to confirm`);
+        await indexApi('DELETE', `/${encodeURIComponent(ix.id)}`);
+        setShown(undefined);
+        reload();
+        go('#/vector');
+      } });
+  };
+  return html`<${Card} title="Indexes" flush>
+    ${dialog}
+    <table class="t" data-table="indexes"><thead><tr><th>Name</th><th>Type</th><th>Metric</th><th class="num">Dimension</th><th>Defined by</th><th></th></tr></thead>
+      <tbody>${list.map((ix) => html`<tr data-index=${ix.name}><td class="mono"><a href=${`#/vector${qs({ index: ix.id })}`}>${ix.name}</a></td><td>${ix.type}</td><td>${ix.similarity_function}</td>
+        <td class="num">${ix.dimension_count || '—'}</td><td class="small muted">${ix.origin === 'runtime' ? 'API' : ix.origin === 'env' ? 'SVC_VECTOR_*' : 'SVC_VECTOR_INDEXES'}</td>
+        <td class="right">${ix.origin === 'runtime' && html`<${Action} class="small" data-rename onClick=${() => rename(ix)}>Rename<//> `}<${Action} class="small" data-reset onClick=${() => reset(ix)}>Reset tokens<//>${ix.origin === 'runtime' && html` <${Action} class="small danger" data-delete onClick=${() => remove(ix)}>Delete<//>`}</td></tr>`)}</tbody></table>
+    ${!session.readonly && html`<form class="filters" style="padding:12px" onSubmit=${create} data-create>
+      <label>Name<input name="name" value=${f.name} onInput=${set('name')} /></label>
+      <label>Type<select name="type" value=${f.type} onChange=${set('type')}><option>DENSE</option><option>SPARSE</option><option>HYBRID</option></select></label>
+      <label>Metric<select name="similarity_function" value=${f.similarity_function} onChange=${set('similarity_function')}><option>COSINE</option><option>EUCLIDEAN</option><option>DOT_PRODUCT</option></select></label>
+      ${f.type !== 'SPARSE' && html`<label>Dimension<input name="dimension_count" type="number" min="1" style="width:100px" value=${f.dimension_count} onInput=${set('dimension_count')} /></label>`}
+      <button class="primary" type="submit">Create index</button></form>`}
+    ${error && html`<div style="padding:0 12px 12px"><${Notice} kind="error">${error}<//></div>`}
+    ${shown && html`<div style="padding:0 12px 12px"><${Tokens} ix=${shown} /></div>`}
+  <//>`;
+}
+
 export function VectorPage({ route }) {
-  const indexes = session.vectorIndexes.length ? session.vectorIndexes : ['default'];
-  const index = route.query.get('index') ?? indexes[0];
+  const managed = useLoad(() => indexApi('GET', ''), []);
+  const list = managed.data ?? (session.vectorIndexes.length ? session.vectorIndexes : ['default']).map((i) => ({ id: i, name: i }));
+  const index = route.query.get('index') ?? list[0]?.id ?? 'default';
   const ns = route.query.get('ns') ?? '';
   const info = useLoad(() => vector(index, 'GET', 'info'), [index]);
   return html`
     <div class="row" style="margin-bottom:14px">
       <span class="muted small">Index</span>
-      ${indexes.map((i) => html`<a href=${`#/vector${qs({ index: i })}`} class=${`badge ${i === index ? 'accent' : ''}`} style="padding:4px 12px">${i}</a>`)}
+      ${list.map((i) => html`<a href=${`#/vector${qs({ index: i.id })}`} class=${`badge ${i.id === index ? 'accent' : ''}`} style="padding:4px 12px">${i.name}</a>`)}
     </div>
+    ${managed.data && html`<div style="margin-bottom:18px"><${ManageIndexes} list=${managed.data} reload=${managed.reload} /></div>`}
     <${Loaded} state=${info}>${(d) => html`
       <div class="grid cols-4" style="margin-bottom:18px">
         <${Stat} label="Vectors" value=${fmtNum(d.vectorCount)} hint=${d.pendingVectorCount ? `${fmtNum(d.pendingVectorCount)} pending` : 'all indexed'} />
