@@ -21,6 +21,7 @@ import { KvGateway } from './gateway.js';
 import { KvMetrics } from './metrics.js';
 import { DailyQuota } from './quota.js';
 import { ExternalBackend, type Backend } from './redis/backend.js';
+import { DistributedBackend } from './redis/distributed.js';
 import { SupervisedBackend } from './redis/supervisor.js';
 import { AliasFile } from './scripts.js';
 import { MAX_CLOCK_SLOTS, SharedSyncClock } from './sync.js';
@@ -44,7 +45,9 @@ export interface KvServer extends AreaServer {
  */
 export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   const { config, credentials, logger } = ctx;
-  const backend: Backend = config.kv.redisUrl
+  const backend: Backend = config.kv.redisCluster || config.kv.redisSentinels
+    ? new DistributedBackend(config.kv, config.dataDir, credentials, logger)
+    : config.kv.redisUrl
     ? new ExternalBackend(config.kv.redisUrl, credentials, logger, config.kv.redisTlsCaFile)
     : new SupervisedBackend(config.dataDir, config.kv.redisServerBin, credentials, logger, config.kv.scriptTimeoutMs);
   const tokens = new KvTokens(credentials);
@@ -139,6 +142,6 @@ export const kvArea: AreaModule = {
   },
   banner: (ctx) => [
     `read-only token: ${ctx.credentials.get('kv.readonlyToken')}`,
-    `database: ${ctx.config.kv.redisUrl ? `external ${ctx.config.kv.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}` : `supervised ${ctx.config.kv.redisServerBin} (data in ${ctx.config.dataDir}/kv)`}`,
+    `database: ${ctx.config.kv.redisCluster ? `Redis Cluster (seeds ${ctx.config.kv.redisCluster.join(',')})` : ctx.config.kv.redisSentinels ? `Redis Sentinel master ${ctx.config.kv.redisSentinelMaster}` : ctx.config.kv.redisUrl ? `external ${ctx.config.kv.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}` : `supervised ${ctx.config.kv.redisServerBin} (data in ${ctx.config.dataDir}/kv)`}`,
   ],
 };
