@@ -379,12 +379,8 @@ export class TopologyRouter {
   /** One command on the primary of `slot` (undefined: keyless, the first primary), with WAIT when it writes. */
   private async routed(user: RedisUser, slot: number | undefined, args: Arg[], write: boolean): Promise<One> {
     const wait = write && this.o.waitReplicas > 0;
-    if (wait) {
-      const refused = this.tooFewReplicas(slot);
-      if (refused) return errorOne(refused);
-    }
     const cmds = wait ? [args, this.waitCommand()] : [args];
-    const r = await this.send(user, slot, cmds, write, false);
+    const r = await this.send(user, slot, cmds, write, false, wait);
     return wait ? this.checkWait(r.replies[0], r.raws![0], r.replies[1], slot) : { reply: r.replies[0], raw: r.raws![0] };
   }
 
@@ -394,9 +390,7 @@ export class TopologyRouter {
    * Without this, each write would hold its node connection for the whole `WAIT` timeout and the
    * writes behind it would queue (e.g. a promoted replica that has no replica yet).
    */
-  private tooFewReplicas(slot: number | undefined): string | undefined {
-    const addr = slot === undefined ? this.anyPrimary() : this.o.topology.primaryFor(slot);
-    if (addr === undefined) return undefined; // send() answers that
+  private tooFewReplicas(addr: string): string | undefined {
     const short = this.shortWait.get(addr);
     const known = this.o.topology.replicasOf(addr);
     if (known >= this.o.waitReplicas && (short === undefined || Date.now() - short > 1000)) return undefined;
@@ -427,13 +421,15 @@ export class TopologyRouter {
    * the topology: see the module comment for what is retried. `multi`: the batch is a transaction
    * (a redirect or not-run answer of any command means EXEC aborted: nothing ran).
    */
-  private async send(user: RedisUser, slot: number | undefined, cmds: Arg[][], write: boolean, multi: boolean): Promise<BatchResult> {
+  private async send(user: RedisUser, slot: number | undefined, cmds: Arg[][], write: boolean, multi: boolean, wait = false): Promise<BatchResult> {
     const deadline = Date.now() + this.failoverWaitMs;
     let askAt: string | undefined;
     let redirects = 0;
     for (let attempt = 1; ; attempt++) {
       const addr = askAt ?? (slot === undefined ? this.anyPrimary() : this.o.topology.primaryFor(slot));
       let why: string;
+      const refused = wait && addr !== undefined && askAt === undefined ? this.tooFewReplicas(addr) : undefined;
+      if (refused) return failAll(cmds.length, refused);
       if (addr === undefined) why = slot === undefined ? 'no primary is known' : `no primary serves slot ${slot}`;
       else {
         let conn: RedisConnection | undefined;
@@ -595,14 +591,8 @@ export class TopologyRouter {
       return s.fill(execCell, encodeError(EXECABORT));
     }
     const wait = write && this.o.waitReplicas > 0;
-    const refused = wait ? this.tooFewReplicas(this.o.topology.sharded ? slot : 0) : undefined;
-    if (refused) {
-      s.fill(multiCell, OK_RAW);
-      for (const q of queued) s.fill(q.cell, QUEUED_RAW);
-      return s.fill(execCell, encodeError(refused));
-    }
     const cmds = [['MULTI'], ...queued.map((q) => q.args), ['EXEC'], ...(wait ? [this.waitCommand()] : [])];
-    const r = await this.send(s.user, this.o.topology.sharded ? slot : 0, cmds, write, true);
+    const r = await this.send(s.user, this.o.topology.sharded ? slot : 0, cmds, write, true, wait);
     s.fill(multiCell, r.raws![0]);
     queued.forEach((q, i) => s.fill(q.cell, r.raws![i + 1]));
     const e = queued.length + 1;
