@@ -143,6 +143,9 @@ describe('kv on Redis Cluster', () => {
     for (const k of keys) assert.equal(await alice.set(`a:${k}`, 'x'), 'OK');
     const wrong = await kv.post('/', ['ACL', 'RESTTOKEN', 'alice', 'nope']);
     assert.equal(wrong.status, 400);
+    // a new password stops the old token on every node at once
+    assert.equal((await kv.post('/', ['ACL', 'SETUSER', 'alice', 'resetpass', '>newpw'])).status, 200);
+    await assert.rejects(alice.get(keys[0]), /WRONGPASS/);
   });
 
   test('PUBLISH reaches a /subscribe stream (classic pub/sub is cluster-wide)', async () => {
@@ -197,6 +200,8 @@ describe('kv on Redis Cluster', () => {
       const primaries = await cluster.primaries();
       const victim = cluster.nodes.find((n) => n.port === primaries[0])!;
       const before = new Map(acked);
+      const docs = spreadKeys('doc:', 24);
+      for (const k of docs) assert.equal(await kv.redis.json.set(k, '$', { k }), 'OK');
       await victim.kill();
       const killedAt = Date.now();
       // keys of every slot (the killed primary's too) are served again
@@ -215,6 +220,14 @@ describe('kv on Redis Cluster', () => {
         const got = Number(await waiting.redis.get<string>(k));
         assert.ok(got >= v, `${k}: ${got} < acknowledged ${v}`);
       }
+      // the JSON library and the read-only user hold on the promoted replica too
+      // (the second svc re-created the read-only ACL user with its own password: its token is the current one)
+      const ro = new Redis({ url: waiting.base, token: waiting.svc.ctx.credentials.get('kv.readonlyToken'), enableTelemetry: false });
+      for (const k of docs) {
+        assert.equal(await kv.redis.json.set(k, '$.n', 1), 'OK');
+        assert.deepEqual(await kv.redis.json.get(k), { k, n: 1 });
+      }
+      for (const k of docs) assert.deepEqual(await ro.json.get(k), { k, n: 1 });
       console.log(`cluster failover: recovered ${recoveredMs} ms after SIGKILL; statuses ${JSON.stringify([...statuses])}`);
     } finally {
       await waiting.close();

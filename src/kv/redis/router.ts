@@ -265,11 +265,16 @@ export class TopologyRouter {
     );
   }
 
+  /**
+   * `AUTH` of a gateway connection: checked on a fresh connection to the first primary every time
+   * (an open node connection proves nothing: Redis keeps connections authenticated after
+   * `ACL SETUSER` changed the password).
+   */
   private async auth(user: RedisUser): Promise<Buffer> {
     const addr = this.o.topology.primaries()[0]?.addr;
     if (!addr) return encodeError('TRYAGAIN svc: no primary is known (failover in progress?), retry shortly');
     try {
-      await this.pool(user, addr).get();
+      (await RedisConnection.connect(this.o.access.endpointOf(addr), user, 1000)).close();
       return OK_RAW;
     } catch (err) {
       return encodeError(err instanceof KvError && err.code === 'aclAuthFailed' ? err.message : `TRYAGAIN svc: ${(err as Error).message}`);
@@ -332,10 +337,9 @@ export class TopologyRouter {
       case 'acl|setuser':
       case 'acl|deluser': {
         const r = await this.everyNode(user, args);
-        if (!(r.reply instanceof RespError)) {
-          this.aclChanges.push(args);
-          if (sub === 'acl|deluser') for (const u of args.slice(2)) this.forgetUser(text(u));
-        }
+        if (!(r.reply instanceof RespError)) this.aclChanges.push(args);
+        // node connections of the changed users authenticate anew (a changed password stops the old one)
+        for (const u of sub === 'acl|deluser' ? args.slice(2) : args.slice(2, 3)) this.forgetUser(text(u));
         return r;
       }
     }
@@ -513,7 +517,7 @@ export class TopologyRouter {
     return one(rs.find((r) => r instanceof RespError) ?? rs[0] ?? null);
   }
 
-  /** Node connections of a deleted user are closed. */
+  /** Node connections of `name` are retired (requests in flight finish; later ones connect anew). */
   private forgetUser(name: string): void {
     for (const [k, p] of this.upstream) {
       if (k.startsWith(`${name}\0`)) {
