@@ -6,7 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import fs from 'node:fs';
+import path from 'node:path';
 import { Redis } from '@upstash/redis';
+import { startTestSvc, tempDir } from '../helpers/env.js';
 import { keySlot } from '../../src/kv/redis/keys.js';
 import { call, startKv, until, type KvUnderTest } from './helpers.js';
 import { startRedisCluster, type RedisClusterUnderTest } from './topology-helpers.js';
@@ -22,6 +25,26 @@ after(async () => {
   await kv?.close();
   await cluster?.close();
 });
+
+/**
+ * A second svc on the same deployment with `env`: it shares `first`'s credentials (svc instances on
+ * one database must: each sets the read-only ACL user's password), so `first`'s tokens stay valid.
+ */
+async function startSecond(first: KvUnderTest, env: Record<string, string>): Promise<{ base: string; token: string; redis: Redis; close(): Promise<void> }> {
+  const dir = tempDir();
+  fs.copyFileSync(path.join(first.svc.dataDir, 'credentials.json'), path.join(dir.dir, 'credentials.json'));
+  const svc = await startTestSvc(['kv'], { env, dataDir: dir.dir });
+  const token = svc.ctx.credentials.get('kv.token');
+  return {
+    base: svc.urls.kv!,
+    token,
+    redis: new Redis({ url: svc.urls.kv!, token, enableTelemetry: false }),
+    close: async () => {
+      await svc.close();
+      dir.cleanup();
+    },
+  };
+}
 
 /** `n` keys whose slots cover the whole range 0..16383 in steps (every primary's ranges). */
 function spreadKeys(prefix: string, n: number): string[] {
@@ -59,6 +82,9 @@ describe('kv on Redis Cluster', () => {
   });
 
   test('a /pipeline of 1,000 commands over many slots answers in request order', async () => {
+    // a split MSET, a whole-database command and the reads after them keep their order too
+    const mixed = await kv.post('/pipeline', [['MSET', 'o:a', '1', 'o:b', '2', 'o:c', '3'], ['GET', 'o:c'], ['DEL', 'o:a', 'o:b'], ['EXISTS', 'o:a', 'o:b', 'o:c'], ['DBSIZE'], ['INCR', 'o:c'], ['GET', 'o:c']]);
+    assert.deepEqual(mixed.json.map((r: { result: unknown }) => r.result).filter((_: unknown, i: number) => i !== 4), ['OK', '3', 2, 1, 4, '4']);
     const p = kv.redis.pipeline();
     for (let i = 0; i < 500; i++) p.set(`p:${i}`, i);
     for (let i = 0; i < 500; i++) p.get(`p:${499 - i}`);
@@ -118,6 +144,18 @@ describe('kv on Redis Cluster', () => {
     } while (String(cursor) !== '0' && calls < 1000);
     assert.equal(seen.length, keys.length, 'no key twice');
     assert.deepEqual([...seen].sort(), [...keys].sort());
+    // SCAN … WITHTYPE (svc runs it as a script) walks every primary too
+    const typed: string[] = [];
+    cursor = 0;
+    do {
+      const [next, batch]: [string | number, { key: string; type: string }[]] = await kv.redis.scan(cursor, { count: 100, withType: true });
+      for (const e of batch) {
+        assert.equal(e.type, 'string');
+        typed.push(e.key);
+      }
+      cursor = next;
+    } while (String(cursor) !== '0');
+    assert.deepEqual(typed.sort(), [...keys].sort());
     assert.equal(await kv.redis.dbsize(), keys.length);
     assert.equal((await kv.redis.keys('scan:*')).length, keys.length);
     assert.ok(keys.includes((await kv.redis.randomkey())!));
@@ -169,7 +207,7 @@ describe('kv on Redis Cluster', () => {
 
   test('a primary SIGKILLed under load: acknowledged replicated writes stay readable, the gateway recovers within 15 s, no request hangs', async () => {
     // a second svc on the same cluster that waits for one replica per write: acknowledged = replicated
-    const waiting = await startKv({ SVC_KV_REDIS_CLUSTER: cluster.seeds, SVC_KV_WAIT_REPLICAS: '1', SVC_KV_WAIT_TIMEOUT_MS: '2000' });
+    const waiting = await startSecond(kv, { SVC_KV_REDIS_CLUSTER: cluster.seeds, SVC_KV_WAIT_REPLICAS: '1', SVC_KV_WAIT_TIMEOUT_MS: '2000' });
     try {
       const acked = new Map<string, number>();
       const statuses = new Map<number, number>();
@@ -221,8 +259,7 @@ describe('kv on Redis Cluster', () => {
         assert.ok(got >= v, `${k}: ${got} < acknowledged ${v}`);
       }
       // the JSON library and the read-only user hold on the promoted replica too
-      // (the second svc re-created the read-only ACL user with its own password: its token is the current one)
-      const ro = new Redis({ url: waiting.base, token: waiting.svc.ctx.credentials.get('kv.readonlyToken'), enableTelemetry: false });
+      const ro = new Redis({ url: kv.base, token: kv.svc.ctx.credentials.get('kv.readonlyToken'), enableTelemetry: false });
       for (const k of docs) {
         assert.equal(await kv.redis.json.set(k, '$.n', 1), 'OK');
         assert.deepEqual(await kv.redis.json.get(k), { k, n: 1 });

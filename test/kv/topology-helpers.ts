@@ -102,8 +102,12 @@ export async function startRedisCluster(): Promise<RedisClusterUnderTest> {
     }
     const r = spawnSync(CLI, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
     if (r.status !== 0) throw new Error(`redis-cli --cluster create failed: ${r.stdout}${r.stderr}`);
-    await waitFor('cluster state ok on every node', async () => {
-      for (const n of nodes) if (!str(await nodeCommand(n.port, ['CLUSTER', 'INFO'])).includes('cluster_state:ok')) return false;
+    await waitFor('cluster state ok on every node, every primary with its replica', async () => {
+      for (const n of nodes) {
+        if (!str(await nodeCommand(n.port, ['CLUSTER', 'INFO'])).includes('cluster_state:ok')) return false;
+        const slots = await nodeCommand(n.port, ['CLUSTER', 'SLOTS']);
+        if (!Array.isArray(slots) || slots.length !== 3 || slots.some((r) => !Array.isArray(r) || r.length < 4)) return false;
+      }
       return true;
     }, 30_000);
   } catch (err) {

@@ -18,7 +18,8 @@
  * - `MULTI` ... `EXEC`: held until `EXEC`, then sent at once to the one slot's primary; keys in two
  *   slots: `CROSSSLOT` on the first command of another slot and `EXECABORT` on `EXEC`, nothing sent.
  * - whole-database commands on every primary: `DBSIZE` (sum), `KEYS` (union), `SCAN` (a cursor that
- *   walks the primaries in slot order: node cursor x 16384 + the node's lowest slot), `RANDOMKEY`,
+ *   walks the primaries in slot order: node cursor x 16384 + the node's lowest slot; also the
+ *   gateway's `SCAN … WITHTYPE` script), `RANDOMKEY`,
  *   `FLUSHDB`/`FLUSHALL`, `INFO` (each node's text after a `# svc node host:port` line),
  *   `SCRIPT LOAD/FLUSH/EXISTS/KILL`, `FUNCTION LOAD/DELETE/FLUSH/RESTORE/KILL`; `ACL SETUSER/DELUSER`
  *   on every node, replicas included. Libraries loaded and ACL changes made through svc are
@@ -64,6 +65,12 @@ const CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot";
 const EXECABORT = 'EXECABORT Transaction discarded because of previous errors.';
 /** Redis answers that mean the command did not run and may run once the topology healed. */
 const NOT_RUN = /^(TRYAGAIN|CLUSTERDOWN|READONLY|MASTERDOWN|LOADING)( |$)/;
+/** {@link NOT_RUN} and the redirections. */
+const RETRY = /^(TRYAGAIN|CLUSTERDOWN|READONLY|MASTERDOWN|LOADING|MOVED|ASK)( |$)/;
+/** Commands {@link TopologyRouter.run} treats specially (never on the direct path). */
+const SPECIAL = new Set(['dbsize', 'keys', 'scan', 'randomkey', 'flushdb', 'flushall', 'info', 'script', 'function', 'acl', 'eval_ro']);
+/** How the script of the gateway's `SCAN … WITHTYPE` emulation (`emulate.ts`) starts: `SCAN` with the script's ARGV. */
+const SCAN_SCRIPT_START = "local r = redis.call('SCAN', unpack(ARGV))";
 const OK_RAW = Buffer.from('+OK\r\n');
 const QUEUED_RAW = Buffer.from('+QUEUED\r\n');
 
@@ -87,6 +94,8 @@ class Session {
   user: RedisUser = {};
   multi: Queued[] | undefined;
   multiCell: Cell | undefined;
+  /** The last command taking the Promise path, until it is answered ({@link TopologyRouter.inOrder}). */
+  chain: Promise<void> | undefined;
   /** After SUBSCRIBE / MONITOR: the node connection the rest of this connection goes to. */
   passthrough: RedisConnection | Promise<RedisConnection> | undefined;
   private readonly cells: Cell[] = [];
@@ -231,7 +240,10 @@ export class TopologyRouter {
     if (s.passthrough) return this.forwardPassthrough(s, args);
     const name = lower(args[0]);
     if (s.multi !== undefined) {
-      if (name === 'exec') return void this.exec(s, s.reserve());
+      if (name === 'exec') {
+        const cell = s.reserve();
+        return this.inOrder(s, () => this.exec(s, cell));
+      }
       if (name === 'discard') {
         for (const q of s.multi) s.fill(q.cell, QUEUED_RAW);
         s.fill(s.multiCell!, OK_RAW);
@@ -259,10 +271,61 @@ export class TopologyRouter {
       case 'monitor':
         return void this.startPassthrough(s, cell, args);
     }
-    this.run(s.user, args).then(
+    if (s.chain === undefined && this.direct(s, cell, args, name)) return;
+    this.inOrder(s, () => this.slow(s, cell, args));
+  }
+
+  /**
+   * Runs `fn` once every earlier command of `s` that took the Promise path has been answered, and
+   * keeps later commands of `s` off the direct path until `fn` is done: so a command is never sent
+   * before an earlier one of the same connection (a split `MSET` and the `GET` after it).
+   */
+  private inOrder(s: Session, fn: () => Promise<void>): void {
+    const p: Promise<void> = (s.chain ?? Promise.resolve()).then(fn).finally(() => {
+      if (s.chain === p) s.chain = undefined;
+    });
+    s.chain = p;
+  }
+
+  /** {@link run} for one command of `s`, its answer into `cell`. */
+  private slow(s: Session, cell: Cell, args: Arg[]): Promise<void> {
+    return this.run(s.user, args).then(
       (o) => s.fill(cell, o.raw),
       (err: Error) => s.fill(cell, encodeError(`ERR svc router: ${err.message}`)),
     );
+  }
+
+  /**
+   * The hot path, without Promises: a command svc does not treat specially, whose keys the table
+   * knows and lie in one slot, and whose node connection is open, is written at once and its exact
+   * reply bytes passed back. Returns false (nothing sent) for anything else. A reply that asks for
+   * a retry (MOVED, ASK, a not-run answer) and a lost connection (reads only: a write in flight may
+   * have run) go to {@link run}.
+   */
+  private direct(s: Session, cell: Cell, args: Arg[], name: string): boolean {
+    if (SPECIAL.has(name)) return false;
+    const l = this.keys!.lookup(args);
+    if (l.keys === undefined || (l.write && this.o.waitReplicas > 0)) return false;
+    let addr: string | undefined;
+    if (!this.o.topology.sharded) addr = this.o.topology.primaryFor(0);
+    else if (l.keys.length === 0) addr = this.anyPrimary();
+    else {
+      const slot = keySlot(l.keys[0]);
+      for (let i = 1; i < l.keys.length; i++) if (keySlot(l.keys[i]) !== slot) return false;
+      addr = this.o.topology.primaryFor(slot);
+    }
+    if (addr === undefined) return false;
+    const c = this.pool(s.user, addr).get();
+    if (!(c instanceof RedisConnection)) return false;
+    c.sendCb(args, true, (err, reply, raw) => {
+      if (err === null) {
+        if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, raw!);
+      } else if (l.write) {
+        return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`));
+      }
+      void this.slow(s, cell, args); // the topology changed: order against later commands is not kept
+    });
+    return true;
   }
 
   /**
@@ -306,7 +369,11 @@ export class TopologyRouter {
       case 'keys':
         return this.everyPrimary(user, args, false, (rs) => one(rs.flat() as Reply[]));
       case 'scan':
-        return this.scan(user, args);
+        return this.scan(user, args, 1);
+      case 'eval_ro':
+        // the gateway's `SCAN … WITHTYPE` (`emulate.ts`): a keyless script around SCAN that walks every primary too
+        if (text(args[2] ?? '') === '0' && text(args[1]).startsWith(SCAN_SCRIPT_START)) return this.scan(user, args, 3);
+        break;
       case 'randomkey':
         return this.randomKey(user, args);
       case 'flushdb':
@@ -527,11 +594,14 @@ export class TopologyRouter {
     }
   }
 
-  /** `SCAN cursor ...` over every primary: the cursor is node cursor x 16384 + the node's lowest slot. */
-  private async scan(user: RedisUser, args: Arg[]): Promise<One> {
+  /**
+   * `SCAN cursor ...` over every primary (the cursor at `args[at]`): the cursor is node cursor x
+   * 16384 + the node's lowest slot. The reply of each node is `[cursor, items]`.
+   */
+  private async scan(user: RedisUser, args: Arg[], at: number): Promise<One> {
     let cursor: bigint;
     try {
-      cursor = BigInt(text(args[1] ?? ''));
+      cursor = BigInt(text(args[at] ?? ''));
       if (cursor < 0n) throw new Error();
     } catch {
       return errorOne('ERR invalid cursor');
@@ -540,7 +610,7 @@ export class TopologyRouter {
     const slot = Number(cursor % BigInt(SLOTS));
     const nodeCursor = cursor / BigInt(SLOTS);
     const addr = this.o.topology.primaryFor(slot);
-    const r = (await this.at(user, addr, [[args[0], String(nodeCursor), ...args.slice(2)]], false)).replies[0];
+    const r = (await this.at(user, addr, [[...args.slice(0, at), String(nodeCursor), ...args.slice(at + 1)]], false)).replies[0];
     if (!Array.isArray(r) || r.length !== 2) return one(r);
     const next = BigInt(text(r[0]));
     let out: bigint;

@@ -39,7 +39,7 @@ export interface Topology {
   /** First reading. @throws Error when no node / sentinel answers. */
   start(): Promise<void>;
   stop(): void;
-  /** `fn` runs after each reading that changed the set of nodes, with the nodes new to it. */
+  /** `fn` runs after a reading that found nodes never seen before, with those nodes. */
   onChange(fn: (added: string[]) => void): void;
 }
 
@@ -73,6 +73,7 @@ abstract class BaseTopology implements Topology {
   private reading: Promise<void> | undefined;
   private readonly listeners: ((added: string[]) => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Every node ever seen (a node that drops out of one reading and comes back is not new). */
   protected known = new Set<string>();
   protected stopped = false;
 
@@ -97,16 +98,15 @@ abstract class BaseTopology implements Topology {
       })
       .then(() => {
         this.reading = undefined;
-        const now = new Set(this.nodes());
-        const added = [...now].filter((n) => !this.known.has(n));
-        this.known = now;
+        const added = this.nodes().filter((n) => !this.known.has(n));
+        for (const n of added) this.known.add(n);
         if (added.length) for (const fn of this.listeners) fn(added);
       }));
   }
 
   async start(): Promise<void> {
     if (!(await this.read())) throw new Error(`kv: no node of the database answered (${this.describe()})`);
-    this.known = new Set(this.nodes());
+    for (const n of this.nodes()) this.known.add(n);
     this.timer = setInterval(() => void this.refresh(), this.periodMs);
     this.timer.unref();
   }
