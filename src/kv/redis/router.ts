@@ -101,6 +101,12 @@ class Session {
   private readonly cells: Cell[] = [];
   private head = 0;
 
+  private corked = false;
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
+
   constructor(readonly socket: net.Socket) {}
 
   /** A new reply slot at the end of the order. */
@@ -110,11 +116,21 @@ class Session {
     return c;
   }
 
-  /** Fills `c` and writes every filled slot at the head of the order. */
+  /**
+   * Fills `c` and writes every filled slot at the head of the order (the writes of one event-loop
+   * turn go out in one `writev`: the socket is corked until the next tick).
+   */
   fill(c: Cell, data: Buffer): void {
     c.data = data;
     while (this.head < this.cells.length && this.cells[this.head].data !== undefined) {
-      if (!this.socket.destroyed) this.socket.write(this.cells[this.head].data!);
+      if (!this.socket.destroyed) {
+        if (!this.corked) {
+          this.corked = true;
+          this.socket.cork();
+          process.nextTick(this.uncork);
+        }
+        this.socket.write(this.cells[this.head].data!);
+      }
       this.head++;
     }
     if (this.head === this.cells.length) {
@@ -198,9 +214,10 @@ export class TopologyRouter {
   private accept(socket: net.Socket): void {
     const s = new Session(socket);
     this.sessions.add(s);
+    // each command's exact bytes are kept: the direct path sends them on unchanged
     const parser = new RespParser(
-      (r) => this.command(s, r),
-      () => false,
+      (r, raw) => this.command(s, r, raw!),
+      () => true,
     );
     socket.on('data', (chunk: Buffer) => {
       try {
@@ -234,7 +251,7 @@ export class TopologyRouter {
   }
 
   /** One command (a RESP array) from a gateway connection. */
-  private command(s: Session, r: Reply): void {
+  private command(s: Session, r: Reply, raw: Buffer): void {
     if (!Array.isArray(r) || r.length === 0) return void s.socket.destroy();
     const args = r as Arg[];
     if (s.passthrough) return this.forwardPassthrough(s, args);
@@ -271,7 +288,7 @@ export class TopologyRouter {
       case 'monitor':
         return void this.startPassthrough(s, cell, args);
     }
-    if (s.chain === undefined && this.direct(s, cell, args, name)) return;
+    if (s.chain === undefined && this.direct(s, cell, args, raw, name)) return;
     this.inOrder(s, () => this.slow(s, cell, args));
   }
 
@@ -298,11 +315,11 @@ export class TopologyRouter {
   /**
    * The hot path, without Promises: a command svc does not treat specially, whose keys the table
    * knows and lie in one slot, and whose node connection is open, is written at once and its exact
-   * reply bytes passed back. Returns false (nothing sent) for anything else. A reply that asks for
+   * reply bytes passed back (the command goes as the gateway encoded it). Returns false (nothing sent) for anything else. A reply that asks for
    * a retry (MOVED, ASK, a not-run answer) and a lost connection (reads only: a write in flight may
    * have run) go to {@link run}.
    */
-  private direct(s: Session, cell: Cell, args: Arg[], name: string): boolean {
+  private direct(s: Session, cell: Cell, args: Arg[], raw: Buffer, name: string): boolean {
     if (SPECIAL.has(name)) return false;
     const l = this.keys!.lookup(args);
     if (l.keys === undefined || (l.write && this.o.waitReplicas > 0)) return false;
@@ -317,9 +334,9 @@ export class TopologyRouter {
     if (addr === undefined) return false;
     const c = this.pool(s.user, addr).get();
     if (!(c instanceof RedisConnection)) return false;
-    c.sendCb(args, true, (err, reply, raw) => {
+    c.sendEncodedCb(raw, true, (err, reply, rawReply) => {
       if (err === null) {
-        if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, raw!);
+        if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
       } else if (l.write) {
         return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`));
       }
