@@ -12,7 +12,7 @@ import { Redis } from '@upstash/redis';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { keySlot } from '../../src/kv/redis/keys.js';
 import { call, startKv, until, type KvUnderTest } from './helpers.js';
-import { startRedisCluster, type RedisClusterUnderTest } from './topology-helpers.js';
+import { nodeCommand, replyText, startRedisCluster, type RedisClusterUnderTest } from './topology-helpers.js';
 
 let cluster: RedisClusterUnderTest;
 let kv: KvUnderTest;
@@ -203,6 +203,36 @@ describe('kv on Redis Cluster', () => {
     await until(async () => (await kv.redis.publish('news', 'hello')) >= 1 && got.includes('message,news,hello'));
     ctrl.abort();
     await reading;
+  });
+
+  test('a slot moved between primaries while in use: ASK during the migration, MOVED after it', async () => {
+    const key = 'mig:{m}:1';
+    const other = 'mig:{m}:2';
+    const slot = keySlot(key);
+    assert.equal(await kv.redis.set(key, 'before'), 'OK');
+    assert.equal(await kv.redis.set(other, 'stays'), 'OK');
+    const primaries = await cluster.primaries();
+    const idOf = async (port: number) => replyText(await nodeCommand(port, ['CLUSTER', 'MYID']));
+    const ownerPort = async () => {
+      for (const p of primaries) if (Number(await nodeCommand(p, ['CLUSTER', 'COUNTKEYSINSLOT', String(slot)])) > 0) return p;
+      throw new Error('no owner');
+    };
+    const from = await ownerPort();
+    const to = primaries.find((p) => p !== from)!;
+    const [fromId, toId] = [await idOf(from), await idOf(to)];
+    assert.equal(replyText(await nodeCommand(to, ['CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId])), 'OK');
+    assert.equal(replyText(await nodeCommand(from, ['CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId])), 'OK');
+    // one key of the slot moves: the old owner answers ASK for it, svc follows with ASKING
+    assert.equal(replyText(await nodeCommand(from, ['MIGRATE', '127.0.0.1', String(to), key, '0', '5000'])), 'OK');
+    assert.equal(await kv.redis.get(key), 'before');
+    assert.equal(await kv.redis.get(other), 'stays');
+    assert.equal(replyText(await nodeCommand(from, ['MIGRATE', '127.0.0.1', String(to), other, '0', '5000'])), 'OK');
+    // the migration ends: every node learns the new owner; the old one answers MOVED
+    for (const p of primaries) await nodeCommand(p, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', toId]);
+    assert.equal(await kv.redis.set(key, 'after'), 'OK');
+    assert.equal(await kv.redis.get(key), 'after');
+    assert.equal(replyText(await nodeCommand(to, ['GET', key])), 'after');
+    assert.deepEqual(await kv.redis.mget(key, other), ['after', 'stays']);
   });
 
   test('a primary SIGKILLed under load: acknowledged replicated writes stay readable, the gateway recovers within 15 s, no request hangs', async () => {

@@ -53,7 +53,9 @@ export async function nodeCommand(port: number, cmd: string[]): Promise<Reply> {
   }
 }
 
-const str = (r: Reply): string => (Buffer.isBuffer(r) ? r.toString() : String((r as { value?: string })?.value ?? r));
+/** A reply as text (bulk and simple strings, numbers, errors' messages). */
+export const replyText = (r: Reply): string => (Buffer.isBuffer(r) ? r.toString() : String((r as { value?: string; message?: string })?.value ?? (r as { message?: string })?.message ?? r));
+const str = replyText;
 
 async function startNode(dir: string, port: number, args: string[], conf?: string): Promise<RedisNode> {
   const nodeDir = path.join(dir, String(port));
