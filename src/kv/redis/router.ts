@@ -173,7 +173,20 @@ export class TopologyRouter {
     this.failoverWaitMs = o.failoverWaitMs ?? 2000;
     this.server = net.createServer((socket) => this.accept(socket));
     o.topology.onChange((added) => this.nodesAdded(added));
+    // node connections of ACL users that stopped sending (the gateway evicts its own pools too)
+    this.sweeper = setInterval(() => {
+      const idleSince = Date.now() - 60_000;
+      for (const [k, p] of this.upstream) {
+        if (p.lastUsed < idleSince) {
+          this.upstream.delete(k);
+          p.retire();
+        }
+      }
+    }, 30_000);
+    this.sweeper.unref();
   }
+
+  private readonly sweeper: NodeJS.Timeout;
 
   /** Reads the command table and listens on the unix socket `path`. @throws Error when no primary answers COMMAND. */
   async start(path: string): Promise<void> {
@@ -204,6 +217,7 @@ export class TopologyRouter {
   /** Stops listening and closes every connection. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.sweeper);
     const done = new Promise<void>((res) => this.server.close(() => res()));
     for (const s of this.sessions) s.socket.destroy();
     for (const p of this.upstream.values()) p.close();
