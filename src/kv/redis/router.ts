@@ -272,8 +272,11 @@ export class TopologyRouter {
     const name = lower(args[0]);
     if (s.multi !== undefined) {
       if (name === 'exec') {
+        const queued = s.multi;
+        const multiCell = s.multiCell!;
+        s.multi = undefined;
         const cell = s.reserve();
-        return this.inOrder(s, () => this.exec(s, cell));
+        return this.inOrder(s, () => this.exec(s, queued, multiCell, cell));
       }
       if (name === 'discard') {
         for (const q of s.multi) s.fill(q.cell, QUEUED_RAW);
@@ -668,10 +671,7 @@ export class TopologyRouter {
   }
 
   /** `EXEC`: the held commands in one slot go at once to its primary; several slots: CROSSSLOT, nothing runs. */
-  private async exec(s: Session, execCell: Cell): Promise<void> {
-    const queued = s.multi!;
-    const multiCell = s.multiCell!;
-    s.multi = undefined;
+  private async exec(s: Session, queued: Queued[], multiCell: Cell, execCell: Cell): Promise<void> {
     let slot: number | undefined;
     let write = false;
     let crossAt = -1;
