@@ -84,6 +84,19 @@ async function startNode(dir: string, port: number, args: string[], conf?: strin
   };
 }
 
+/** One plain redis-server on a free port in a temp dir; `close()` kills it and removes the dir. */
+export async function startRedisNode(): Promise<RedisNode & { close(): Promise<void> }> {
+  const tmp = tempDir('svc-redis-');
+  const n = await startNode(tmp.dir, await freePort(), []);
+  return {
+    ...n,
+    close: async () => {
+      await n.kill();
+      tmp.cleanup();
+    },
+  };
+}
+
 /** A running 3-primary + 3-replica Redis Cluster. */
 export interface RedisClusterUnderTest {
   nodes: RedisNode[];
