@@ -38,14 +38,15 @@ apt_opts=(
 apt-get "${apt_opts[@]}" -qq update >&2
 version="$(apt-cache "${apt_opts[@]}" showsrc "$pkg" | awk '/^Version:/ { print $2; exit }')"
 [ -n "$version" ] || { echo "no source package $pkg in Debian unstable" >&2; exit 1; }
-out="$cache/$pkg-$version"
+# the directory name without the Debian epoch (`5:8.0.6-3` -> `8.0.6-3`: no colon in paths)
+out="$cache/$pkg-${version#*:}"
 if [ -x "$out/bin/$bin" ]; then
   echo "cached: $pkg $version" >&2
   echo "$out/bin/$bin"
   exit 0
 fi
 
-work="$cache/src/$pkg-$version"
+work="$cache/src/$pkg-${version#*:}"
 rm -rf "$work" && mkdir -p "$work"
 (cd "$work" && apt-get "${apt_opts[@]}" -qq source --download-only "$pkg" >&2)
 orig="$(ls "$work"/*.orig.tar.* | head -n 1)"
