@@ -39,6 +39,23 @@ export interface Config {
     redisServerBin: string;
     /** PEM file of extra CA certificates trusted for `rediss://` (self-signed servers). */
     redisTlsCaFile?: string;
+    /** Redis Cluster seed nodes `host:port` (`SVC_KV_REDIS_CLUSTER`); undefined = not a cluster. */
+    redisCluster?: string[];
+    /** Sentinels `host:port` (`SVC_KV_REDIS_SENTINELS`) and the master name they watch (`SVC_KV_REDIS_SENTINEL_MASTER`). */
+    redisSentinels?: string[];
+    redisSentinelMaster?: string;
+    /** Credentials of the sentinels (`SVC_KV_REDIS_SENTINEL_USERNAME` / `_PASSWORD`). */
+    redisSentinelUsername?: string;
+    redisSentinelPassword?: string;
+    /** Credentials on the data nodes of a cluster or sentinel setup (`SVC_KV_REDIS_USERNAME` / `_PASSWORD`). */
+    redisUsername?: string;
+    redisPassword?: string;
+    /** TLS to the nodes and sentinels of a cluster or sentinel setup (`SVC_KV_REDIS_TLS`). */
+    redisTls: boolean;
+    /** Replicas each write waits for with `WAIT` in cluster / sentinel mode (`SVC_KV_WAIT_REPLICAS`, 0 = none). */
+    waitReplicas: number;
+    /** Timeout of that `WAIT` in ms (`SVC_KV_WAIT_TIMEOUT_MS`, default 1000). */
+    waitTimeoutMs: number;
     /** Maximum request body in bytes (`ERR max request size exceeded`). */
     maxRequestBytes: number;
     /** Requests per UTC day for the database; 0 = unlimited. */
@@ -228,6 +245,24 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`SVC_KV_REDIS_URL: expected redis://[user:password@]host:port[/db] or rediss://...`);
   }
 
+  const addressList = (name: string): string[] | undefined => {
+    const v = str(name);
+    if (v === undefined) return undefined;
+    const list = v.split(',').map((a) => a.trim()).filter(Boolean);
+    if (list.length === 0 || list.some((a) => !/^(\[[0-9a-fA-F:.]+\]|[^\s:,\[\]]+):\d{1,5}$/.test(a))) {
+      problems.push(`${name}=${JSON.stringify(v)}: expected host:port[,host:port...]`);
+      return undefined;
+    }
+    return list;
+  };
+  const redisCluster = addressList('SVC_KV_REDIS_CLUSTER');
+  const redisSentinels = addressList('SVC_KV_REDIS_SENTINELS');
+  const redisSentinelMaster = str('SVC_KV_REDIS_SENTINEL_MASTER');
+  if (redisSentinels && !redisSentinelMaster) problems.push('SVC_KV_REDIS_SENTINEL_MASTER: required with SVC_KV_REDIS_SENTINELS (the master name the sentinels monitor)');
+  if ([redisUrl, redisCluster, redisSentinels].filter((x) => x !== undefined).length > 1) {
+    problems.push('SVC_KV_REDIS_URL, SVC_KV_REDIS_CLUSTER, SVC_KV_REDIS_SENTINELS: set at most one of them');
+  }
+
   const dimension = str('SVC_VECTOR_DIMENSION');
   let vectorDimension: number | undefined;
   if (dimension !== undefined) vectorDimension = int('SVC_VECTOR_DIMENSION', 0, 1, 65536);
@@ -293,6 +328,16 @@ export function loadConfig(env: Env = process.env): Config {
       redisUrl,
       redisServerBin: str('SVC_KV_REDIS_SERVER_BIN') ?? 'redis-server',
       redisTlsCaFile: str('SVC_KV_REDIS_TLS_CA_FILE'),
+      redisCluster,
+      redisSentinels,
+      redisSentinelMaster,
+      redisSentinelUsername: str('SVC_KV_REDIS_SENTINEL_USERNAME'),
+      redisSentinelPassword: str('SVC_KV_REDIS_SENTINEL_PASSWORD'),
+      redisUsername: str('SVC_KV_REDIS_USERNAME'),
+      redisPassword: str('SVC_KV_REDIS_PASSWORD'),
+      redisTls: bool('SVC_KV_REDIS_TLS', false),
+      waitReplicas: int('SVC_KV_WAIT_REPLICAS', 0, 0, 100),
+      waitTimeoutMs: int('SVC_KV_WAIT_TIMEOUT_MS', 1000, 1, 600_000),
       maxRequestBytes: int('SVC_KV_MAX_REQUEST_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
       workers: int('SVC_KV_WORKERS', defaultKvWorkers(), 0, 63),

@@ -36,6 +36,17 @@ test('SVC_QUEUE_FSYNC: always (default) or everysec; anything else stops start-u
   assert.throws(() => loadConfig({ SVC_QUEUE_FSYNC: 'never' }), /SVC_QUEUE_FSYNC="never": expected one of always, everysec/);
 });
 
+test('kv topologies: cluster seeds or sentinels + master name, at most one database setting', () => {
+  const c = loadConfig({ SVC_KV_REDIS_CLUSTER: '10.0.0.1:7000, node-2.example:7001,[::1]:7002' });
+  assert.deepEqual(c.kv.redisCluster, ['10.0.0.1:7000', 'node-2.example:7001', '[::1]:7002']);
+  assert.equal(c.kv.waitReplicas, 0);
+  const s = loadConfig({ SVC_KV_REDIS_SENTINELS: 'a:26379,b:26379', SVC_KV_REDIS_SENTINEL_MASTER: 'mymaster', SVC_KV_WAIT_REPLICAS: '1' });
+  assert.deepEqual([s.kv.redisSentinels, s.kv.redisSentinelMaster, s.kv.waitReplicas, s.kv.waitTimeoutMs], [['a:26379', 'b:26379'], 'mymaster', 1, 1000]);
+  assert.throws(() => loadConfig({ SVC_KV_REDIS_CLUSTER: 'host-without-port' }), /SVC_KV_REDIS_CLUSTER="host-without-port": expected host:port/);
+  assert.throws(() => loadConfig({ SVC_KV_REDIS_SENTINELS: 'a:26379' }), /SVC_KV_REDIS_SENTINEL_MASTER: required/);
+  assert.throws(() => loadConfig({ SVC_KV_REDIS_CLUSTER: 'a:1', SVC_KV_REDIS_URL: 'redis://b:2' }), /set at most one of them/);
+});
+
 test('SVC_AREAS selects a subset in start order', () => {
   assert.deepEqual(loadConfig({ SVC_AREAS: 'mgmt, kv' }).areas, ['kv', 'mgmt']);
 });

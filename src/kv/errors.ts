@@ -129,7 +129,7 @@ export const KV_ERRORS = {
   redisError: { status: 400, message: (redisText: string) => redisText },
   /**
    * An error Redis answered for a temporary condition (`LOADING`, `BUSY`, `MISCONF`, `TRYAGAIN`,
-   * `MASTERDOWN`: {@link isTemporaryRedisError}), verbatim; the SDK's caller may retry.
+   * `MASTERDOWN`, `NOREPLICAS`: {@link isTemporaryRedisError}), verbatim; the SDK's caller may retry.
    */
   redisTemporary: { status: 503, message: (redisText: string) => redisText },
   /** An unexpected failure (logged). */
@@ -151,11 +151,12 @@ export const { message: kvMessage, error: kvError } = catalogue(KV_ERRORS, (code
  * Redis error codes that mean "the server cannot do this now, the same request will work later":
  * `LOADING` (dataset being loaded), `BUSY` (a script runs past `busy-reply-threshold`), `MISCONF`
  * (writes stopped after a failed RDB save, e.g. disk full), `TRYAGAIN` (cluster resharding),
- * `MASTERDOWN` (replica lost its primary). Such a reply is answered 503 with `Retry-After`, which
+ * `MASTERDOWN` (replica lost its primary), `NOREPLICAS` (too few replicas: Redis's
+ * `min-replicas-to-write`, or svc's `SVC_KV_WAIT_REPLICAS` check). Such a reply is answered 503 with `Retry-After`, which
  * the SDKs retry; other Redis errors are the client's (400). Not `BUSYKEY` (RESTORE onto an
  * existing key), `BUSYGROUP`: those are client errors.
  */
-const TEMPORARY = /^(LOADING|BUSY|MISCONF|TRYAGAIN|MASTERDOWN)( |$)/;
+const TEMPORARY = /^(LOADING|BUSY|MISCONF|TRYAGAIN|MASTERDOWN|NOREPLICAS)( |$)/;
 
 /** True when a Redis error text is a temporary server condition (see {@link TEMPORARY}). */
 export function isTemporaryRedisError(message: string): boolean {

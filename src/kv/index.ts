@@ -21,6 +21,7 @@ import { KvGateway } from './gateway.js';
 import { KvMetrics } from './metrics.js';
 import { DailyQuota } from './quota.js';
 import { ExternalBackend, type Backend } from './redis/backend.js';
+import { DistributedBackend } from './redis/distributed.js';
 import { SupervisedBackend } from './redis/supervisor.js';
 import { AliasFile } from './scripts.js';
 import { MAX_CLOCK_SLOTS, SharedSyncClock } from './sync.js';
@@ -48,7 +49,9 @@ export interface KvServer extends AreaServer {
  */
 export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   const { config, credentials, logger } = ctx;
-  const backend: Backend = config.kv.redisUrl
+  const backend: Backend = config.kv.redisCluster || config.kv.redisSentinels
+    ? new DistributedBackend(config.kv, config.dataDir, credentials, logger)
+    : config.kv.redisUrl
     ? new ExternalBackend(config.kv.redisUrl, credentials, logger, config.kv.redisTlsCaFile)
     : new SupervisedBackend(config.dataDir, config.kv.redisServerBin, credentials, logger, config.kv.scriptTimeoutMs);
   const tokens = new KvTokens(credentials);
@@ -125,7 +128,8 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
     ready: () => loaded && gateway!.ping(),
     async backup(target) {
       if (!(backend instanceof SupervisedBackend)) {
-        target.skip('kv', 'kv', 'the kv database is an external Redis (SVC_KV_REDIS_URL): svc does not copy it; use its own tools (BGSAVE and copy its RDB file, `redis-cli --rdb <file>`, its AOF, or the provider\'s snapshots)');
+        const which = config.kv.redisCluster ? 'a Redis Cluster (SVC_KV_REDIS_CLUSTER)' : config.kv.redisSentinels ? 'a Redis Sentinel deployment (SVC_KV_REDIS_SENTINELS)' : 'an external Redis (SVC_KV_REDIS_URL)';
+        target.skip('kv', 'kv', `the kv database is ${which}: svc does not copy it; use its own tools (BGSAVE and copy its RDB file on each primary, \`redis-cli --rdb <file>\`, its AOF, or the provider's snapshots)`);
         return;
       }
       // the RDB goes in as the base of a multi-part AOF (Redis >= 7): the restored redis-server,
@@ -169,6 +173,6 @@ export const kvArea: AreaModule = {
   },
   banner: (ctx) => [
     `read-only token: ${ctx.credentials.get('kv.readonlyToken')}`,
-    `database: ${ctx.config.kv.redisUrl ? `external ${ctx.config.kv.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}` : `supervised ${ctx.config.kv.redisServerBin} (data in ${ctx.config.dataDir}/kv)`}`,
+    `database: ${ctx.config.kv.redisCluster ? `Redis Cluster (seeds ${ctx.config.kv.redisCluster.join(',')})` : ctx.config.kv.redisSentinels ? `Redis Sentinel master ${ctx.config.kv.redisSentinelMaster}` : ctx.config.kv.redisUrl ? `external ${ctx.config.kv.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}` : `supervised ${ctx.config.kv.redisServerBin} (data in ${ctx.config.dataDir}/kv)`}`,
   ],
 };

@@ -17,12 +17,13 @@ export function tempDir(prefix = 'svc-test-'): { dir: string; cleanup(): void } 
 }
 
 /**
- * Settings a whole test run may be given from the environment (`SVC_KV_WORKERS=2 npm test`).
+ * Settings a whole test run may be given from the environment (`SVC_KV_WORKERS=2 npm test`;
+ * `SVC_KV_REDIS_SERVER_BIN=/path/to/valkey-server npm test` runs the kv tests on that server).
  * `SVC_QUEUE_DATABASE_URL=postgres://... npm test` runs every queue test on that PostgreSQL
  * server, each svc data dir in its own schema ({@link queueDatabaseEnv}); likewise
  * `SVC_VECTOR_DATABASE_URL=postgres://... npm test` for the vector tests ({@link vectorDatabaseEnv}).
  */
-const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC', 'SVC_QUEUE_DATABASE_URL', 'SVC_VECTOR_DATABASE_URL'];
+const PASSED_THROUGH = ['SVC_KV_WORKERS', 'SVC_QUEUE_FSYNC', 'SVC_QUEUE_DATABASE_URL', 'SVC_VECTOR_DATABASE_URL', 'SVC_KV_REDIS_SERVER_BIN'];
 
 /**
  * With `SVC_QUEUE_DATABASE_URL` set for the test run: the schema of the svc using `dataDir`

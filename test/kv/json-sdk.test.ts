@@ -7,21 +7,25 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from '@upstash/redis';
 import { startTestSvc } from '../helpers/env.js';
+import { closeTopology, topologyEnv } from './topology-helpers.js';
 
 let svc: Awaited<ReturnType<typeof startTestSvc>>;
 let redis: Redis;
 let readonly: Redis;
 let n = 0;
-const key = (): string => `sdkjson:${++n}`;
+/** A fresh key; keys built from one (`${k}:n`) share its Redis Cluster slot (`{hash tag}`). */
+const key = (): string => `sdkjson:{${++n}}`;
 
 before(async () => {
-  svc = await startTestSvc(['kv']);
+  // SVC_TEST_KV_TOPOLOGY=cluster|sentinel: the same suite on a Redis Cluster / Sentinel setup
+  svc = await startTestSvc(['kv'], { env: await topologyEnv() });
   const url = svc.urls.kv!;
   redis = new Redis({ url, token: svc.ctx.credentials.get('kv.token'), enableTelemetry: false });
   readonly = new Redis({ url, token: svc.ctx.credentials.get('kv.readonlyToken'), enableTelemetry: false });
 });
 after(async () => {
   await svc?.close();
+  await closeTopology();
 });
 
 describe('redis.json.* (single commands)', () => {
@@ -42,7 +46,8 @@ describe('redis.json.* (single commands)', () => {
   });
 
   test('mset / mget / merge / del / forget / type', async () => {
-    const [k1, k2] = [key(), key()];
+    const base = key();
+    const [k1, k2] = [`${base}:1`, `${base}:2`]; // one slot: JSON.MSET / JSON.MGET on a Redis Cluster
     // redis.json.mset's typing says one array, but its (...args) wrapper hands that array to
     // JsonMSetCommand as one element: the triplets must be passed as separate arguments.
     const mset = redis.json.mset as unknown as (...t: Array<{ key: string; path: string; value: unknown }>) => Promise<unknown>;

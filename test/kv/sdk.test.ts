@@ -1,22 +1,27 @@
 /**
  * End-to-end with the official `@upstash/redis` SDK in its DEFAULT configuration (auto-pipelining,
  * base64 response encoding, read-your-writes) against svc's kv area and a real supervised
- * redis-server: one test per command group of the spec's table.
+ * redis-server: one test per command group of the spec's table. With `SVC_TEST_KV_TOPOLOGY=cluster`
+ * (or `sentinel`) the same suite runs on a Redis Cluster (Sentinel setup) the test starts; the
+ * keys of each multi-key command share a `{hash tag}`, as Redis Cluster requires.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from '@upstash/redis';
 import { startTestSvc } from '../helpers/env.js';
+import { closeTopology, topologyEnv } from './topology-helpers.js';
 
 let svc: Awaited<ReturnType<typeof startTestSvc>>;
 let redis: Redis;
 
 before(async () => {
-  svc = await startTestSvc(['kv']);
+  // SVC_TEST_KV_TOPOLOGY=cluster|sentinel: the same suite on a Redis Cluster / Sentinel setup
+  svc = await startTestSvc(['kv'], { env: await topologyEnv() });
   redis = new Redis({ url: svc.urls.kv!, token: svc.ctx.credentials.get('kv.token'), enableTelemetry: false });
 });
 after(async () => {
   await svc?.close();
+  await closeTopology();
 });
 
 describe('@upstash/redis default config', () => {
@@ -59,13 +64,13 @@ describe('@upstash/redis default config', () => {
   });
 
   test('bitmaps', async () => {
-    assert.equal(await redis.setbit('b:1', 7, 1), 0);
-    assert.equal(await redis.getbit('b:1', 7), 1);
-    assert.equal(await redis.bitcount('b:1', 0, -1), 1);
-    assert.equal(await redis.bitpos('b:1', 1), 7);
-    await redis.setbit('b:2', 0, 1);
-    assert.equal(await redis.bitop('or', 'b:3', 'b:1', 'b:2'), 1);
-    assert.equal(await redis.bitcount('b:3', 0, -1), 2);
+    assert.equal(await redis.setbit('{b}:1', 7, 1), 0);
+    assert.equal(await redis.getbit('{b}:1', 7), 1);
+    assert.equal(await redis.bitcount('{b}:1', 0, -1), 1);
+    assert.equal(await redis.bitpos('{b}:1', 1), 7);
+    await redis.setbit('{b}:2', 0, 1);
+    assert.equal(await redis.bitop('or', '{b}:3', '{b}:1', '{b}:2'), 1);
+    assert.equal(await redis.bitcount('{b}:3', 0, -1), 2);
   });
 
   test('hashes', async () => {
@@ -84,30 +89,30 @@ describe('@upstash/redis default config', () => {
   });
 
   test('lists', async () => {
-    assert.equal(await redis.rpush('l:1', 'a', 'b', 'c'), 3);
-    assert.equal(await redis.lpush('l:1', 'z'), 4);
-    assert.deepEqual(await redis.lrange('l:1', 0, -1), ['z', 'a', 'b', 'c']);
-    assert.equal(await redis.lpop('l:1'), 'z');
-    assert.equal(await redis.rpop('l:1'), 'c');
-    assert.equal(await redis.llen('l:1'), 2);
-    assert.equal(await redis.lindex('l:1', 1), 'b');
-    assert.equal(await redis.lmove('l:1', 'l:2', 'left', 'right'), 'a');
-    assert.equal(await redis.lpos('l:1', 'b'), 0);
-    assert.equal(await redis.ltrim('l:1', 0, 0), 'OK');
-    await assert.rejects(redis.exec(['BLPOP', 'l:1', '1']), /blocking commands are not available/);
+    assert.equal(await redis.rpush('{l}:1', 'a', 'b', 'c'), 3);
+    assert.equal(await redis.lpush('{l}:1', 'z'), 4);
+    assert.deepEqual(await redis.lrange('{l}:1', 0, -1), ['z', 'a', 'b', 'c']);
+    assert.equal(await redis.lpop('{l}:1'), 'z');
+    assert.equal(await redis.rpop('{l}:1'), 'c');
+    assert.equal(await redis.llen('{l}:1'), 2);
+    assert.equal(await redis.lindex('{l}:1', 1), 'b');
+    assert.equal(await redis.lmove('{l}:1', '{l}:2', 'left', 'right'), 'a');
+    assert.equal(await redis.lpos('{l}:1', 'b'), 0);
+    assert.equal(await redis.ltrim('{l}:1', 0, 0), 'OK');
+    await assert.rejects(redis.exec(['BLPOP', '{l}:1', '1']), /blocking commands are not available/);
   });
 
   test('sets', async () => {
-    assert.equal(await redis.sadd('st:1', 'a', 'b', 'c'), 3);
-    assert.equal(await redis.sadd('st:2', 'b', 'c', 'd'), 3);
-    assert.deepEqual((await redis.sinter('st:1', 'st:2')).sort(), ['b', 'c']);
-    assert.deepEqual((await redis.sunion('st:1', 'st:2')).sort(), ['a', 'b', 'c', 'd']);
-    assert.deepEqual(await redis.sdiff('st:1', 'st:2'), ['a']);
-    assert.equal(await redis.sismember('st:1', 'a'), 1);
-    assert.equal(await redis.scard('st:1'), 3);
-    assert.deepEqual((await redis.smembers('st:2')).sort(), ['b', 'c', 'd']);
-    assert.equal(await redis.srem('st:1', 'a'), 1);
-    assert.deepEqual(await redis.smismember('st:1', ['a', 'b']), [0, 1]);
+    assert.equal(await redis.sadd('{st}:1', 'a', 'b', 'c'), 3);
+    assert.equal(await redis.sadd('{st}:2', 'b', 'c', 'd'), 3);
+    assert.deepEqual((await redis.sinter('{st}:1', '{st}:2')).sort(), ['b', 'c']);
+    assert.deepEqual((await redis.sunion('{st}:1', '{st}:2')).sort(), ['a', 'b', 'c', 'd']);
+    assert.deepEqual(await redis.sdiff('{st}:1', '{st}:2'), ['a']);
+    assert.equal(await redis.sismember('{st}:1', 'a'), 1);
+    assert.equal(await redis.scard('{st}:1'), 3);
+    assert.deepEqual((await redis.smembers('{st}:2')).sort(), ['b', 'c', 'd']);
+    assert.equal(await redis.srem('{st}:1', 'a'), 1);
+    assert.deepEqual(await redis.smismember('{st}:1', ['a', 'b']), [0, 1]);
   });
 
   test('sorted sets', async () => {
@@ -136,11 +141,11 @@ describe('@upstash/redis default config', () => {
   });
 
   test('hyperloglog', async () => {
-    assert.equal(await redis.pfadd('hll:1', 'a', 'b', 'c'), 1);
-    assert.equal(await redis.pfadd('hll:2', 'c', 'd'), 1);
-    assert.equal(await redis.pfcount('hll:1'), 3);
-    assert.equal(await redis.pfmerge('hll:3', 'hll:1', 'hll:2'), 'OK');
-    assert.equal(await redis.pfcount('hll:3'), 4);
+    assert.equal(await redis.pfadd('{hll}:1', 'a', 'b', 'c'), 1);
+    assert.equal(await redis.pfadd('{hll}:2', 'c', 'd'), 1);
+    assert.equal(await redis.pfcount('{hll}:1'), 3);
+    assert.equal(await redis.pfmerge('{hll}:3', '{hll}:1', '{hll}:2'), 'OK');
+    assert.equal(await redis.pfcount('{hll}:3'), 4);
   });
 
   test('streams', async () => {
@@ -212,21 +217,27 @@ describe('@upstash/redis default config', () => {
   });
 
   test('generic', async () => {
-    await redis.set('gen:a', 1);
-    assert.equal(await redis.exists('gen:a', 'gen:nope'), 1);
-    assert.equal(await redis.type('gen:a'), 'string');
-    assert.equal(await redis.expire('gen:a', 100), 1);
-    assert.ok((await redis.pttl('gen:a')) > 90_000);
-    assert.equal(await redis.persist('gen:a'), 1);
-    assert.equal(await redis.rename('gen:a', 'gen:b'), 'OK');
-    assert.deepEqual(await redis.keys('gen:*'), ['gen:b']);
-    const [cursor, keys] = await redis.scan(0, { match: 'gen:*', count: 1000 });
-    assert.equal(String(cursor), '0');
-    assert.deepEqual(keys, ['gen:b']);
-    assert.equal(await redis.copy('gen:b', 'gen:c'), 'COPIED');
-    assert.equal(await redis.touch('gen:b', 'gen:c'), 2);
-    assert.equal(await redis.unlink('gen:c'), 1);
-    assert.equal(await redis.del('gen:b'), 1);
+    await redis.set('{gen}:a', 1);
+    assert.equal(await redis.exists('{gen}:a', '{gen}:nope'), 1);
+    assert.equal(await redis.type('{gen}:a'), 'string');
+    assert.equal(await redis.expire('{gen}:a', 100), 1);
+    assert.ok((await redis.pttl('{gen}:a')) > 90_000);
+    assert.equal(await redis.persist('{gen}:a'), 1);
+    assert.equal(await redis.rename('{gen}:a', '{gen}:b'), 'OK');
+    assert.deepEqual(await redis.keys('{gen}:*'), ['{gen}:b']);
+    // on a Redis Cluster the cursor walks every primary in turn: scan until it is 0 again
+    const keys: string[] = [];
+    let cursor: string | number = 0;
+    do {
+      const [next, batch]: [string | number, string[]] = await redis.scan(cursor, { match: '{gen}:*', count: 1000 });
+      keys.push(...batch);
+      cursor = next;
+    } while (String(cursor) !== '0');
+    assert.deepEqual(keys, ['{gen}:b']);
+    assert.equal(await redis.copy('{gen}:b', '{gen}:c'), 'COPIED');
+    assert.equal(await redis.touch('{gen}:b', '{gen}:c'), 2);
+    assert.equal(await redis.unlink('{gen}:c'), 1);
+    assert.equal(await redis.del('{gen}:b'), 1);
     assert.ok(typeof (await redis.randomkey()) === 'string');
   });
 

@@ -67,6 +67,23 @@ export function parseRedisUrl(url: string): { endpoint: Endpoint; user: RedisUse
   };
 }
 
+/**
+ * Creates (or resets) the read-only ACL user through `endpoint` as `admin`; a refusal is logged
+ * (the read-only token will not work), not thrown.
+ * @throws KvError when the database cannot be reached
+ */
+export async function createReadonlyUser(endpoint: Endpoint, admin: RedisUser, readonly: RedisUser, logger: Logger): Promise<void> {
+  const conn = await RedisConnection.connect(endpoint, admin);
+  try {
+    const r = await conn.send(['ACL', 'SETUSER', READONLY_USER, 'reset', `>${readonly.password}`, ...READONLY_RULES]);
+    if (r instanceof RespError) {
+      logger.warn({ error: r.message }, 'kv: could not create the read-only ACL user; the read-only token will not work');
+    }
+  } finally {
+    conn.close();
+  }
+}
+
 /** An external Redis/Valkey: svc does not start or restart it. */
 export class ExternalBackend implements Backend {
   readonly endpoint: Endpoint;
@@ -91,15 +108,7 @@ export class ExternalBackend implements Backend {
   }
 
   async start(): Promise<void> {
-    const conn = await RedisConnection.connect(this.endpoint, this.admin);
-    try {
-      const r = await conn.send(['ACL', 'SETUSER', READONLY_USER, 'reset', `>${this.readonly.password}`, ...READONLY_RULES]);
-      if (r instanceof RespError) {
-        this.logger.warn({ error: r.message }, 'kv: could not create the read-only ACL user; the read-only token will not work');
-      }
-    } finally {
-      conn.close();
-    }
+    await createReadonlyUser(this.endpoint, this.admin, this.readonly, this.logger);
     for (const fn of this.upHandlers) await fn();
   }
 

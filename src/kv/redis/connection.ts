@@ -199,6 +199,15 @@ export class RedisConnection {
     this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
   }
 
+  /**
+   * {@link sendCb} for one command already RESP-encoded (`encoded`: its exact bytes, e.g. as a
+   * client of svc's topology router sent them; not checked).
+   */
+  sendEncodedCb(encoded: string | Buffer, wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
+    if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
+    this.enqueue(encoded, { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
+  }
+
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(kvError('databaseConnectionLost'));

@@ -1,0 +1,207 @@
+/**
+ * Where a command's keys are, and which Redis Cluster hash slot they map to.
+ *
+ * - {@link keySlot}: CRC16 (XMODEM) of the key, or of its `{hash tag}`, modulo 16384 (the Redis
+ *   Cluster specification, "Key distribution model" and "Hash tags").
+ * - {@link KeyTable}: the key positions of every command, read from the server's own `COMMAND`
+ *   reply: the Redis 7 key specifications (`begin_search` index/keyword, `find_keys` range/keynum,
+ *   the algorithm of Redis's `getKeysUsingKeySpecs`), else the legacy first/last/step triple.
+ *   Commands whose keys the table cannot tell (a key spec of type `unknown`, or `incomplete`) are
+ *   answered `undefined`: the caller asks the server with `COMMAND GETKEYS`.
+ */
+import type { Arg, Reply } from '../resp.js';
+import { RespError, SimpleString } from '../resp.js';
+
+const CRC16_TABLE = (() => {
+  const t = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i << 8;
+    for (let k = 0; k < 8; k++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
+    t[i] = c;
+  }
+  return t;
+})();
+
+/** Number of hash slots of a Redis Cluster. */
+export const SLOTS = 16384;
+
+function crc16(b: Buffer, from: number, to: number): number {
+  let crc = 0;
+  for (let i = from; i < to; i++) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ b[i]) & 0xff];
+  return crc;
+}
+
+/** The hash slot (0..16383) of `key`: of the part between the first `{` and the next `}` when that part is not empty. */
+export function keySlot(key: Arg): number {
+  const b = typeof key === 'string' ? Buffer.from(key) : key;
+  const open = b.indexOf(0x7b);
+  if (open >= 0) {
+    const close = b.indexOf(0x7d, open + 1);
+    if (close > open + 1) return crc16(b, open + 1, close) % SLOTS;
+  }
+  return crc16(b, 0, b.length) % SLOTS;
+}
+
+interface KeySpec {
+  begin: { index: number } | { keyword: string; startfrom: number } | undefined;
+  find: { lastkey: number; keystep: number; limit: number } | { keynumidx: number; firstkey: number; keystep: number } | undefined;
+}
+
+/** What {@link KeyTable} knows of one command. */
+interface CommandKeys {
+  /** `write` flag of `COMMAND`. */
+  write: boolean;
+  specs: KeySpec[] | undefined;
+  /** Legacy (first, last, step); used without key specs. */
+  legacy: [number, number, number];
+  /** The table cannot tell the keys (ask `COMMAND GETKEYS`). */
+  unknown: boolean;
+  subcommands: Map<string, CommandKeys> | undefined;
+}
+
+const str = (r: Reply | string): string => (Buffer.isBuffer(r) ? r.toString('utf8') : r instanceof SimpleString ? r.value : r instanceof RespError ? r.message : String(r));
+
+/** A RESP2 map (flat array of key, value) as an object of its fields. */
+function fields(r: Reply): Record<string, Reply> {
+  const o: Record<string, Reply> = {};
+  if (Array.isArray(r)) for (let i = 0; i + 1 < r.length; i += 2) o[str(r[i])] = r[i + 1];
+  return o;
+}
+
+function parseSpec(r: Reply): { spec: KeySpec; unknown: boolean } {
+  const f = fields(r);
+  const flags = Array.isArray(f.flags) ? f.flags.map(str) : [];
+  const bs = fields(f.begin_search);
+  const fk = fields(f.find_keys);
+  const bspec = fields(bs.spec);
+  const fspec = fields(fk.spec);
+  let begin: KeySpec['begin'];
+  let find: KeySpec['find'];
+  let unknown = flags.includes('incomplete');
+  const t = str(bs.type ?? '');
+  if (t === 'index') begin = { index: Number(bspec.index) };
+  else if (t === 'keyword') begin = { keyword: str(bspec.keyword).toLowerCase(), startfrom: Number(bspec.startfrom) };
+  else unknown = true;
+  const ft = str(fk.type ?? '');
+  if (ft === 'range') find = { lastkey: Number(fspec.lastkey), keystep: Number(fspec.keystep), limit: Number(fspec.limit) };
+  else if (ft === 'keynum') find = { keynumidx: Number(fspec.keynumidx), firstkey: Number(fspec.firstkey), keystep: Number(fspec.keystep) };
+  else unknown = true;
+  return { spec: { begin, find }, unknown };
+}
+
+function parseRow(row: Reply): [string, CommandKeys] | undefined {
+  if (!Array.isArray(row) || row.length < 6) return undefined;
+  const name = str(row[0]).toLowerCase();
+  const flags = Array.isArray(row[2]) ? row[2].map((f) => str(f).toLowerCase()) : [];
+  let specs: KeySpec[] | undefined;
+  let unknown = false;
+  if (Array.isArray(row[8])) {
+    specs = [];
+    for (const s of row[8]) {
+      const p = parseSpec(s);
+      if (p.unknown) unknown = true;
+      specs.push(p.spec);
+    }
+  } else unknown = flags.includes('movablekeys');
+  let subcommands: Map<string, CommandKeys> | undefined;
+  if (Array.isArray(row[9]) && row[9].length) {
+    subcommands = new Map();
+    for (const sub of row[9]) {
+      const s = parseRow(sub);
+      if (s) subcommands.set(s[0].slice(s[0].indexOf('|') + 1), s[1]);
+    }
+  }
+  return [name, { write: flags.includes('write'), specs, legacy: [Number(row[3]), Number(row[4]), Number(row[5])], unknown, subcommands }];
+}
+
+const lower = (a: Arg): string => (typeof a === 'string' ? a : a.toString('latin1')).toLowerCase();
+
+/** Result of {@link KeyTable.lookup}: whether the command writes, its keys (undefined = ask the server). */
+export interface KeyLookup {
+  /** Known to the table (false: an unknown command; the server will refuse it). */
+  known: boolean;
+  write: boolean;
+  keys: Arg[] | undefined;
+}
+
+/** The key positions of every command, from a `COMMAND` reply. */
+export class KeyTable {
+  private readonly table = new Map<string, CommandKeys>();
+
+  /** Builds the table from a `COMMAND` reply (rows it cannot read are skipped). */
+  constructor(reply: Reply) {
+    if (!Array.isArray(reply)) return;
+    for (const row of reply) {
+      const r = parseRow(row);
+      if (r) this.table.set(r[0], r[1]);
+    }
+  }
+
+  /** Number of commands known. */
+  get size(): number {
+    return this.table.size;
+  }
+
+  /** Whether `args` writes and which of its arguments are keys (`keys` undefined: the table cannot tell). */
+  lookup(args: readonly Arg[]): KeyLookup {
+    let c = this.table.get(lower(args[0]));
+    if (c === undefined) return { known: false, write: false, keys: [] };
+    if (c.subcommands !== undefined && args.length > 1) {
+      const s = c.subcommands.get(lower(args[1]));
+      if (s !== undefined) c = s;
+    }
+    if (c.unknown) return { known: true, write: c.write, keys: undefined };
+    return { known: true, write: c.write, keys: c.specs ? keysBySpecs(c.specs, args) : keysByLegacy(c.legacy, args) };
+  }
+}
+
+function keysByLegacy([first, last, step]: [number, number, number], args: readonly Arg[]): Arg[] {
+  const keys: Arg[] = [];
+  if (first <= 0) return keys;
+  const end = last < 0 ? args.length + last : last;
+  for (let i = first; i <= end && i < args.length; i += Math.max(step, 1)) keys.push(args[i]);
+  return keys;
+}
+
+/** Redis's `getKeysUsingKeySpecs` (src/db.c), without the flags. */
+function keysBySpecs(specs: KeySpec[], args: readonly Arg[]): Arg[] {
+  const keys: Arg[] = [];
+  const argc = args.length;
+  for (const spec of specs) {
+    let first: number;
+    const b = spec.begin!;
+    if ('index' in b) first = b.index;
+    else {
+      const start = b.startfrom >= 0 ? b.startfrom : argc + b.startfrom;
+      const end = b.startfrom >= 0 ? argc - 1 : 0;
+      const dir = b.startfrom >= 0 ? 1 : -1;
+      first = 0;
+      for (let i = start; dir > 0 ? i <= end : i >= end; i += dir) {
+        if (i <= 0 || i >= argc) break;
+        if (lower(args[i]) === b.keyword) {
+          first = i + 1;
+          break;
+        }
+      }
+      if (first === 0) continue;
+    }
+    if (first >= argc) continue;
+    const f = spec.find!;
+    let last: number;
+    let step: number;
+    if ('lastkey' in f) {
+      step = f.keystep;
+      if (f.lastkey >= 0) last = first + f.lastkey;
+      else if (f.limit === 0 || f.limit === 1) last = argc + f.lastkey;
+      else last = first + Math.floor((argc - first) / f.limit) + f.lastkey;
+    } else {
+      const n = Number(lower(args[first + f.keynumidx] ?? ''));
+      if (!Number.isInteger(n) || n <= 0) continue;
+      step = f.keystep;
+      first = first + f.firstkey;
+      last = first + (n - 1) * step;
+    }
+    for (let i = first; i <= last && i < argc; i += Math.max(step, 1)) keys.push(args[i]);
+  }
+  return keys;
+}
