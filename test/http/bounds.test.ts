@@ -76,7 +76,7 @@ interface Flood {
 }
 
 /**
- * One connection that writes up to `total` copies of `request` (1000 per write) and does not read
+ * One connection that writes up to `total` copies of `request` (at most 1000 per write) and does not read
  * what comes back; resolves when svc stopped reading it, when all are written, or after `windowMs`.
  */
 async function flood(port: number, request: string, total: number, windowMs = 10_000, stallMs = 1500): Promise<Flood> {
@@ -92,8 +92,10 @@ async function flood(port: number, request: string, total: number, windowMs = 10
   const f: Flood = { socket, written: 0, stalled: false, responses: new Responses() };
   const until = Date.now() + windowMs;
   while (f.written < total && Date.now() < until) {
-    const ok = socket.write(batch);
-    f.written += per;
+    // exactly `total` requests: the last write is cut to what is left
+    const n = Math.min(per, total - f.written);
+    const ok = socket.write(n === per ? batch : batch.subarray(0, n * Buffer.byteLength(request, 'latin1')));
+    f.written += n;
     if (!ok) {
       const drained = await new Promise<boolean>((resolve) => {
         const t = setTimeout(() => {
