@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client as WorkflowClient, WorkflowNonRetryableError, type serve } from '@upstash/workflow';
 import { createWorkflow, serveMany } from '@upstash/workflow/cloudflare';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
-import { startWorkflowApp, type WorkflowApp } from './workflow-helpers.js';
+import { startWorkflowApp, waitForRunState, type WorkflowApp } from './workflow-helpers.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -117,15 +117,7 @@ describe('workflow compatibility (SDK serve + Client against svc)', () => {
     await q.close();
   });
 
-  const runLog = async (workflowRunId: string) => {
-    const { runs } = (await wf.logs({ filter: { workflowRunId } } as never)) as unknown as { runs: Json[] };
-    return runs.find((x) => x.workflowRunId === workflowRunId);
-  };
-  const waitRun = (id: string, state: string, ms = 60_000) =>
-    waitFor(`run ${id} in ${state}`, async () => {
-      const r = await runLog(id);
-      return r?.workflowState === state ? r : undefined;
-    }, ms);
+  const waitRun = (id: string, state: string, ms = 60_000) => waitForRunState(wf, id, state, ms);
 
   test('parallel branches of 10 + 10 runs started at once: the step after the group runs once per run', async () => {
     const started = await Promise.all(

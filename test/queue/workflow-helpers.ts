@@ -6,7 +6,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@upstash/workflow';
+import { serve, type Client as WorkflowClient } from '@upstash/workflow';
+import { waitFor } from './helpers.js';
 
 export type WorkflowEnv = Record<string, string>;
 
@@ -99,4 +100,20 @@ export async function startWorkflowApp(
       server.close(() => resolve());
     });
   return app;
+}
+
+type RunLog = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The log entry of run `workflowRunId` (`wf.logs`, filtered by run id), or undefined. */
+export async function workflowRunLog(wf: WorkflowClient, workflowRunId: string): Promise<RunLog | undefined> {
+  const { runs } = (await wf.logs({ filter: { workflowRunId } } as never)) as unknown as { runs: RunLog[] };
+  return runs.find((x) => x.workflowRunId === workflowRunId);
+}
+
+/** Waits up to `ms` ms until run `id` is in `state` (e.g. `RUN_SUCCESS`); resolves to its log entry. */
+export function waitForRunState(wf: WorkflowClient, id: string, state: string, ms: number): Promise<RunLog> {
+  return waitFor(`run ${id} in ${state}`, async () => {
+    const r = await workflowRunLog(wf, id);
+    return r?.workflowState === state ? r : undefined;
+  }, ms);
 }

@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client as WorkflowClient, WorkflowNonRetryableError, type WorkflowContext } from '@upstash/workflow';
 import { createWorkflow, serveMany } from '@upstash/workflow/cloudflare';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
-import { qstashEnv, startWorkflowApp, type WorkflowApp } from './workflow-helpers.js';
+import { qstashEnv, startWorkflowApp, waitForRunState, workflowRunLog, type WorkflowApp } from './workflow-helpers.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -82,15 +82,8 @@ describe('workflow invoke, trigger and call cases of the SDK\'s CI app', () => {
     await q.close();
   });
 
-  const runLog = async (workflowRunId: string) => {
-    const { runs } = (await wf.logs({ filter: { workflowRunId } } as never)) as unknown as { runs: Json[] };
-    return runs.find((x) => x.workflowRunId === workflowRunId);
-  };
-  const waitRun = (id: string, state: string, ms = 90_000) =>
-    waitFor(`run ${id} in ${state}`, async () => {
-      const r = await runLog(id);
-      return r?.workflowState === state ? r : undefined;
-    }, ms);
+  const runLog = (id: string) => workflowRunLog(wf, id);
+  const waitRun = (id: string, state: string, ms = 90_000) => waitForRunState(wf, id, state, ms);
 
   test('invoke: the child\'s result carries isFailed: false, isCanceled: false; a failed child comes back isFailed without a body', async () => {
     const { workflowRunId } = await wf.trigger({ url: `${app.url}/many/parent`, body: 1 });

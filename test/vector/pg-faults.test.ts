@@ -33,6 +33,32 @@ async function pgNode(url: string, dataDir?: string) {
   };
 }
 
+/**
+ * A throw-away PostgreSQL cluster, one node connected to it directly (`direct`) and one through a
+ * TCP proxy the test can cut (`cut`); `close` stops all of them.
+ */
+async function nodeBehindProxy() {
+  const pg = await startTestPostgres();
+  const url = await pg.newDatabase();
+  const u = new URL(url);
+  const proxy = await startTcpProxy(u.hostname, Number(u.port));
+  const viaProxy = new URL(url);
+  viaProxy.port = String(proxy.port);
+  const direct = await pgNode(url);
+  const cut = await pgNode(viaProxy.toString());
+  return {
+    direct,
+    cut,
+    proxy,
+    async close() {
+      await cut.svc.close();
+      await direct.svc.close();
+      await proxy.close();
+      await pg.stop();
+    },
+  };
+}
+
 /** Raw upsert of `ids` (random vectors) on `url`; resolves to the HTTP status and the Retry-After header. */
 async function upsert(url: string, token: string, ids: string[], seed: number): Promise<{ status: number; retryAfter: string | null }> {
   const vecs = randomVectors(ids.length, D, seed);
@@ -171,14 +197,7 @@ test('PostgreSQL stopped under load: writes 503 with Retry-After, queries answer
 });
 
 test('a node cut off from PostgreSQL (TCP proxy) refuses writes and reports not ready; it catches up when the connection returns', { timeout: 240_000 }, async () => {
-  const pg = await startTestPostgres();
-  const url = await pg.newDatabase();
-  const u = new URL(url);
-  const proxy = await startTcpProxy(u.hostname, Number(u.port));
-  const viaProxy = new URL(url);
-  viaProxy.port = String(proxy.port);
-  const direct = await pgNode(url);
-  const cut = await pgNode(viaProxy.toString());
+  const { direct, cut, proxy, close } = await nodeBehindProxy();
   try {
     const token = direct.token();
     assert.equal((await upsert(cut.url, token, ['before'], 1)).status, 200);
@@ -198,22 +217,12 @@ test('a node cut off from PostgreSQL (TCP proxy) refuses writes and reports not 
     await waitFor('the write of the restored node on the other', async () => (await missing(direct.url, token, ['after'])).length === 0, 30_000);
     assert.deepEqual(await missing(direct.url, token, ['during-cut']), ['during-cut'], 'a refused write is not stored');
   } finally {
-    await cut.svc.close();
-    await direct.svc.close();
-    await proxy.close();
-    await pg.stop();
+    await close();
   }
 });
 
 test('a network that silently drops the packets to PostgreSQL: writes answer 503 within the statement limit, the node reports not ready; all resumes when it heals', { timeout: 240_000 }, async () => {
-  const pg = await startTestPostgres();
-  const url = await pg.newDatabase();
-  const u = new URL(url);
-  const proxy = await startTcpProxy(u.hostname, Number(u.port));
-  const viaProxy = new URL(url);
-  viaProxy.port = String(proxy.port);
-  const direct = await pgNode(url);
-  const cut = await pgNode(viaProxy.toString());
+  const { direct, cut, proxy, close } = await nodeBehindProxy();
   try {
     const token = direct.token();
     assert.equal((await upsert(cut.url, token, ['before'], 1)).status, 200);
@@ -236,9 +245,6 @@ test('a network that silently drops the packets to PostgreSQL: writes answer 503
     const a = await missing(direct.url, token, ['during']);
     await waitFor('both nodes agree on the refused write', async () => JSON.stringify(await missing(cut.url, token, ['during'])) === JSON.stringify(a), 30_000);
   } finally {
-    await cut.svc.close();
-    await direct.svc.close();
-    await proxy.close();
-    await pg.stop();
+    await close();
   }
 });
