@@ -21,3 +21,13 @@ export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeout
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** True while a process with `pid` exists (signal 0). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -8,15 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.js';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { alive } from '../helpers/wait.js';
 
 /** The pid of svc's redis-server (its pidfile in the data dir). */
 const redisPid = (svc: SvcProcess) => Number(fs.readFileSync(path.join(svc.dataDir, 'kv', 'redis.pid'), 'utf8').trim());

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/env.js';
+import { alive } from '../helpers/wait.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** A new login shell's PATH on Debian: the system's node and npm, not .tools/node. */
@@ -77,15 +78,6 @@ function servingPid(dataDir: string): number | undefined {
     return Number(fs.readFileSync(path.join(dataDir, 'svc.lock'), 'utf8').trim()) || undefined;
   } catch {
     return undefined;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
