@@ -142,7 +142,14 @@ export type KvErrorCode = keyof typeof KV_ERRORS;
 export type KvMessageArgs<C extends KvErrorCode> = MessageArgs<(typeof KV_ERRORS)[C]>;
 
 /** A catalogued kv failure: answered with HTTP `status` and `{"error": message}`. */
-export class KvError extends CatalogueError<KvErrorCode> {}
+export class KvError extends CatalogueError<KvErrorCode> {
+  /**
+   * Seconds the client is asked to wait before retrying (`Retry-After`), for a refusal that knows
+   * when it ends (a 429 of the script watchdog); a 503 without it is answered with
+   * {@link RETRY_AFTER_SECONDS}.
+   */
+  retryAfterSeconds?: number;
+}
 
 /** `kvMessage(code, ...args)`: the text of entry `code`; `kvError(code, ...args)`: the entry as a {@link KvError}. */
 export const { message: kvMessage, error: kvError } = catalogue(KV_ERRORS, (code, status, message) => new KvError(code, status, message));
@@ -172,10 +179,10 @@ export function redisReplyError(redisText: string): KvError {
 export const RETRY_AFTER_SECONDS = 1;
 
 /**
- * The one mapping of a failure to its answer: a {@link KvError} keeps its status and text;
- * anything else is `internal` (500) and is to be logged (`log`).
+ * The one mapping of a failure to its answer: a {@link KvError} keeps its status, text and
+ * `retryAfterSeconds`; anything else is `internal` (500) and is to be logged (`log`).
  */
-export function errorAnswer(err: unknown): { status: number; message: string; log: boolean } {
-  if (err instanceof KvError) return { status: err.status, message: err.message, log: false };
+export function errorAnswer(err: unknown): { status: number; message: string; log: boolean; retryAfterSeconds?: number } {
+  if (err instanceof KvError) return { status: err.status, message: err.message, log: false, retryAfterSeconds: err.retryAfterSeconds };
   return { status: 500, message: kvMessage('internal', err instanceof Error ? err.message : String(err)), log: true };
 }

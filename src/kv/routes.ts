@@ -84,11 +84,13 @@ export function nodeOut(res: ServerResponse): KvOut {
 
 /**
  * Writes a whole response with the read-your-writes token: `token` (that of the request's own
- * write), else the current one. A 503 also asks to retry (`Retry-After`).
+ * write), else the current one. A 503 asks to retry (`Retry-After`: `retryAfterSeconds`, default
+ * {@link RETRY_AFTER_SECONDS}); so does any other status given `retryAfterSeconds` (a 429).
  */
-function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE, token?: string): void {
+function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE, token?: string, retryAfterSeconds?: number): void {
   const headers = kvHeaders(token ?? gw.syncToken);
-  out.send(status, type, body, status === 503 ? `${headers}retry-after: ${RETRY_AFTER_SECONDS}\r\n` : headers);
+  const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
+  out.send(status, type, body, retryAfter === undefined ? headers : `${headers}retry-after: ${retryAfter}\r\n`);
 }
 
 /** Answers catalogue error `code` (`{"error": ...}` with its status). */
@@ -285,7 +287,7 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
     rejected.inc(commands);
     const answer = errorAnswer(err);
     if (answer.log) logger.error({ err }, 'kv: unexpected error');
-    send(out, gw, answer.status, errorJson(answer.message));
+    send(out, gw, answer.status, errorJson(answer.message), JSON_TYPE, undefined, answer.retryAfterSeconds);
   };
 
   const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined, token: string | undefined): void => {

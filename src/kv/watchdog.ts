@@ -200,7 +200,7 @@ export class ScriptAdmission {
       c.inFlight++;
       return undefined;
     }
-    if (c.waiting.length >= SCRIPTS_WAITING) return kvError('scriptsWaiting', c.waiting.length);
+    if (c.waiting.length >= SCRIPTS_WAITING) return withRetryAfter(kvError('scriptsWaiting', c.waiting.length), 1);
     const client = c;
     return new Promise((resolve) => client.waiting.push(resolve));
   }
@@ -267,6 +267,13 @@ export class ScriptAdmission {
   }
 
   private coolDownError(c: ScriptClient, now: number): KvError {
-    return kvError('scriptCoolDown', Math.max(1, Math.ceil((c.coolUntil - now) / 1000)), c.strikes, this.limitMs);
+    const seconds = Math.max(1, Math.ceil((c.coolUntil - now) / 1000));
+    return withRetryAfter(kvError('scriptCoolDown', seconds, c.strikes, this.limitMs), seconds);
   }
+}
+
+/** `err` asking the client to wait `seconds` before retrying (`Retry-After` on its 429). */
+function withRetryAfter(err: KvError, seconds: number): KvError {
+  err.retryAfterSeconds = seconds;
+  return err;
 }

@@ -119,13 +119,17 @@ describe(`runaway scripts in a loop (SVC_KV_SCRIPT_TIMEOUT_MS=${LIMIT_MS})`, () 
     // the attack above left the read-only token cooling down (its last cool-down is 12 s or more)
     const single = await call(base, '/eval_ro/return%201/0', { token: readonly });
     assert.equal(single.status, 429, single.text);
-    assert.match(single.json.error, /refused for another \d+ s/);
+    const waitSeconds = Number(/refused for another (\d+) s/.exec(single.json.error)?.[1]);
+    assert.ok(waitSeconds >= 1, single.text);
+    // the header tells the same wait as the text (RFC 6585: a 429 MAY say when to retry)
+    assert.equal(single.headers.get('retry-after'), String(waitSeconds));
     const pipe = await call(base, '/pipeline', { token: readonly, method: 'POST', body: JSON.stringify([['GET', 'victim-key'], ['EVAL_RO', 'return 1', '0']]) });
     assert.equal(pipe.status, 200, pipe.text);
     assert.equal(pipe.json[0].result, 'v');
     assert.match(pipe.json[1].error, /refused for another \d+ s/);
     const multi = await call(base, '/multi-exec', { token: readonly, method: 'POST', body: JSON.stringify([['EVAL_RO', 'return 1', '0']]) });
     assert.equal(multi.status, 429, multi.text);
+    assert.ok(Number(multi.headers.get('retry-after')) >= 1, 'a refused transaction says when to retry');
     assert.equal((await call(base, '/get/victim-key', { token: readonly })).json.result, 'v');
     // another token's scripts are not affected
     assert.equal((await call(base, '/eval/return%2042/0', { token })).json.result, 42);
