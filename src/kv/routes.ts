@@ -56,6 +56,11 @@ const RESP2: Format = { b64: false, resp2: true };
  */
 export interface KvOut {
   send(status: number, type: string, body: string | Buffer, extraHeaders: string): void;
+  /**
+   * Told when the request became an SSE stream answered on `res` instead of through
+   * {@link KvOut.send} (the request's span then ends when `res` closes).
+   */
+  streaming?(res: ServerResponse): void;
 }
 
 /** The kv response headers besides type and length, as `name: value\r\n` lines. */
@@ -229,17 +234,25 @@ function operationOf(url: string, body: Buffer | undefined): string {
 
 /**
  * With tracing on (`src/tracing.ts`): a SERVER span `kv <command>` for the request, child of its
- * `traceparent`, ended with the status it is answered with. Only the command name is recorded,
- * never keys or values.
+ * `traceparent`, ended with the status it is answered with (an SSE stream's when the stream
+ * closes). Only the command name is recorded, never keys or values.
  */
 function tracedOut(headers: IncomingHttpHeaders, url: string, body: Buffer | undefined, out: KvOut): KvOut {
   const op = operationOf(url, body);
   const span = requestSpan(`kv ${op}`, headers, { 'db.system.name': 'redis', 'db.operation.name': op });
   if (!span) return out;
+  let ended = false;
+  const end = (status: number) => {
+    if (!ended) endRequestSpan(span, status);
+    ended = true;
+  };
   return {
     send(status, type, b, extra) {
-      endRequestSpan(span, status);
+      end(status);
       out.send(status, type, b, extra);
+    },
+    streaming(res) {
+      res.once('close', () => end(res.statusCode));
     },
   };
 }
@@ -325,6 +338,7 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
   /** Opens an SSE stream (Node server only). */
   const stream = (ctx: StreamContext | undefined, out: KvOut, id: Identity, kind: 'monitor' | 'subscribe' | 'psubscribe', target: string | undefined): void => {
     if (!ctx) return sendError(out, gw, 'streamUnavailable');
+    out.streaming?.(ctx.res);
     openStream(ctx.req, ctx.res, gw, id, kind, target, ctx.streams, logger).catch((err: unknown) => fail(out, err));
   };
 

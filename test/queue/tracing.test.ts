@@ -343,6 +343,20 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
     assert.equal(get.traceId, kvTrace);
     assert.equal(get.parentSpanId, kvParent);
     assert.equal(get.kind, 2, 'SERVER');
+    // an SSE stream's span ends when the stream closes
+    const abort = new AbortController();
+    const stream = await fetch(`${kvUrl}/subscribe/traced-channel`, {
+      headers: { authorization: `Bearer ${envValue(svc.output(), 'UPSTASH_REDIS_REST_TOKEN')}`, accept: 'text/event-stream' },
+      signal: abort.signal,
+    });
+    assert.equal(stream.status, 200);
+    const reader = stream.body!.getReader();
+    assert.match(Buffer.from((await reader.read()).value!).toString('utf8'), /subscribe/);
+    assert.equal(otlp.spans.find((s) => s.name === 'kv subscribe'), undefined, 'no span before the stream closes');
+    abort.abort();
+    await reader.closed.catch(() => {});
+    const subscribe = await waitFor('kv subscribe span', () => otlp.spans.find((s) => s.name === 'kv subscribe'), 60_000);
+    assert.equal(subscribe.attributes['http.response.status_code'], 200);
 
     // a schedule firing: a trace of its own, whose deliveries are its children
     const fire = await waitFor('schedule fire span', () => otlp.spans.find((s) => s.name === 'schedule fire' && s.attributes['svc.schedule.id'] === scheduleId), 120_000);
