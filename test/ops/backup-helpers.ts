@@ -2,54 +2,20 @@
  * Helpers of the backup tests: `svc serve` / `svc backup` / `svc restore` as real child processes,
  * the management API's backup route, and reading a data directory's credentials.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { launchSvc, stopSvc, type LaunchedSvc } from '../helpers/svc-process.js';
 import { waitFor } from '../helpers/wait.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export interface ChildSvc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-  /** Base URL of `area` from the banner (after {@link started}). */
-  url(area: string): string;
-}
+export type ChildSvc = LaunchedSvc;
 
 /** `node bin/svc.js serve` on `dataDir` (every port 0 unless `env` sets one). */
 export function serve(dataDir: string, env: Record<string, string> = {}): ChildSvc {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      SVC_HOST: '127.0.0.1',
-      SVC_DATA_DIR: dataDir,
-      SVC_LOG_LEVEL: 'warn',
-      SVC_KV_WORKERS: '0',
-      SVC_QUEUE_PORT: '0',
-      SVC_KV_PORT: '0',
-      SVC_VECTOR_PORT: '0',
-      SVC_MGMT_PORT: '0',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    child,
-    output: () => out,
-    exited,
-    url: (area) => {
-      const m = new RegExp(`^${area}\\s+(http://\\S+)`, 'm').exec(out);
-      if (!m) throw new Error(`no ${area} URL in the banner:\n${out}`);
-      return m[1];
-    },
-  };
+  return launchSvc(dataDir, { SVC_QUEUE_PORT: '0', SVC_KV_PORT: '0', SVC_VECTOR_PORT: '0', SVC_MGMT_PORT: '0', ...env });
 }
 
 /** Resolves once the banner is printed; throws with the output when svc exits first. */
@@ -64,10 +30,7 @@ export async function started(svc: ChildSvc, timeoutMs = 180_000): Promise<void>
   });
 }
 
-export async function stop(svc: ChildSvc): Promise<void> {
-  if (svc.child.exitCode === null && svc.child.signalCode === null) svc.child.kill('SIGTERM');
-  await svc.exited;
-}
+export { stopSvc as stop };
 
 /** Runs `node bin/svc.js <args>`; resolves to its exit code and output. */
 export function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -7,43 +7,19 @@
  * script until the test lets it start), the official SDKs once loaded.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
 import { tempDir } from '../helpers/env.js';
+import { launchSvc, stopSvc } from '../helpers/svc-process.js';
 import { waitFor } from '../helpers/wait.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-interface Svc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-function serve(dataDir: string, env: Record<string, string>): Svc {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/svc.js'), 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_KV_WORKERS: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => out, exited };
-}
-
-async function stop(svc: Svc): Promise<void> {
-  if (svc.child.exitCode === null && svc.child.signalCode === null) svc.child.kill('SIGTERM');
-  await svc.exited;
-}
+const serve = launchSvc;
+const stop = stopSvc;
 
 /** Every file under `dir` (relative path -> size, mtime and SHA-256 of the content). */
 function fingerprint(dir: string): Map<string, string> {
