@@ -67,7 +67,7 @@ done
 # Builds the current Redis server of the tests into build-current-server.sh's cache unless one is
 # there: its output goes to a log file, named in the one warning line when the build fails.
 build_current_server() {
-  local script log
+  local script log bin
   script="$(dirname "$0")/build-current-server.sh"
   if bash "$script" redis --cached >/dev/null 2>&1; then return 0; fi
   for tool in apt-get make cc tar dpkg; do
@@ -79,7 +79,8 @@ build_current_server() {
   log="$(mktemp "${TMPDIR:-/tmp}/svc-current-server.XXXXXX.log")"
   echo "building a current Redis server from Debian's source package for the newer-command tests (once, a few minutes; log: $log)" >&2
   if bash "$script" redis >"$log.path" 2>"$log"; then
-    echo "built: $(tail -n 1 "$log.path")" >&2
+    bin="$(tail -n 1 "$log.path")"
+    echo "built: $bin (Redis 8 is tri-licensed RSALv2/SSPLv1/AGPLv3: $(dirname "$(dirname "$bin")")/LICENSE.txt)" >&2
     rm -f "$log" "$log.path"
   else
     rm -f "$log.path"
