@@ -746,12 +746,18 @@ export class TopologyRouter {
       .filter((p) => p.addr !== first)
       .map(async (p) => {
         const c = await RedisConnection.connect(this.o.access.endpointOf(p.addr), s.user, 1000);
-        if (s.socket.destroyed) c.close();
+        if (s.socket.destroyed) {
+          c.close();
+          return c;
+        }
         c.onClose(() => s.socket.destroy());
         c.onPush = (r) => {
           if (!s.socket.destroyed) s.socket.write(encodeReply(r));
         };
-        c.sendCb(['MONITOR'], true, () => undefined);
+        // refused there (an error reply): the stream would miss that node's lines, so it ends
+        c.sendCb(['MONITOR'], false, (err, r) => {
+          if (err !== null || r instanceof RespError) s.socket.destroy();
+        });
         return c;
       });
     for (const m of s.monitors) m.catch(() => s.socket.destroy());
