@@ -13,6 +13,13 @@
 #                       binaries (/usr/lib/postgresql/<ver>/bin)
 #   chromium            the browser the web console's tests drive through playwright-core (never
 #                       downloaded by npm)
+#   a current Redis     not a package: built once from Debian's source package by
+#                       scripts/build-current-server.sh (the newest Redis of Debian unstable /
+#                       experimental, RSALv2/SSPLv1/AGPLv3) into its cache, for the kv tests of
+#                       commands newer than Debian 12's redis-server (test/kv/newer-commands.test.ts).
+#                       A build already cached is used as it is (no network). When it cannot be built
+#                       (Debian's archive unreachable, no make/cc) one line says so and the install
+#                       goes on: those tests then skip, with the reason printed.
 # bench  the benchmarks (`npm run bench:*`; each names what it lacks in one line, bench/lib/needs.ts):
 #   wrk                 the HTTP load generator (bench:kv, bench:vector)
 #   webdis              bench:kv's C gateway peer (Debian's package also enables a webdis service
@@ -52,6 +59,35 @@ for group in "$@"; do
     *) echo "usage: bash scripts/install-deps.sh [run] [test] [bench] [all]" >&2; exit 2 ;;
   esac
 done
+current_server=""
+for group in "$@"; do
+  case "$group" in test|all) current_server=1 ;; esac
+done
+
+# Builds the current Redis server of the tests into build-current-server.sh's cache unless one is
+# there: its output goes to a log file, named in the one warning line when the build fails.
+build_current_server() {
+  local script log bin
+  script="$(dirname "$0")/build-current-server.sh"
+  if bash "$script" redis --cached >/dev/null 2>&1; then return 0; fi
+  for tool in apt-get make cc tar dpkg; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "svc: no current Redis server for the newer-command tests (no $tool here; they will be skipped): bash scripts/build-current-server.sh redis" >&2
+      return 0
+    fi
+  done
+  log="$(mktemp "${TMPDIR:-/tmp}/svc-current-server.XXXXXX.log")"
+  echo "building a current Redis server from Debian's source package for the newer-command tests (once, a few minutes; log: $log)" >&2
+  if bash "$script" redis >"$log.path" 2>"$log"; then
+    bin="$(tail -n 1 "$log.path")"
+    echo "built: $bin (Redis 8 is tri-licensed RSALv2/SSPLv1/AGPLv3: $(dirname "$(dirname "$bin")")/LICENSE.txt)" >&2
+    rm -f "$log" "$log.path"
+  else
+    rm -f "$log.path"
+    echo "svc: could not build a current Redis server (Debian's archive unreachable? last line: $(tail -n 1 "$log" | cut -c1-160); log: $log); the newer-command tests will be skipped" >&2
+  fi
+}
+
 need=()
 for pkg in "${wanted[@]}"; do
   if ! has "$pkg" && [[ " ${need[*]-} " != *" $pkg "* ]]; then
@@ -60,7 +96,10 @@ for pkg in "${wanted[@]}"; do
     if [ "$pkg" = nodejs ]; then need+=(npm); fi
   fi
 done
-[ "${#need[@]}" -gt 0 ] || exit 0
+if [ "${#need[@]}" -eq 0 ]; then
+  if [ -n "$current_server" ]; then build_current_server; fi
+  exit 0
+fi
 
 SUDO=""
 if [ "$EUID" != 0 ]; then
@@ -78,3 +117,4 @@ fi
 echo "installing for $purpose: ${need[*]}" >&2
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+if [ -n "$current_server" ]; then build_current_server; fi

@@ -1,7 +1,8 @@
 /**
  * `npm test [-- <file>... | <node --test option>...]`: the test suite, after npm's `pretest`
  * (`bash scripts/install-deps.sh test`: installs the missing test-only system packages, chromium
- * and PostgreSQL, or names them in one line).
+ * and PostgreSQL, or names them in one line; builds the current Redis of the kv newer-command tests
+ * once).
  * With no file given: the type check (`tsc -p tsconfig.json --noEmit`), then every
  * `test/**\/*.test.ts`; with files: only those, without the type check. node:test through tsx,
  * two files at a time, 240 s per test; arguments starting with `-` go to `node --test` (e.g.

@@ -29,10 +29,10 @@ const FORBIDDEN_SUB = new Set(['config|set', 'config|rewrite', 'config|resetstat
 const ENDPOINT_ONLY: Record<string, string> = {
   subscribe: 'use the /subscribe/<channel> endpoint',
   psubscribe: 'use the /psubscribe/<pattern> endpoint',
-  ssubscribe: 'sharded pub/sub is not supported',
+  ssubscribe: 'sharded subscriptions have no REST endpoint; SPUBLISH works, and /subscribe/<channel> receives PUBLISH from every node',
   unsubscribe: 'use the /subscribe/<channel> endpoint and close the stream',
   punsubscribe: 'use the /psubscribe/<pattern> endpoint and close the stream',
-  sunsubscribe: 'sharded pub/sub is not supported',
+  sunsubscribe: 'sharded subscriptions have no REST endpoint',
   monitor: 'use the /monitor endpoint',
 };
 const TRANSACTION = new Set(['multi', 'exec', 'watch', 'unwatch', 'discard']);

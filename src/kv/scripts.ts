@@ -17,12 +17,13 @@
  * appends each alias it records, and reads what the others appended when a sha misses its map, so
  * a `SCRIPT LOAD` answered by one worker is found by `EVALSHA` on any other. A sha nobody recorded
  * is sent unchanged: Redis answers `NOSCRIPT` and clients send the text with `EVAL`, which records
- * the alias again (e.g. after a restart).
+ * the alias again (e.g. after a restart). Valkey's `NOSCRIPT` text is answered in Redis's words
+ * ({@link redisNoscript}).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Rewrite } from './emulate.js';
-import type { Arg } from './resp.js';
+import { RespError, type Arg, type Reply } from './resp.js';
 
 /** The shebang flags Redis 7.0 – 8.x and Valkey accept in `EVAL` scripts. */
 export const KNOWN_SCRIPT_FLAGS: ReadonlySet<string> = new Set(['no-writes', 'allow-oom', 'allow-stale', 'no-cluster', 'allow-cross-slot-keys']);
@@ -32,6 +33,20 @@ export const MAX_ALIASES = 10_000;
 
 /** Commands (lower-case `COMMAND` names) whose arguments {@link ScriptShebangs.prepare} may change. */
 export const SCRIPT_COMMANDS: ReadonlySet<string> = new Set(['eval', 'eval_ro', 'evalsha', 'evalsha_ro', 'script|load', 'script|exists']);
+
+/** Valkey's answer to `EVALSHA` of a script it does not have. */
+const VALKEY_NOSCRIPT = 'NOSCRIPT No matching script.';
+/** Redis's (and the hosted service's) answer to the same. */
+const REDIS_NOSCRIPT = new RespError('NOSCRIPT No matching script. Please use EVAL.');
+
+/**
+ * `EVALSHA`'s reply with Valkey's `NOSCRIPT` text worded as Redis words it, so the answer does not
+ * depend on the backend. (`@upstash/redis` itself falls back from `EVALSHA` to `EVAL` on any error
+ * whose text contains `noscript`; the full text is what clients show and compare.)
+ */
+export function redisNoscript(r: Reply): Reply {
+  return r instanceof RespError && r.message === VALKEY_NOSCRIPT ? REDIS_NOSCRIPT : r;
+}
 
 function sha1(text: Arg): string {
   return createHash('sha1').update(text).digest('hex');
@@ -141,10 +156,10 @@ export class ScriptShebangs {
       case 'evalsha_ro': {
         if (args.length < 2) return undefined;
         const to = this.alias(args[1]);
-        if (to === undefined) return undefined;
+        if (to === undefined) return { args, fix: redisNoscript };
         const out = args.slice();
         out[1] = to;
-        return { args: out };
+        return { args: out, fix: redisNoscript };
       }
       case 'script|load': {
         if (args.length !== 3) return undefined;

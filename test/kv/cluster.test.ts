@@ -11,6 +11,8 @@ import path from 'node:path';
 import { Redis } from '@upstash/redis';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { keySlot } from '../../src/kv/redis/keys.js';
+import { RedisConnection } from '../../src/kv/redis/connection.js';
+import { RespError } from '../../src/kv/resp.js';
 import { call, startKv, until, type KvUnderTest } from './helpers.js';
 import { nodeCommand, replyText, startRedisCluster, type RedisClusterUnderTest } from './topology-helpers.js';
 
@@ -42,6 +44,31 @@ async function startSecond(first: KvUnderTest, env: Record<string, string>): Pro
     close: async () => {
       await svc.close();
       dir.cleanup();
+    },
+  };
+}
+
+/** An SSE stream of the gateway (standard token): its text so far, and close. */
+async function openStream(path: string): Promise<{ readonly text: string; close(): Promise<void> }> {
+  const ctrl = new AbortController();
+  const res = await fetch(`${kv.base}${path}`, { headers: { authorization: `Bearer ${kv.token}` }, signal: ctrl.signal });
+  assert.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  let text = '';
+  const reading = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      text += Buffer.from(value).toString();
+    }
+  })().catch(() => undefined);
+  return {
+    get text() {
+      return text;
+    },
+    close: async () => {
+      ctrl.abort();
+      await reading;
     },
   };
 }
@@ -187,22 +214,52 @@ describe('kv on Redis Cluster', () => {
   });
 
   test('PUBLISH reaches a /subscribe stream (classic pub/sub is cluster-wide)', async () => {
-    const ctrl = new AbortController();
-    const res = await fetch(`${kv.base}/subscribe/news`, { headers: { authorization: `Bearer ${kv.token}` }, signal: ctrl.signal });
-    assert.equal(res.status, 200);
-    const reader = res.body!.getReader();
-    let got = '';
-    const reading = (async () => {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        got += Buffer.from(value).toString();
+    const s = await openStream('/subscribe/news');
+    await until(() => s.text.includes('subscribe,news'));
+    await until(async () => (await kv.redis.publish('news', 'hello')) >= 1 && s.text.includes('message,news,hello'));
+    await s.close();
+  });
+
+  test('SPUBLISH goes to the primary of its channel\'s slot (its SSUBSCRIBE subscribers get it); SSUBSCRIBE as a command: 400', async () => {
+    // a raw subscriber on the shard that owns the channel (other primaries answer MOVED)
+    const channel = 'shard:news';
+    const got: string[] = [];
+    let sub: RedisConnection | undefined;
+    for (const port of await cluster.primaries()) {
+      const c = await RedisConnection.connect({ host: '127.0.0.1', port }, {}, 2000);
+      const r = await c.send(['SSUBSCRIBE', channel]).catch((e: Error) => e);
+      if (r instanceof Error || r instanceof RespError) c.close();
+      else {
+        sub = c;
+        c.onPush = (m) => got.push((m as Buffer[]).map((x) => x.toString()).join(','));
       }
-    })().catch(() => undefined);
-    await until(() => got.includes('subscribe,news'));
-    await until(async () => (await kv.redis.publish('news', 'hello')) >= 1 && got.includes('message,news,hello'));
-    ctrl.abort();
-    await reading;
+    }
+    assert.ok(sub, 'one primary owns the channel');
+    try {
+      const r = await kv.post('/', ['SPUBLISH', channel, 'hello']);
+      assert.equal(r.status, 200);
+      assert.equal(r.json.result, 1);
+      await until(() => got.includes(`smessage,${channel},hello`));
+      const refused = await kv.post('/', ['SSUBSCRIBE', channel]);
+      assert.equal(refused.status, 400);
+      assert.match(refused.json.error, /SPUBLISH works/);
+    } finally {
+      sub.close();
+    }
+  });
+
+  test('/monitor shows the commands of every primary', async () => {
+    const s = await openStream('/monitor');
+    // one key per primary's slot ranges (every 2048-slot range: each primary owns at least one)
+    const keys = spreadKeys('mon:', 8);
+    try {
+      await until(async () => {
+        for (const k of keys) await kv.redis.set(k, 'v');
+        return keys.every((k) => s.text.toLowerCase().includes(`"set" "${k}" "v"`));
+      }, 30_000);
+    } finally {
+      await s.close();
+    }
   });
 
   test('a slot moved between primaries while in use: ASK during the migration, MOVED after it', async () => {

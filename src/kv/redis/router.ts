@@ -24,8 +24,9 @@
  *   `SCRIPT LOAD/FLUSH/EXISTS/KILL`, `FUNCTION LOAD/DELETE/FLUSH/RESTORE/KILL`; `ACL SETUSER/DELUSER`
  *   on every node, replicas included. Libraries loaded and ACL changes made through svc are
  *   replayed on nodes that join later.
- * - `SUBSCRIBE`, `PSUBSCRIBE`, `MONITOR`: the connection is handed to one node (classic pub/sub is
- *   cluster-wide); `SSUBSCRIBE` to its channel's slot.
+ * - `SUBSCRIBE`, `PSUBSCRIBE`: the connection is handed to one node (classic pub/sub is
+ *   cluster-wide); `SSUBSCRIBE` to its channel's slot. `MONITOR`: handed to the first primary, and
+ *   on a cluster every other primary's `MONITOR` lines are merged into it as they come.
  *
  * Failures (the rule: never run a command twice, never a wrong answer): `MOVED` -> the map is
  * updated and the command sent on; `ASK` -> `ASKING` + the command on the importing node;
@@ -98,6 +99,8 @@ class Session {
   chain: Promise<void> | undefined;
   /** After SUBSCRIBE / MONITOR: the node connection the rest of this connection goes to. */
   passthrough: RedisConnection | Promise<RedisConnection> | undefined;
+  /** After MONITOR on a cluster: the other primaries' MONITOR connections, merged into this one. */
+  monitors: Promise<RedisConnection>[] | undefined;
   private readonly cells: Cell[] = [];
   private head = 0;
 
@@ -246,6 +249,7 @@ export class TopologyRouter {
       const p = s.passthrough;
       if (p instanceof RedisConnection) p.close();
       else p?.then((c) => c.close(), () => undefined);
+      for (const m of s.monitors ?? []) m.then((c) => c.close(), () => undefined);
     });
   }
 
@@ -724,7 +728,39 @@ export class TopologyRouter {
     c.onPush = (r) => {
       if (!s.socket.destroyed) s.socket.write(encodeReply(r));
     };
-    c.sendCb(args, true, (err, _r, raw) => s.fill(cell, err ? encodeError(`TRYAGAIN svc: ${err.message}`) : raw!));
+    c.sendCb(args, true, (err, _r, raw) => {
+      s.fill(cell, err ? encodeError(`TRYAGAIN svc: ${err.message}`) : raw!);
+      // after the first node's +OK, so that no line comes before it
+      if (err === null && name === 'monitor' && this.o.topology.sharded) this.monitorOthers(s, addr);
+    });
+  }
+
+  /**
+   * MONITOR on every primary but `first`, each line written to the session as it comes (the lines of
+   * different nodes interleave in arrival order; each node's own order is kept). A node that cannot
+   * be reached or drops its connection ends the stream, as the first node's does.
+   */
+  private monitorOthers(s: Session, first: string): void {
+    s.monitors = this.o.topology
+      .primaries()
+      .filter((p) => p.addr !== first)
+      .map(async (p) => {
+        const c = await RedisConnection.connect(this.o.access.endpointOf(p.addr), s.user, 1000);
+        if (s.socket.destroyed) {
+          c.close();
+          return c;
+        }
+        c.onClose(() => s.socket.destroy());
+        c.onPush = (r) => {
+          if (!s.socket.destroyed) s.socket.write(encodeReply(r));
+        };
+        // refused there (an error reply): the stream would miss that node's lines, so it ends
+        c.sendCb(['MONITOR'], false, (err, r) => {
+          if (err !== null || r instanceof RespError) s.socket.destroy();
+        });
+        return c;
+      });
+    for (const m of s.monitors) m.catch(() => s.socket.destroy());
   }
 
   /** A command on a connection handed to a node (UNSUBSCRIBE, PING, ...). */
