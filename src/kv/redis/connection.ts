@@ -218,6 +218,10 @@ export class RedisConnection {
 
   private enqueue(data: string | Buffer, p: Pending): void {
     this.queue.push(p);
+    if (this.held !== undefined) {
+      this.held.push(typeof data === 'string' ? Buffer.from(data) : data);
+      return;
+    }
     if (!this.corked && this.queue.length - this.head === 1) {
       // nothing else in flight (e.g. one client connection): send at once, without the cork and
       // its setImmediate; the requests that follow in this turn are coalesced below
@@ -234,6 +238,28 @@ export class RedisConnection {
     this.socket.write(data);
   }
 
+  /**
+   * Holds this connection's writes until {@link flush}: the commands sent meanwhile go out in one
+   * write of one buffer (svc's topology router holds each node connection while it parses one chunk from the
+   * gateway, so a `/pipeline` costs one write per node, not one per command). Returns true when
+   * the connection was not held already (the caller then owes one {@link flush}).
+   */
+  hold(): boolean {
+    if (this.held !== undefined) return false;
+    this.held = [];
+    return true;
+  }
+
+  /** Ends a {@link hold}: what was written meanwhile goes out now (after anything corked before it). */
+  flush(): void {
+    const out = this.held;
+    this.held = undefined;
+    if (out === undefined || out.length === 0 || this.isClosed) return;
+    this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+  }
+
+  /** Commands written during a {@link hold}. */
+  private held: Buffer[] | undefined;
   private corked = false;
   private readonly uncork = () => {
     this.corked = false;

@@ -101,11 +101,17 @@ class Session {
   private readonly cells: Cell[] = [];
   private head = 0;
 
-  private corked = false;
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.socket.uncork();
+  /** Filled slots not yet written (one write of them all at `setImmediate`). */
+  private out: Buffer[] = [];
+  private readonly flushOut = (): void => {
+    const out = this.out;
+    this.out = [];
+    if (!this.socket.destroyed) this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
   };
+
+  /** Node connection pools of this session's user by node address (valid while {@link poolsGeneration} is the router's). */
+  readonly pools = new Map<string, ConnectionPool>();
+  poolsGeneration = 0;
 
   constructor(readonly socket: net.Socket) {}
 
@@ -118,19 +124,13 @@ class Session {
 
   /**
    * Fills `c` and writes every filled slot at the head of the order (the writes of one event-loop
-   * turn go out in one `writev`: the socket is corked until the next tick).
+   * turn, e.g. the replies of every node read in this poll phase, go out in one write of one
+   * buffer at `setImmediate`).
    */
   fill(c: Cell, data: Buffer): void {
     c.data = data;
     while (this.head < this.cells.length && this.cells[this.head].data !== undefined) {
-      if (!this.socket.destroyed) {
-        if (!this.corked) {
-          this.corked = true;
-          this.socket.cork();
-          process.nextTick(this.uncork);
-        }
-        this.socket.write(this.cells[this.head].data!);
-      }
+      this.send(this.cells[this.head].data!);
       this.head++;
     }
     if (this.head === this.cells.length) {
@@ -140,6 +140,12 @@ class Session {
       this.cells.splice(0, this.head);
       this.head = 0;
     }
+  }
+
+  /** Writes `data` after everything filled or sent before (outside the reply order: pub/sub messages, MONITOR lines). */
+  send(data: Buffer): void {
+    if (this.out.length === 0) setImmediate(this.flushOut);
+    this.out.push(data);
   }
 
   /** True when every reserved slot was written. */
@@ -168,6 +174,12 @@ export class TopologyRouter {
   /** `ACL SETUSER/DELUSER` commands run through svc, in order, replayed on nodes that join. */
   private readonly aclChanges: Arg[][] = [];
   private closed = false;
+  /** True while a chunk from the gateway is parsed: node connections written to are held ({@link RedisConnection.hold}). */
+  private feeding = false;
+  /** Node connections held during the current chunk, flushed after it. */
+  private readonly held: RedisConnection[] = [];
+  /** Bumped whenever a pool leaves {@link upstream}: sessions' cached pools ({@link Session.pools}) are then dropped. */
+  private poolsGeneration = 0;
 
   constructor(private readonly o: RouterOptions) {
     this.failoverWaitMs = o.failoverWaitMs ?? 2000;
@@ -179,6 +191,7 @@ export class TopologyRouter {
       for (const [k, p] of this.upstream) {
         if (p.lastUsed < idleSince) {
           this.upstream.delete(k);
+          this.poolsGeneration++;
           p.retire();
         }
       }
@@ -234,10 +247,16 @@ export class TopologyRouter {
       () => true,
     );
     socket.on('data', (chunk: Buffer) => {
+      // the commands of one chunk (a whole `/pipeline` as a rule) go to each node in one write
+      this.feeding = true;
       try {
         parser.feed(chunk);
       } catch {
         socket.destroy();
+      } finally {
+        this.feeding = false;
+        for (const c of this.held) c.flush();
+        this.held.length = 0;
       }
     });
     socket.on('error', () => undefined);
@@ -291,6 +310,7 @@ export class TopologyRouter {
     switch (name) {
       case 'auth':
         s.user = args.length > 2 ? { user: text(args[1]), password: text(args[2]) } : { password: text(args[1]) };
+        s.pools.clear();
         return void this.auth(s.user).then((d) => s.fill(cell, d));
       case 'client':
       case 'select':
@@ -349,8 +369,15 @@ export class TopologyRouter {
       addr = this.o.topology.primaryFor(slot);
     }
     if (addr === undefined) return false;
-    const c = this.pool(s.user, addr).get();
+    if (s.poolsGeneration !== this.poolsGeneration) {
+      s.pools.clear();
+      s.poolsGeneration = this.poolsGeneration;
+    }
+    let p = s.pools.get(addr);
+    if (p === undefined) s.pools.set(addr, (p = this.pool(s.user, addr)));
+    const c = p.get();
     if (!(c instanceof RedisConnection)) return false;
+    if (this.feeding && c.hold()) this.held.push(c);
     c.sendEncodedCb(raw, true, (err, reply, rawReply) => {
       if (err === null) {
         if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
@@ -624,6 +651,7 @@ export class TopologyRouter {
       if (k.startsWith(`${name}\0`)) {
         p.retire();
         this.upstream.delete(k);
+        this.poolsGeneration++;
       }
     }
   }
@@ -722,7 +750,7 @@ export class TopologyRouter {
     s.passthrough = c;
     c.onClose(() => s.socket.destroy());
     c.onPush = (r) => {
-      if (!s.socket.destroyed) s.socket.write(encodeReply(r));
+      s.send(encodeReply(r));
     };
     c.sendCb(args, true, (err, _r, raw) => s.fill(cell, err ? encodeError(`TRYAGAIN svc: ${err.message}`) : raw!));
   }
@@ -732,7 +760,7 @@ export class TopologyRouter {
     const p = s.passthrough!;
     const go = (c: RedisConnection) =>
       c.sendCb(args, true, (err, _r, raw) => {
-        if (!s.socket.destroyed) s.socket.write(err ? encodeError(`ERR ${err.message}`) : raw!);
+        s.send(err ? encodeError(`ERR ${err.message}`) : raw!);
       });
     if (p instanceof RedisConnection) go(p);
     else p.then(go, () => s.socket.destroy());
@@ -746,6 +774,7 @@ export class TopologyRouter {
       if (!live.has(k.slice(k.lastIndexOf('\0') + 1))) {
         p.retire();
         this.upstream.delete(k);
+        this.poolsGeneration++;
       }
     }
     const primaries = new Set(this.o.topology.primaries().map((p) => p.addr));
