@@ -168,6 +168,35 @@ export class RedisConnection {
     else (this.idleListeners ??= []).push(fn);
   }
 
+  /**
+   * Bounds how long the server may leave this connection's requests unanswered: when requests are
+   * in flight and no reply arrived for `ms` (checked every `ms / 4`, so after `ms` to `1.25 x ms`),
+   * the server is taken as hung (e.g. a SIGSTOPped or partitioned node that still holds the TCP
+   * connection open) and the connection is closed: every request in flight fails with a
+   * {@link KvError} `databaseTimeout` (a command may or may not have run). Off by default (the
+   * single-server gateway never waits on a request); svc's topology router turns it on for its
+   * node connections (`SVC_KV_NODE_TIMEOUT_MS`).
+   */
+  timeoutAfter(ms: number): void {
+    const tick = Math.max(10, Math.floor(ms / 4));
+    let seen = this.answered;
+    let stalledMs = 0;
+    const timer = setInterval(() => {
+      if (this.inFlight === 0 || this.answered !== seen) {
+        seen = this.answered;
+        stalledMs = 0;
+      } else if ((stalledMs += tick) >= ms) {
+        this.socket.destroy();
+        this.fail(kvError('databaseTimeout'));
+      }
+    }, tick);
+    timer.unref();
+    this.onClose(() => clearInterval(timer));
+  }
+
+  /** Replies received so far (the {@link timeoutAfter} watchdog's sign of progress). */
+  private answered = 0;
+
   /** Runs `fn` once when the connection closes. */
   onClose(fn: () => void): void {
     if (this.isClosed) fn();
@@ -267,6 +296,7 @@ export class RedisConnection {
   };
 
   private onReply(reply: Reply, raw: Buffer | undefined): void {
+    this.answered++;
     const p = this.queue[this.head];
     if (p === undefined) {
       this.onPush?.(reply);

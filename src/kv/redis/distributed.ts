@@ -61,7 +61,7 @@ export class DistributedBackend implements Backend {
       this.topology = new SentinelTopology({ sentinels: kv.redisSentinels!, masterName: kv.redisSentinelMaster!, sentinelUser }, access, logger);
       this.description = `Redis Sentinel master ${kv.redisSentinelMaster} (sentinels ${kv.redisSentinels!.join(',')})`;
     }
-    this.router = new TopologyRouter({ topology: this.topology, access, logger, waitReplicas: kv.waitReplicas, waitTimeoutMs: kv.waitTimeoutMs });
+    this.router = new TopologyRouter({ topology: this.topology, access, logger, waitReplicas: kv.waitReplicas, waitTimeoutMs: kv.waitTimeoutMs, nodeTimeoutMs: kv.nodeTimeoutMs });
   }
 
   /** Up once started: a node that fails is the router's to handle (503 per command, not for all). */

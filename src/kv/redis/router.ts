@@ -33,7 +33,11 @@
  * unreachable node mean the command did not run: the topology is read again and the command
  * retried for up to `failoverWaitMs`; a connection lost with the command in flight retries a read
  * only; a write may have run, so it is answered `TRYAGAIN` (503 with `Retry-After` at the HTTP
- * side, `errors.ts`), as is anything still failing after `failoverWaitMs`.
+ * side, `errors.ts`), as is anything still failing after `failoverWaitMs`. A node that holds its
+ * connections open but stops answering (a stopped process, a network partition) is bounded by
+ * `nodeTimeoutMs`: no reply for that long on a node connection closes it, its commands are answered
+ * `TRYAGAIN` at once (reads too: not retried against a node that hangs), the topology is read
+ * again, and the next command opens a new connection; other nodes' commands are not held up.
  *
  * With `waitReplicas` > 0, each write (and each transaction that writes) is followed by
  * `WAIT waitReplicas waitTimeoutMs` on the same node connection; fewer confirmations turn the
@@ -59,6 +63,12 @@ export interface RouterOptions {
   waitTimeoutMs: number;
   /** How long a command that could not run waits for the topology to heal, ms (default 2000). */
   failoverWaitMs?: number;
+  /**
+   * How long a node may leave commands unanswered before they are answered `TRYAGAIN` (503) and
+   * the connection to it is reopened, ms (`SVC_KV_NODE_TIMEOUT_MS`, default 10 000); with
+   * `waitReplicas` the `WAIT` timeout is added.
+   */
+  nodeTimeoutMs?: number;
 }
 
 const CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot";
@@ -169,6 +179,8 @@ export class TopologyRouter {
   private readonly upstream = new Map<string, ConnectionPool>();
   private keys: KeyTable | undefined;
   private readonly failoverWaitMs: number;
+  /** {@link RouterOptions.nodeTimeoutMs} plus the `WAIT` timeout when writes wait for replicas. */
+  private readonly nodeTimeoutMs: number;
   /** `FUNCTION LOAD` code by library name, replayed on nodes that join. */
   private readonly libraries = new Map<string, Buffer>();
   /** `ACL SETUSER/DELUSER` commands run through svc, in order, replayed on nodes that join. */
@@ -183,6 +195,7 @@ export class TopologyRouter {
 
   constructor(private readonly o: RouterOptions) {
     this.failoverWaitMs = o.failoverWaitMs ?? 2000;
+    this.nodeTimeoutMs = (o.nodeTimeoutMs ?? 10_000) + (o.waitReplicas > 0 ? o.waitTimeoutMs : 0);
     this.server = net.createServer((socket) => this.accept(socket));
     o.topology.onChange((added) => this.nodesAdded(added));
     // node connections of ACL users that stopped sending (the gateway evicts its own pools too)
@@ -277,7 +290,14 @@ export class TopologyRouter {
     const key = `${user.user ?? ''}\0${user.password ?? ''}\0${addr}`;
     let p = this.upstream.get(key);
     if (p === undefined) {
-      p = new ConnectionPool(() => RedisConnection.connect(this.o.access.endpointOf(addr), user, 1000), 1);
+      p = new ConnectionPool(
+        () =>
+          RedisConnection.connect(this.o.access.endpointOf(addr), user, 1000).then((c) => {
+            c.timeoutAfter(this.nodeTimeoutMs);
+            return c;
+          }),
+        1,
+      );
       this.upstream.set(key, p);
     }
     return p;
@@ -381,6 +401,8 @@ export class TopologyRouter {
     c.sendEncodedCb(raw, true, (err, reply, rawReply) => {
       if (err === null) {
         if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
+      } else if (isTimeout(err)) {
+        return s.fill(cell, encodeError(this.hung(addr, l.write)));
       } else if (l.write) {
         return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`));
       }
@@ -578,7 +600,8 @@ export class TopologyRouter {
           let r: BatchResult | undefined;
           try {
             r = await conn.batch(asking ? [['ASKING'], ...cmds] : cmds, true);
-          } catch {
+          } catch (err) {
+            if (isTimeout(err)) return failAll(cmds.length, this.hung(addr, write));
             if (write) {
               return failAll(cmds.length, `TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`);
             }
@@ -605,6 +628,12 @@ export class TopologyRouter {
       await this.o.topology.refresh();
       await sleep(Math.min(50 * attempt, 250));
     }
+  }
+
+  /** The answer to commands that `addr` left unanswered for {@link nodeTimeoutMs}; the topology is read again. */
+  private hung(addr: string, write: boolean): string {
+    void this.o.topology.refresh();
+    return `TRYAGAIN svc: ${addr} did not answer within ${this.nodeTimeoutMs} ms (SVC_KV_NODE_TIMEOUT_MS), the connection to it is reopened${write ? '; the write may or may not have been applied' : ''}, retry shortly`;
   }
 
   /** One batch on a given node, no redirects followed (whole-database commands). */
@@ -796,6 +825,11 @@ export class TopologyRouter {
 /** `write` flag of `args` in the table. */
 function isWrite(t: KeyTable, args: Arg[]): boolean {
   return t.lookup(args).write;
+}
+
+/** True for the error of a node connection closed by its {@link RedisConnection.timeoutAfter} watchdog. */
+function isTimeout(err: unknown): boolean {
+  return err instanceof KvError && err.code === 'databaseTimeout';
 }
 
 /** A batch result of `n` copies of one error. */
