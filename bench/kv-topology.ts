@@ -19,6 +19,9 @@
  * one = B), plus this checkout's svc on the single server; `BENCH_AB_ROUNDS` rounds (default 5)
  * interleaved (`lib/ab.ts`: A B, B A, ...), each side's median and range of commands/s and of svc
  * CPU ms per 1,000 commands, the paired ratios B/A, and each side's share of the single server.
+ * `BENCH_AB_ENV_A` / `BENCH_AB_ENV_B` (`NAME=value,...`): extra environment of a side (e.g.
+ * `BENCH_AB_ROOT=. BENCH_AB_ENV_A=SVC_KV_ROUTER_THREAD=false` compares the router's thread with the
+ * main event loop).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -157,8 +160,11 @@ async function abRun(abRoot: string, redisPort: number, seeds: string, work: str
   const single = await startSvc('svc-single', { SVC_KV_REDIS_URL: `redis://127.0.0.1:${redisPort}` });
   const profDirs = process.env.BENCH_PROFILE === '1' ? [makeTempDir('svc-bench-prof-'), makeTempDir('svc-bench-prof-')] : undefined;
   const prof = (i: number) => (profDirs ? ['--cpu-prof', `--cpu-prof-dir=${profDirs[i]}`] : []);
-  const a = await startSvc('svc-cluster-A', { SVC_KV_REDIS_CLUSTER: seeds, SVC_KV_REDIS_URL: '' }, abRoot, prof(0));
-  const b = await startSvc('svc-cluster-B', { SVC_KV_REDIS_CLUSTER: seeds, SVC_KV_REDIS_URL: '' }, ROOT, prof(1));
+  const envOf = (v: string | undefined): Record<string, string> => Object.fromEntries((v ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const envA = envOf(process.env.BENCH_AB_ENV_A);
+  const envB = envOf(process.env.BENCH_AB_ENV_B);
+  const a = await startSvc('svc-cluster-A', { SVC_KV_REDIS_CLUSTER: seeds, SVC_KV_REDIS_URL: '', ...envA }, abRoot, prof(0));
+  const b = await startSvc('svc-cluster-B', { SVC_KV_REDIS_CLUSTER: seeds, SVC_KV_REDIS_URL: '', ...envB }, ROOT, prof(1));
   const sides = { single, A: a, B: b } as const;
   const cmds: Record<keyof typeof sides, number[]> = { single: [], A: [], B: [] };
   const cpu: Record<keyof typeof sides, number[]> = { single: [], A: [], B: [] };
@@ -181,7 +187,7 @@ async function abRun(abRoot: string, redisPort: number, seeds: string, work: str
   const share = (xs: number[]) => xs.map((x, i) => x / cmds.single[i]);
   const pct = (x: number) => `${(x * 100).toFixed(0)} %`;
   let report = `# kv cluster /pipeline A/B (${new Date().toISOString()}, ${rounds} rounds x ${SECONDS} s, load ${loadStart} -> ${loadEnd}, ${Math.round((Date.now() - t0) / 1000)} s in all)\n\n`;
-  report += `A = ${abRoot}, B = ${ROOT}; workload /pipeline 100 SET over random keys, 64 connections\n\n`;
+  report += `A = ${abRoot} ${JSON.stringify(envA)}, B = ${ROOT} ${JSON.stringify(envB)}; workload /pipeline 100 SET over random keys, 64 connections\n\n`;
   report += markdownTable(
     ['side', 'cmds/s median (range)', 'svc CPU ms per 1,000 cmds', 'share of single (paired rounds)'].map((h) => ({ header: h })),
     (['single', 'A', 'B'] as const).map((n) => [n === 'single' ? 'single redis-server (B)' : `cluster 3+3 (${n})`, fmtSpread(cmds[n]), fmtSpread(cpu[n], (x) => x.toFixed(3)), n === 'single' ? '-' : `${pct(median(share(cmds[n])))} (${pct(Math.min(...share(cmds[n])))}-${pct(Math.max(...share(cmds[n])))})`]),

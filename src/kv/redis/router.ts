@@ -378,7 +378,7 @@ export class TopologyRouter {
    */
   private direct(s: Session, cell: Cell, args: Arg[], raw: Buffer, name: string): boolean {
     if (SPECIAL.has(name)) return false;
-    const l = this.keys!.lookup(args);
+    const l = this.keys!.lookup(args, name);
     if (l.keys === undefined || (l.write && this.o.waitReplicas > 0)) return false;
     let addr: string | undefined;
     if (!this.o.topology.sharded) addr = this.o.topology.primaryFor(0);
