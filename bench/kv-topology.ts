@@ -141,15 +141,20 @@ async function main(): Promise<void> {
   await cleanupAll();
 }
 
-/** Hot spots of the biggest `.cpuprofile` in `dir` (the svc main thread), as markdown. */
+/** Hot spots of the two busiest `.cpuprofile`s in `dir` (svc's main thread and the router thread), as markdown. */
 function profileText(dir: string): string {
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
-  if (files.length === 0) return '';
-  const biggest = files.sort((a, b) => fs.statSync(path.join(dir, b)).size - fs.statSync(path.join(dir, a)).size)[0];
-  const s = summarizeCpuProfile(path.join(dir, biggest), 30);
-  let out = `\n## svc CPU profile, cluster (main thread, ${s.totalSamples} busy samples, whole run)\n\n`;
-  out += markdownTable([{ header: 'self %', align: 'right' }, { header: 'package / folder' }], s.buckets.slice(0, 12).map((b) => [b.selfPct.toFixed(1), b.name])) + '\n\n';
-  out += markdownTable([{ header: 'self %', align: 'right' }, { header: 'function' }], s.functions.map((b) => [b.selfPct.toFixed(1), b.name])) + '\n';
+  const summaries = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => ({ f, s: summarizeCpuProfile(path.join(dir, f), 30) }))
+    .sort((a, b) => b.s.totalSamples - a.s.totalSamples)
+    .slice(0, 2);
+  let out = '';
+  for (const { f, s } of summaries) {
+    out += `\n## svc CPU profile, cluster (${f}, ${s.totalSamples} busy samples, whole run)\n\n`;
+    out += markdownTable([{ header: 'self %', align: 'right' }, { header: 'package / folder' }], s.buckets.slice(0, 12).map((b) => [b.selfPct.toFixed(1), b.name])) + '\n\n';
+    out += markdownTable([{ header: 'self %', align: 'right' }, { header: 'function' }], s.functions.map((b) => [b.selfPct.toFixed(1), b.name])) + '\n';
+  }
   return out;
 }
 
