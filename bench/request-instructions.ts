@@ -18,6 +18,10 @@
  *   `kv-set-json` / `kv-get-json` `POST /` with `["SET", key, value]` / `["GET", key]` (the SDK's
  *   form). kv runs in the main process on the bench's own redis-server (`SVC_KV_WORKERS=0`), one
  *   connection, one request at a time (`--concurrency` for more).
+ * - `kv-pipeline` `POST /pipeline` of 100 SETs over random keys (100-byte values); per request,
+ *   so per command is a hundredth. `--kv-cluster`: every kv scenario runs on a Redis Cluster
+ *   (3 primaries + 3 replicas, `test/kv/topology-helpers.ts`) through svc's topology router,
+ *   instead of the one redis-server (compare "all threads": the router may run in its own thread).
  * - `queue` `POST /v2/publish/<sink>` of a small JSON body, each message awaited at the sink until
  *   delivered (publish, commit and fsync, hand-off, delivery, outcome), one at a time so that no
  *   group commit is shared (sharing depends on timing, which valgrind changes). The store is
@@ -52,6 +56,7 @@ import { CALLGRIND_PROGRAMS, callgrindControl, dumpInstructions, publishOneByOne
 import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, type ManagedProcess } from './lib/proc.js';
 import { now, startSink, type Sink } from './lib/queue-sink.js';
 import { startRedisServer } from './lib/redis.js';
+import { startRedisCluster } from '../test/kv/topology-helpers.js';
 import { fmtInt } from './lib/stats.js';
 import { requirePrograms } from './lib/needs.js';
 import { markdownTable } from './lib/table.js';
@@ -162,6 +167,7 @@ interface Scenario {
 }
 
 const kvAuth = { authorization: `Bearer ${KV_TOKEN}` };
+const PIPELINE = JSON.stringify(Array.from({ length: 100 }, (_, i) => ['SET', `bench:r:${i}:${Math.random().toString(36).slice(2)}`, VALUE]));
 const SCENARIOS: Scenario[] = [
   {
     id: 'kv-set-path',
@@ -182,6 +188,11 @@ const SCENARIOS: Scenario[] = [
     id: 'kv-get-json',
     name: 'kv GET, JSON body',
     run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/json' }, body: JSON.stringify(['GET', 'bench:key']) }),
+  },
+  {
+    id: 'kv-pipeline',
+    name: 'kv /pipeline of 100 SETs, random keys (100 bytes)',
+    run: (t, n) => requests(t.kvUrl, n, CONCURRENCY, { path: '/pipeline', method: 'POST', headers: { ...kvAuth, 'content-type': 'application/json' }, body: PIPELINE }),
   },
   {
     id: 'queue',
@@ -301,6 +312,8 @@ async function main(): Promise<void> {
   if (flag('keep')) log(`callgrind files in ${dir}`);
   const redisPort = await freePort();
   await startRedisServer(redisPort, dir);
+  const cluster = flag('kv-cluster') ? await startRedisCluster() : undefined;
+  const clusterEnv: Record<string, string> = cluster ? { SVC_KV_REDIS_CLUSTER: cluster.seeds } : {};
   let pg: BenchPostgres | undefined;
   if (STORE === 'pg') pg = await startBenchPostgres();
   try {
@@ -309,7 +322,7 @@ async function main(): Promise<void> {
         const sink = await startSink();
         const db = pg ? { name: `svc_${v.name.toLowerCase()}`, url: await pg.newDatabase(`svc_${v.name.toLowerCase()}`) } : undefined;
         const s0 = now();
-        const t = await startTraced(v, areas, `redis://127.0.0.1:${redisPort}`, dir, sink, db);
+        const t = await startTraced({ ...v, env: { ...clusterEnv, ...v.env } }, areas, cluster ? '' : `redis://127.0.0.1:${redisPort}`, dir, sink, db);
         log(`${v.name}: started under callgrind in ${((now() - s0) / 1000).toFixed(0)} s`);
         try {
           return await measure(t, scenarios, pg?.adminUrl);
@@ -374,6 +387,7 @@ async function main(): Promise<void> {
     if (out) fs.writeFileSync(out, report);
   } finally {
     pg?.stop();
+    await cluster?.close();
   }
 }
 

@@ -56,6 +56,13 @@ export interface Config {
     waitReplicas: number;
     /** Timeout of that `WAIT` in ms (`SVC_KV_WAIT_TIMEOUT_MS`, default 1000). */
     waitTimeoutMs: number;
+    /**
+     * Cluster / sentinel: how long a node may leave commands unanswered before they are answered
+     * 503 and the connection to it is reopened, in ms (`SVC_KV_NODE_TIMEOUT_MS`, default 10 000).
+     */
+    nodeTimeoutMs: number;
+    /** Cluster / sentinel: the topology router runs in its own worker thread (`SVC_KV_ROUTER_THREAD`, default true). */
+    routerThread: boolean;
     /** Maximum request body in bytes (`ERR max request size exceeded`). */
     maxRequestBytes: number;
     /** Requests per UTC day for the database; 0 = unlimited. */
@@ -338,6 +345,8 @@ export function loadConfig(env: Env = process.env): Config {
       redisTls: bool('SVC_KV_REDIS_TLS', false),
       waitReplicas: int('SVC_KV_WAIT_REPLICAS', 0, 0, 100),
       waitTimeoutMs: int('SVC_KV_WAIT_TIMEOUT_MS', 1000, 1, 600_000),
+      nodeTimeoutMs: int('SVC_KV_NODE_TIMEOUT_MS', 10_000, 100, 3_600_000),
+      routerThread: bool('SVC_KV_ROUTER_THREAD', true),
       maxRequestBytes: int('SVC_KV_MAX_REQUEST_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       dailyRequestLimit: int('SVC_KV_DAILY_REQUEST_LIMIT', 0, 0, Number.MAX_SAFE_INTEGER),
       workers: int('SVC_KV_WORKERS', defaultKvWorkers(), 0, 63),

@@ -168,6 +168,35 @@ export class RedisConnection {
     else (this.idleListeners ??= []).push(fn);
   }
 
+  /**
+   * Bounds how long the server may leave this connection's requests unanswered: when requests are
+   * in flight and no reply arrived for `ms` (checked every `ms / 4`, so after `ms` to `1.25 x ms`),
+   * the server is taken as hung (e.g. a SIGSTOPped or partitioned node that still holds the TCP
+   * connection open) and the connection is closed: every request in flight fails with a
+   * {@link KvError} `databaseTimeout` (a command may or may not have run). Off by default (the
+   * single-server gateway never waits on a request); svc's topology router turns it on for its
+   * node connections (`SVC_KV_NODE_TIMEOUT_MS`).
+   */
+  timeoutAfter(ms: number): void {
+    const tick = Math.max(10, Math.floor(ms / 4));
+    let seen = this.answered;
+    let stalledMs = 0;
+    const timer = setInterval(() => {
+      if (this.inFlight === 0 || this.answered !== seen) {
+        seen = this.answered;
+        stalledMs = 0;
+      } else if ((stalledMs += tick) >= ms) {
+        this.socket.destroy();
+        this.fail(kvError('databaseTimeout'));
+      }
+    }, tick);
+    timer.unref();
+    this.onClose(() => clearInterval(timer));
+  }
+
+  /** Replies received so far (the {@link timeoutAfter} watchdog's sign of progress). */
+  private answered = 0;
+
   /** Runs `fn` once when the connection closes. */
   onClose(fn: () => void): void {
     if (this.isClosed) fn();
@@ -218,6 +247,10 @@ export class RedisConnection {
 
   private enqueue(data: string | Buffer, p: Pending): void {
     this.queue.push(p);
+    if (this.held !== undefined) {
+      this.held.push(typeof data === 'string' ? Buffer.from(data) : data);
+      return;
+    }
     if (!this.corked && this.queue.length - this.head === 1) {
       // nothing else in flight (e.g. one client connection): send at once, without the cork and
       // its setImmediate; the requests that follow in this turn are coalesced below
@@ -234,6 +267,28 @@ export class RedisConnection {
     this.socket.write(data);
   }
 
+  /**
+   * Holds this connection's writes until {@link flush}: the commands sent meanwhile go out in one
+   * write of one buffer (svc's topology router holds each node connection while it parses one chunk from the
+   * gateway, so a `/pipeline` costs one write per node, not one per command). Returns true when
+   * the connection was not held already (the caller then owes one {@link flush}).
+   */
+  hold(): boolean {
+    if (this.held !== undefined) return false;
+    this.held = [];
+    return true;
+  }
+
+  /** Ends a {@link hold}: what was written meanwhile goes out now (after anything corked before it). */
+  flush(): void {
+    const out = this.held;
+    this.held = undefined;
+    if (out === undefined || out.length === 0 || this.isClosed) return;
+    this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+  }
+
+  /** Commands written during a {@link hold}. */
+  private held: Buffer[] | undefined;
   private corked = false;
   private readonly uncork = () => {
     this.corked = false;
@@ -241,6 +296,7 @@ export class RedisConnection {
   };
 
   private onReply(reply: Reply, raw: Buffer | undefined): void {
+    this.answered++;
     const p = this.queue[this.head];
     if (p === undefined) {
       this.onPush?.(reply);

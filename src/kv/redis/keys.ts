@@ -142,9 +142,9 @@ export class KeyTable {
     return this.table.size;
   }
 
-  /** Whether `args` writes and which of its arguments are keys (`keys` undefined: the table cannot tell). */
-  lookup(args: readonly Arg[]): KeyLookup {
-    let c = this.table.get(lower(args[0]));
+  /** Whether `args` writes and which of its arguments are keys (`keys` undefined: the table cannot tell); `name`: `args[0]` lower-cased, when the caller has it. */
+  lookup(args: readonly Arg[], name: string = lower(args[0])): KeyLookup {
+    let c = this.table.get(name);
     if (c === undefined) return { known: false, write: false, keys: [] };
     if (c.subcommands !== undefined && args.length > 1) {
       const s = c.subcommands.get(lower(args[1]));

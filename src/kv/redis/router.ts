@@ -34,7 +34,11 @@
  * unreachable node mean the command did not run: the topology is read again and the command
  * retried for up to `failoverWaitMs`; a connection lost with the command in flight retries a read
  * only; a write may have run, so it is answered `TRYAGAIN` (503 with `Retry-After` at the HTTP
- * side, `errors.ts`), as is anything still failing after `failoverWaitMs`.
+ * side, `errors.ts`), as is anything still failing after `failoverWaitMs`. A node that holds its
+ * connections open but stops answering (a stopped process, a network partition) is bounded by
+ * `nodeTimeoutMs`: no reply for that long on a node connection closes it, its commands are answered
+ * `TRYAGAIN` at once (reads too: not retried against a node that hangs), the topology is read
+ * again, and the next command opens a new connection; other nodes' commands are not held up.
  *
  * With `waitReplicas` > 0, each write (and each transaction that writes) is followed by
  * `WAIT waitReplicas waitTimeoutMs` on the same node connection; fewer confirmations turn the
@@ -60,6 +64,12 @@ export interface RouterOptions {
   waitTimeoutMs: number;
   /** How long a command that could not run waits for the topology to heal, ms (default 2000). */
   failoverWaitMs?: number;
+  /**
+   * How long a node may leave commands unanswered before they are answered `TRYAGAIN` (503) and
+   * the connection to it is reopened, ms (`SVC_KV_NODE_TIMEOUT_MS`, default 10 000); with
+   * `waitReplicas` the `WAIT` timeout is added.
+   */
+  nodeTimeoutMs?: number;
 }
 
 const CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot";
@@ -104,11 +114,17 @@ class Session {
   private readonly cells: Cell[] = [];
   private head = 0;
 
-  private corked = false;
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.socket.uncork();
+  /** Filled slots not yet written (one write of them all at `setImmediate`). */
+  private out: Buffer[] = [];
+  private readonly flushOut = (): void => {
+    const out = this.out;
+    this.out = [];
+    if (!this.socket.destroyed) this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
   };
+
+  /** Node connection pools of this session's user by node address (valid while {@link poolsGeneration} is the router's). */
+  readonly pools = new Map<string, ConnectionPool>();
+  poolsGeneration = 0;
 
   constructor(readonly socket: net.Socket) {}
 
@@ -121,19 +137,13 @@ class Session {
 
   /**
    * Fills `c` and writes every filled slot at the head of the order (the writes of one event-loop
-   * turn go out in one `writev`: the socket is corked until the next tick).
+   * turn, e.g. the replies of every node read in this poll phase, go out in one write of one
+   * buffer at `setImmediate`).
    */
   fill(c: Cell, data: Buffer): void {
     c.data = data;
     while (this.head < this.cells.length && this.cells[this.head].data !== undefined) {
-      if (!this.socket.destroyed) {
-        if (!this.corked) {
-          this.corked = true;
-          this.socket.cork();
-          process.nextTick(this.uncork);
-        }
-        this.socket.write(this.cells[this.head].data!);
-      }
+      this.send(this.cells[this.head].data!);
       this.head++;
     }
     if (this.head === this.cells.length) {
@@ -143,6 +153,12 @@ class Session {
       this.cells.splice(0, this.head);
       this.head = 0;
     }
+  }
+
+  /** Writes `data` after everything filled or sent before (outside the reply order: pub/sub messages, MONITOR lines). */
+  send(data: Buffer): void {
+    if (this.out.length === 0) setImmediate(this.flushOut);
+    this.out.push(data);
   }
 
   /** True when every reserved slot was written. */
@@ -166,14 +182,23 @@ export class TopologyRouter {
   private readonly upstream = new Map<string, ConnectionPool>();
   private keys: KeyTable | undefined;
   private readonly failoverWaitMs: number;
+  /** {@link RouterOptions.nodeTimeoutMs} plus the `WAIT` timeout when writes wait for replicas. */
+  private readonly nodeTimeoutMs: number;
   /** `FUNCTION LOAD` code by library name, replayed on nodes that join. */
   private readonly libraries = new Map<string, Buffer>();
   /** `ACL SETUSER/DELUSER` commands run through svc, in order, replayed on nodes that join. */
   private readonly aclChanges: Arg[][] = [];
   private closed = false;
+  /** True while a chunk from the gateway is parsed: node connections written to are held ({@link RedisConnection.hold}). */
+  private feeding = false;
+  /** Node connections held during the current chunk, flushed after it. */
+  private readonly held: RedisConnection[] = [];
+  /** Bumped whenever a pool leaves {@link upstream}: sessions' cached pools ({@link Session.pools}) are then dropped. */
+  private poolsGeneration = 0;
 
   constructor(private readonly o: RouterOptions) {
     this.failoverWaitMs = o.failoverWaitMs ?? 2000;
+    this.nodeTimeoutMs = (o.nodeTimeoutMs ?? 10_000) + (o.waitReplicas > 0 ? o.waitTimeoutMs : 0);
     this.server = net.createServer((socket) => this.accept(socket));
     o.topology.onChange((added) => this.nodesAdded(added));
     // node connections of ACL users that stopped sending (the gateway evicts its own pools too)
@@ -182,6 +207,7 @@ export class TopologyRouter {
       for (const [k, p] of this.upstream) {
         if (p.lastUsed < idleSince) {
           this.upstream.delete(k);
+          this.poolsGeneration++;
           p.retire();
         }
       }
@@ -237,10 +263,16 @@ export class TopologyRouter {
       () => true,
     );
     socket.on('data', (chunk: Buffer) => {
+      // the commands of one chunk (a whole `/pipeline` as a rule) go to each node in one write
+      this.feeding = true;
       try {
         parser.feed(chunk);
       } catch {
         socket.destroy();
+      } finally {
+        this.feeding = false;
+        for (const c of this.held) c.flush();
+        this.held.length = 0;
       }
     });
     socket.on('error', () => undefined);
@@ -262,7 +294,14 @@ export class TopologyRouter {
     const key = `${user.user ?? ''}\0${user.password ?? ''}\0${addr}`;
     let p = this.upstream.get(key);
     if (p === undefined) {
-      p = new ConnectionPool(() => RedisConnection.connect(this.o.access.endpointOf(addr), user, 1000), 1);
+      p = new ConnectionPool(
+        () =>
+          RedisConnection.connect(this.o.access.endpointOf(addr), user, 1000).then((c) => {
+            c.timeoutAfter(this.nodeTimeoutMs);
+            return c;
+          }),
+        1,
+      );
       this.upstream.set(key, p);
     }
     return p;
@@ -295,6 +334,7 @@ export class TopologyRouter {
     switch (name) {
       case 'auth':
         s.user = args.length > 2 ? { user: text(args[1]), password: text(args[2]) } : { password: text(args[1]) };
+        s.pools.clear();
         return void this.auth(s.user).then((d) => s.fill(cell, d));
       case 'client':
       case 'select':
@@ -342,7 +382,7 @@ export class TopologyRouter {
    */
   private direct(s: Session, cell: Cell, args: Arg[], raw: Buffer, name: string): boolean {
     if (SPECIAL.has(name)) return false;
-    const l = this.keys!.lookup(args);
+    const l = this.keys!.lookup(args, name);
     if (l.keys === undefined || (l.write && this.o.waitReplicas > 0)) return false;
     let addr: string | undefined;
     if (!this.o.topology.sharded) addr = this.o.topology.primaryFor(0);
@@ -353,11 +393,20 @@ export class TopologyRouter {
       addr = this.o.topology.primaryFor(slot);
     }
     if (addr === undefined) return false;
-    const c = this.pool(s.user, addr).get();
+    if (s.poolsGeneration !== this.poolsGeneration) {
+      s.pools.clear();
+      s.poolsGeneration = this.poolsGeneration;
+    }
+    let p = s.pools.get(addr);
+    if (p === undefined) s.pools.set(addr, (p = this.pool(s.user, addr)));
+    const c = p.get();
     if (!(c instanceof RedisConnection)) return false;
+    if (this.feeding && c.hold()) this.held.push(c);
     c.sendEncodedCb(raw, true, (err, reply, rawReply) => {
       if (err === null) {
         if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
+      } else if (isTimeout(err)) {
+        return s.fill(cell, encodeError(this.hung(addr, l.write)));
       } else if (l.write) {
         return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`));
       }
@@ -555,7 +604,8 @@ export class TopologyRouter {
           let r: BatchResult | undefined;
           try {
             r = await conn.batch(asking ? [['ASKING'], ...cmds] : cmds, true);
-          } catch {
+          } catch (err) {
+            if (isTimeout(err)) return failAll(cmds.length, this.hung(addr, write));
             if (write) {
               return failAll(cmds.length, `TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`);
             }
@@ -582,6 +632,12 @@ export class TopologyRouter {
       await this.o.topology.refresh();
       await sleep(Math.min(50 * attempt, 250));
     }
+  }
+
+  /** The answer to commands that `addr` left unanswered for {@link nodeTimeoutMs}; the topology is read again. */
+  private hung(addr: string, write: boolean): string {
+    void this.o.topology.refresh();
+    return `TRYAGAIN svc: ${addr} did not answer within ${this.nodeTimeoutMs} ms (SVC_KV_NODE_TIMEOUT_MS), the connection to it is reopened${write ? '; the write may or may not have been applied' : ''}, retry shortly`;
   }
 
   /** One batch on a given node, no redirects followed (whole-database commands). */
@@ -628,6 +684,7 @@ export class TopologyRouter {
       if (k.startsWith(`${name}\0`)) {
         p.retire();
         this.upstream.delete(k);
+        this.poolsGeneration++;
       }
     }
   }
@@ -726,7 +783,7 @@ export class TopologyRouter {
     s.passthrough = c;
     c.onClose(() => s.socket.destroy());
     c.onPush = (r) => {
-      if (!s.socket.destroyed) s.socket.write(encodeReply(r));
+      s.send(encodeReply(r));
     };
     c.sendCb(args, true, (err, _r, raw) => {
       s.fill(cell, err ? encodeError(`TRYAGAIN svc: ${err.message}`) : raw!);
@@ -752,7 +809,7 @@ export class TopologyRouter {
         }
         c.onClose(() => s.socket.destroy());
         c.onPush = (r) => {
-          if (!s.socket.destroyed) s.socket.write(encodeReply(r));
+          s.send(encodeReply(r));
         };
         // refused there (an error reply): the stream would miss that node's lines, so it ends
         c.sendCb(['MONITOR'], false, (err, r) => {
@@ -768,7 +825,7 @@ export class TopologyRouter {
     const p = s.passthrough!;
     const go = (c: RedisConnection) =>
       c.sendCb(args, true, (err, _r, raw) => {
-        if (!s.socket.destroyed) s.socket.write(err ? encodeError(`ERR ${err.message}`) : raw!);
+        s.send(err ? encodeError(`ERR ${err.message}`) : raw!);
       });
     if (p instanceof RedisConnection) go(p);
     else p.then(go, () => s.socket.destroy());
@@ -782,6 +839,7 @@ export class TopologyRouter {
       if (!live.has(k.slice(k.lastIndexOf('\0') + 1))) {
         p.retire();
         this.upstream.delete(k);
+        this.poolsGeneration++;
       }
     }
     const primaries = new Set(this.o.topology.primaries().map((p) => p.addr));
@@ -803,6 +861,11 @@ export class TopologyRouter {
 /** `write` flag of `args` in the table. */
 function isWrite(t: KeyTable, args: Arg[]): boolean {
   return t.lookup(args).write;
+}
+
+/** True for the error of a node connection closed by its {@link RedisConnection.timeoutAfter} watchdog. */
+function isTimeout(err: unknown): boolean {
+  return err instanceof KvError && err.code === 'databaseTimeout';
 }
 
 /** A batch result of `n` copies of one error. */

@@ -57,9 +57,14 @@ export function joinAddr(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** Sends one command on a fresh admin connection (1 s connect timeout) and closes it. */
+/**
+ * Sends one command on a fresh admin connection (1 s connect timeout) and closes it.
+ * @throws KvError `databaseTimeout` when the node does not answer within 2 s (a stopped node
+ *   that still accepts connections must not hold up the reading of the topology)
+ */
 async function ask(access: NodeAccess, addr: string, cmd: string[], who: RedisUser = access.admin): Promise<Reply> {
   const c = await RedisConnection.connect(access.endpointOf(addr), who, 1000);
+  c.timeoutAfter(2000);
   try {
     return await c.send(cmd);
   } finally {
