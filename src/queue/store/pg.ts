@@ -157,11 +157,19 @@ export async function insertRows(q: Queryable, all: InsertRow[], now: number): P
   return seqs;
 }
 
-/** Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that were still owned. */
-const COMPLETE_SQL = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS v(id, owner, t, st)),
+/** Most entries of {@link PgQueueStore}'s id -> seq map of held leases (a bound against leaks; a miss only costs a lookup). */
+const MAX_LEASED_SEQS = 100_000;
+
+/**
+ * Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that
+ * were still owned. Rows are found by seq (`s.seq = ANY($1)`: an index scan of the batch's rows
+ * whatever the planner thinks of the tables' sizes; a join by id let it pick a sequential scan of
+ * the whole state table per batch while the tables were young and their statistics unknown).
+ */
+const COMPLETE_SQL = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)),
   f AS (UPDATE message_state s SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
-        FROM v JOIN message_data d ON d.id = v.id
-        WHERE s.seq = d.seq AND s.status = 'pending' AND s.claimed_by = v.owner RETURNING s.seq, d.id, v.owner, v.t, v.st),
+        FROM v WHERE s.seq = ANY($1::bigint[]) AND s.seq = v.seq AND s.status = 'pending' AND s.claimed_by = v.owner
+        RETURNING s.seq, v.id, v.owner, v.t, v.st),
   e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),
   l AS (INSERT INTO logs (time, message_seq, state, response_status) SELECT t, seq, 'DELIVERED', st FROM f ORDER BY seq)
   SELECT id FROM f`;
@@ -324,6 +332,7 @@ export class PgQueueStore implements QueueStore {
       if (r.deduplicated || !claim?.ids.has(r.messageId)) continue;
       const m = byId.get(r.messageId)!;
       r.claimed = { ...m, seq: seqs.get(m.id)!, status: 'pending', retried: 0, cancelRequested: false };
+      this.remember(m.id, r.claimed.seq);
     }
     // Wake the nodes for due messages this node did not take itself (after the commit).
     let due = Infinity;
@@ -359,6 +368,7 @@ export class PgQueueStore implements QueueStore {
       values: params,
     });
     const rows = r.rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
+    for (const row of rows) this.remember(row.id, row.seq);
     return rows.map(rowToMessage);
   }
 
@@ -390,23 +400,51 @@ export class PgQueueStore implements QueueStore {
   });
 
   /** Delivered outcomes without follow-ups recorded at the same time: one statement. */
-  private readonly completes = new PgBatcher<{ id: string; owner: string; now: number; status: number | null }, boolean>(async (items) => {
-    const r = await this.pool.query<{ id: string }>({
-      name: 'svc_complete',
-      text: COMPLETE_SQL,
-      values: [items.map((i) => i.id), items.map((i) => i.owner), items.map((i) => i.now), items.map((i) => i.status)],
-    });
+  private readonly completes = new PgBatcher<{ seq: number; id: string; owner: string; now: number; status: number | null }, boolean>(async (items) => {
+    // unnamed: planned for each batch's own rows (cheap: one index scan), never a cached generic plan
+    const r = await this.pool.query<{ id: string }>(COMPLETE_SQL, [
+      items.map((i) => i.seq),
+      items.map((i) => i.id),
+      items.map((i) => i.owner),
+      items.map((i) => i.now),
+      items.map((i) => i.status),
+    ]);
     const done = new Set(r.rows.map((x) => x.id));
     return items.map((i) => done.has(i.id));
   });
 
+  /**
+   * seq of the messages this node's dispatchers hold leases on (from {@link claimDue} and claimed
+   * enqueues), so an outcome finds its row by primary key without a lookup by id; dropped when
+   * the outcome is recorded.
+   */
+  private readonly leasedSeqs = new Map<string, number>();
+
+  private remember(id: string, seq: number): void {
+    if (this.leasedSeqs.size >= MAX_LEASED_SEQS) this.leasedSeqs.clear();
+    this.leasedSeqs.set(id, seq);
+  }
+
+  /** seq of message `id` (and forgets it: called once per outcome); undefined when no such message. */
+  private async seqOf(id: string): Promise<number | undefined> {
+    const known = this.leasedSeqs.get(id);
+    if (known !== undefined) {
+      this.leasedSeqs.delete(id);
+      return known;
+    }
+    const r = await this.pool.query<{ seq: number }>('SELECT seq FROM message_data WHERE id = $1', [id]);
+    return r.rows[0]?.seq;
+  }
+
   async complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
-    if (!followUps.length) return this.completes.submit({ id, owner, now, status: outcome.status ?? null });
-    const sql = `WITH f AS (UPDATE message_state s SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
-                   FROM message_data d WHERE d.id = $2 AND s.seq = d.seq AND s.status = 'pending' AND s.claimed_by = $3 RETURNING s.seq),
+    const seq = await this.seqOf(id);
+    if (seq === undefined) return false;
+    if (!followUps.length) return this.completes.submit({ seq, id, owner, now, status: outcome.status ?? null });
+    const sql = `WITH f AS (UPDATE message_state SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
+                   WHERE seq = $5 AND status = 'pending' AND claimed_by = $3 RETURNING seq),
                  e AS (${END_ATTEMPT} AND EXISTS (SELECT 1 FROM f))
                  INSERT INTO logs (time, message_seq, state, response_status) SELECT $1, seq, 'DELIVERED', $4 FROM f RETURNING message_seq`;
-    const params = [now, id, owner, outcome.status ?? null];
+    const params = [now, id, owner, outcome.status ?? null, seq];
     return inTransaction(this.pool, async (c) => {
       if (!(await c.query(sql, params)).rowCount) return false;
       await this.followUps(c, followUps, now);
@@ -424,10 +462,11 @@ export class PgQueueStore implements QueueStore {
   }
 
   private async owned(c: pg.PoolClient, id: string, owner: string): Promise<{ seq: number; cancel_requested: number } | undefined> {
+    const seq = await this.seqOf(id);
+    if (seq === undefined) return undefined;
     const r = await c.query<{ seq: number; cancel_requested: number }>(
-      `SELECT s.seq, s.cancel_requested FROM message_state s JOIN message_data d ON d.seq = s.seq
-       WHERE d.id = $1 AND s.status = 'pending' AND s.claimed_by = $2 FOR UPDATE OF s`,
-      [id, owner],
+      `SELECT seq, cancel_requested FROM message_state WHERE seq = $1 AND status = 'pending' AND claimed_by = $2 FOR UPDATE`,
+      [seq, owner],
     );
     return r.rows[0];
   }
