@@ -115,7 +115,7 @@ async function measure(sys: System, pg: BenchPostgres, dbName: string, opts: PgO
   const got = d.lat.length;
   const per = (ms: number) => (ms * 1000) / Math.max(1, got);
   const cpu = { cpuSys: per(treeCpuMs(sys.pids) - cpu0.sys), cpuPg: per(clusterCpuMs(pg.pid) - cpu0.pg), cpuLoad: per(treeCpuMs([process.pid]) - cpu0.load) };
-  const top = await topStatements(pg.adminUrl, dbName, 8);
+  const top = await topStatements(pg.adminUrl, dbName, 12);
   const w = await walStats(pg.adminUrl);
   const wal = { bytes: w.bytes / Math.max(1, got), records: w.records / Math.max(1, got), syncs: w.syncs / Math.max(1, got) };
   if (errors.length) throw new Error(`publish failed: ${errors.join('; ')}`);
@@ -407,14 +407,14 @@ export async function benchPostgresAb(opts: PgOptions, ab: [PgAbVariant, PgAbVar
     ``,
     `Top statements of each variant's last round, per delivered message (pg_stat_statements):`,
     ``,
-    `| variant | statement | calls | exec µs/msg | rows/msg | WAL B/msg | share |`,
-    `| --- | --- | ---: | ---: | ---: | ---: | ---: |`,
+    `| variant | statement | calls | exec µs/msg | plan µs/msg | rows/msg | WAL B/msg | share |`,
+    `| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |`,
   ];
   for (const [v, rs] of [[ab[0], a], [ab[1], b]] as const) {
     const last = rs[rs.length - 1];
     const per = (x: number) => x / opts.n;
     for (const t of last?.top ?? []) {
-      lines.push(`| ${v.name} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${(per(t.totalMs) * 1000).toFixed(1)} | ${per(t.rows).toFixed(2)} | ${f0(per(t.walBytes))} | ${(t.share * 100).toFixed(0)}% |`);
+      lines.push(`| ${v.name} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${(per(t.totalMs) * 1000).toFixed(1)} | ${(per(t.planMs) * 1000).toFixed(1)} | ${per(t.rows).toFixed(2)} | ${f0(per(t.walBytes))} | ${(t.share * 100).toFixed(0)}% |`);
     }
   }
   lines.push(``);
