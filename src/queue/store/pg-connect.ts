@@ -40,14 +40,11 @@ export interface PgPoolOptions {
 export const RANDOM_PAGE_COST = '1.1';
 
 /**
- * A pool on `url` with int8 read as numbers (`src/pg.ts`); every new connection first sets
- * {@link RANDOM_PAGE_COST} for its session. Nothing is connected yet.
+ * A pool on `url` with int8 read as numbers (`src/pg.ts`), every session with
+ * {@link RANDOM_PAGE_COST}. Nothing is connected yet.
  */
 export function createPool(url: string, opts: PgPoolOptions = {}): pg.Pool {
-  const pool = createPgPool(url, { ...opts, applicationName: opts.applicationName ?? 'svc-queue' });
-  // queued on the connection before any statement of the caller that got it
-  pool.on('connect', (c) => void c.query(`SET random_page_cost = ${RANDOM_PAGE_COST}`).catch(() => undefined));
-  return pool;
+  return createPgPool(url, { ...opts, applicationName: opts.applicationName ?? 'svc-queue', settings: { random_page_cost: RANDOM_PAGE_COST } });
 }
 
 /** A standalone client (LISTEN connection) with the same settings as {@link createPool}. */
