@@ -59,7 +59,7 @@ export const WAKE_CHANNEL = 'svc_queue';
 export const CREDENTIALS_CHANNEL = 'svc_queue_credentials';
 /** First key of the advisory locks that mark a dispatcher alive (second key: hash of its id). */
 export const LIVENESS_LOCK_CLASS = 73_164_513;
-/** Most messages per multi-row INSERT (31 parameters each; PostgreSQL allows 65 535). */
+/** Most messages per INSERT statement (a bound on one statement's size). */
 const INSERT_CHUNK = 1000;
 /** Rows deleted per pruning statement (short transactions; the hot path never waits long). */
 const PRUNE_BATCH = 5000;
@@ -112,8 +112,6 @@ export interface InsertRow {
   claim?: { owner: string; leaseUntil: number };
 }
 
-/** Statements named (prepared once per connection, then run without parsing or planning) up to this many rows. */
-const MAX_NAMED_ROWS = 64;
 
 /**
  * Stores `msgs` (CREATED logged; with `claim`, the messages whose ids it names are stored leased
@@ -123,35 +121,35 @@ export async function insertMessages(q: Queryable, msgs: NewMessage[], now: numb
   return insertRows(q, msgs.map((m) => ({ m, claim: claim !== undefined && claim.ids.has(m.id) ? claim : undefined })), now);
 }
 
+/**
+ * The insert of a batch of messages: one array parameter per column of {@link MESSAGE_COLUMNS}
+ * (`$1`..`$31`, unnested in order) and the log time (`$32`). The text is the same for every batch
+ * size, so each connection parses and plans it once (a VALUES list with a parameter per value
+ * was a statement per row count, each planned anew on every connection). The immutable part goes
+ * to message_data (seq in input order), the state part to message_state, CREATED (and ACTIVE for
+ * rows leased at once) to logs.
+ */
+const INSERT_SQL = `WITH v AS (SELECT * FROM unnest(${MESSAGE_COLUMNS.map((c, k) => `$${k + 1}::${COLUMN_TYPES[c]}[]`).join(', ')})
+                 WITH ORDINALITY AS v(${MESSAGE_COLUMNS.join(', ')}, o)),
+       d AS (INSERT INTO message_data (${DATA_COLUMNS}) SELECT ${DATA_COLUMNS} FROM v ORDER BY o RETURNING seq, id),
+       ins AS (INSERT INTO message_state (seq, due_at, claimed_by, lease_until, queue_name, flow_control_key)
+               SELECT d.seq, v.due_at, v.claimed_by, v.lease_until, v.queue_name, v.flow_control_key FROM d JOIN v ON v.id = d.id
+               RETURNING seq, due_at, claimed_by),
+       l AS (INSERT INTO logs (time, message_seq, state, next_delivery_time)
+             SELECT $${NCOL + 1}, ins.seq, x.state, CASE WHEN x.o = 1 THEN ins.due_at END
+             FROM ins CROSS JOIN (VALUES (1, 'CREATED'), (2, 'ACTIVE')) x(o, state)
+             WHERE x.o = 1 OR (ins.claimed_by IS NOT NULL AND ins.claimed_by <> 'held')
+             ORDER BY ins.seq, x.o)
+       SELECT seq, id FROM d`;
+
 /** {@link insertMessages} with a claim per row (the rows of several enqueues in one statement). */
 export async function insertRows(q: Queryable, all: InsertRow[], now: number): Promise<Map<string, number>> {
   const seqs = new Map<string, number>();
   for (let i = 0; i < all.length; i += INSERT_CHUNK) {
     const chunk = all.slice(i, i + INSERT_CHUNK);
-    const params: unknown[] = [];
-    const rows: string[] = [];
-    for (const { m, claim } of chunk) {
-      const base = params.length;
-      params.push(...messageValues(m, claim));
-      rows.push(`(${MESSAGE_COLUMNS.map((c, k) => `$${base + k + 1}::${COLUMN_TYPES[c]}`).join(',')})`);
-    }
-    const t = params.length + 1;
-    params.push(now);
-    // the immutable part to message_data (seq in VALUES order), the state part to message_state
-    const text = `WITH v (${MESSAGE_COLUMNS.join(', ')}) AS (VALUES ${rows.join(',')}),
-       d AS (INSERT INTO message_data (${DATA_COLUMNS}) SELECT ${DATA_COLUMNS} FROM v RETURNING seq, id),
-       ins AS (INSERT INTO message_state (seq, due_at, claimed_by, lease_until, queue_name, flow_control_key)
-               SELECT d.seq, v.due_at, v.claimed_by, v.lease_until, v.queue_name, v.flow_control_key FROM d JOIN v ON v.id = d.id
-               RETURNING seq, due_at, claimed_by),
-       l AS (INSERT INTO logs (time, message_seq, state, next_delivery_time)
-             SELECT $${t}, ins.seq, v.state, CASE WHEN v.o = 1 THEN ins.due_at END
-             FROM ins CROSS JOIN (VALUES (1, 'CREATED'), (2, 'ACTIVE')) v(o, state)
-             WHERE v.o = 1 OR (ins.claimed_by IS NOT NULL AND ins.claimed_by <> 'held')
-             ORDER BY ins.seq, v.o)
-       SELECT seq, id FROM d`;
-    const r = await q.query<{ seq: number; id: string }>(
-      chunk.length <= MAX_NAMED_ROWS ? { name: `svc_insert_${chunk.length}`, text, values: params } : { text, values: params },
-    );
+    const columns: unknown[][] = Array.from({ length: NCOL }, () => new Array<unknown>(chunk.length));
+    chunk.forEach(({ m, claim }, r) => messageValues(m, claim).forEach((v, k) => (columns[k][r] = v)));
+    const r = await q.query<{ seq: number; id: string }>({ name: 'svc_insert', text: INSERT_SQL, values: [...columns, now] });
     for (const row of r.rows) seqs.set(row.id, row.seq);
   }
   return seqs;
