@@ -164,13 +164,16 @@ const MAX_LEASED_SEQS = 100_000;
  * whatever the planner thinks of the tables' sizes; a join by id let it pick a sequential scan of
  * the whole state table per batch while the tables were young and their statistics unknown).
  */
-const COMPLETE_SQL = `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)),
+const completeSql = (attempts: boolean) => `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)),
   f AS (UPDATE message_state s SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
         FROM v WHERE s.seq = ANY($1::bigint[]) AND s.seq = v.seq AND s.status = 'pending' AND s.claimed_by = v.owner
-        RETURNING s.seq, v.id, v.owner, v.t, v.st),
-  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),
+        RETURNING s.seq, v.id, v.owner, v.t, v.st),${
+  attempts ? `\n  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),` : ''}
   l AS (INSERT INTO logs (time, message_seq, state, response_status) SELECT t, seq, 'DELIVERED', st FROM f ORDER BY seq)
   SELECT id FROM f`;
+/** {@link completeSql} for batches with a flow-control message (its running attempt ends too), and for batches without. */
+const COMPLETE_SQL = completeSql(true);
+const COMPLETE_NO_ATTEMPTS_SQL = completeSql(false);
 
 export interface PgStoreOptions {
   /** Connections of this node's pool (default 10). */
@@ -330,7 +333,7 @@ export class PgQueueStore implements QueueStore {
       if (r.deduplicated || !claim?.ids.has(r.messageId)) continue;
       const m = byId.get(r.messageId)!;
       r.claimed = { ...m, seq: seqs.get(m.id)!, status: 'pending', retried: 0, cancelRequested: false };
-      this.remember(m.id, r.claimed.seq);
+      this.remember(m.id, r.claimed.seq, m.flowControlKey !== undefined);
     }
     // Wake the nodes for due messages this node did not take itself (after the commit).
     let due = Infinity;
@@ -366,7 +369,7 @@ export class PgQueueStore implements QueueStore {
       values: params,
     });
     const rows = r.rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
-    for (const row of rows) this.remember(row.id, row.seq);
+    for (const row of rows) this.remember(row.id, row.seq, row.flow_control_key !== null);
     return rows.map(rowToMessage);
   }
 
@@ -398,9 +401,9 @@ export class PgQueueStore implements QueueStore {
   });
 
   /** Delivered outcomes without follow-ups recorded at the same time: one statement. */
-  private readonly completes = new PgBatcher<{ seq: number; id: string; owner: string; now: number; status: number | null }, boolean>(async (items) => {
+  private readonly completes = new PgBatcher<{ seq: number; id: string; owner: string; now: number; status: number | null; flowControl: boolean }, boolean>(async (items) => {
     // unnamed: planned for each batch's own rows (cheap: one index scan), never a cached generic plan
-    const r = await this.pool.query<{ id: string }>(COMPLETE_SQL, [
+    const r = await this.pool.query<{ id: string }>(items.some((i) => i.flowControl) ? COMPLETE_SQL : COMPLETE_NO_ATTEMPTS_SQL, [
       items.map((i) => i.seq),
       items.map((i) => i.id),
       items.map((i) => i.owner),
@@ -413,31 +416,36 @@ export class PgQueueStore implements QueueStore {
 
   /**
    * seq of the messages this node's dispatchers hold leases on (from {@link claimDue} and claimed
-   * enqueues), so an outcome finds its row by primary key without a lookup by id; dropped when
-   * the outcome is recorded.
+   * enqueues), and whether they have a flow-control key (only those can have a running attempt
+   * in `flow_control_attempts`), so an outcome finds its row by primary key without a lookup by
+   * id; dropped when the outcome is recorded.
    */
-  private readonly leasedSeqs = new Map<string, number>();
+  private readonly leased = new Map<string, { seq: number; flowControl: boolean }>();
 
-  private remember(id: string, seq: number): void {
-    if (this.leasedSeqs.size >= MAX_LEASED_SEQS) this.leasedSeqs.clear();
-    this.leasedSeqs.set(id, seq);
+  private remember(id: string, seq: number, flowControl: boolean): void {
+    if (this.leased.size >= MAX_LEASED_SEQS) this.leased.clear();
+    this.leased.set(id, { seq, flowControl });
   }
 
-  /** seq of message `id` (and forgets it: called once per outcome); undefined when no such message. */
-  private async seqOf(id: string): Promise<number | undefined> {
-    const known = this.leasedSeqs.get(id);
+  /**
+   * seq of message `id` and whether it has a flow-control key (and forgets it: called once per
+   * outcome); undefined when no such message. Not remembered: looked up.
+   */
+  private async leaseOf(id: string): Promise<{ seq: number; flowControl: boolean } | undefined> {
+    const known = this.leased.get(id);
     if (known !== undefined) {
-      this.leasedSeqs.delete(id);
+      this.leased.delete(id);
       return known;
     }
-    const r = await this.pool.query<{ seq: number }>('SELECT seq FROM message_data WHERE id = $1', [id]);
-    return r.rows[0]?.seq;
+    const r = await this.pool.query<{ seq: number; k: string | null }>('SELECT seq, flow_control_key AS k FROM message_data WHERE id = $1', [id]);
+    return r.rows[0] && { seq: r.rows[0].seq, flowControl: r.rows[0].k !== null };
   }
 
   async complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
-    const seq = await this.seqOf(id);
-    if (seq === undefined) return false;
-    if (!followUps.length) return this.completes.submit({ seq, id, owner, now, status: outcome.status ?? null });
+    const lease = await this.leaseOf(id);
+    if (lease === undefined) return false;
+    const seq = lease.seq;
+    if (!followUps.length) return this.completes.submit({ seq, id, owner, now, status: outcome.status ?? null, flowControl: lease.flowControl });
     const sql = `WITH f AS (UPDATE message_state SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
                    WHERE seq = $5 AND status = 'pending' AND claimed_by = $3 RETURNING seq),
                  e AS (${END_ATTEMPT} AND EXISTS (SELECT 1 FROM f))
@@ -460,7 +468,7 @@ export class PgQueueStore implements QueueStore {
   }
 
   private async owned(c: pg.PoolClient, id: string, owner: string): Promise<{ seq: number; cancel_requested: number } | undefined> {
-    const seq = await this.seqOf(id);
+    const seq = (await this.leaseOf(id))?.seq;
     if (seq === undefined) return undefined;
     const r = await c.query<{ seq: number; cancel_requested: number }>(
       `SELECT seq, cancel_requested FROM message_state WHERE seq = $1 AND status = 'pending' AND claimed_by = $2 FOR UPDATE`,
