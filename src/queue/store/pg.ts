@@ -292,6 +292,30 @@ export class PgQueueStore implements QueueStore {
     await q.query('SELECT pg_notify($1, $2)', [this.channel, String(dueAt)]);
   }
 
+  /** The wake-up {@link wakeSoon} sends at the next event-loop turn: earliest due time and its promise. */
+  private pendingWake: { dueAt: number; sent: Promise<void> } | undefined;
+
+  /**
+   * Wakes the nodes after a commit outside any transaction: the calls of one event-loop turn
+   * (the publishes of one group commit) share ONE notification with their earliest due time
+   * instead of a statement each. Best effort, never rejects (nodes also poll).
+   */
+  wakeSoon(dueAt: number): Promise<void> {
+    if (this.pendingWake) {
+      this.pendingWake.dueAt = Math.min(this.pendingWake.dueAt, dueAt);
+      return this.pendingWake.sent;
+    }
+    const pending = { dueAt, sent: Promise.resolve() };
+    pending.sent = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        this.pendingWake = undefined;
+        this.wake(this.pool, pending.dueAt).then(resolve, () => resolve());
+      }),
+    );
+    this.pendingWake = pending;
+    return pending.sent;
+  }
+
   // ---- messages ----
 
   async enqueue(messages: NewMessage[], now: number, dedupWindowMs: number, claim?: EnqueueClaim): Promise<EnqueueResult[]> {
@@ -338,7 +362,7 @@ export class PgQueueStore implements QueueStore {
     // Wake the nodes for due messages this node did not take itself (after the commit).
     let due = Infinity;
     for (const m of keep) if (!m.held && !(claim?.ids.has(m.id) ?? false)) due = Math.min(due, m.dueAt);
-    if (due <= now) await this.wake(this.pool, due).catch(() => undefined);
+    if (due <= now) await this.wakeSoon(due);
     return results;
   }
 
