@@ -115,11 +115,13 @@ async function measure(sys: System, pg: BenchPostgres, dbName: string, opts: PgO
   const got = d.lat.length;
   const per = (ms: number) => (ms * 1000) / Math.max(1, got);
   const cpu = { cpuSys: per(treeCpuMs(sys.pids) - cpu0.sys), cpuPg: per(clusterCpuMs(pg.pid) - cpu0.pg), cpuLoad: per(treeCpuMs([process.pid]) - cpu0.load) };
-  const top = await topStatements(pg.adminUrl, dbName, 5);
+  const top = await topStatements(pg.adminUrl, dbName, 12);
   const w = await walStats(pg.adminUrl);
   const wal = { bytes: w.bytes / Math.max(1, got), records: w.records / Math.max(1, got), syncs: w.syncs / Math.max(1, got) };
   if (errors.length) throw new Error(`publish failed: ${errors.join('; ')}`);
   if (!d.complete) throw new Error(`only ${got} of ${opts.n} messages delivered within 300 s`);
+  const through = { delivered: got / ((d.lastAt - t0) / 1000), accepted: opts.n / (pubMs / 1000), p50: percentile(d.lat, 50), p99: percentile(d.lat, 99), ...cpu, top, wal };
+  if (opts.secs <= 0) return through; // A/B runs: throughput only
 
   // steady rate, open loop
   await new Promise((res) => setTimeout(res, 1000));
@@ -137,22 +139,16 @@ async function measure(sys: System, pg: BenchPostgres, dbName: string, opts: PgO
   const s = await rateDone;
   if (errors.length) throw new Error(`publish failed: ${errors.join('; ')}`);
   return {
-    delivered: got / ((d.lastAt - t0) / 1000),
-    accepted: opts.n / (pubMs / 1000),
-    p50: percentile(d.lat, 50),
-    p99: percentile(d.lat, 99),
+    ...through,
     rateDelivered: s.lat.length / ((s.lastAt - start) / 1000),
     rateP50: percentile(s.lat, 50),
     rateP99: percentile(s.lat, 99),
     rateMissing: total - s.lat.length,
-    ...cpu,
-    top,
-    wal,
   };
 }
 
 /** Starts `nodes` svc queue nodes on `dbUrl`; returns undefined when this build has no PostgreSQL store. */
-async function startSvcNodes(nodes: number, dbUrl: string): Promise<{ procs: ManagedProcess[]; urls: string[]; dirs: string[] } | string> {
+async function startSvcNodes(nodes: number, dbUrl: string, root = ROOT): Promise<{ procs: ManagedProcess[]; urls: string[]; dirs: string[] } | string> {
   const procs: ManagedProcess[] = [];
   const dirs: string[] = [];
   const urls: string[] = [];
@@ -164,8 +160,8 @@ async function startSvcNodes(nodes: number, dbUrl: string): Promise<{ procs: Man
         name: `svc node ${k + 1}`,
         cmd: process.execPath,
         // BENCH_SVC_NODE_ARGS: extra node flags for the svc nodes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
-        args: [...(process.env.BENCH_SVC_NODE_ARGS ?? '').split(' ').filter(Boolean), path.join(ROOT, 'bin/svc.js'), 'serve'],
-        cwd: ROOT,
+        args: [...(process.env.BENCH_SVC_NODE_ARGS ?? '').split(' ').filter(Boolean), path.join(root, 'bin/svc.js'), 'serve'],
+        cwd: root,
         env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN, ...SIGNING, SVC_QUEUE_DATABASE_URL: dbUrl },
         readyPattern: /^queue\s+http:\/\/\S+/m,
         readyTimeoutMs: 120_000,
@@ -187,8 +183,8 @@ async function startSvcNodes(nodes: number, dbUrl: string): Promise<{ procs: Man
   return { procs, urls, dirs };
 }
 
-async function svcSystem(nodes: number, dbUrl: string, sink: Sink): Promise<System | string> {
-  const started = await startSvcNodes(nodes, dbUrl);
+async function svcSystem(nodes: number, dbUrl: string, sink: Sink, root = ROOT): Promise<System | string> {
+  const started = await startSvcNodes(nodes, dbUrl, root);
   if (typeof started === 'string') return started;
   const pools = started.urls.map((u) => new Pool(u, { connections: Math.ceil(64 / nodes), pipelining: 1 }));
   const dest = `/v2/publish/${sink.url}/svc-pg`;
@@ -340,6 +336,85 @@ export function formatPg(res: PgResult, opts: PgOptions, bullmq64?: { delivered:
     lines.push(``, `Where PostgreSQL's time goes (pg_stat_statements, throughput run, top statements by execution time in the system's database):`, ``, `| system | statement | calls | execution ms | share of execution | planning ms |`, `| --- | --- | ---: | ---: | ---: | ---: |`);
     for (const r of withTop) {
       for (const t of r.top!) lines.push(`| ${r.system} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${t.totalMs.toFixed(0)} | ${(t.share * 100).toFixed(0)}% | ${t.planMs.toFixed(0)} |`);
+    }
+  }
+  lines.push(``);
+  return lines;
+}
+
+/** One side of {@link benchPostgresAb}: a name and the checkout whose `bin/svc.js` runs. */
+export interface PgAbVariant {
+  name: string;
+  root: string;
+}
+
+/**
+ * Interleaved A/B of svc's PostgreSQL store, one node (`npm run bench:queue -- --pg-ab`, with
+ * `BENCH_AB_ROOT=<checkout>` as A and this checkout as B): one cluster; `repeat` rounds, in each
+ * both variants run the throughput part of {@link measure} (warm-up, then `opts.n` messages from
+ * 64 publishers) on a fresh database each, the first of the round swapped every round (`lib/ab.ts`).
+ * Prints per round and returns the markdown section: medians (min-max) and paired ratios B/A of
+ * delivered msg/s, svc CPU, PostgreSQL CPU and WAL per message, and the top statements of each
+ * variant's last round per delivered message (execution µs, rows, WAL bytes).
+ */
+export async function benchPostgresAb(opts: PgOptions, ab: [PgAbVariant, PgAbVariant], repeat: number): Promise<string[]> {
+  installCleanupHandlers();
+  const { abOrder, abRatios, fmtSpread } = await import('./lib/ab.js');
+  const loadAtStart = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  const pg = await startBenchPostgres();
+  const runs = new Map<string, PgRow[]>(ab.map((v) => [v.name, []]));
+  try {
+    for (let round = 0; round < repeat; round++) {
+      for (const v of abOrder(round, ab[0], ab[1])) {
+        const db = `ab${round}_${ab.indexOf(v)}`;
+        const url = await pg.newDatabase(db);
+        const sys = await svcSystem(1, url, opts.sink, v.root);
+        if (typeof sys === 'string') throw new Error(`${v.name}: ${sys}`);
+        try {
+          const row = { system: v.name, setup: '', ...(await measure(sys, pg, db, { ...opts, secs: 0 })) };
+          runs.get(v.name)!.push(row);
+          process.stderr.write(
+            `[pg-ab] round ${round + 1} ${v.name}: ${f0(row.delivered)} msg/s, svc ${f0(row.cpuSys)} µs/msg, postgres ${f0(row.cpuPg)} µs/msg, WAL ${f0(row.wal?.bytes)} B/msg, load ${os.loadavg()[0].toFixed(1)}\n`,
+          );
+        } finally {
+          await sys.close();
+        }
+      }
+    }
+  } finally {
+    pg.stop();
+  }
+  const [a, b] = ab.map((v) => runs.get(v.name)!);
+  const cell = (get: (r: PgRow) => number) => {
+    const x = abRatios(a.map(get), b.map(get));
+    return `${fmtSpread(a.map(get))} | ${fmtSpread(b.map(get))} | ${x.paired}`;
+  };
+  const lines = [
+    `## Queue on PostgreSQL: ${ab[0].name} vs ${ab[1].name} (interleaved)`,
+    ``,
+    `${new Date().toISOString()}, ${os.cpus().length} CPUs, Node ${process.version}, PostgreSQL ${pg.version}, load average at start ${loadAtStart} / end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}. ` +
+      `One svc node per variant on a fresh database of one bench cluster (fsync=on, synchronous_commit=on), ${opts.n} messages from 64 publishers after a 2,000-message warm-up; ${repeat} rounds, the two alternating. ` +
+      `Cells: median (min-max) over the rounds; paired = median (min-max) of the per-round ratio B/A. CPU from /proc per delivered message.`,
+    ``,
+    `| per delivered message | A: ${ab[0].name} | B: ${ab[1].name} | B/A (paired) |`,
+    `| --- | ---: | ---: | ---: |`,
+    `| delivered msg/s | ${cell((r) => r.delivered!)} |`,
+    `| svc CPU µs | ${cell((r) => r.cpuSys!)} |`,
+    `| PostgreSQL CPU µs | ${cell((r) => r.cpuPg!)} |`,
+    `| bench process CPU µs | ${cell((r) => r.cpuLoad!)} |`,
+    `| WAL bytes | ${cell((r) => r.wal!.bytes)} |`,
+    `| WAL flushes | ${cell((r) => r.wal!.syncs * 1000)} (×1000) |`,
+    ``,
+    `Top statements of each variant's last round, per delivered message (pg_stat_statements):`,
+    ``,
+    `| variant | statement | calls | exec µs/msg | plan µs/msg | rows/msg | WAL B/msg | share |`,
+    `| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |`,
+  ];
+  for (const [v, rs] of [[ab[0], a], [ab[1], b]] as const) {
+    const last = rs[rs.length - 1];
+    const per = (x: number) => x / opts.n;
+    for (const t of last?.top ?? []) {
+      lines.push(`| ${v.name} | \`${t.query.replace(/\|/g, '/').replace(/`/g, "'")}\` | ${t.calls} | ${(per(t.totalMs) * 1000).toFixed(1)} | ${(per(t.planMs) * 1000).toFixed(1)} | ${per(t.rows).toFixed(2)} | ${f0(per(t.walBytes))} | ${(t.share * 100).toFixed(0)}% |`);
     }
   }
   lines.push(``);

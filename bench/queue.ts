@@ -21,6 +21,7 @@
  *        --pg-rate-secs <s, default 10> --skip-pg-peers (svc on PostgreSQL without graphile-worker and pg-boss)
  *        --skip-delayed --skip-routing --fanout <publishes to a 10-endpoint group> --queue-n <msgs per
  *        queue / flow-control scenario> (scenarios: `bench/queue-routing.ts`);
+ *        --pg-ab (with BENCH_AB_ROOT=<checkout>: svc on PostgreSQL, that checkout vs this one, interleaved: {@link pgAbRun})
  *        --metrics-ab [--repeat <rounds>] (only svc with SVC_METRICS=false vs true, interleaved: {@link abRun};
  *        with BENCH_AB_NODE=<node> BENCH_AB_ROOT=<checkout> instead: this Node.js vs that one, `lib/ab.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
  */
@@ -36,7 +37,7 @@ import { ensurePeer, importPeer } from './peers/install.js';
 import { requirePrograms } from './lib/needs.js';
 import { postgresBinDir } from '../test/helpers/postgres.js';
 import { closedLoop, now, startSink, type Sink } from './lib/queue-sink.js';
-import { benchPostgres, formatPg } from './queue-pg.js';
+import { benchPostgres, benchPostgresAb, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
 import { writeSection } from './lib/report.js';
 
@@ -308,6 +309,7 @@ async function main(): Promise<void> {
   const wi = process.argv.indexOf('--bullmq-worker');
   if (wi >= 0) return bullmqWorker(Number(process.argv[wi + 1]), process.argv[wi + 2]);
 
+  if (flag('pg-ab')) return pgAbRun();
   const ab = abVariants(ROOT);
   if (ab) return abRun(ab);
   checkPeers();
@@ -457,6 +459,31 @@ async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
   process.stdout.write(text);
   const oi = process.argv.indexOf('--out');
   if (oi >= 0 && process.argv[oi + 1] !== '-') fs.writeFileSync(process.argv[oi + 1], text);
+}
+
+/**
+ * `--pg-ab`: svc on PostgreSQL, one node, `BENCH_AB_ROOT=<checkout>` (A) vs this checkout (B),
+ * interleaved (`bench/queue-pg.ts` {@link benchPostgresAb}); `--n64` messages per run (default
+ * 20,000), `--repeat` rounds (default `BENCH_REPEAT` or 5). Prints the table; writes it to
+ * `--out <file>` only when given.
+ */
+async function pgAbRun(): Promise<void> {
+  const other = process.env.BENCH_AB_ROOT;
+  if (!other) throw new Error('--pg-ab needs BENCH_AB_ROOT=<checkout> (the A side; this checkout is B)');
+  const sink = await startSink();
+  try {
+    const lines = await benchPostgresAb(
+      { sink, n: arg('n64', 20_000), rate: 0, secs: 0 },
+      [{ name: `A (${path.basename(path.resolve(other))})`, root: path.resolve(other) }, { name: `B (${path.basename(ROOT)})`, root: ROOT }],
+      arg('repeat', Number(process.env.BENCH_REPEAT ?? 5)),
+    );
+    const text = lines.join('\n');
+    process.stdout.write(text + '\n');
+    const oi = process.argv.indexOf('--out');
+    if (oi >= 0 && process.argv[oi + 1] !== '-') fs.writeFileSync(process.argv[oi + 1], text);
+  } finally {
+    await sink.close();
+  }
 }
 
 /**

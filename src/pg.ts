@@ -60,6 +60,8 @@ export interface PgPoolOptions {
    * server's answers silently (TCP would take minutes to notice).
    */
   queryTimeoutMs?: number;
+  /** Further session settings of every connection (`-c name=value` at connect), e.g. `{ random_page_cost: '1.1' }`. */
+  settings?: Record<string, string>;
 }
 
 /**
@@ -71,14 +73,15 @@ export interface PgPoolOptions {
 const IDLE_IN_TRANSACTION_MS = 10_000;
 
 /** Settings of every svc connection: search_path, the idle-in-transaction limit, TCP keepalive on both ends. */
-function connectionSettings(url: string, schema: string, applicationName: string) {
+function connectionSettings(url: string, schema: string, applicationName: string, settings: Record<string, string> = {}) {
+  const extra = Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join('');
   return {
     connectionString: url,
     types,
     application_name: applicationName,
     // server-side keepalive too: a session of a node cut off by a partition (the server sees no
     // close) ends after about 10 + 3 x 5 s of silence, with its locks
-    options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS} -c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3`,
+    options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS} -c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3${extra}`,
     connectionTimeoutMillis: 10_000,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -88,7 +91,7 @@ function connectionSettings(url: string, schema: string, applicationName: string
 /** A pool on `url` with int8 read as numbers. Nothing is connected yet. */
 export function createPgPool(url: string, opts: PgPoolOptions): pg.Pool {
   return new pg.Pool({
-    ...connectionSettings(url, opts.schema ?? 'public', opts.applicationName),
+    ...connectionSettings(url, opts.schema ?? 'public', opts.applicationName, opts.settings),
     max: opts.max ?? 10,
     idleTimeoutMillis: 30_000,
     ...(opts.queryTimeoutMs ? { query_timeout: opts.queryTimeoutMs } : {}),

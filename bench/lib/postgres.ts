@@ -163,6 +163,10 @@ export interface StatementTime {
   planMs: number;
   /** Share of all statements' execution time in this database, 0..1. */
   share: number;
+  /** Rows the statement returned or changed, summed over its calls. */
+  rows: number;
+  /** WAL bytes the statement generated, summed over its calls. */
+  walBytes: number;
 }
 
 /** Empties `pg_stat_statements` (all databases) and the cluster's WAL counters (`pg_stat_wal`). */
@@ -194,12 +198,13 @@ export async function walStats(adminUrl: string): Promise<WalStats> {
  */
 export async function topStatements(adminUrl: string, dbName: string, limit = 6): Promise<StatementTime[]> {
   return withPg(adminUrl, async (c) => {
-    const r = await c.query<{ query: string; calls: string; total: number; plan: number; share: number }>(
-      `SELECT s.query, s.calls, s.total_exec_time AS total, s.total_plan_time AS plan, s.total_exec_time / NULLIF(sum(s.total_exec_time) OVER (), 0) AS share
+    const r = await c.query<{ query: string; calls: string; total: number; plan: number; share: number; rows: string; wal: string }>(
+      `SELECT s.query, s.calls, s.total_exec_time AS total, s.total_plan_time AS plan, s.total_exec_time / NULLIF(sum(s.total_exec_time) OVER (), 0) AS share,
+              s.rows, s.wal_bytes AS wal
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
         WHERE d.datname = $1 ORDER BY s.total_exec_time DESC LIMIT $2`,
       [dbName, limit],
     );
-    return r.rows.map((x) => ({ query: x.query.replace(/\s+/g, ' ').trim().slice(0, 110), calls: Number(x.calls), totalMs: Number(x.total), planMs: Number(x.plan), share: Number(x.share ?? 0) }));
+    return r.rows.map((x) => ({ query: x.query.replace(/\s+/g, ' ').trim().slice(0, 110), calls: Number(x.calls), totalMs: Number(x.total), planMs: Number(x.plan), share: Number(x.share ?? 0), rows: Number(x.rows), walBytes: Number(x.wal) }));
   });
 }

@@ -160,7 +160,7 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
       if (!(await c.query('DELETE FROM queues WHERE name = $1', [name])).rowCount) return false;
       const held = (
         await c.query<{ seq: number }>(
-          `UPDATE messages SET status = 'cancelled', finished_at = $1, claimed_by = NULL WHERE claimed_by = 'held' AND queue_name = $2 RETURNING seq`,
+          `UPDATE message_state SET status = 'cancelled', finished_at = $1, claimed_by = NULL WHERE claimed_by = 'held' AND queue_name = $2 RETURNING seq`,
           [now, name],
         )
       ).rows.map((r) => r.seq);
@@ -197,7 +197,7 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
     if (!keys.length) return out;
     const r = await q.query<{ k: string; w: number; a: number }>(
       `SELECT flow_control_key AS k, COUNT(*) FILTER (WHERE claimed_by = 'held')::int AS w, COUNT(*) FILTER (WHERE ${ADMITTED})::int AS a
-       FROM messages WHERE flow_control_key = ANY($1::text[]) AND status = 'pending' GROUP BY flow_control_key`,
+       FROM message_state WHERE flow_control_key = ANY($1::text[]) AND status = 'pending' GROUP BY flow_control_key`,
       [keys],
     );
     for (const row of r.rows) out.set(row.k, { waiting: row.w, admitted: row.a });
@@ -277,14 +277,14 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
       };
       const out = fn(tx);
       if (released.length) {
-        await c.query(`UPDATE messages SET claimed_by = NULL WHERE seq = ANY($1::bigint[]) AND claimed_by = 'held'`, [released]);
+        await c.query(`UPDATE message_state SET claimed_by = NULL WHERE seq = ANY($1::bigint[]) AND claimed_by = 'held'`, [released]);
         // rate-limited keys: the released messages take their place in the window (admitted, not
         // started) in this transaction, so the next round (any node) counts them
         const rated = [...snap.rates.keys()];
         if (rated.length) {
           await c.query(
             `INSERT INTO flow_control_attempts (key, message_id, owner, started_at, started)
-             SELECT flow_control_key, id, '', $3, 0 FROM messages WHERE seq = ANY($1::bigint[]) AND flow_control_key = ANY($2::text[])`,
+             SELECT flow_control_key, id, '', $3, 0 FROM message_data WHERE seq = ANY($1::bigint[]) AND flow_control_key = ANY($2::text[])`,
             [released, rated, now],
           );
         }
@@ -301,9 +301,9 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
    * admitted, and at most its rate).
    */
   private async snapshot(c: pg.PoolClient, now: number) {
-    const heldQueues = (await c.query<{ q: string }>(`SELECT DISTINCT queue_name AS q FROM messages WHERE claimed_by = 'held' AND queue_name IS NOT NULL`)).rows.map((r) => r.q);
+    const heldQueues = (await c.query<{ q: string }>(`SELECT DISTINCT queue_name AS q FROM message_state WHERE claimed_by = 'held' AND queue_name IS NOT NULL`)).rows.map((r) => r.q);
     const heldKeys = (
-      await c.query<{ k: string }>(`SELECT DISTINCT flow_control_key AS k FROM messages WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key IS NOT NULL`)
+      await c.query<{ k: string }>(`SELECT DISTINCT flow_control_key AS k FROM message_state WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key IS NOT NULL`)
     ).rows.map((r) => r.k);
     const queues = new Map<string, { parallelism: number; paused: boolean }>();
     for (const r of (await c.query<QueueRow>('SELECT * FROM queues WHERE name = ANY($1::text[])', [heldQueues])).rows) {
@@ -311,7 +311,7 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
     }
     const admittedQ = new Map<string, number>();
     for (const r of (
-      await c.query<{ q: string; n: number }>(`SELECT queue_name AS q, COUNT(*)::int AS n FROM messages WHERE ${ADMITTED} AND queue_name = ANY($1::text[]) GROUP BY queue_name`, [heldQueues])
+      await c.query<{ q: string; n: number }>(`SELECT queue_name AS q, COUNT(*)::int AS n FROM message_state WHERE ${ADMITTED} AND queue_name = ANY($1::text[]) GROUP BY queue_name`, [heldQueues])
     ).rows) {
       admittedQ.set(r.q, r.n);
     }
@@ -323,7 +323,7 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
     const headKeys = new Set<string>(heldKeys);
     const qh = await c.query<{ q: string; seq: number; k: string | null }>(
       `SELECT lim.q, h.seq, h.flow_control_key AS k FROM unnest($1::text[], $2::int[]) AS lim(q, n)
-       CROSS JOIN LATERAL (SELECT seq, flow_control_key FROM messages
+       CROSS JOIN LATERAL (SELECT seq, flow_control_key FROM message_state
          WHERE claimed_by = 'held' AND queue_name = lim.q AND due_at <= $3 ORDER BY seq LIMIT lim.n) h
        ORDER BY lim.q, h.seq`,
       [heldQueues, qLimits, now],
@@ -352,7 +352,7 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
     const keyHeads = new Map<string, HeldHead[]>();
     const kh = await c.query<{ k: string; seq: number }>(
       `SELECT lim.k, h.seq FROM unnest($1::text[], $2::int[]) AS lim(k, n)
-       CROSS JOIN LATERAL (SELECT seq FROM messages
+       CROSS JOIN LATERAL (SELECT seq FROM message_state
          WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key = lim.k AND due_at <= $3 ORDER BY seq LIMIT lim.n) h
        ORDER BY lim.k, h.seq`,
       [heldKeys, kLimits, now],
@@ -362,7 +362,7 @@ export class PgResourceStore implements UrlGroupStore, QueueAdmissionStore, Flow
       arr.push({ seq: r.seq, flowControlKey: r.k });
       keyHeads.set(r.k, arr);
     }
-    const next = (await c.query<{ t: number | null }>(`SELECT MIN(due_at) AS t FROM messages WHERE claimed_by = 'held' AND due_at > $1`, [now])).rows[0].t;
+    const next = (await c.query<{ t: number | null }>(`SELECT MIN(due_at) AS t FROM message_state WHERE claimed_by = 'held' AND due_at > $1`, [now])).rows[0].t;
     const rated = [...keys.values()].filter((k) => effectiveLimits(k).rate !== undefined);
     const rates = await this.rateRows(c, rated.map((k) => k.key), rated.map((k) => effectiveLimits(k).periodS), now);
     return { heldQueues, heldKeys, queues, admittedQ, admittedK, keys, queueHeads, keyHeads, nextHeldDue: u(next), rates };

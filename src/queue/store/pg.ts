@@ -59,7 +59,7 @@ export const WAKE_CHANNEL = 'svc_queue';
 export const CREDENTIALS_CHANNEL = 'svc_queue_credentials';
 /** First key of the advisory locks that mark a dispatcher alive (second key: hash of its id). */
 export const LIVENESS_LOCK_CLASS = 73_164_513;
-/** Most messages per multi-row INSERT (31 parameters each; PostgreSQL allows 65 535). */
+/** Most messages per INSERT statement (a bound on one statement's size). */
 const INSERT_CHUNK = 1000;
 /** Rows deleted per pruning statement (short transactions; the hot path never waits long). */
 const PRUNE_BATCH = 5000;
@@ -88,8 +88,23 @@ const START_ATTEMPTS = `fs AS (UPDATE flow_control_attempts a SET started = 1, o
  */
 const END_ATTEMPT = `UPDATE flow_control_attempts SET ended_at = $1 WHERE message_id = $2 AND owner = $3 AND ended_at IS NULL AND started = 1`;
 
-const INSERT_PREFIX = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES `;
+/**
+ * PostgreSQL type of each of {@link MESSAGE_COLUMNS} (the VALUES list of an insert is typed by
+ * casts: it feeds two tables, so its columns have no target column to take their types from).
+ */
+const COLUMN_TYPES: Record<(typeof MESSAGE_COLUMNS)[number], string> = {
+  id: 'text', kind: 'text', url: 'text', url_host: 'text', url_path: 'text', origin: 'text', method: 'text', headers: 'text',
+  body: 'bytea', created_at: 'bigint', not_before: 'bigint', due_at: 'bigint', max_retries: 'int', retry_delay: 'text',
+  timeout_ms: 'bigint', callback: 'text', callback_opts: 'text', failure_callback: 'text', failure_callback_opts: 'text',
+  caller_ip: 'text', labels: 'text', redact: 'text', topic_name: 'text', endpoint_name: 'text', queue_name: 'text',
+  schedule_id: 'text', flow_control_key: 'text', flow_control: 'text', extra: 'text', claimed_by: 'text', lease_until: 'bigint',
+};
+/** Columns of {@link MESSAGE_COLUMNS} kept in `message_state` only (migration 0005); the rest go to `message_data`. */
+const STATE_ONLY = new Set<string>(['due_at', 'claimed_by', 'lease_until']);
+const DATA_COLUMNS = MESSAGE_COLUMNS.filter((c) => !STATE_ONLY.has(c)).join(', ');
 const NCOL = MESSAGE_COLUMNS.length;
+/** The state columns read back into a {@link MessageRow} (joined with `message_data`'s `d.*`). */
+const STATE_COLUMNS = 'status, due_at, retried, cancel_requested, claimed_by, lease_until, finished_at';
 
 /** A message to insert, leased to `claim.owner` until `claim.leaseUntil` when given (enqueue hand-off). */
 export interface InsertRow {
@@ -97,8 +112,6 @@ export interface InsertRow {
   claim?: { owner: string; leaseUntil: number };
 }
 
-/** Statements named (prepared once per connection, then run without parsing or planning) up to this many rows. */
-const MAX_NAMED_ROWS = 64;
 
 /**
  * Stores `msgs` (CREATED logged; with `claim`, the messages whose ids it names are stored leased
@@ -108,42 +121,59 @@ export async function insertMessages(q: Queryable, msgs: NewMessage[], now: numb
   return insertRows(q, msgs.map((m) => ({ m, claim: claim !== undefined && claim.ids.has(m.id) ? claim : undefined })), now);
 }
 
+/**
+ * The insert of a batch of messages: one array parameter per column of {@link MESSAGE_COLUMNS}
+ * (`$1`..`$31`, unnested in order) and the log time (`$32`). The text is the same for every batch
+ * size, so each connection parses and plans it once (a VALUES list with a parameter per value
+ * was a statement per row count, each planned anew on every connection). The immutable part goes
+ * to message_data (seq in input order), the state part to message_state, CREATED (and ACTIVE for
+ * rows leased at once) to logs.
+ */
+const INSERT_SQL = `WITH v AS (SELECT * FROM unnest(${MESSAGE_COLUMNS.map((c, k) => `$${k + 1}::${COLUMN_TYPES[c]}[]`).join(', ')})
+                 WITH ORDINALITY AS v(${MESSAGE_COLUMNS.join(', ')}, o)),
+       d AS (INSERT INTO message_data (${DATA_COLUMNS}) SELECT ${DATA_COLUMNS} FROM v ORDER BY o RETURNING seq, id),
+       ins AS (INSERT INTO message_state (seq, due_at, claimed_by, lease_until, queue_name, flow_control_key)
+               SELECT d.seq, v.due_at, v.claimed_by, v.lease_until, v.queue_name, v.flow_control_key FROM d JOIN v ON v.id = d.id
+               RETURNING seq, due_at, claimed_by),
+       l AS (INSERT INTO logs (time, message_seq, state, next_delivery_time)
+             SELECT $${NCOL + 1}, ins.seq, x.state, CASE WHEN x.o = 1 THEN ins.due_at END
+             FROM ins CROSS JOIN (VALUES (1, 'CREATED'), (2, 'ACTIVE')) x(o, state)
+             WHERE x.o = 1 OR (ins.claimed_by IS NOT NULL AND ins.claimed_by <> 'held')
+             ORDER BY ins.seq, x.o)
+       SELECT seq, id FROM d`;
+
 /** {@link insertMessages} with a claim per row (the rows of several enqueues in one statement). */
 export async function insertRows(q: Queryable, all: InsertRow[], now: number): Promise<Map<string, number>> {
   const seqs = new Map<string, number>();
   for (let i = 0; i < all.length; i += INSERT_CHUNK) {
     const chunk = all.slice(i, i + INSERT_CHUNK);
-    const params: unknown[] = [];
-    const rows: string[] = [];
-    for (const { m, claim } of chunk) {
-      const base = params.length;
-      params.push(...messageValues(m, claim));
-      rows.push(`(${Array.from({ length: NCOL }, (_, k) => `$${base + k + 1}`).join(',')})`);
-    }
-    const t = params.length + 1;
-    params.push(now);
-    const text = `WITH ins AS (${INSERT_PREFIX}${rows.join(',')} RETURNING seq, id, due_at, claimed_by),
-       l AS (INSERT INTO logs (time, message_seq, state, next_delivery_time)
-             SELECT $${t}, ins.seq, v.state, CASE WHEN v.o = 1 THEN ins.due_at END
-             FROM ins CROSS JOIN (VALUES (1, 'CREATED'), (2, 'ACTIVE')) v(o, state)
-             WHERE v.o = 1 OR (ins.claimed_by IS NOT NULL AND ins.claimed_by <> 'held')
-             ORDER BY ins.seq, v.o)
-       SELECT seq, id FROM ins`;
-    const r = await q.query<{ seq: number; id: string }>(
-      chunk.length <= MAX_NAMED_ROWS ? { name: `svc_insert_${chunk.length}`, text, values: params } : { text, values: params },
-    );
+    const columns: unknown[][] = Array.from({ length: NCOL }, () => new Array<unknown>(chunk.length));
+    chunk.forEach(({ m, claim }, r) => messageValues(m, claim).forEach((v, k) => (columns[k][r] = v)));
+    const r = await q.query<{ seq: number; id: string }>({ name: 'svc_insert', text: INSERT_SQL, values: [...columns, now] });
     for (const row of r.rows) seqs.set(row.id, row.seq);
   }
   return seqs;
 }
 
-/** Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that were still owned. */
-const COMPLETE_SQL = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS v(id, owner, t, st)),
-  f AS (UPDATE messages m SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
-        FROM v WHERE m.id = v.id AND m.status = 'pending' AND m.claimed_by = v.owner RETURNING m.seq, m.id, v.owner, v.t, v.st),
-  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),
+/** Most entries of {@link PgQueueStore}'s id -> seq map of held leases (a bound against leaks; a miss only costs a lookup). */
+const MAX_LEASED_SEQS = 100_000;
+
+/**
+ * Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that
+ * were still owned. Rows are found by seq (`s.seq = ANY($1)`: an index scan of the batch's rows
+ * whatever the planner thinks of the tables' sizes; a join by id let it pick a sequential scan of
+ * the whole state table per batch while the tables were young and their statistics unknown).
+ */
+const completeSql = (attempts: boolean) => `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)),
+  f AS (UPDATE message_state s SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
+        FROM v WHERE s.seq = ANY($1::bigint[]) AND s.seq = v.seq AND s.status = 'pending' AND s.claimed_by = v.owner
+        RETURNING s.seq, v.id, v.owner, v.t, v.st),${
+  attempts ? `\n  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),` : ''}
   l AS (INSERT INTO logs (time, message_seq, state, response_status) SELECT t, seq, 'DELIVERED', st FROM f ORDER BY seq)
   SELECT id FROM f`;
+/** {@link completeSql} for batches with a flow-control message (its running attempt ends too), and for batches without. */
+const COMPLETE_SQL = completeSql(true);
+const COMPLETE_NO_ATTEMPTS_SQL = completeSql(false);
 
 export interface PgStoreOptions {
   /** Connections of this node's pool (default 10). */
@@ -262,6 +292,30 @@ export class PgQueueStore implements QueueStore {
     await q.query('SELECT pg_notify($1, $2)', [this.channel, String(dueAt)]);
   }
 
+  /** The wake-up {@link wakeSoon} sends at the next event-loop turn: earliest due time and its promise. */
+  private pendingWake: { dueAt: number; sent: Promise<void> } | undefined;
+
+  /**
+   * Wakes the nodes after a commit outside any transaction: the calls of one event-loop turn
+   * (the publishes of one group commit) share ONE notification with their earliest due time
+   * instead of a statement each. Best effort, never rejects (nodes also poll).
+   */
+  wakeSoon(dueAt: number): Promise<void> {
+    if (this.pendingWake) {
+      this.pendingWake.dueAt = Math.min(this.pendingWake.dueAt, dueAt);
+      return this.pendingWake.sent;
+    }
+    const pending = { dueAt, sent: Promise.resolve() };
+    pending.sent = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        this.pendingWake = undefined;
+        this.wake(this.pool, pending.dueAt).then(resolve, () => resolve());
+      }),
+    );
+    this.pendingWake = pending;
+    return pending.sent;
+  }
+
   // ---- messages ----
 
   async enqueue(messages: NewMessage[], now: number, dedupWindowMs: number, claim?: EnqueueClaim): Promise<EnqueueResult[]> {
@@ -303,11 +357,12 @@ export class PgQueueStore implements QueueStore {
       if (r.deduplicated || !claim?.ids.has(r.messageId)) continue;
       const m = byId.get(r.messageId)!;
       r.claimed = { ...m, seq: seqs.get(m.id)!, status: 'pending', retried: 0, cancelRequested: false };
+      this.remember(m.id, r.claimed.seq, m.flowControlKey !== undefined);
     }
     // Wake the nodes for due messages this node did not take itself (after the commit).
     let due = Infinity;
     for (const m of keep) if (!m.held && !(claim?.ids.has(m.id) ?? false)) due = Math.min(due, m.dueAt);
-    if (due <= now) await this.wake(this.pool, due).catch(() => undefined);
+    if (due <= now) await this.wakeSoon(due);
     return results;
   }
 
@@ -317,26 +372,28 @@ export class PgQueueStore implements QueueStore {
   }
 
   async nextDueAt(): Promise<number | undefined> {
-    const r = await this.pool.query<{ t: number | null }>(`SELECT MIN(due_at) AS t FROM messages WHERE status = 'pending' AND claimed_by IS NULL`);
+    const r = await this.pool.query<{ t: number | null }>(`SELECT MIN(due_at) AS t FROM message_state WHERE status = 'pending' AND claimed_by IS NULL`);
     return r.rows[0].t ?? undefined;
   }
 
   async claimDue(o: ClaimOptions): Promise<StoredMessage[]> {
-    const ex = o.excludeOrigins?.length ? 'AND NOT (origin = ANY($5::text[]))' : '';
+    const ex = o.excludeOrigins?.length ? 'AND NOT EXISTS (SELECT 1 FROM message_data d WHERE d.seq = s.seq AND d.origin = ANY($5::text[]))' : '';
     const params: unknown[] = [o.owner, o.leaseUntil, o.now, o.limit];
     if (ex) params.push(o.excludeOrigins);
     const r = await this.pool.query<MessageRow>({
       name: ex ? 'svc_claim_excluding' : 'svc_claim',
       text: `WITH pick AS (
-         SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= $3 ${ex}
-         ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED),
-       c AS (UPDATE messages m SET claimed_by = $1, lease_until = $2 FROM pick WHERE m.seq = pick.seq RETURNING m.*),
+         SELECT s.seq FROM message_state s WHERE s.status = 'pending' AND s.claimed_by IS NULL AND s.due_at <= $3 ${ex}
+         ORDER BY s.due_at LIMIT $4 FOR UPDATE SKIP LOCKED),
+       u AS (UPDATE message_state s SET claimed_by = $1, lease_until = $2 FROM pick WHERE s.seq = pick.seq RETURNING s.*),
+       c AS (SELECT d.*, ${STATE_COLUMNS.split(', ').map((x) => `u.${x}`).join(', ')} FROM u JOIN message_data d ON d.seq = u.seq),
        l AS (INSERT INTO logs (time, message_seq, state) SELECT $3, seq, 'ACTIVE' FROM c ORDER BY due_at, seq),
        ${START_ATTEMPTS}
        SELECT * FROM c`,
       values: params,
     });
     const rows = r.rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
+    for (const row of rows) this.remember(row.id, row.seq, row.flow_control_key !== null);
     return rows.map(rowToMessage);
   }
 
@@ -347,7 +404,8 @@ export class PgQueueStore implements QueueStore {
   async renewLeases(owner: string, ids: string[], leaseUntil: number): Promise<string[]> {
     if (!ids.length) return [];
     const r = await this.pool.query<{ id: string }>(
-      `UPDATE messages SET lease_until = $3 WHERE id = ANY($2::text[]) AND status = 'pending' AND claimed_by = $1 RETURNING id`,
+      `UPDATE message_state s SET lease_until = $3 FROM message_data d
+       WHERE d.id = ANY($2::text[]) AND s.seq = d.seq AND s.status = 'pending' AND s.claimed_by = $1 RETURNING d.id`,
       [owner, ids, leaseUntil],
     );
     return r.rows.map((x) => x.id);
@@ -367,23 +425,56 @@ export class PgQueueStore implements QueueStore {
   });
 
   /** Delivered outcomes without follow-ups recorded at the same time: one statement. */
-  private readonly completes = new PgBatcher<{ id: string; owner: string; now: number; status: number | null }, boolean>(async (items) => {
-    const r = await this.pool.query<{ id: string }>({
-      name: 'svc_complete',
-      text: COMPLETE_SQL,
-      values: [items.map((i) => i.id), items.map((i) => i.owner), items.map((i) => i.now), items.map((i) => i.status)],
-    });
+  private readonly completes = new PgBatcher<{ seq: number; id: string; owner: string; now: number; status: number | null; flowControl: boolean }, boolean>(async (items) => {
+    // unnamed: planned for each batch's own rows (cheap: one index scan), never a cached generic plan
+    const r = await this.pool.query<{ id: string }>(items.some((i) => i.flowControl) ? COMPLETE_SQL : COMPLETE_NO_ATTEMPTS_SQL, [
+      items.map((i) => i.seq),
+      items.map((i) => i.id),
+      items.map((i) => i.owner),
+      items.map((i) => i.now),
+      items.map((i) => i.status),
+    ]);
     const done = new Set(r.rows.map((x) => x.id));
     return items.map((i) => done.has(i.id));
   });
 
+  /**
+   * seq of the messages this node's dispatchers hold leases on (from {@link claimDue} and claimed
+   * enqueues), and whether they have a flow-control key (only those can have a running attempt
+   * in `flow_control_attempts`), so an outcome finds its row by primary key without a lookup by
+   * id; dropped when the outcome is recorded.
+   */
+  private readonly leased = new Map<string, { seq: number; flowControl: boolean }>();
+
+  private remember(id: string, seq: number, flowControl: boolean): void {
+    if (this.leased.size >= MAX_LEASED_SEQS) this.leased.clear();
+    this.leased.set(id, { seq, flowControl });
+  }
+
+  /**
+   * seq of message `id` and whether it has a flow-control key (and forgets it: called once per
+   * outcome); undefined when no such message. Not remembered: looked up.
+   */
+  private async leaseOf(id: string): Promise<{ seq: number; flowControl: boolean } | undefined> {
+    const known = this.leased.get(id);
+    if (known !== undefined) {
+      this.leased.delete(id);
+      return known;
+    }
+    const r = await this.pool.query<{ seq: number; k: string | null }>('SELECT seq, flow_control_key AS k FROM message_data WHERE id = $1', [id]);
+    return r.rows[0] && { seq: r.rows[0].seq, flowControl: r.rows[0].k !== null };
+  }
+
   async complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
-    if (!followUps.length) return this.completes.submit({ id, owner, now, status: outcome.status ?? null });
-    const sql = `WITH f AS (UPDATE messages SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
-                   WHERE id = $2 AND status = 'pending' AND claimed_by = $3 RETURNING seq),
+    const lease = await this.leaseOf(id);
+    if (lease === undefined) return false;
+    const seq = lease.seq;
+    if (!followUps.length) return this.completes.submit({ seq, id, owner, now, status: outcome.status ?? null, flowControl: lease.flowControl });
+    const sql = `WITH f AS (UPDATE message_state SET status = 'delivered', finished_at = $1, claimed_by = NULL, lease_until = NULL
+                   WHERE seq = $5 AND status = 'pending' AND claimed_by = $3 RETURNING seq),
                  e AS (${END_ATTEMPT} AND EXISTS (SELECT 1 FROM f))
                  INSERT INTO logs (time, message_seq, state, response_status) SELECT $1, seq, 'DELIVERED', $4 FROM f RETURNING message_seq`;
-    const params = [now, id, owner, outcome.status ?? null];
+    const params = [now, id, owner, outcome.status ?? null, seq];
     return inTransaction(this.pool, async (c) => {
       if (!(await c.query(sql, params)).rowCount) return false;
       await this.followUps(c, followUps, now);
@@ -401,15 +492,17 @@ export class PgQueueStore implements QueueStore {
   }
 
   private async owned(c: pg.PoolClient, id: string, owner: string): Promise<{ seq: number; cancel_requested: number } | undefined> {
+    const seq = (await this.leaseOf(id))?.seq;
+    if (seq === undefined) return undefined;
     const r = await c.query<{ seq: number; cancel_requested: number }>(
-      `SELECT seq, cancel_requested FROM messages WHERE id = $1 AND status = 'pending' AND claimed_by = $2 FOR UPDATE`,
-      [id, owner],
+      `SELECT seq, cancel_requested FROM message_state WHERE seq = $1 AND status = 'pending' AND claimed_by = $2 FOR UPDATE`,
+      [seq, owner],
     );
     return r.rows[0];
   }
 
   private async finish(q: Queryable, status: string, now: number, seq: number): Promise<void> {
-    await q.query(`UPDATE messages SET status = $1, finished_at = $2, claimed_by = NULL, lease_until = NULL WHERE seq = $3`, [status, now, seq]);
+    await q.query(`UPDATE message_state SET status = $1, finished_at = $2, claimed_by = NULL, lease_until = NULL WHERE seq = $3`, [status, now, seq]);
   }
 
   reschedule(id: string, owner: string, now: number, outcome: AttemptOutcome, dueAt: number, followUps: NewMessage[]): Promise<boolean> {
@@ -424,7 +517,7 @@ export class PgQueueStore implements QueueStore {
         await this.log(c, now, r.seq, 'CANCELLED');
         return true;
       }
-      await c.query(`UPDATE messages SET retried = retried + 1, due_at = $1, claimed_by = NULL, lease_until = NULL WHERE seq = $2`, [dueAt, r.seq]);
+      await c.query(`UPDATE message_state SET retried = retried + 1, due_at = $1, claimed_by = NULL, lease_until = NULL WHERE seq = $2`, [dueAt, r.seq]);
       await this.log(c, now, r.seq, 'RETRY', { next: dueAt });
       return true;
     });
@@ -458,7 +551,7 @@ export class PgQueueStore implements QueueStore {
       const r = await c.query(
         `WITH alive AS (SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = $2::int::oid AND objsubid = 2 AND granted
                                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
-         UPDATE messages SET claimed_by = NULL, lease_until = NULL
+         UPDATE message_state SET claimed_by = NULL, lease_until = NULL
          WHERE claimed_by IS NOT NULL AND lease_until IS NOT NULL
            AND (lease_until < $1 OR hashtext(claimed_by)::oid NOT IN (SELECT objid FROM alive))`,
         [now, LIVENESS_LOCK_CLASS],
@@ -474,16 +567,16 @@ export class PgQueueStore implements QueueStore {
       const { sql, params } = filterSql(filter, 'm.created_at', 'pg');
       const rows = (
         await c.query<{ seq: number; claimed_by: string | null; cancel_requested: number }>(
-          toPgParams(`SELECT seq, claimed_by, cancel_requested FROM messages m WHERE m.status = 'pending' AND cancel_requested = 0 AND ${sql} ORDER BY seq FOR UPDATE`),
+          toPgParams(`SELECT m.seq, m.claimed_by, m.cancel_requested FROM messages m WHERE m.status = 'pending' AND m.cancel_requested = 0 AND ${sql} ORDER BY m.seq FOR UPDATE`),
           params,
         )
       ).rows;
       const now1 = rows.filter((r) => r.claimed_by === null || r.claimed_by === 'held').map((r) => r.seq);
       const later = rows.filter((r) => !(r.claimed_by === null || r.claimed_by === 'held')).map((r) => r.seq);
       if (now1.length) {
-        await c.query(`UPDATE messages SET status = 'cancelled', finished_at = $1, claimed_by = NULL, lease_until = NULL WHERE seq = ANY($2::bigint[])`, [now, now1]);
+        await c.query(`UPDATE message_state SET status = 'cancelled', finished_at = $1, claimed_by = NULL, lease_until = NULL WHERE seq = ANY($2::bigint[])`, [now, now1]);
       }
-      if (later.length) await c.query(`UPDATE messages SET cancel_requested = 1 WHERE seq = ANY($1::bigint[])`, [later]);
+      if (later.length) await c.query(`UPDATE message_state SET cancel_requested = 1 WHERE seq = ANY($1::bigint[])`, [later]);
       // CANCEL_REQUESTED for every one, then CANCELLED for those cancelled at once (log order per message)
       await c.query(
         `INSERT INTO logs (time, message_seq, state)
@@ -612,11 +705,12 @@ export class PgQueueStore implements QueueStore {
     }
     await this.resources().pruneRateWindows(now);
     await this.pruneBatches(
-      `DELETE FROM messages WHERE seq IN (
-         SELECT seq FROM messages m WHERE status <> 'pending' AND finished_at < $1
+      `WITH s AS (DELETE FROM message_state WHERE seq IN (
+         SELECT seq FROM message_state m WHERE status <> 'pending' AND finished_at < $1
            AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = m.seq)
            AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = m.seq)
-         LIMIT $${n} FOR UPDATE SKIP LOCKED)`,
+         LIMIT $${n} FOR UPDATE SKIP LOCKED) RETURNING seq)
+       DELETE FROM message_data WHERE seq IN (SELECT seq FROM s)`,
       [logsBefore],
     );
   }
@@ -628,7 +722,7 @@ export class PgQueueStore implements QueueStore {
               COUNT(*) FILTER (WHERE claimed_by IS NOT NULL AND claimed_by <> 'held' AND lease_until IS NOT NULL)::int AS "inFlight",
               COUNT(*) FILTER (WHERE claimed_by = 'held')::int AS "held",
               (SELECT COUNT(*) FROM dlq)::int AS "dlq"
-       FROM messages WHERE status = 'pending'`,
+       FROM message_state WHERE status = 'pending'`,
       [now],
     );
     return r.rows[0];
