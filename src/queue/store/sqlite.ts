@@ -44,7 +44,7 @@ import {
 } from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, RunFailure } from './types.js';
 import { SqliteResourceStore } from './sqlite-resources.js';
-import { statementCache } from './sqlite-statements.js';
+import { BOUND_LIMIT, statementCache } from './sqlite-statements.js';
 import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupStore } from './resource-types.js';
 import { FAIL_RUN_SQL, failRunParams, SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
@@ -60,16 +60,6 @@ import type { WorkflowStore } from './workflow-types.js';
  * page size keeps it (`PRAGMA page_size` does not change an existing WAL database).
  */
 const PAGE_SIZE = 1024;
-
-/**
- * The LIMIT of a subquery (`... WHERE seq IN (SELECT ... LIMIT n)`), its row count bound as a
- * parameter. Written `LIMIT +?`: SQLite reads the value of a bare `LIMIT ?` in a subquery while
- * planning, which ties the plan to that value, so every new binding expires the statement and
- * the next run prepares it again (`sqlite3Reprepare`: the claim statement took ~50 µs instead of
- * ~7 µs per run, `npm run bench:instructions` showed it as 5 % of the instructions per message).
- * An expression is not read at planning time; the rows are the same.
- */
-const SUBQUERY_LIMIT = 'LIMIT +?';
 
 /** Rows deleted per pruning write. */
 const PRUNE_BATCH = 5000;
@@ -202,11 +192,10 @@ export class SqliteQueueStore implements QueueStore {
       let stmt = this.claimStmts.get(nEx);
       if (!stmt) {
         const ex = nEx ? `AND origin NOT IN (${Array(nEx).fill('?').join(',')})` : '';
-        // `LIMIT +?`, not `LIMIT ?`: see SUBQUERY_LIMIT
         stmt = this.db.prepare(
           `UPDATE messages SET claimed_by = ?, lease_until = ? WHERE seq IN (
              SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= ? ${ex}
-             ORDER BY due_at ${SUBQUERY_LIMIT}) RETURNING *`,
+             ORDER BY due_at ${BOUND_LIMIT}) RETURNING *`,
         );
         if (this.claimStmts.size < 64) this.claimStmts.set(nEx, stmt);
       }
@@ -308,7 +297,7 @@ export class SqliteQueueStore implements QueueStore {
     }
     const stmt = this.stmt(
       `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
-       ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+       ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} ${BOUND_LIMIT}`,
     );
     return { stmt, params };
   }
@@ -370,7 +359,7 @@ export class SqliteQueueStore implements QueueStore {
     }
     const rows = this.stmt(
         `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
-         ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+         ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} ${BOUND_LIMIT}`,
       )
       .iterate(...params, page.count + 1) as IterableIterator<LogRow>;
     const cache = new Map<number, StoredMessage>();
@@ -390,13 +379,13 @@ export class SqliteQueueStore implements QueueStore {
       const st = this.stmt(sql);
       while ((await this.writes.run(() => st.run(...params, PRUNE_BATCH).changes, false)) >= PRUNE_BATCH);
     };
-    await batches(`DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? ${SUBQUERY_LIMIT})`, now);
-    await batches(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? ${SUBQUERY_LIMIT})`, logsBefore);
-    if (dlqBefore !== undefined) await batches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? ${SUBQUERY_LIMIT})`, dlqBefore);
+    await batches(`DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? ${BOUND_LIMIT})`, now);
+    await batches(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? ${BOUND_LIMIT})`, logsBefore);
+    if (dlqBefore !== undefined) await batches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? ${BOUND_LIMIT})`, dlqBefore);
     await batches(
       `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE status <> 'pending' AND finished_at < ?
          AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
-         AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) ${SUBQUERY_LIMIT})`,
+         AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) ${BOUND_LIMIT})`,
       logsBefore,
     );
   }
