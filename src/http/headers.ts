@@ -13,10 +13,22 @@ import type { IncomingHttpHeaders } from './types.js';
 export function svcHeadersWithPrefix(headers: IncomingHttpHeaders, prefix: string): Record<string, string> {
   const out: Record<string, string> = {};
   const p = prefix.toLowerCase();
-  for (const pass of ['upstash-', 'svc-']) {
-    for (const [k, v] of Object.entries(headers)) {
-      if (v === undefined || !k.startsWith(pass + p)) continue;
-      out[k.slice(pass.length + p.length)] = Array.isArray(v) ? v.join(', ') : v;
+  const upstash = `upstash-${p}`;
+  const svc = `svc-${p}`;
+  // one walk over the headers (it runs per publish); `Svc-` names are applied after every
+  // `Upstash-` one, so they win and the keys keep the order two passes gave
+  let svcNames: string[] | undefined;
+  for (const k in headers) {
+    const c = k.charCodeAt(0);
+    if (c === 117 /* u */ && k.startsWith(upstash)) {
+      const v = headers[k];
+      if (v !== undefined) out[k.slice(upstash.length)] = Array.isArray(v) ? v.join(', ') : v;
+    } else if (c === 115 /* s */ && k.startsWith(svc) && headers[k] !== undefined) (svcNames ??= []).push(k);
+  }
+  if (svcNames) {
+    for (const k of svcNames) {
+      const v = headers[k]!;
+      out[k.slice(svc.length)] = Array.isArray(v) ? v.join(', ') : v;
     }
   }
   return out;

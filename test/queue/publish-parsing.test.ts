@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { parseDuration } from '../../src/queue/delivery/backoff.js';
 import { destinationFromRawUrl } from '../../src/queue/api/publish.js';
 import { canonicalHeader } from '../../src/queue/message-json.js';
+import { svcHeadersWithPrefix } from '../../src/http/headers.js';
 
 test('publish durations', () => {
   assert.equal(parseDuration('10s'), 10_000);
@@ -27,4 +28,26 @@ test('canonical header keys', () => {
   assert.equal(canonicalHeader('content-type'), 'Content-Type');
   assert.equal(canonicalHeader('BYPASS-TUNNEL-REMINDER'), 'Bypass-Tunnel-Reminder');
   assert.equal(canonicalHeader('x-api-key'), 'X-Api-Key');
+});
+
+test('Svc-/Upstash- configuration headers: Svc- wins, repeated values joined, Upstash- names first in request order', () => {
+  const headers = {
+    host: 'svc.local',
+    'svc-retries': '5',
+    'upstash-retries': '2',
+    'upstash-forward-b': ['1', '2'],
+    'svc-forward-a': 'svc',
+    'upstash-forward-a': 'upstash',
+    'upstash-delay': '10s',
+    'svcx-other': 'x',
+    'upstashy-other': 'y',
+  };
+  const cfg = svcHeadersWithPrefix(headers, '');
+  assert.deepEqual(Object.entries(cfg), [
+    ['retries', '5'],
+    ['forward-b', '1, 2'],
+    ['forward-a', 'svc'],
+    ['delay', '10s'],
+  ]);
+  assert.deepEqual(svcHeadersWithPrefix(headers, 'Forward-'), { b: '1, 2', a: 'svc' });
 });

@@ -20,3 +20,17 @@ test('signatures verify with the SDK Receiver (current or next key), and fail on
   const expired = signDelivery(current, url, body, Date.now() - 600_000);
   await assert.rejects(receiver.verify({ signature: expired, body: body.toString(), url }));
 });
+
+test('signatures verify for keys of every length (longer than the 64-byte HMAC block, non-ASCII) and alternating keys', async () => {
+  const body = Buffer.from('{"b":2}');
+  const url = 'https://example.com/' + 'p'.repeat(700) + '?q=%C3%A4';
+  const keys = ['k', 'x'.repeat(63), 'x'.repeat(64), 'y'.repeat(65), 'z'.repeat(300), 'schlüssel-ü'.repeat(10)];
+  for (const round of [0, 1]) {
+    for (const key of keys) {
+      const receiver = new Receiver({ currentSigningKey: key, nextSigningKey: `${key}-next` });
+      const signature = signDelivery(key, url, body, Date.now());
+      assert.equal(await receiver.verify({ signature, body: body.toString(), url }), true, `key of ${key.length} chars, round ${round}`);
+      await assert.rejects(receiver.verify({ signature: signDelivery(`${key}!`, url, body, Date.now()), body: body.toString(), url }));
+    }
+  }
+});

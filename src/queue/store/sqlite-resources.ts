@@ -18,7 +18,7 @@ import type {
   UrlGroupEndpoint,
 } from './resource-types.js';
 import { INSERT_MESSAGE_SQL, messageParams } from './sqlite-rows.js';
-import { statementCache } from './sqlite-statements.js';
+import { BOUND_LIMIT, statementCache } from './sqlite-statements.js';
 
 /** A `schedules` row (both stores). */
 export interface ScheduleRow {
@@ -300,11 +300,11 @@ export class SqliteResourceStore implements UrlGroupStore, QueueAdmissionStore, 
       admittedInQueue: (name) => (this.stmt(`SELECT COUNT(*) AS n FROM messages WHERE ${ADMITTED_Q} AND queue_name = ?`).get(name) as { n: number }).n,
       admittedForKey: (key) => this.countAdmittedKey(key),
       queueHeads: (name, limit, now) =>
-        (this.stmt(`SELECT seq, flow_control_key FROM messages WHERE claimed_by = 'held' AND queue_name = ? AND due_at <= ? ORDER BY seq LIMIT ?`).all(name, now, limit) as { seq: number; flow_control_key: string | null }[]).map(
+        (this.stmt(`SELECT seq, flow_control_key FROM messages WHERE claimed_by = 'held' AND queue_name = ? AND due_at <= ? ORDER BY seq ${BOUND_LIMIT}`).all(name, now, limit) as { seq: number; flow_control_key: string | null }[]).map(
           (r) => ({ seq: r.seq, flowControlKey: u(r.flow_control_key) }),
         ),
       keyHeads: (key, limit, now) =>
-        (this.stmt(`SELECT seq FROM messages WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key = ? AND due_at <= ? ORDER BY seq LIMIT ?`).all(key, now, limit) as { seq: number }[]).map(
+        (this.stmt(`SELECT seq FROM messages WHERE claimed_by = 'held' AND queue_name IS NULL AND flow_control_key = ? AND due_at <= ? ORDER BY seq ${BOUND_LIMIT}`).all(key, now, limit) as { seq: number }[]).map(
           (r) => ({ seq: r.seq, flowControlKey: key }),
         ),
       release: (seqs) => {

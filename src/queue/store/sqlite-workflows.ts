@@ -7,7 +7,7 @@ import type Database from 'better-sqlite3';
 import type { GroupCommitter } from './group-commit.js';
 import type { RunFailure } from './types.js';
 import { whereBuilder } from './sqlite-rows.js';
-import { statementCache } from './sqlite-statements.js';
+import { BOUND_LIMIT, statementCache } from './sqlite-statements.js';
 import { newRunValues, type NewRun, type RunConfig, type RunFilter, type StoredNotify, type RunState, type Waiter, type WorkflowRun, type WorkflowStep, type WorkflowStore } from './workflow-types.js';
 
 /** A `workflow_runs` row (both stores). */
@@ -224,7 +224,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
   }
 
   async expiredWaiters(now: number, limit: number): Promise<Waiter[]> {
-    return (this.stmt('SELECT * FROM workflow_waiters WHERE deadline <= ? ORDER BY deadline LIMIT ?').all(now, limit) as WaiterRow[]).map(toWaiter);
+    return (this.stmt(`SELECT * FROM workflow_waiters WHERE deadline <= ? ORDER BY deadline ${BOUND_LIMIT}`).all(now, limit) as WaiterRow[]).map(toWaiter);
   }
 
   takeWaiter(seq: number): Promise<boolean> {
@@ -270,7 +270,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
         this.stmt(
             `SELECT seq FROM workflow_runs WHERE state <> 'RUN_STARTED' AND completed_at < ?
                AND (dlq_id IS NULL OR NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.dlq_id = workflow_runs.dlq_id))
-             ORDER BY completed_at LIMIT ?`,
+             ORDER BY completed_at ${BOUND_LIMIT}`,
           )
           .all(endedBefore, limit) as { seq: number }[]
       ).map((r) => r.seq);
@@ -288,7 +288,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
 
   async listRuns(f: RunFilter, limit: number, cursor?: number): Promise<WorkflowRun[]> {
     const { sql, params } = runFilterSql(f, cursor);
-    const rows = this.stmt(`SELECT * FROM workflow_runs WHERE ${sql} ORDER BY seq DESC LIMIT ?`).all(...params, limit) as RunRow[];
+    const rows = this.stmt(`SELECT * FROM workflow_runs WHERE ${sql} ORDER BY seq DESC ${BOUND_LIMIT}`).all(...params, limit) as RunRow[];
     return rows.map(toRun);
   }
 }

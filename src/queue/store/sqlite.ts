@@ -44,7 +44,7 @@ import {
 } from './sqlite-rows.js';
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, RunFailure } from './types.js';
 import { SqliteResourceStore } from './sqlite-resources.js';
-import { statementCache } from './sqlite-statements.js';
+import { BOUND_LIMIT, statementCache } from './sqlite-statements.js';
 import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupStore } from './resource-types.js';
 import { FAIL_RUN_SQL, failRunParams, SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
@@ -195,7 +195,7 @@ export class SqliteQueueStore implements QueueStore {
         stmt = this.db.prepare(
           `UPDATE messages SET claimed_by = ?, lease_until = ? WHERE seq IN (
              SELECT seq FROM messages WHERE status = 'pending' AND claimed_by IS NULL AND due_at <= ? ${ex}
-             ORDER BY due_at LIMIT ?) RETURNING *`,
+             ORDER BY due_at ${BOUND_LIMIT}) RETURNING *`,
         );
         if (this.claimStmts.size < 64) this.claimStmts.set(nEx, stmt);
       }
@@ -297,7 +297,7 @@ export class SqliteQueueStore implements QueueStore {
     }
     const stmt = this.stmt(
       `SELECT d.* FROM dlq d JOIN messages m ON m.seq = d.message_seq WHERE ${sql} ${cur}
-       ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+       ORDER BY d.seq ${desc ? 'DESC' : 'ASC'} ${BOUND_LIMIT}`,
     );
     return { stmt, params };
   }
@@ -359,7 +359,7 @@ export class SqliteQueueStore implements QueueStore {
     }
     const rows = this.stmt(
         `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
-         ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} LIMIT ?`,
+         ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} ${BOUND_LIMIT}`,
       )
       .iterate(...params, page.count + 1) as IterableIterator<LogRow>;
     const cache = new Map<number, StoredMessage>();
@@ -379,13 +379,13 @@ export class SqliteQueueStore implements QueueStore {
       const st = this.stmt(sql);
       while ((await this.writes.run(() => st.run(...params, PRUNE_BATCH).changes, false)) >= PRUNE_BATCH);
     };
-    await batches('DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? LIMIT ?)', now);
-    await batches('DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? LIMIT ?)', logsBefore);
-    if (dlqBefore !== undefined) await batches('DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? LIMIT ?)', dlqBefore);
+    await batches(`DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? ${BOUND_LIMIT})`, now);
+    await batches(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? ${BOUND_LIMIT})`, logsBefore);
+    if (dlqBefore !== undefined) await batches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? ${BOUND_LIMIT})`, dlqBefore);
     await batches(
       `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE status <> 'pending' AND finished_at < ?
          AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
-         AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) LIMIT ?)`,
+         AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) ${BOUND_LIMIT})`,
       logsBefore,
     );
   }
