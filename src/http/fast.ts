@@ -64,6 +64,8 @@ const STATUS_LINES = new Map<number, string>();
 
 let dateCache = '';
 let dateSecond = -1;
+/** The end of a keep-alive response head from `Date` on (with its blank line), rebuilt with {@link dateCache}. */
+let keepAliveTail = '';
 /** The `Date` header value, recomputed at most once a second. */
 function httpDate(): string {
   const now = Date.now();
@@ -71,8 +73,26 @@ function httpDate(): string {
   if (sec !== dateSecond) {
     dateSecond = sec;
     dateCache = new Date(now).toUTCString();
+    keepAliveTail = `Date: ${dateCache}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
   }
   return dateCache;
+}
+
+/** The last response head prefix built by {@link headPrefix}, for its status and type. */
+let prefixStatus = 0;
+let prefixType = '';
+let prefixText = '';
+/**
+ * `<status line>content-type: <type>\r\ncontent-length: ` (the length follows): the last one is
+ * kept, since a connection's answers mostly share status and type.
+ */
+function headPrefix(status: number, type: string): string {
+  if (status !== prefixStatus || type !== prefixType) {
+    prefixStatus = status;
+    prefixType = type;
+    prefixText = `${statusLine(status)}content-type: ${type}\r\ncontent-length: `;
+  }
+  return prefixText;
 }
 
 function statusLine(status: number): string {
@@ -481,10 +501,8 @@ class FastConnection implements FastResponse {
     }
     if (this.gone) return;
     const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-    const head =
-      statusLine(status) +
-      `content-type: ${type}\r\ncontent-length: ${len}\r\n${extraHeaders}` +
-      `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
+    httpDate(); // keeps keepAliveTail current
+    const head = headPrefix(status, type) + len + '\r\n' + extraHeaders + keepAliveTail;
     let ok: boolean;
     if (this.head || len === 0) ok = this.socket.write(head, 'latin1');
     else if (typeof body === 'string') ok = this.socket.write(head + body);
