@@ -242,10 +242,13 @@ function lineEnd(buf: Buffer, from: number, end: number): number {
 export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: FastHandler): FastHead | undefined {
   const rlEnd = lineEnd(buf, 0, end);
   if (rlEnd < 0) return undefined;
-  const sp1 = buf.indexOf(32, 0);
-  if (sp1 <= 0 || sp1 >= rlEnd) return undefined;
-  const sp2 = buf.indexOf(32, sp1 + 1);
-  if (sp2 < 0 || sp2 + 9 !== rlEnd) return undefined; // exactly one space before `HTTP/1.1`
+  // the two spaces of the request line (a short line: scanned here, not by two native calls)
+  let sp1 = 0;
+  while (sp1 < rlEnd && buf[sp1] !== 32) sp1++;
+  if (sp1 === 0 || sp1 >= rlEnd) return undefined;
+  let sp2 = sp1 + 1;
+  while (sp2 < rlEnd && buf[sp2] !== 32) sp2++;
+  if (sp2 + 9 !== rlEnd) return undefined; // exactly one space before `HTTP/1.1`
   for (let k = 0; k < 8; k++) if (buf[sp2 + 1 + k] !== HTTP11[k]) return undefined;
   let method = plainMethod(buf, sp1);
   if (method === undefined) {
