@@ -16,7 +16,8 @@
  * (svc only). Each at 1 and 64 keep-alive connections with `wrk`. Every cell is checked once with
  * `fetch` (status and body) before it is loaded, so error responses are never benchmarked.
  *
- * Env: `BENCH_SECONDS` (per cell, default 5), `BENCH_WARMUP_SECONDS` (default 1),
+ * Env: `BENCH_SECONDS` (per cell, default 5), `BENCH_WARMUP_SECONDS` (per cell, default 1),
+ * `BENCH_START_WARMUP_SECONDS` (every workload on every gateway before the first cell, default 3),
  * `BENCH_CONNECTIONS` (default `1,64`), `BENCH_REPEAT` (measured runs per cell, interleaved across
  * systems; the median run is reported; default 1), `BENCH_WRK_THREADS` (default 1),
  * `BENCH_WEBDIS_THREADS` / `BENCH_WEBDIS_POOL` (default 4 / 2, webdis's own defaults), `BENCH_ONLY` (subset of
@@ -48,6 +49,12 @@ const env = process.env;
 const num = (name: string, def: number) => (env[name] ? Number(env[name]) : def);
 const SECONDS = num('BENCH_SECONDS', 5);
 const WARMUP = num('BENCH_WARMUP_SECONDS', 1);
+/**
+ * Seconds of load each gateway gets per workload before the first measured cell (at the largest
+ * connection count): Node's V8 keeps compiling (Maglev, then TurboFan, on background threads that
+ * take CPU from the 2 cores) for several seconds of load, which would land in the first cells.
+ */
+const START_WARMUP = num('BENCH_START_WARMUP_SECONDS', 3);
 const CONNS = (env.BENCH_CONNECTIONS ?? '1,64').split(',').map(Number);
 const WRK_THREADS = num('BENCH_WRK_THREADS', 1);
 const REPEAT = Math.max(1, num('BENCH_REPEAT', 1));
@@ -180,6 +187,22 @@ async function measureHttp(gw: Gateway, w: Workload, conns: number, workDir: str
   return { ...row, rps: res.rps, cmds: res.rps * w.cmdsPerReq, p50: res.p50Ms, p99: res.p99Ms, cpuUs, note: errs ? `${res.non2xx} non-2xx, ${res.socketErrors} socket errors` : undefined };
 }
 
+/**
+ * Loads every gateway with every workload it offers for {@link START_WARMUP} s (at the largest
+ * connection count), so that the measured cells find svc's hot paths compiled.
+ */
+async function warmAll(gws: Gateway[], workDir: string): Promise<void> {
+  if (START_WARMUP <= 0) return;
+  const conns = Math.max(...CONNS);
+  for (const gw of gws) {
+    for (const w of WORKLOADS) {
+      const req = gw.request(w);
+      if (req) await runWrk(req, { connections: conns, threads: WRK_THREADS, workDir, durationS: START_WARMUP });
+    }
+  }
+  log(`start warm-up done (${START_WARMUP} s per workload and gateway, ${conns} connections)`);
+}
+
 /** The run with the median throughput (lower middle for an even count); rows without numbers lose. */
 function medianRow(runs: Row[]): Row {
   const sorted = [...runs].sort((a, b) => (a.cmds ?? -1) - (b.cmds ?? -1));
@@ -266,6 +289,7 @@ async function main(): Promise<void> {
   // Rounds are interleaved (svc, webdis, redis-benchmark, svc, ...) so a noisy neighbour on this
   // shared machine hits every system alike; redis-benchmark runs next to the first HTTP workload
   // with the same command, connection count and batching (-P 1 for single, -P 100 for /pipeline).
+  await warmAll(gateways, work);
   const rbDone = new Set<string>();
   for (const w of WORKLOADS) {
     for (const c of CONNS) {
@@ -330,6 +354,7 @@ async function abRun(ab: [SvcVariant, SvcVariant], redisUrl: string, work: strin
     if (typeof s === 'string') throw new Error(s);
     variants.push({ name: v.name, gw: svcGateway(`svc, ${v.name}`, 'bench redis-server', s.url, s.token), pid: s.proc.pid });
   }
+  await warmAll(variants.map((v) => v.gw), work);
   const [A, B] = ab.map((v) => v.name);
   const lines: string[][] = [];
   for (const w of WORKLOADS) {
@@ -421,7 +446,7 @@ function buildReport(rows: Row[], notes: string[], o: { loadStart: string; webdi
   return [
     `## Key-value gateway benchmark`,
     '',
-    `Machine: ${o.machine}. Load average at start/end: ${o.loadStart} / ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (the machine is shared).\nEach cell: ${WARMUP} s warm-up + ${REPEAT > 1 ? `median of ${REPEAT} interleaved runs of ` : ''}${SECONDS} s measured with wrk (${WRK_THREADS} thread, keep-alive), value ${VALUE.length} bytes; total run ${Math.round(o.elapsedS)} s.`,
+    `Machine: ${o.machine}. Load average at start/end: ${o.loadStart} / ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (the machine is shared).\nEach gateway: ${START_WARMUP} s of load per workload before the first cell; each cell: ${WARMUP} s warm-up + ${REPEAT > 1 ? `median of ${REPEAT} interleaved runs of ` : ''}${SECONDS} s measured with wrk (${WRK_THREADS} thread, keep-alive), value ${VALUE.length} bytes; total run ${Math.round(o.elapsedS)} s.`,
     `svc kv worker processes: ${SVC_WORKERS}${env.SVC_KV_WORKERS ? ' (SVC_KV_WORKERS)' : ' (the default: 0 below 4 CPUs, else CPUs, at most 8)'}; 0 = served by the one svc process.`,
     `Backend: one redis-server on 127.0.0.1:${o.redisPort} with \`--save '' --appendonly no\`, shared by svc (\`SVC_KV_REDIS_URL\`), webdis (threads ${o.webdisThreads}, pool_size ${o.webdisPool}) and redis-benchmark; the load generator, the gateway and redis-server share the same ${machineInfo().nproc} cores.`,
     '',

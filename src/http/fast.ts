@@ -48,7 +48,6 @@ const FAST_HEAD_MAX = 16 * 1024;
 /** Bytes buffered beyond the request in flight before reading pauses. */
 const READ_AHEAD_MAX = 64 * 1024;
 
-const DIGITS = /^[0-9]{1,15}$/;
 const CRLF2 = Buffer.from('\r\n\r\n');
 const EMPTY = Buffer.alloc(0);
 
@@ -65,6 +64,8 @@ const STATUS_LINES = new Map<number, string>();
 
 let dateCache = '';
 let dateSecond = -1;
+/** The end of a keep-alive response head from `Date` on (with its blank line), rebuilt with {@link dateCache}. */
+let keepAliveTail = '';
 /** The `Date` header value, recomputed at most once a second. */
 function httpDate(): string {
   const now = Date.now();
@@ -72,8 +73,26 @@ function httpDate(): string {
   if (sec !== dateSecond) {
     dateSecond = sec;
     dateCache = new Date(now).toUTCString();
+    keepAliveTail = `Date: ${dateCache}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
   }
   return dateCache;
+}
+
+/** The last response head prefix built by {@link headPrefix}, for its status and type. */
+let prefixStatus = 0;
+let prefixType = '';
+let prefixText = '';
+/**
+ * `<status line>content-type: <type>\r\ncontent-length: ` (the length follows): the last one is
+ * kept, since a connection's answers mostly share status and type.
+ */
+function headPrefix(status: number, type: string): string {
+  if (status !== prefixStatus || type !== prefixType) {
+    prefixStatus = status;
+    prefixType = type;
+    prefixText = `${statusLine(status)}content-type: ${type}\r\ncontent-length: `;
+  }
+  return prefixText;
 }
 
 function statusLine(status: number): string {
@@ -155,6 +174,51 @@ for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL
 const HTTP11 = [72, 84, 84, 80, 47, 49, 46, 49];
 
 /**
+ * Header names the fast path meets often (what the SDKs, curl, browsers and load generators send,
+ * and the ones it judges itself), by length: a name that matches one (ASCII case-insensitively)
+ * is given as this literal, so the common head takes no string copy and no lower-casing per name.
+ */
+const KNOWN_NAMES: [Uint8Array, string][][] = [];
+for (const name of [
+  'host', 'authorization', 'content-type', 'content-length', 'connection', 'transfer-encoding', 'expect', 'upgrade',
+  'user-agent', 'accept', 'accept-encoding', 'accept-language', 'keep-alive', 'origin', 'referer', 'cookie',
+  'traceparent', 'tracestate', 'cache-control', 'pragma',
+  'upstash-sync-token', 'svc-sync-token', 'upstash-encoding', 'svc-encoding', 'upstash-response-format', 'svc-response-format',
+  'upstash-telemetry-sdk', 'upstash-telemetry-runtime', 'upstash-telemetry-platform', 'upstash-telemetry-retry',
+  'upstash-method', 'upstash-retries', 'upstash-delay', 'upstash-forward-authorization', 'upstash-callback', 'upstash-failure-callback',
+  'upstash-deduplication-id', 'upstash-content-based-deduplication', 'upstash-flow-control-key', 'upstash-flow-control-value',
+]) (KNOWN_NAMES[name.length] ??= []).push([Buffer.from(name, 'latin1'), name]);
+
+/**
+ * The literal of {@link KNOWN_NAMES} that `buf[from, to)` spells in any case, or undefined. The
+ * bytes are tchars (checked by the caller): OR-ing 0x20 maps an upper-case letter to its lower
+ * case and leaves `-` and digits as they are, and no other tchar maps to a letter or `-`.
+ */
+function knownName(buf: Buffer, from: number, to: number): string | undefined {
+  const candidates = KNOWN_NAMES[to - from];
+  if (candidates === undefined) return undefined;
+  next: for (let i = 0; i < candidates.length; i++) {
+    const [bytes, name] = candidates[i];
+    for (let k = 0; k < bytes.length; k++) if ((buf[from + k] | 0x20) !== bytes[k]) continue next;
+    return name;
+  }
+  return undefined;
+}
+
+/** The method literal of `buf[0, len)` when it is GET, POST, PUT or HEAD, else undefined. */
+function plainMethod(buf: Buffer, len: number): string | undefined {
+  const c0 = buf[0];
+  if (len === 3) {
+    if (c0 === 71 && buf[1] === 69 && buf[2] === 84) return 'GET';
+    if (c0 === 80 && buf[1] === 85 && buf[2] === 84) return 'PUT';
+  } else if (len === 4) {
+    if (c0 === 80 && buf[1] === 79 && buf[2] === 83 && buf[3] === 84) return 'POST';
+    if (c0 === 72 && buf[1] === 69 && buf[2] === 65 && buf[3] === 68) return 'HEAD';
+  }
+  return undefined;
+}
+
+/**
  * End of the line that starts at `from` in `buf[0, end)`: the index of its CR (or `end`), or -1
  * when the line has a control byte (anything below 0x20 but HTAB, or DEL) or a CR without LF.
  */
@@ -172,21 +236,30 @@ function lineEnd(buf: Buffer, from: number, end: number): number {
  * not of the plain form the fast path serves (the Node server then takes the connection), e.g. a
  * `Content-Length` above `bodyMax` bytes. Scans bytes (no split or regular expressions): header
  * names are checked against `tchar` and lower-cased, values trimmed of SP/HTAB (RFC 9110 OWS).
+ * The head is decoded once (latin1, one native call); the target and the values are slices of it,
+ * and the common header names and methods are literals ({@link knownName}).
  */
 export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: FastHandler): FastHead | undefined {
   const rlEnd = lineEnd(buf, 0, end);
   if (rlEnd < 0) return undefined;
-  const sp1 = buf.indexOf(32, 0);
-  if (sp1 <= 0 || sp1 >= rlEnd) return undefined;
-  const sp2 = buf.indexOf(32, sp1 + 1);
-  if (sp2 < 0 || sp2 + 9 !== rlEnd) return undefined; // exactly one space before `HTTP/1.1`
+  // the two spaces of the request line (a short line: scanned here, not by two native calls)
+  let sp1 = 0;
+  while (sp1 < rlEnd && buf[sp1] !== 32) sp1++;
+  if (sp1 === 0 || sp1 >= rlEnd) return undefined;
+  let sp2 = sp1 + 1;
+  while (sp2 < rlEnd && buf[sp2] !== 32) sp2++;
+  if (sp2 + 9 !== rlEnd) return undefined; // exactly one space before `HTTP/1.1`
   for (let k = 0; k < 8; k++) if (buf[sp2 + 1 + k] !== HTTP11[k]) return undefined;
-  const method = buf.toString('latin1', 0, sp1);
-  if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'HEAD' && !handler.methods?.includes(method)) return undefined;
+  let method = plainMethod(buf, sp1);
+  if (method === undefined) {
+    method = buf.toString('latin1', 0, sp1);
+    if (!handler.methods?.includes(method)) return undefined;
+  }
   if (buf[sp1 + 1] !== 47 /* / */) return undefined;
   // visible ASCII only (no HTAB, no bytes 0x80-0xFF): Node's parser judges the rest
   for (let k = sp1 + 2; k < sp2; k++) if (buf[k] < 0x21 || buf[k] > 0x7e) return undefined;
-  const url = buf.toString('latin1', sp1 + 1, sp2);
+  const text = buf.toString('latin1', 0, end);
+  const url = text.slice(sp1 + 1, sp2);
   const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
   let bodyLength = 0;
   let pos = rlEnd + 2;
@@ -202,14 +275,17 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
       if (c >= 65 && c <= 90) upper = true;
     }
     if (colon === pos || colon === le) return undefined;
-    let name = buf.toString('latin1', pos, colon);
-    if (upper) name = name.toLowerCase();
+    let name = knownName(buf, pos, colon);
+    if (name === undefined) {
+      name = text.slice(pos, colon);
+      if (upper) name = name.toLowerCase();
+    }
     if (headers[name] !== undefined) return undefined;
     let vs = colon + 1;
     let ve = le;
     while (vs < ve && (buf[vs] === 32 || buf[vs] === 9)) vs++;
     while (ve > vs && (buf[ve - 1] === 32 || buf[ve - 1] === 9)) ve--;
-    const value = buf.toString('latin1', vs, ve);
+    const value = text.slice(vs, ve);
     switch (name) {
       case 'transfer-encoding':
       case 'expect':
@@ -218,11 +294,19 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
       case 'connection':
         if (value.toLowerCase().includes('close')) return undefined;
         break;
-      case 'content-length':
-        if (!DIGITS.test(value)) return undefined;
-        bodyLength = Number(value);
+      case 'content-length': {
+        // 1 to 15 digits (at most 2^53 - 1: exact as a number)
+        if (ve === vs || ve - vs > 15) return undefined;
+        let n = 0;
+        for (let k = vs; k < ve; k++) {
+          const d = buf[k] - 48;
+          if (d < 0 || d > 9) return undefined;
+          n = n * 10 + d;
+        }
+        bodyLength = n;
         if (bodyLength > bodyMax) return undefined;
         break;
+      }
     }
     headers[name] = value;
     pos = le + 2;
@@ -420,10 +504,8 @@ class FastConnection implements FastResponse {
     }
     if (this.gone) return;
     const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-    const head =
-      statusLine(status) +
-      `content-type: ${type}\r\ncontent-length: ${len}\r\n${extraHeaders}` +
-      `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
+    httpDate(); // keeps keepAliveTail current
+    const head = headPrefix(status, type) + len + '\r\n' + extraHeaders + keepAliveTail;
     let ok: boolean;
     if (this.head || len === 0) ok = this.socket.write(head, 'latin1');
     else if (typeof body === 'string') ok = this.socket.write(head + body);

@@ -63,12 +63,20 @@ export interface KvOut {
   streaming?(res: ServerResponse): void;
 }
 
-/** The kv response headers besides type and length, as `name: value\r\n` lines. */
+let lastToken = '';
+let lastHeaders = '';
+/**
+ * The kv response headers besides type and length, as `name: value\r\n` lines. Those of the last
+ * token are kept: the token changes only with writes, so reads between two writes share them.
+ */
 export function kvHeaders(token: string): string {
-  return (
-    'access-control-allow-origin: *\r\naccess-control-expose-headers: upstash-sync-token, svc-sync-token\r\n' +
-    `upstash-sync-token: ${token}\r\nsvc-sync-token: ${token}\r\n`
-  );
+  if (token !== lastToken) {
+    lastToken = token;
+    lastHeaders =
+      'access-control-allow-origin: *\r\naccess-control-expose-headers: upstash-sync-token, svc-sync-token\r\n' +
+      `upstash-sync-token: ${token}\r\nsvc-sync-token: ${token}\r\n`;
+  }
+  return lastHeaders;
 }
 
 /** A {@link KvOut} over a Node `ServerResponse`. */

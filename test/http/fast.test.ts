@@ -201,6 +201,20 @@ describe('parseHead', () => {
     ]) {
       assert.equal(head(bad), undefined, bad);
     }
+    // header names in any case come out lower-case, known or not; values are trimmed of SP/HTAB
+    const mixed = head('POST /set/k HTTP/1.1\r\nAuThOrIzAtIoN: Bearer t\r\nCONTENT-length:\t7 \r\nX-Custom-Thing: a b\r\nUser-agent:  ua');
+    assert.deepEqual({ ...mixed?.headers }, { authorization: 'Bearer t', 'content-length': '7', 'x-custom-thing': 'a b', 'user-agent': 'ua', host: 'x' });
+    assert.equal(mixed?.bodyLength, 7);
+    assert.equal(mixed?.method, 'POST');
+    assert.equal(mixed?.url, '/set/k');
+    // a known name given twice in different cases is a repeated header
+    assert.equal(head('GET / HTTP/1.1\r\nauthorization: a\r\nAuthorization: b'), undefined);
+    // Content-Length: digits only, at most 15 of them
+    assert.equal(head('POST / HTTP/1.1\r\nContent-Length: 999999999999999', kvLike)?.bodyLength, undefined); // above the limit
+    assert.equal(parseHead(Buffer.from('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999999\r\n\r\n'), 57, Number.MAX_SAFE_INTEGER, kvLike)?.bodyLength, 999999999999999);
+    for (const bad of ['1a', '1000000000000000', '', '0x1', '1 1']) assert.equal(head(`POST / HTTP/1.1\r\nContent-Length: ${bad}`), undefined, bad);
+    // lower-case methods are not the plain form
+    assert.equal(head('get /get/k HTTP/1.1'), undefined);
     // Host is required (Node answers 400 without it)
     assert.equal(head('GET /get/k HTTP/1.1', kvLike, ''), undefined);
     // extra methods only when the handler lists them
