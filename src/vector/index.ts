@@ -319,11 +319,28 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
   };
   const timer = setInterval(() => void poll(), POLL_MS);
   timer.unref();
+  // a copy of each changed index's cache for joining nodes (one node at a time, store-pg.ts publish)
+  let publishing: Promise<void> | undefined;
+  const publish = async () => {
+    for (const idx of [...indexes.values()]) {
+      if (!idx.ready()) continue;
+      try {
+        const t0 = Date.now();
+        const done = await idx.publish();
+        if (done) ctx.logger.info({ index: idx.def.name, ...done, ms: Date.now() - t0 }, 'vector index snapshot published to PostgreSQL');
+      } catch (err) {
+        db.warn(err, `publishing the snapshot of index ${idx.def.name} failed (retried)`);
+      }
+    }
+  };
+  const publisher = ctx.config.vector.publishMs > 0 ? setInterval(() => void (publishing ??= publish().finally(() => (publishing = undefined))), ctx.config.vector.publishMs) : undefined;
+  publisher?.unref();
   try {
     // what was committed while the indexes loaded
     await Promise.all([...indexes.values()].map((idx) => idx.catchUp()));
   } catch (err) {
     clearInterval(timer);
+    clearInterval(publisher);
     unsubscribe();
     sync?.stop();
     await db.close();
@@ -334,6 +351,7 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
     ready: () => Date.now() - db.lastContact < CONTACT_MS && [...behindSince.values()].every((t) => Date.now() - t < LAG_GRACE_MS),
     stopFollowing: () => {
       clearInterval(timer);
+      clearInterval(publisher);
       unsubscribe();
       sync?.stop();
     },

@@ -28,6 +28,7 @@
  *   readiness uses.
  */
 import type pg from 'pg';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { createPgClient, createPgPool, inTransaction, PgListener, PgStartupError, preparePgSchema } from '../../pg.js';
 import { PgSharedCredentials } from '../../credential-sync.js';
@@ -59,6 +60,10 @@ export const RELOAD_PAGE = 2000;
 export const QUERY_TIMEOUT_MS = 15_000;
 /** Changes kept per index (older ones are pruned; a node further behind reloads the index whole). */
 export const CHANGES_KEPT = 1_000_000;
+/** Class (first key) of the per-index publication locks (session locks); the second key is `hashtext(index name)`. */
+export const PUBLISH_LOCK_CLASS = 73_164_522;
+/** Bytes per row of `vector_publication_chunks` (the last chunk of a file may be shorter). */
+export const PUBLISH_CHUNK = 4 << 20;
 /** Local meta key of the cache tag (the index's incarnation in this database). */
 export const CACHE_TAG = 'pg_incarnation';
 /** Local meta key set while a whole reload runs (a cache, not a file of the SQLite store). */
@@ -170,6 +175,8 @@ export class PgVectorStore {
   readonly credentialsChannel: string;
   /** `Date.now()` of the last statement that reached the database (readiness). */
   lastContact = 0;
+  /** Set by {@link close}: a publication being uploaded stops (`PgIndexLog.publish`). */
+  closing = false;
   /** `Date.now()` of the last failure logged at level warn ({@link warn}). */
   private warnedAt = 0;
   private readonly listener: PgListener;
@@ -340,7 +347,9 @@ export class PgVectorStore {
       await c.query('SELECT pg_advisory_xact_lock($1)', [DEFINITIONS_LOCK]);
       // after any write of another node in flight (it holds the index's write lock until COMMIT)
       await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [WRITE_LOCK_CLASS, id]);
-      for (const t of ['vector_records', 'vector_changes', 'vector_sessions', 'vector_namespaces']) await c.query(`DELETE FROM ${t} WHERE index_name = $1`, [id]);
+      for (const t of ['vector_records', 'vector_changes', 'vector_sessions', 'vector_namespaces', 'vector_publication_chunks', 'vector_publications']) {
+        await c.query(`DELETE FROM ${t} WHERE index_name = $1`, [id]);
+      }
       await c.query('DELETE FROM vector_credentials WHERE name = ANY($1::text[])', [tokenNames]);
       await c.query('DELETE FROM vector_catalogue WHERE id = $1', [id]);
       await c.query('DELETE FROM vector_indexes WHERE name = $1', [id]);
@@ -387,6 +396,7 @@ export class PgVectorStore {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.listener.close();
     await this.pool.end().catch(() => undefined);
   }
@@ -400,6 +410,15 @@ export class PgVectorStore {
     this.warnedAt = Date.now();
     this.logger[level]({ err: (err as Error)?.message ?? String(err) }, `vector: ${what} (PostgreSQL)`);
   }
+}
+
+/**
+ * Order in which downloaded files are put in place: graph files, then snapshot headers (which name
+ * them, `snapshot.ts`), then the SQLite copy (whose presence means the download is complete).
+ */
+function rank(name: string): number {
+  if (name === 'cache.sqlite') return 2;
+  return name.endsWith('.json') ? 1 : 0;
 }
 
 /** One index's rows in the database: writes under its lock, the change sequence, the local cache. */
@@ -542,6 +561,191 @@ export class PgIndexLog implements SharedLog {
     });
   }
 
+  /** This index's row: sequence number, pruned sequence number, incarnation. */
+  private async indexRow(): Promise<{ seq: number; pruned_seq: number; incarnation: string }> {
+    return (await this.db.query<{ seq: number; pruned_seq: number; incarnation: string }>('SELECT seq, pruned_seq, incarnation FROM vector_indexes WHERE name = $1', [this.name])).rows[0];
+  }
+
+  /**
+   * Whether the local cache `store` can be brought up to date by the changes after its sequence
+   * number (`current`: a cache of this index in this database, not behind the pruned changes) or
+   * must be replaced (`stale`). `row`: this index's row (read when absent).
+   * @throws PgStartupError when `store` is a file of the SQLite store (svc ran there without
+   *   `SVC_VECTOR_DATABASE_URL`): it is never emptied here.
+   */
+  cacheState(store: VectorStore, snapshotDir: string, row: { seq: number; pruned_seq: number; incarnation: string }): 'current' | 'stale';
+  cacheState(store: VectorStore, snapshotDir: string): Promise<'current' | 'stale'>;
+  cacheState(store: VectorStore, snapshotDir: string, row?: { seq: number; pruned_seq: number; incarnation: string }): 'current' | 'stale' | Promise<'current' | 'stale'> {
+    if (!row) return this.indexRow().then((r) => this.cacheState(store, snapshotDir, r));
+    const tag = store.getMeta(CACHE_TAG);
+    const localSeq = Number(store.getMeta('seq') ?? 0);
+    if (tag === row.incarnation && localSeq >= row.pruned_seq && localSeq <= row.seq && store.getMeta(RELOAD_MARK) === undefined) return 'current';
+    if (tag === undefined && store.getMeta(RELOAD_MARK) === undefined && store.hasRecords()) {
+      // the file of the SQLite store (svc ran without SVC_VECTOR_DATABASE_URL): never emptied here
+      throw new PgStartupError(
+        `SVC_VECTOR_DATABASE_URL: ${store.file} holds the records of index ${this.name} from the SQLite store; they are not copied into PostgreSQL and would be replaced by the database's: move the file (and ${snapshotDir}) away before starting with the PostgreSQL store`,
+      );
+    }
+    return 'stale';
+  }
+
+  /** The sequence number of this index's current publication (undefined: none, or of another incarnation). */
+  async publishedSeq(): Promise<number | undefined> {
+    const r = await this.db.query<{ seq: string }>(
+      'SELECT p.seq FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name AND i.incarnation = p.incarnation WHERE p.index_name = $1',
+      [this.name],
+    );
+    return r.rows[0] ? Number(r.rows[0].seq) : undefined;
+  }
+
+  /**
+   * Publishes a copy of this node's local cache for joining nodes ({@link download}). Only one node
+   * publishes an index at a time: under the session advisory lock (`PUBLISH_LOCK_CLASS`,
+   * `hashtext(name)`, tried, never waited for) `stage` is asked for the files (a consistent copy:
+   * `seq` = the sequence number the SQLite copy contains; undefined = nothing to publish) unless the
+   * current publication already has `seq` >= `since`; chunks of uploads that stopped half-way are
+   * deleted; the files are uploaded in chunks of {@link PUBLISH_CHUNK} under a new publication id;
+   * then one transaction makes it current and deletes the previous one's chunks. A publisher
+   * killed mid-upload leaves chunks no row names (never loaded). Resolves to what was published
+   * (undefined: another node holds the lock, or it was up to date).
+   * @throws the database or file error (nothing of this upload becomes current).
+   */
+  async publish(since: number, stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>): Promise<{ seq: number; bytes: number } | undefined> {
+    const c = await this.db.pool.connect();
+    let broken: Error | undefined;
+    const lost = (err: Error) => (broken = err);
+    c.on('error', lost);
+    let locked = false;
+    try {
+      locked = (await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [PUBLISH_LOCK_CLASS, this.name])).rows[0].ok;
+      if (!locked) return undefined;
+      const current = await this.publishedSeq();
+      if (current !== undefined && current >= since) return undefined;
+      const staged = await stage();
+      if (!staged) return undefined;
+      const { incarnation } = await this.indexRow();
+      await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication NOT IN (SELECT id FROM vector_publications WHERE index_name = $1)', [this.name]);
+      const id = randomUUID();
+      const files: { name: string; bytes: number; chunks: number; sha256: string }[] = [];
+      let total = 0;
+      for (const f of staged.files) {
+        const hash = createHash('sha256');
+        const fd = await fs.promises.open(f.path, 'r');
+        let bytes = 0;
+        let no = 0;
+        try {
+          const buf = Buffer.allocUnsafe(PUBLISH_CHUNK);
+          for (;;) {
+            let n = 0;
+            while (n < PUBLISH_CHUNK) {
+              const { bytesRead } = await fd.read(buf, n, PUBLISH_CHUNK - n, bytes + n);
+              if (bytesRead === 0) break;
+              n += bytesRead;
+            }
+            if (n === 0 && no > 0) break;
+            if (this.db.closing) throw new Error('svc is stopping: publication abandoned');
+            const chunk = buf.subarray(0, n);
+            hash.update(chunk);
+            await c.query('INSERT INTO vector_publication_chunks (index_name, publication, file, no, data) VALUES ($1, $2, $3, $4, $5)', [this.name, id, f.name, no, chunk]);
+            bytes += n;
+            no++;
+            if (n < PUBLISH_CHUNK) break;
+          }
+        } finally {
+          await fd.close();
+        }
+        files.push({ name: f.name, bytes, chunks: no, sha256: hash.digest('hex') });
+        total += bytes;
+      }
+      await c.query('BEGIN');
+      try {
+        await c.query(
+          `INSERT INTO vector_publications (index_name, id, incarnation, seq, files, bytes, published_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+           ON CONFLICT (index_name) DO UPDATE SET id = EXCLUDED.id, incarnation = EXCLUDED.incarnation, seq = EXCLUDED.seq, files = EXCLUDED.files,
+             bytes = EXCLUDED.bytes, published_at = EXCLUDED.published_at`,
+          [this.name, id, incarnation, staged.seq, JSON.stringify(files), total, Date.now()],
+        );
+        await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication <> $2', [this.name, id]);
+        await c.query('COMMIT');
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+      this.db.lastContact = Date.now();
+      return { seq: staged.seq, bytes: total };
+    } finally {
+      if (locked && !broken) await c.query('SELECT pg_advisory_unlock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, this.name]).catch((err: Error) => (broken = err));
+      c.off('error', lost);
+      // a connection that failed is dropped (which also ends its session lock)
+      c.release(broken);
+    }
+  }
+
+  /**
+   * Downloads this index's current publication ({@link publish}) into `dir`: each file of it is
+   * written to `dir/<name>.download`, its size, chunk count and SHA-256 checked against the
+   * publication row, then renamed to `dir/<name>` — the graph snapshots (`snapshots/...`, the
+   * headers last, as `snapshot.ts` writes them) before the SQLite copy (`cache.sqlite`), so a
+   * download that stops half-way leaves no SQLite file (the caller deletes what is left and starts
+   * over). The row and the chunks are read in one REPEATABLE READ transaction (a publication
+   * replaced meanwhile is still read whole). Resolves to undefined, with nothing written, when
+   * there is no publication, it belongs to another incarnation of the index (deleted and created
+   * again), or it is incomplete or damaged (missing chunk, wrong size or checksum).
+   * @throws the database or file error.
+   */
+  async download(dir: string): Promise<{ seq: number; bytes: number } | { rejected: string } | undefined> {
+    return inTransaction(this.db.pool, async (c) => {
+      await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+      const p = (
+        await c.query<{ id: string; incarnation: string; current: string; seq: string; files: { name: string; bytes: number; chunks: number; sha256: string }[] }>(
+          'SELECT p.id, p.incarnation, i.incarnation AS current, p.seq, p.files FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name WHERE p.index_name = $1',
+          [this.name],
+        )
+      ).rows[0];
+      if (!p) return undefined;
+      if (p.incarnation !== p.current) return { rejected: `published for incarnation ${p.incarnation}, the index is ${p.current}` };
+      const order = [...p.files].sort((a, b) => rank(a.name) - rank(b.name));
+      const written: string[] = [];
+      try {
+        let total = 0;
+        for (const f of order) {
+          if (!/^(cache\.sqlite|snapshots\/[A-Za-z0-9._-]+)$/.test(f.name)) return { rejected: `unexpected file name ${f.name}` };
+          const target = path.join(dir, f.name);
+          const tmp = `${target}.download`;
+          fs.mkdirSync(path.dirname(tmp), { recursive: true });
+          written.push(tmp);
+          const fd = await fs.promises.open(tmp, 'w');
+          const hash = createHash('sha256');
+          let bytes = 0;
+          try {
+            for (let no = 0; no < f.chunks; no++) {
+              const r = await c.query<{ data: Buffer }>('SELECT data FROM vector_publication_chunks WHERE publication = $1 AND file = $2 AND no = $3', [p.id, f.name, no]);
+              const data = r.rows[0]?.data;
+              if (!data) return { rejected: `${f.name}: chunk ${no} of ${f.chunks} is missing` };
+              hash.update(data);
+              await fd.write(data, 0, data.length, bytes);
+              bytes += data.length;
+            }
+            await fd.sync();
+          } finally {
+            await fd.close();
+          }
+          if (bytes !== f.bytes || hash.digest('hex') !== f.sha256) return { rejected: `${f.name}: size or checksum differs from the publication's` };
+          total += bytes;
+        }
+        for (const f of order) {
+          const target = path.join(dir, f.name);
+          fs.renameSync(`${target}.download`, target);
+        }
+        written.length = 0;
+        this.db.lastContact = Date.now();
+        return { seq: Number(p.seq), bytes: total };
+      } finally {
+        for (const f of written) fs.rmSync(f, { force: true });
+      }
+    });
+  }
+
   /**
    * Brings the local cache `store` (and its snapshot directory) to the database's state of this
    * index: the changes after its sequence number when it is a cache of this index in this
@@ -549,12 +753,9 @@ export class PgIndexLog implements SharedLog {
    * @throws the database error.
    */
   async syncLocal(store: VectorStore, snapshotDir: string): Promise<{ reloaded: boolean; applied: number; seq: number }> {
-    const row = (
-      await this.db.query<{ seq: number; pruned_seq: number; incarnation: string }>('SELECT seq, pruned_seq, incarnation FROM vector_indexes WHERE name = $1', [this.name])
-    ).rows[0];
-    const tag = store.getMeta(CACHE_TAG);
+    const row = await this.indexRow();
     const localSeq = Number(store.getMeta('seq') ?? 0);
-    if (tag === row.incarnation && localSeq >= row.pruned_seq && localSeq <= row.seq) {
+    if (this.cacheState(store, snapshotDir, row) === 'current') {
       let applied = 0;
       for (let from = localSeq; ; ) {
         const page = await this.changesSince(from);
@@ -563,12 +764,6 @@ export class PgIndexLog implements SharedLog {
         if (page.length < CHANGES_PAGE) return { reloaded: false, applied, seq: page.length ? page[page.length - 1].seq : from };
         from = page[page.length - 1].seq;
       }
-    }
-    if (tag === undefined && store.getMeta(RELOAD_MARK) === undefined && store.hasRecords()) {
-      // the file of the SQLite store (svc ran without SVC_VECTOR_DATABASE_URL): never emptied here
-      throw new PgStartupError(
-        `SVC_VECTOR_DATABASE_URL: ${store.file} holds the records of index ${this.name} from the SQLite store; they are not copied into PostgreSQL and would be replaced by the database's: move the file (and ${snapshotDir}) away before starting with the PostgreSQL store`,
-      );
     }
     fs.rmSync(snapshotDir, { recursive: true, force: true });
     const seq = await this.reload(store, row.incarnation);
