@@ -326,7 +326,7 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
       if (!idx.ready()) continue;
       try {
         const t0 = Date.now();
-        const done = await idx.publish();
+        const done = await idx.publish(ctx.config.vector.publishMs);
         if (done) ctx.logger.info({ index: idx.def.name, ...done, ms: Date.now() - t0 }, 'vector index snapshot published to PostgreSQL');
       } catch (err) {
         db.warn(err, `publishing the snapshot of index ${idx.def.name} failed (retried)`);

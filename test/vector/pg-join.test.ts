@@ -110,7 +110,8 @@ async function holdPublishLock(url: string): Promise<() => Promise<void>> {
   c.on('error', () => undefined); // the cluster stopping at the end of a failed test
   await c.connect();
   await c.query("SELECT pg_advisory_lock($1, hashtext('default'))", [PUBLISH_LOCK_CLASS]);
-  return () => c.end();
+  let ended: Promise<void> | undefined;
+  return () => (ended ??= c.end());
 }
 
 async function stop(...nodes: (Child | undefined)[]): Promise<void> {

@@ -8,7 +8,9 @@
  * `vector_namespaces`, `vector_records` (id, position, sequence number, dense and sparse vector,
  * metadata, data), `vector_changes` (every write, delete, reset and namespace change in sequence
  * order), `vector_credentials` (tokens), `vector_sessions` (resumable queries), `vector_catalogue`
- * (the indexes created through the management API: id, name, creation time).
+ * (the indexes created through the management API: id, name, creation time),
+ * `vector_publications` and `vector_publication_chunks` (one published copy of a node's cache per
+ * index, from which joining nodes start: {@link PgIndexLog.publish}, {@link PgIndexLog.download}).
  *
  * How a node uses it:
  * - Local cache: each node keeps its SQLite file (`store.ts`) and graph snapshots in
@@ -16,7 +18,8 @@
  *   made when the index row was created in this database). At start ({@link PgIndexLog.syncLocal})
  *   a cache with the same tag is brought up to date by the changes after its sequence number; a
  *   cache of another database (or behind the pruned part of the change sequence) is emptied,
- *   its snapshots deleted, and reloaded from `vector_records`.
+ *   its snapshots deleted, and replaced by the published copy (`vector-index.ts` `open`), or
+ *   without a usable one reloaded from `vector_records`.
  * - Writes ({@link PgIndexLog.begin}): one PostgreSQL transaction per group commit, holding the
  *   index's transaction advisory lock; the node first applies the changes it has not seen (so its
  *   counters are the database's), then runs the writes, whose positions, namespace ids and
@@ -64,6 +67,8 @@ export const CHANGES_KEPT = 1_000_000;
 export const PUBLISH_LOCK_CLASS = 73_164_522;
 /** Bytes per row of `vector_publication_chunks` (the last chunk of a file may be shorter). */
 export const PUBLISH_CHUNK = 4 << 20;
+/** The database's clock in ms since the epoch (publication ages: never two nodes' clocks compared). */
+const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 /** Local meta key of the cache tag (the index's incarnation in this database). */
 export const CACHE_TAG = 'pg_incarnation';
 /** Local meta key set while a whole reload runs (a cache, not a file of the SQLite store). */
@@ -589,28 +594,20 @@ export class PgIndexLog implements SharedLog {
     return 'stale';
   }
 
-  /** The sequence number of this index's current publication (undefined: none, or of another incarnation). */
-  async publishedSeq(): Promise<number | undefined> {
-    const r = await this.db.query<{ seq: string }>(
-      'SELECT p.seq FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name AND i.incarnation = p.incarnation WHERE p.index_name = $1',
-      [this.name],
-    );
-    return r.rows[0] ? Number(r.rows[0].seq) : undefined;
-  }
-
   /**
    * Publishes a copy of this node's local cache for joining nodes ({@link download}). Only one node
    * publishes an index at a time: under the session advisory lock (`PUBLISH_LOCK_CLASS`,
    * `hashtext(name)`, tried, never waited for) `stage` is asked for the files (a consistent copy:
    * `seq` = the sequence number the SQLite copy contains; undefined = nothing to publish) unless the
-   * current publication already has `seq` >= `since`; chunks of uploads that stopped half-way are
+   * current publication already has `seq` >= `since` or is younger than `minAgeMs` (by the
+   * database's clock; so several nodes publish an index at most once per interval together); chunks of uploads that stopped half-way are
    * deleted; the files are uploaded in chunks of {@link PUBLISH_CHUNK} under a new publication id;
    * then one transaction makes it current and deletes the previous one's chunks. A publisher
    * killed mid-upload leaves chunks no row names (never loaded). Resolves to what was published
    * (undefined: another node holds the lock, or it was up to date).
    * @throws the database or file error (nothing of this upload becomes current).
    */
-  async publish(since: number, stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>): Promise<{ seq: number; bytes: number } | undefined> {
+  async publish(since: number, minAgeMs: number, stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>): Promise<{ seq: number; bytes: number } | undefined> {
     const c = await this.db.pool.connect();
     let broken: Error | undefined;
     const lost = (err: Error) => (broken = err);
@@ -619,8 +616,13 @@ export class PgIndexLog implements SharedLog {
     try {
       locked = (await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [PUBLISH_LOCK_CLASS, this.name])).rows[0].ok;
       if (!locked) return undefined;
-      const current = await this.publishedSeq();
-      if (current !== undefined && current >= since) return undefined;
+      const current = (
+        await c.query<{ seq: string; age: string }>(
+          `SELECT p.seq, ${NOW_MS} - p.published_at AS age FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name AND i.incarnation = p.incarnation WHERE p.index_name = $1`,
+          [this.name],
+        )
+      ).rows[0];
+      if (current && (Number(current.seq) >= since || Number(current.age) < minAgeMs)) return undefined;
       const staged = await stage();
       if (!staged) return undefined;
       const { incarnation } = await this.indexRow();
@@ -660,10 +662,10 @@ export class PgIndexLog implements SharedLog {
       await c.query('BEGIN');
       try {
         await c.query(
-          `INSERT INTO vector_publications (index_name, id, incarnation, seq, files, bytes, published_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+          `INSERT INTO vector_publications (index_name, id, incarnation, seq, files, bytes, published_at) VALUES ($1, $2, $3, $4, $5, $6, ${NOW_MS})
            ON CONFLICT (index_name) DO UPDATE SET id = EXCLUDED.id, incarnation = EXCLUDED.incarnation, seq = EXCLUDED.seq, files = EXCLUDED.files,
              bytes = EXCLUDED.bytes, published_at = EXCLUDED.published_at`,
-          [this.name, id, incarnation, staged.seq, JSON.stringify(files), total, Date.now()],
+          [this.name, id, incarnation, staged.seq, JSON.stringify(files), total],
         );
         await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication <> $2', [this.name, id]);
         await c.query('COMMIT');

@@ -218,17 +218,17 @@ export class VectorIndex {
   /**
    * Publishes this node's cache of the index for joining nodes (`store-pg.ts` `publish`) when the
    * current publication is older than this node's sequence number and no other node is
-   * publishing: graphs with writes since their last snapshot are snapshotted first ({@link
+   * publishing (nor published one younger than `minAgeMs`): graphs with writes since their last snapshot are snapshotted first ({@link
    * maintain}), the snapshot files hard-linked into `<name>.publishing/` (they are never changed
    * once named), then the SQLite file copied there (`store.backup`, a consistent copy taken after
    * the snapshots, so its sequence number is at least theirs), uploaded, and the directory
    * removed. Resolves to what was published (undefined: nothing). @throws the database or file error.
    */
-  async publish(): Promise<{ seq: number; bytes: number } | undefined> {
-    if (!this.shared || this.closed) return undefined;
+  async publish(minAgeMs = 0): Promise<{ seq: number; bytes: number } | undefined> {
+    if (!this.shared || this.closed || this.seq === 0) return undefined;
     const staging = path.join(path.dirname(this.snapshotDir), `${this.def.name}.publishing`);
     try {
-      return await this.shared.publish(this.seq, async () => {
+      return await this.shared.publish(this.seq, minAgeMs, async () => {
         fs.rmSync(staging, { recursive: true, force: true });
         fs.mkdirSync(path.join(staging, 'snapshots'), { recursive: true });
         await this.maintain(1);

@@ -15,11 +15,13 @@ CREATE TABLE vector_publications (
   -- [{"name", "bytes", "chunks", "sha256"}] of every file
   files JSONB NOT NULL,
   bytes BIGINT NOT NULL,
+  -- the database's clock (ms since the epoch) when it became current
   published_at BIGINT NOT NULL
 );
 
 CREATE TABLE vector_publication_chunks (
-  index_name TEXT NOT NULL,
+  -- (a chunk of an index deleted meanwhile cannot be inserted: no orphan outlives its index)
+  index_name TEXT NOT NULL REFERENCES vector_indexes (name),
   publication TEXT NOT NULL,
   file TEXT NOT NULL,
   no INTEGER NOT NULL,
