@@ -33,7 +33,7 @@
 import type pg from 'pg';
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { createPgClient, createPgPool, inTransaction, PgListener, PgStartupError, preparePgSchema } from '../../pg.js';
+import { createPgClient, createPgPool, describePgError, inTransaction, PgListener, PgStartupError, preparePgSchema, redactUrl, urlPassword } from '../../pg.js';
 import { PgSharedCredentials } from '../../credential-sync.js';
 import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
@@ -310,6 +310,12 @@ export class PgVectorStore {
     return r.rows.map((x) => ({ id: x.id, name: x.name, createdAt: Number(x.created_at), definition: x.definition }));
   }
 
+  /** Every index token stored (`vector_credentials`: credential name -> value). */
+  async storedTokens(): Promise<Map<string, string>> {
+    const r = await this.query<{ name: string; value: string }>('SELECT name, value FROM vector_credentials');
+    return new Map(r.rows.map((t) => [t.name, t.value]));
+  }
+
   /**
    * Creates index `def.name` (its id) named `name` in one transaction: its catalogue row, its
    * index row with the default namespace, its tokens (`tokens`: credential name -> value); then
@@ -424,6 +430,32 @@ export class PgVectorStore {
 function rank(name: string): number {
   if (name === 'cache.sqlite') return 2;
   return name.endsWith('.json') ? 1 : 0;
+}
+
+/**
+ * What `svc env` and the banner list from the database without a running area: the indexes
+ * created through the management API (id, name, definition) and every index token stored
+ * (`vector_credentials`). One read-only session, closed at once; nothing is created or migrated
+ * (a database svc never used answers no indexes and no tokens).
+ * @throws Error naming `SVC_VECTOR_DATABASE_URL` (never the password) when it cannot be read.
+ */
+export async function readListing(url: string, schema: string): Promise<{ indexes: { id: string; name: string; definition: IndexDefinition }[]; tokens: Map<string, string> }> {
+  const c = createPgClient(url, schema, 'svc-env');
+  c.on('error', () => undefined); // reported by the failing statement
+  try {
+    await c.connect();
+    await c.query('SET default_transaction_read_only = on');
+    const tables = (await c.query<{ t: string | null; c: string | null }>("SELECT to_regclass('vector_catalogue')::text AS t, to_regclass('vector_credentials')::text AS c")).rows[0];
+    const indexes = tables.t
+      ? (await c.query<{ id: string; name: string; definition: IndexDefinition }>('SELECT c.id, c.name, i.definition FROM vector_catalogue c JOIN vector_indexes i ON i.name = c.id ORDER BY c.created_at, c.id')).rows
+      : [];
+    const tokens = tables.c ? (await c.query<{ name: string; value: string }>('SELECT name, value FROM vector_credentials')).rows : [];
+    return { indexes, tokens: new Map(tokens.map((t) => [t.name, t.value])) };
+  } catch (err) {
+    throw new Error(`SVC_VECTOR_DATABASE_URL (${redactUrl(url)}): ${describePgError(err, urlPassword(url))}`);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
 }
 
 /** One index's rows in the database: writes under its lock, the change sequence, the local cache. */
