@@ -230,6 +230,13 @@ async function latencies(n: Node, queries: number[][], until: Promise<unknown> |
   return { p50: pct(lat, 50), p99: pct(lat, 99), count: lat.length };
 }
 
+/** Prints the start-up log lines of `n` that time its phases (download, catch-up, graph load). */
+function phases(what: string, n: Node): void {
+  for (const l of n.log().split('\n')) {
+    if (/"msg":"vector (index (fetched|loaded|cache caught up|reloaded)|snapshot not usable)/.test(l)) console.log(`${what}: ${l}`);
+  }
+}
+
 /** Waits until the database holds a publication of `default` covering its sequence number; resolves to its size (bytes). */
 async function published(db: string): Promise<number> {
   for (;;) {
@@ -275,17 +282,20 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
   add(`publication of ${size} (SQLite copy + graph snapshot, idle publisher): time to publish after ready, ms; size`, '—', `${fmt(performance.now() - t)}; ${fmt(bytes / 2 ** 20)} MiB`);
   if (p !== a) await stop(p);
   t = performance.now();
-  const joining = start(path.join(dir, 'jc'), 128, db);
+  const joining = start(path.join(dir, 'jc'), 128, db, { SVC_LOG_LEVEL: 'info' });
   const during = await latencies(a, queries, joining);
   const c = await joining;
+  phases('joiner', c);
   add(`time to ready, node joining ${size} from an empty data dir, from the published snapshot, ms`, '—', fmt(performance.now() - t));
   add('query p50 / p99 ms on the serving node meanwhile', '—', lat(during));
   await waitIndexed(c, Number(count));
   await stop(c);
   t = performance.now();
-  const restarting = start(path.join(dir, 'jc'), 128, db);
+  const restarting = start(path.join(dir, 'jc'), 128, db, { SVC_LOG_LEVEL: 'info' });
   const duringRestart = await latencies(a, queries, restarting);
-  await stop(await restarting);
+  const c2 = await restarting;
+  phases('restart', c2);
+  await stop(c2);
   add(`time to ready, that node restarted on its data dir (local snapshot), ms`, '—', fmt(performance.now() - t));
   add('query p50 / p99 ms on the serving node meanwhile', '—', lat(duringRestart));
   console.log(`uptime: ${execFileSync('uptime').toString().trim()}`);

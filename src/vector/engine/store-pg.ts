@@ -751,17 +751,25 @@ export class PgIndexLog implements SharedLog {
           const fd = await fs.promises.open(tmp, 'w');
           const hash = createHash('sha256');
           let bytes = 0;
+          // base64 text: 3/4 of the bytes of bytea's hex output, decoded faster (the driver's
+          // binary results are not usable); the next chunk is asked for before this one is written
+          const fetch = (no: number) =>
+            c.query<{ data: string }>(`SELECT encode(data, 'base64') AS data FROM vector_publication_chunks WHERE publication = $1 AND file = $2 AND no = $3`, [p.id, f.name, no]);
+          let next = f.chunks > 0 ? fetch(0) : undefined;
           try {
             for (let no = 0; no < f.chunks; no++) {
-              const r = await c.query<{ data: Buffer }>('SELECT data FROM vector_publication_chunks WHERE publication = $1 AND file = $2 AND no = $3', [p.id, f.name, no]);
-              const data = r.rows[0]?.data;
-              if (!data) return { rejected: `${f.name}: chunk ${no} of ${f.chunks} is missing` };
+              const r = await next!;
+              next = no + 1 < f.chunks ? fetch(no + 1) : undefined;
+              const text = r.rows[0]?.data;
+              if (text === undefined) return { rejected: `${f.name}: chunk ${no} of ${f.chunks} is missing` };
+              const data = Buffer.from(text, 'base64');
               hash.update(data);
               await fd.write(data, 0, data.length, bytes);
               bytes += data.length;
             }
             await fd.sync();
           } finally {
+            await next?.catch(() => undefined);
             await fd.close();
           }
           if (bytes !== f.bytes || hash.digest('hex') !== f.sha256) return { rejected: `${f.name}: size or checksum differs from the publication's` };
