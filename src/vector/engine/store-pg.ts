@@ -423,6 +423,14 @@ export class PgVectorStore {
   }
 }
 
+/** A file of a publication as its row lists it (`vector_publications.files`). */
+interface PublishedFile {
+  name: string;
+  bytes: number;
+  chunks: number;
+  sha256: string;
+}
+
 /**
  * Order in which downloaded files are put in place: graph files, then snapshot headers (which name
  * them, `snapshot.ts`), then the SQLite copy (whose presence means the download is complete).
@@ -731,61 +739,82 @@ export class PgIndexLog implements SharedLog {
     return inTransaction(this.db.pool, async (c) => {
       await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
       const p = (
-        await c.query<{ id: string; incarnation: string; current: string; seq: string; files: { name: string; bytes: number; chunks: number; sha256: string }[] }>(
-          'SELECT p.id, p.incarnation, i.incarnation AS current, p.seq, p.files FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name WHERE p.index_name = $1',
+        await c.query<{ id: string; incarnation: string; current: string; seq: string; files: PublishedFile[]; snapshot: string }>(
+          'SELECT p.id, p.incarnation, i.incarnation AS current, p.seq, p.files, pg_export_snapshot() AS snapshot FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name WHERE p.index_name = $1',
           [this.name],
         )
       ).rows[0];
       if (!p) return undefined;
       if (p.incarnation !== p.current) return { rejected: `published for incarnation ${p.incarnation}, the index is ${p.current}` };
+      const bad = p.files.find((f) => !/^(cache\.sqlite|snapshots\/[A-Za-z0-9._-]+)$/.test(f.name));
+      if (bad) return { rejected: `unexpected file name ${bad.name}` };
       const order = [...p.files].sort((a, b) => rank(a.name) - rank(b.name));
-      const written: string[] = [];
+      const written = order.map((f) => `${path.join(dir, f.name)}.download`);
+      // a second connection in the same snapshot (pg_export_snapshot): two files download at once
+      const c2 = await this.db.pool.connect();
+      let broken: Error | undefined;
+      const lost = (err: Error) => (broken = err);
+      c2.on('error', lost);
       try {
-        let total = 0;
-        for (const f of order) {
-          if (!/^(cache\.sqlite|snapshots\/[A-Za-z0-9._-]+)$/.test(f.name)) return { rejected: `unexpected file name ${f.name}` };
-          const target = path.join(dir, f.name);
-          const tmp = `${target}.download`;
-          fs.mkdirSync(path.dirname(tmp), { recursive: true });
-          written.push(tmp);
-          const fd = await fs.promises.open(tmp, 'w');
-          const hash = createHash('sha256');
-          let bytes = 0;
-          // base64 text: 3/4 of the bytes of bytea's hex output, decoded faster (the driver's
-          // binary results are not usable); the next chunk is asked for before this one is written
-          const fetch = (no: number) =>
-            c.query<{ data: string }>(`SELECT encode(data, 'base64') AS data FROM vector_publication_chunks WHERE publication = $1 AND file = $2 AND no = $3`, [p.id, f.name, no]);
-          let next = f.chunks > 0 ? fetch(0) : undefined;
-          try {
-            for (let no = 0; no < f.chunks; no++) {
-              const r = await next!;
-              next = no + 1 < f.chunks ? fetch(no + 1) : undefined;
-              const text = r.rows[0]?.data;
-              if (text === undefined) return { rejected: `${f.name}: chunk ${no} of ${f.chunks} is missing` };
-              const data = Buffer.from(text, 'base64');
-              hash.update(data);
-              await fd.write(data, 0, data.length, bytes);
-              bytes += data.length;
-            }
-            await fd.sync();
-          } finally {
-            await next?.catch(() => undefined);
-            await fd.close();
-          }
-          if (bytes !== f.bytes || hash.digest('hex') !== f.sha256) return { rejected: `${f.name}: size or checksum differs from the publication's` };
-          total += bytes;
-        }
+        await c2.query(`BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '${p.snapshot.replace(/'/g, "''")}'`);
+        const queue = [...order].sort((a, b) => b.bytes - a.bytes);
+        const results: (string | undefined)[] = [];
+        await Promise.all(
+          [c, c2].map(async (q) => {
+            for (let f = queue.shift(); f; f = queue.shift()) results.push(await this.downloadFile(q, p.id, f, dir));
+          }),
+        );
+        const rejected = results.find((r) => r !== undefined);
+        if (rejected) return { rejected };
         for (const f of order) {
           const target = path.join(dir, f.name);
           fs.renameSync(`${target}.download`, target);
         }
         written.length = 0;
         this.db.lastContact = Date.now();
-        return { seq: Number(p.seq), bytes: total };
+        return { seq: Number(p.seq), bytes: order.reduce((n, f) => n + f.bytes, 0) };
       } finally {
+        await c2.query('ROLLBACK').catch((err: Error) => (broken ??= err));
+        c2.off('error', lost);
+        c2.release(broken);
         for (const f of written) fs.rmSync(f, { force: true });
       }
     });
+  }
+
+  /**
+   * Downloads file `f` of publication `id` on `q` to `dir/<name>.download` (base64 text: 3/4 of the
+   * bytes of bytea's hex output, decoded faster — the driver's binary results are not usable; the
+   * next chunk is asked for before this one is written). Resolves to why it is not usable
+   * (missing chunk, size or checksum), undefined when it is.
+   */
+  private async downloadFile(q: pg.PoolClient, id: string, f: PublishedFile, dir: string): Promise<string | undefined> {
+    const tmp = `${path.join(dir, f.name)}.download`;
+    fs.mkdirSync(path.dirname(tmp), { recursive: true });
+    const fd = await fs.promises.open(tmp, 'w');
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const fetch = (no: number) =>
+      q.query<{ data: string }>(`SELECT encode(data, 'base64') AS data FROM vector_publication_chunks WHERE publication = $1 AND file = $2 AND no = $3`, [id, f.name, no]);
+    let next = f.chunks > 0 ? fetch(0) : undefined;
+    try {
+      for (let no = 0; no < f.chunks; no++) {
+        const r = await next!;
+        next = no + 1 < f.chunks ? fetch(no + 1) : undefined;
+        const text = r.rows[0]?.data;
+        if (text === undefined) return `${f.name}: chunk ${no} of ${f.chunks} is missing`;
+        const data = Buffer.from(text, 'base64');
+        hash.update(data);
+        await fd.write(data, 0, data.length, bytes);
+        bytes += data.length;
+      }
+      await fd.sync();
+    } finally {
+      await next?.catch(() => undefined);
+      await fd.close();
+    }
+    if (bytes !== f.bytes || hash.digest('hex') !== f.sha256) return `${f.name}: size or checksum differs from the publication's`;
+    return undefined;
   }
 
   /**
