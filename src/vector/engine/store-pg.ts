@@ -729,8 +729,9 @@ export class PgIndexLog implements SharedLog {
    * publication row, then renamed to `dir/<name>` — the graph snapshots (`snapshots/...`, the
    * headers last, as `snapshot.ts` writes them) before the SQLite copy (`cache.sqlite`), so a
    * download that stops half-way leaves no SQLite file (the caller deletes what is left and starts
-   * over). The row and the chunks are read in one REPEATABLE READ transaction (a publication
-   * replaced meanwhile is still read whole). Resolves to undefined, with nothing written, when
+   * over). The row and the chunks are read in one REPEATABLE READ transaction, two files at once:
+   * a second connection joins its snapshot (`pg_export_snapshot`), so a publication replaced
+   * meanwhile is still read whole. Resolves to undefined, with nothing written, when
    * there is no publication, it belongs to another incarnation of the index (deleted and created
    * again), or it is incomplete or damaged (missing chunk, wrong size or checksum).
    * @throws the database or file error.
