@@ -9,15 +9,22 @@
  * - follower lag p50/p99: a marker written on one node, polled on the other, while a writer keeps
  *   the first node busy;
  * - time to ready (banner) of a node joining the index from an empty data dir, and of a node
- *   restarted on its data dir (local cache and graph snapshot).
+ *   restarted on its data dir (local cache and graph snapshot);
+ * - joining ({@link joinRows}): with no publication (the records reloaded and the graph rebuilt),
+ *   from the copy another node published (`SVC_VECTOR_PUBLISH_MS`), and a restart on the local
+ *   snapshot the joiner then has; the time the publication took and its size; the serving node's
+ *   query latency p50/p99 (2 clients) while idle and during each of them.
  *
- * Sizes: `BENCH_PG_N` vectors at 128-d (default 20,000; a quarter at 768-d). Prints one table;
- * `npm run bench:vector` runs it too ({@link postgresRows}) and adds the table to its report.
+ * Sizes: `BENCH_PG_N` vectors at 128-d (default 20,000; a quarter at 768-d). `BENCH_PG_ONLY=join`
+ * runs the join rows alone (for 1M: `BENCH_PG_N=1000000`); `BENCH_PG_REBUILD=0` skips the join
+ * without a publication (minutes at 1M). Prints one table; `npm run bench:vector` runs it too
+ * ({@link postgresRows}) and adds the table to its report.
  */
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { startTestPostgres } from '../test/helpers/postgres.js';
+import { execFileSync } from 'node:child_process';
+import { startTestPostgres, withPg } from '../test/helpers/postgres.js';
 import { tempDir } from '../test/helpers/env.js';
 import { randomVectors, serveVectorChild } from '../test/vector/helpers.js';
 
@@ -45,8 +52,8 @@ async function post(url: string, token: string, body: string): Promise<any> {
 
 const TOKEN = 'bench-vector-token';
 
-async function start(dir: string, dim: number, pgUrl?: string): Promise<Node> {
-  const env: Record<string, string> = { SVC_VECTOR_DIMENSION: String(dim), SVC_VECTOR_TOKEN: TOKEN };
+async function start(dir: string, dim: number, pgUrl?: string, more: Record<string, string> = {}): Promise<Node> {
+  const env: Record<string, string> = { SVC_VECTOR_DIMENSION: String(dim), SVC_VECTOR_TOKEN: TOKEN, SVC_VECTOR_PUBLISH_MS: '0', ...more };
   if (pgUrl) Object.assign(env, { SVC_VECTOR_DATABASE_URL: pgUrl, SVC_VECTOR_DATABASE_SCHEMA: 'public' });
   const n = await serveVectorChild(dir, env, 600_000);
   return { ...n, token: TOKEN };
@@ -112,6 +119,16 @@ export async function postgresRows(): Promise<string> {
   const dirs = tempDir('svc-bench-vpg-');
   console.log(`N = ${N} (128-d), ${N / 4} (768-d); ${os.cpus().length} × ${os.cpus()[0]?.model}`);
   try {
+    if (process.env.BENCH_PG_ONLY === 'join') {
+      const db = await pg.newDatabase();
+      const a = await start(path.join(dirs.dir, 'pa'), 128, db);
+      let t = performance.now();
+      const rate = await upsertAll(a, randomVectors(N, 128, 1));
+      await waitIndexed(a, N);
+      console.log(`loaded ${fmt(N)} × 128 in ${fmt((performance.now() - t) / 1000, 1)} s (${fmt(rate)} vectors/s acknowledged)`);
+      await stop(await joinRows(db, a, path.join(dirs.dir, 'pa'), dirs.dir, randomVectors(500, 128, 2)));
+      return table();
+    }
     // 1. upsert throughput, one node
     for (const [dim, n] of [[128, N], [768, N / 4]] as const) {
       const vecs = randomVectors(n, dim, dim);
@@ -184,12 +201,105 @@ export async function postgresRows(): Promise<string> {
     await stop(b2);
     add(`time to ready, node joining ${fmt(N)} × 128 from an empty data dir, ms`, '—', fmt(joinEmpty));
     add(`time to ready, node restarted on its data dir (cache + snapshot, ~${fmt(N + w * 100)} vectors), ms`, '—', fmt(restart));
-    await stop(a);
+    await stop(await joinRows(db, a, path.join(dirs.dir, 'pa'), dirs.dir, queries));
   } finally {
     await pg.stop();
     dirs.cleanup();
   }
-  return `| measure | SQLite store | PostgreSQL store |\n| --- | --- | --- |\n${rows.join('\n')}`;
+  return table();
+}
+
+const table = () => `| measure | SQLite store | PostgreSQL store |\n| --- | --- | --- |\n${rows.join('\n')}`;
+
+/** Query latencies (ms) of 2 clients on `n` until `until` settles (or for `seconds`), after `warm` s unmeasured. */
+async function latencies(n: Node, queries: number[][], until: Promise<unknown> | number): Promise<{ p50: number; p99: number; count: number }> {
+  let done = false;
+  const stopAt = typeof until === 'number' ? performance.now() + until * 1000 : Infinity;
+  if (typeof until !== 'number') void until.finally(() => (done = true));
+  const lat: number[] = [];
+  let k = 0;
+  await Promise.all(
+    Array.from({ length: 2 }, async () => {
+      while (!done && performance.now() < stopAt) {
+        const t = performance.now();
+        await post(`${n.url}/query`, n.token, JSON.stringify({ vector: queries[k++ % queries.length], topK: 10 }));
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  return { p50: pct(lat, 50), p99: pct(lat, 99), count: lat.length };
+}
+
+/** Prints the start-up log lines of `n` that time its phases (download, catch-up, graph load). */
+function phases(what: string, n: Node): void {
+  for (const l of n.log().split('\n')) {
+    if (/"msg":"vector (index (fetched|loaded|cache caught up|reloaded)|snapshot not usable)/.test(l)) console.log(`${what}: ${l}`);
+  }
+}
+
+/** Waits until the database holds a publication of `default` covering its sequence number; resolves to its size (bytes). */
+async function published(db: string): Promise<number> {
+  for (;;) {
+    const r = await withPg(db, (c) =>
+      c.query<{ ok: boolean; bytes: string }>(
+        "SELECT p.seq >= i.seq AS ok, p.bytes FROM vector_indexes i JOIN vector_publications p ON p.index_name = i.name AND p.incarnation = i.incarnation WHERE i.name = 'default'",
+      ),
+    );
+    if (r.rows[0]?.ok) return Number(r.rows[0].bytes);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * The join rows: serving node `a` (data dir `aDir`) on `db` answers queries from 2 clients while
+ * (1) nothing else happens, (2) node p joins from an empty data dir with no publication in the
+ * database (records reloaded, graph rebuilt) — with `BENCH_PG_REBUILD=0` this is skipped and `a`
+ * is restarted with publications on instead, to be the publisher — (3) node c joins from an empty
+ * data dir from the copy p (or a) published, (4) c restarts on its data dir (local snapshot). Time
+ * to ready of each and a's p50/p99 during it. Resolves to the serving node (to stop).
+ */
+async function joinRows(db: string, a: Node, aDir: string, dir: string, queries: number[][]): Promise<Node> {
+  const count = (await withPg(db, (c) => c.query<{ n: string }>("SELECT count(*) AS n FROM vector_records WHERE index_name = 'default'"))).rows[0].n;
+  const size = `${fmt(Number(count))} × 128`;
+  const lat = (l: { p50: number; p99: number }) => `${fmt(l.p50, 1)} / ${fmt(l.p99, 1)}`;
+  const idle = await latencies(a, queries, SECONDS);
+  add(`query p50 / p99 ms on a serving node (2 clients), idle, ${size}`, '—', lat(idle));
+  let t = performance.now();
+  let p: Node;
+  if (process.env.BENCH_PG_REBUILD !== '0') {
+    const joining = start(path.join(dir, 'jp'), 128, db, { SVC_VECTOR_PUBLISH_MS: '1000' });
+    const during = await latencies(a, queries, joining);
+    p = await joining;
+    add(`time to ready, node joining ${size} from an empty data dir, no publication (records reloaded, graph rebuilt), ms`, '—', fmt(performance.now() - t));
+    add('query p50 / p99 ms on the serving node meanwhile', '—', lat(during));
+  } else {
+    await stop(a);
+    a = p = await start(aDir, 128, db, { SVC_VECTOR_PUBLISH_MS: '1000' });
+  }
+  await waitIndexed(p, Number(count));
+  t = performance.now();
+  const bytes = await published(db);
+  add(`publication of ${size} (SQLite copy + graph snapshot, idle publisher): time to publish after ready, ms; size`, '—', `${fmt(performance.now() - t)}; ${fmt(bytes / 2 ** 20)} MiB`);
+  if (p !== a) await stop(p);
+  t = performance.now();
+  const joining = start(path.join(dir, 'jc'), 128, db, { SVC_LOG_LEVEL: 'info' });
+  const during = await latencies(a, queries, joining);
+  const c = await joining;
+  phases('joiner', c);
+  add(`time to ready, node joining ${size} from an empty data dir, from the published snapshot, ms`, '—', fmt(performance.now() - t));
+  add('query p50 / p99 ms on the serving node meanwhile', '—', lat(during));
+  await waitIndexed(c, Number(count));
+  await stop(c);
+  t = performance.now();
+  const restarting = start(path.join(dir, 'jc'), 128, db, { SVC_LOG_LEVEL: 'info' });
+  const duringRestart = await latencies(a, queries, restarting);
+  const c2 = await restarting;
+  phases('restart', c2);
+  await stop(c2);
+  add(`time to ready, that node restarted on its data dir (local snapshot), ms`, '—', fmt(performance.now() - t));
+  add('query p50 / p99 ms on the serving node meanwhile', '—', lat(duringRestart));
+  console.log(`uptime: ${execFileSync('uptime').toString().trim()}`);
+  return a;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) console.log('\n' + (await postgresRows()));

@@ -127,8 +127,14 @@ export interface AreaModule {
    * `SVC_*` names (e.g. `UPSTASH_REDIS_REST_URL`, `UPSTASH_REDIS_REST_TOKEN`, `SVC_KV_TOKEN`).
    */
   env(ctx: AreaContext, url: string): Record<string, string>;
-  /** Extra human-readable start-up lines (e.g. read-only token, more vector indexes). */
+  /** Extra human-readable start-up lines (e.g. read-only token, more vector indexes); asked after `start`. */
   banner?(ctx: AreaContext, url: string): string[];
+  /**
+   * Reads what `env`/`banner` list from stores outside the data dir, for `svc env` (no running
+   * area): vector on PostgreSQL reads its created indexes and tokens in one short read-only
+   * session. Resolves to warnings for stderr (e.g. the database cannot be reached); never rejects.
+   */
+  prepareEnv?(ctx: AreaContext): Promise<string[]>;
   /** Newest schema version this build reads and writes, per store the area owns (e.g. `{ queue: 4 }`). */
   schemas?(): Record<string, number>;
   /**

@@ -15,7 +15,7 @@ import { RestoreError, restoreBackup, SchemaTooNewError } from './backup.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DataDirLockedError, lockDataDir } from './data-dir.js';
 import { baseUrl } from './http/raw.js';
-import { configuredEnvBlock, createContext, startSvc, supportedSchemas } from './main.js';
+import { configuredEnvBlock, createContext, prepareEnv, startSvc, supportedSchemas } from './main.js';
 import { startTracing } from './tracing.js';
 
 const USAGE = `usage: svc <command>
@@ -71,6 +71,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const ctx = createContext(config);
   if (cmd === 'env') {
+    for (const line of await prepareEnv(ctx)) process.stderr.write(`svc: ${line}\n`);
     process.stdout.write(configuredEnvBlock(ctx) + '\n');
     return 0;
   }

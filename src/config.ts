@@ -159,6 +159,11 @@ export interface Config {
     databaseUrl?: string;
     /** `SVC_VECTOR_DATABASE_SCHEMA`: PostgreSQL schema of the vector tables (default `public`; created when missing). */
     databaseSchema: string;
+    /**
+     * `SVC_VECTOR_PUBLISH_MS`: with the PostgreSQL store, how often (ms) a node publishes a copy of
+     * its cache of each changed index (SQLite file + graph snapshots) for joining nodes; 0 = never.
+     */
+    publishMs: number;
   };
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
@@ -383,6 +388,7 @@ export function loadConfig(env: Env = process.env): Config {
       indexesFile: str('SVC_VECTOR_INDEXES'),
       databaseUrl: vectorDatabaseUrl,
       databaseSchema: vectorDatabaseSchema,
+      publishMs: int('SVC_VECTOR_PUBLISH_MS', 300_000, 0, 86_400_000),
     },
     mgmt: {
       ipv4Cidrs,

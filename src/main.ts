@@ -72,6 +72,13 @@ export function configuredEnvBlock(ctx: AreaContext): string {
   return formatEnv(vars);
 }
 
+/** Runs every enabled area's `prepareEnv` (before {@link configuredEnvBlock}); resolves to their warnings. */
+export async function prepareEnv(ctx: AreaContext): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of ctx.config.areas) out.push(...((await AREA_MODULES[name]?.prepareEnv?.(ctx)) ?? []));
+  return out;
+}
+
 /**
  * Newest schema version per store this build supports (`AreaModule.schemas`), plus the
  * credential file's: what `svc restore` checks a backup against.
@@ -150,11 +157,19 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
       urls[name] = url;
       ctx.urls.set(name, url);
       servers[name] = server;
-      Object.assign(vars, m.env(ctx, url));
-      lines.push(`${name.padEnd(6)} ${url}`, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));
+      lines.push(`${name.padEnd(6)} ${url}`);
     }
     // every port is bound: now the areas that load stored state after binding load it (kv, vector)
     for (const { server } of started) await server.start?.();
+    // the .env block and the banner lines after start: what an area loaded is listed too (vector
+    // indexes created through the management API on PostgreSQL)
+    for (const { name } of started) {
+      const m = AREA_MODULES[name]!;
+      const url = urls[name]!;
+      Object.assign(vars, m.env(ctx, url));
+      const at = lines.indexOf(`${name.padEnd(6)} ${url}`);
+      lines.splice(at + 1, 0, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));
+    }
     const backups = (ctx.backups = new BackupRunner(ctx.config.dataDir, ctx.credentials.path, () =>
       started.map(({ name, server }) => ({ name, backup: server.backup?.bind(server) })),
     ));

@@ -22,7 +22,7 @@ import { VECTOR_SCHEMA_VERSION } from './engine/store.js';
 import { VectorMetrics } from './metrics.js';
 import { ResumableQueries } from './http/resumable.js';
 import { vectorRequestListener } from './http/routes.js';
-import { PgSessions, PgVectorStore, POLL_MS } from './engine/store-pg.js';
+import { PgSessions, PgVectorStore, POLL_MS, readListing } from './engine/store-pg.js';
 import { startCredentialSync } from '../credential-sync.js';
 import { localRuntimeStore, pgRuntimeStore, recoverUnfinished, vectorIndexAdmin, type RuntimeStore } from './admin.js';
 import { Catalogue, CATALOGUE_FILE } from './catalogue.js';
@@ -125,6 +125,8 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
         resumable.shared = { sessions: new PgSessions(shared.db) };
         runtime = pgRuntimeStore(ctx, shared.db, open);
         created = await runtime.list();
+        // listed by the banner (startSvc asks for it after start)
+        listings.set(ctx, { indexes: await shared.db.runtimeIndexes(), tokens: await shared.db.storedTokens() });
       } else {
         // the indexes created through the management API (admin.ts): interrupted creates and
         // deletes are undone before anything is opened
@@ -319,11 +321,28 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
   };
   const timer = setInterval(() => void poll(), POLL_MS);
   timer.unref();
+  // a copy of each changed index's cache for joining nodes (one node at a time, store-pg.ts publish)
+  let publishing: Promise<void> | undefined;
+  const publish = async () => {
+    for (const idx of [...indexes.values()]) {
+      if (!idx.ready()) continue;
+      try {
+        const t0 = Date.now();
+        const done = await idx.publish(ctx.config.vector.publishMs);
+        if (done) ctx.logger.info({ index: idx.def.name, ...done, ms: Date.now() - t0 }, 'vector index snapshot published to PostgreSQL');
+      } catch (err) {
+        db.warn(err, `publishing the snapshot of index ${idx.def.name} failed (retried)`);
+      }
+    }
+  };
+  const publisher = ctx.config.vector.publishMs > 0 ? setInterval(() => void (publishing ??= publish().finally(() => (publishing = undefined))), ctx.config.vector.publishMs) : undefined;
+  publisher?.unref();
   try {
     // what was committed while the indexes loaded
     await Promise.all([...indexes.values()].map((idx) => idx.catchUp()));
   } catch (err) {
     clearInterval(timer);
+    clearInterval(publisher);
     unsubscribe();
     sync?.stop();
     await db.close();
@@ -334,6 +353,7 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
     ready: () => Date.now() - db.lastContact < CONTACT_MS && [...behindSince.values()].every((t) => Date.now() - t < LAG_GRACE_MS),
     stopFollowing: () => {
       clearInterval(timer);
+      clearInterval(publisher);
       unsubscribe();
       sync?.stop();
     },
@@ -398,10 +418,20 @@ function definitions(ctx: AreaContext): IndexDefinition[] {
  * ones created through the management API (read from the catalogue without changing it).
  */
 function listed(ctx: AreaContext): { key: string; name: string; def: IndexDefinition }[] {
-  return [
-    ...definitions(ctx).map((d) => ({ key: d.name, name: d.name, def: d })),
-    ...Catalogue.readReady(ctx.config.dataDir).map((e) => ({ key: e.id, name: e.name, def: e.definition })),
-  ];
+  const created = listings.get(ctx)?.indexes ?? Catalogue.readReady(ctx.config.dataDir);
+  return [...definitions(ctx).map((d) => ({ key: d.name, name: d.name, def: d })), ...created.map((e) => ({ key: e.id, name: e.name, def: e.definition }))];
+}
+
+/**
+ * The indexes created through the management API (and the tokens) that the `.env` block and the
+ * banner list when they are not in the data dir (the PostgreSQL store): read by `prepareEnv`
+ * (`svc env`), or set by the running area once it has loaded them.
+ */
+const listings = new WeakMap<AreaContext, { indexes: { id: string; name: string; definition: IndexDefinition }[]; tokens?: Map<string, string> }>();
+
+/** Credential `name` as listed: the database's value read by `prepareEnv`, else the local one (created when missing). */
+function listedToken(ctx: AreaContext, name: string): string {
+  return listings.get(ctx)?.tokens?.get(name) ?? ctx.credentials.get(name);
 }
 
 export const vectorArea: AreaModule = {
@@ -424,9 +454,20 @@ export const vectorArea: AreaModule = {
     }
     return out;
   },
+  async prepareEnv(ctx) {
+    if (!ctx.config.vector.databaseUrl) return [];
+    try {
+      const { indexes, tokens } = await readListing(ctx.config.vector.databaseUrl, ctx.config.vector.databaseSchema);
+      listings.set(ctx, { indexes, tokens });
+      return [];
+    } catch (err) {
+      listings.set(ctx, { indexes: [] });
+      return [`vector: the indexes created through the management API are not listed and the tokens are this data dir's: ${(err as Error).message}`];
+    }
+  },
   env(ctx, url) {
-    const token = ctx.credentials.get(tokenName('default'));
-    const ro = ctx.credentials.get(readonlyTokenName('default'));
+    const token = listedToken(ctx, tokenName('default'));
+    const ro = listedToken(ctx, readonlyTokenName('default'));
     const vars: Record<string, string> = {
       UPSTASH_VECTOR_REST_URL: url,
       UPSTASH_VECTOR_REST_TOKEN: token,
@@ -439,8 +480,8 @@ export const vectorArea: AreaModule = {
       if (key === 'default') continue;
       const k = envKey(name);
       vars[`SVC_VECTOR_${k}_URL`] = indexUrl(url, key);
-      vars[`SVC_VECTOR_${k}_TOKEN`] = ctx.credentials.get(tokenName(key));
-      vars[`SVC_VECTOR_${k}_READONLY_TOKEN`] = ctx.credentials.get(readonlyTokenName(key));
+      vars[`SVC_VECTOR_${k}_TOKEN`] = listedToken(ctx, tokenName(key));
+      vars[`SVC_VECTOR_${k}_READONLY_TOKEN`] = listedToken(ctx, readonlyTokenName(key));
     }
     return vars;
   },
@@ -448,7 +489,7 @@ export const vectorArea: AreaModule = {
     return listed(ctx).map(
       ({ key, name, def: d }) =>
         `index ${name}: ${indexUrl(url, key)} (${d.type}, ${d.metric}, dimension ${d.dimension ?? 'from first upsert'}) ` +
-        `token ${ctx.credentials.get(tokenName(key))} read-only ${ctx.credentials.get(readonlyTokenName(key))}`,
+        `token ${listedToken(ctx, tokenName(key))} read-only ${listedToken(ctx, readonlyTokenName(key))}`,
     );
   },
 };

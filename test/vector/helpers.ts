@@ -70,10 +70,14 @@ export async function raw(url: string, token: string | undefined, body?: string,
 /**
  * `node bin/svc.js serve` as a child process (vector area only, port 0) on `dataDir`, with `env`
  * added; resolves once the banner names the vector URL. `log()` is its stderr so far (pino JSON
- * lines, level warn and up). For tests that stop svc with a signal (SIGKILL, SIGTERM). Rejects when
+ * lines, level warn and up), `stdout()` its standard output (the banner). For tests that stop svc with a signal (SIGKILL, SIGTERM). Rejects when
  * no banner came within `bannerTimeoutMs`.
  */
-export async function serveVectorChild(dataDir: string, env: Record<string, string> = {}, bannerTimeoutMs = 30_000): Promise<{ child: ChildProcess; url: string; log(): string; exited(): Promise<void> }> {
+export async function serveVectorChild(
+  dataDir: string,
+  env: Record<string, string> = {},
+  bannerTimeoutMs = 30_000,
+): Promise<{ child: ChildProcess; url: string; log(): string; stdout(): string; exited(): Promise<void> }> {
   const root = path.resolve(import.meta.dirname, '../..');
   const child = spawn(process.execPath, [path.join(root, 'bin/svc.js'), 'serve'], {
     cwd: root,
@@ -97,7 +101,7 @@ export async function serveVectorChild(dataDir: string, env: Record<string, stri
       });
       child.on('exit', (code) => reject(new Error(`svc exited ${code}: ${err}`)));
     });
-    return { child, url, log: () => err, exited };
+    return { child, url, log: () => err, stdout: () => out, exited };
   } catch (e) {
     child.kill('SIGKILL');
     throw e;

@@ -15,7 +15,8 @@ import { Index } from '@upstash/vector';
 import { startTestPostgres, withPg, type TestPostgres } from '../helpers/postgres.js';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
-import { account, basic } from '../mgmt/helpers.js';
+import { account, basic, mgmt } from '../mgmt/helpers.js';
+import { cli } from '../ops/backup-helpers.js';
 import { randomVectors, raw, serveVectorChild, startVector } from './helpers.js';
 
 let pg: TestPostgres;
@@ -300,3 +301,48 @@ test('a data dir holding the SQLite store is neither emptied nor used as a cache
     dir.cleanup();
   }
 });
+
+test('svc env and the banner list the indexes created through the management API with the database\'s tokens; an unreachable database is said', async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  const env = { SVC_VECTOR_DATABASE_URL: url, SVC_VECTOR_DATABASE_SCHEMA: 'public', SVC_VECTOR_DIMENSION: '8' };
+  const a = await startTestSvc(['vector', 'mgmt'], { env });
+  let b: Awaited<ReturnType<typeof serveVectorChild>> | undefined;
+  try {
+    const made = (
+      await mgmt(a, '/v2/vector/index', { method: 'POST', body: JSON.stringify({ name: 'made-there', similarity_function: 'COSINE', dimension_count: 2 }), headers: { 'content-type': 'application/json' } })
+    ).body as { id: string; token: string };
+    // another data dir (a node that never ran): the database's indexes and tokens
+    const out = await cli(['env'], { SVC_DATA_DIR: path.join(dirs.dir, 'env'), SVC_AREAS: 'vector', SVC_VECTOR_PORT: '8099', ...env });
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, new RegExp(`^SVC_VECTOR_MADE_THERE_URL=http://[^/]+:8099/${made.id}$`, 'm'));
+    assert.match(out.stdout, new RegExp(`^SVC_VECTOR_MADE_THERE_TOKEN=${made.token}$`, 'm'));
+    assert.match(out.stdout, new RegExp(`^UPSTASH_VECTOR_REST_TOKEN=${a.ctx.credentials.get('vector.default.token')}$`, 'm'));
+    // the banner of a second node lists it too
+    b = await serveVectorChild(path.join(dirs.dir, 'b'), env, 120_000);
+    assert.match(b.stdout(), new RegExp(`index made-there: ${b.url}/${made.id} \\(DENSE, COSINE, dimension 2\\) token ${made.token} `));
+    // an unreachable database: said on stderr (without the password), the configured indexes still printed
+    const down = new URL(url);
+    down.port = String(await closedPort());
+    down.password = 'secret-pw';
+    const bad = await cli(['env'], { SVC_DATA_DIR: path.join(dirs.dir, 'env2'), SVC_AREAS: 'vector', ...env, SVC_VECTOR_DATABASE_URL: down.toString() });
+    assert.equal(bad.code, 0, bad.stderr);
+    assert.match(bad.stderr, /vector: the indexes created through the management API are not listed .*SVC_VECTOR_DATABASE_URL .*unreachable/);
+    assert.doesNotMatch(bad.stderr + bad.stdout, /secret-pw/);
+    assert.match(bad.stdout, /^UPSTASH_VECTOR_REST_URL=/m);
+  } finally {
+    b?.child.kill('SIGTERM');
+    await b?.exited();
+    await a.close();
+    dirs.cleanup();
+  }
+});
+
+/** A local TCP port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const s = http.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}

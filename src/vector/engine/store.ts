@@ -26,6 +26,16 @@ import { WalCheckpointer, WalSyncer } from '../../sqlite-wal-sync.js';
  */
 export const VECTOR_SCHEMA_VERSION = 1;
 
+/** The sequence number (`meta.seq`) stored in the closed index file `file` (a copy: `VectorStore.backup`); 0 when none. */
+export function storedSeq(file: string): number {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return Number((db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as string | undefined) ?? 0);
+  } finally {
+    db.close();
+  }
+}
+
 export interface NamespaceRow {
   id: number;
   name: string;

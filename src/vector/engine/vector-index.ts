@@ -30,6 +30,7 @@
  * for the next turn) while the old one serves
  * queries, writes go to both meanwhile, and the fresh one replaces the old when complete.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../logger.js';
@@ -43,7 +44,7 @@ import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
-import { blobToSparse, sparseToBlob, VectorStore, type ChangeRow } from './store.js';
+import { blobToSparse, sparseToBlob, storedSeq, VectorStore, type ChangeRow } from './store.js';
 import { CHANGES_PAGE, type PgIndexLog, type WriteTx } from './store-pg.js';
 import type { Metadata, UpsertItem } from '../validate.js';
 import type { HistogramCell } from '../../metrics.js';
@@ -153,11 +154,18 @@ export class VectorIndex {
    * constructor. @throws (rejects) as the constructor.
    */
   static async open(def: IndexDefinition, dataDir: string, logger: Logger, shared?: PgIndexLog): Promise<VectorIndex> {
-    const idx = new VectorIndex(def, dataDir, logger, true);
+    let idx = new VectorIndex(def, dataDir, logger, true);
     try {
       if (shared) {
         // the SQLite file is a cache of the shared store: brought to its state before loading
         idx.shared = shared;
+        if ((await shared.cacheState(idx.store, idx.snapshotDir)) === 'stale') {
+          // no usable cache: start from the copy another node published, when there is one
+          idx.store.close();
+          await VectorIndex.fetchPublished(def, dataDir, logger, shared);
+          idx = new VectorIndex(def, dataDir, logger, true);
+          idx.shared = shared;
+        }
         const t0 = Date.now();
         const r = await shared.syncLocal(idx.store, idx.snapshotDir);
         logger.info({ index: def.name, ...r, ms: Date.now() - t0 }, r.reloaded ? 'vector index reloaded from PostgreSQL' : 'vector index cache caught up from PostgreSQL');
@@ -168,6 +176,85 @@ export class VectorIndex {
       throw err;
     }
     return idx;
+  }
+
+  /**
+   * Replaces the local cache files of index `def` (SQLite file, graph snapshots) with the copy
+   * published in the shared store (`store-pg.ts` `download`), when there is a usable one. The
+   * files are downloaded to `<name>.joining/` and moved into place, the SQLite file last (a crash
+   * in between leaves no SQLite file: the next start downloads again). Resolves to false (the
+   * local files deleted) when there is none or it was rejected. Never rejects: a failure is logged
+   * and the caller reloads the records (`syncLocal`).
+   */
+  private static async fetchPublished(def: IndexDefinition, dataDir: string, logger: Logger, shared: PgIndexLog): Promise<boolean> {
+    const dir = path.join(dataDir, 'vector');
+    const file = path.join(dir, `${def.name}.sqlite`);
+    const snapshots = path.join(dir, `${def.name}.snapshots`);
+    const joining = path.join(dir, `${def.name}.joining`);
+    const clear = () => {
+      for (const f of [file, `${file}-wal`, `${file}-shm`, snapshots, joining]) fs.rmSync(f, { recursive: true, force: true });
+    };
+    clear();
+    const t0 = Date.now();
+    try {
+      const got = await shared.download(joining);
+      if (!got || 'rejected' in got) {
+        if (got) logger.warn({ index: def.name, reason: got.rejected }, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL');
+        clear();
+        return false;
+      }
+      if (fs.existsSync(path.join(joining, 'snapshots'))) fs.renameSync(path.join(joining, 'snapshots'), snapshots);
+      fs.renameSync(path.join(joining, 'cache.sqlite'), file);
+      fs.rmSync(joining, { recursive: true, force: true });
+      logger.info({ index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0 }, 'vector index fetched from the published snapshot');
+      return true;
+    } catch (err) {
+      logger.warn({ index: def.name, err: (err as Error)?.message ?? String(err) }, 'vector: downloading the published snapshot failed: reloading the records from PostgreSQL');
+      clear();
+      return false;
+    }
+  }
+
+  /**
+   * Publishes this node's cache of the index for joining nodes (`store-pg.ts` `publish`) when the
+   * current publication is older than this node's sequence number and no other node is
+   * publishing (nor published one younger than `minAgeMs`): graphs with writes since their last snapshot are snapshotted first ({@link
+   * maintain}), the snapshot files hard-linked into `<name>.publishing/` (they are never changed
+   * once named), then the SQLite file copied there (`store.backup`, a consistent copy taken after
+   * the snapshots, so its sequence number is at least theirs), uploaded, and the directory
+   * removed. Resolves to what was published (undefined: nothing). @throws the database or file error.
+   */
+  async publish(minAgeMs = 0): Promise<{ seq: number; bytes: number } | undefined> {
+    if (!this.shared || this.closed || this.seq === 0) return undefined;
+    const staging = path.join(path.dirname(this.snapshotDir), `${this.def.name}.publishing`);
+    try {
+      return await this.shared.publish(this.seq, minAgeMs, async () => {
+        fs.rmSync(staging, { recursive: true, force: true });
+        fs.mkdirSync(path.join(staging, 'snapshots'), { recursive: true });
+        await this.maintain(1);
+        if (this.closed) return undefined;
+        const files: { name: string; path: string }[] = [];
+        const names = fs.existsSync(this.snapshotDir) ? fs.readdirSync(this.snapshotDir) : [];
+        for (const h of names.filter((n) => /^ns-\d+\.json$/.test(n))) {
+          try {
+            const header = JSON.parse(fs.readFileSync(path.join(this.snapshotDir, h), 'utf8')) as { file: string };
+            const linked = path.join(staging, 'snapshots', header.file);
+            fs.linkSync(path.join(this.snapshotDir, header.file), linked);
+            fs.copyFileSync(path.join(this.snapshotDir, h), path.join(staging, 'snapshots', h));
+            files.push({ name: `snapshots/${header.file}`, path: linked }, { name: `snapshots/${h}`, path: path.join(staging, 'snapshots', h) });
+          } catch {
+            // replaced by a newer snapshot meanwhile: this namespace is published without a graph
+          }
+        }
+        const copy = path.join(staging, 'cache.sqlite');
+        await this.store.backup(copy);
+        const seq = storedSeq(copy);
+        files.push({ name: 'cache.sqlite', path: copy });
+        return { seq, files };
+      });
+    } finally {
+      fs.rmSync(staging, { recursive: true, force: true });
+    }
   }
 
   get hasDense(): boolean {
@@ -198,7 +285,8 @@ export class VectorIndex {
       replayed += this.loadIndexes(ns, ns.count > 0 ? got : undefined);
       phases.indexesMs += Date.now() - t;
     }
-    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, replayed, ms: Date.now() - t0, ...phases, hnswlib: hnswlibBuild }, 'vector index loaded');
+    const { fromSnapshot, rebuilt } = this.loadStats;
+    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, fromSnapshot, rebuilt, replayed, ms: Date.now() - t0, ...phases, hnswlib: hnswlibBuild }, 'vector index loaded');
     // after loading, not while the snapshot is read: the graph read and the hashing need the cores
     this.scheduleMetadataParse();
     this.scheduleIndexing();

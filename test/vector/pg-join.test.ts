@@ -1,0 +1,237 @@
+/**
+ * A node joining the PostgreSQL store (`SVC_VECTOR_DATABASE_URL`) with an empty data dir starts
+ * from the copy of the cache another node published (`SVC_VECTOR_PUBLISH_MS`, store-pg.ts
+ * `publish`/`download`) instead of rebuilding the graphs, and applies the changes after it; a
+ * publication of another incarnation of the index, of an older namespace generation (a reset), or
+ * one that is incomplete (a chunk missing, as a publisher killed mid-upload leaves it) is not
+ * loaded: the joiner rebuilds and answers the same. Real svc processes, a real PostgreSQL cluster.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { Index } from '@upstash/vector';
+import pgLib from 'pg';
+import { PUBLISH_LOCK_CLASS } from '../../src/vector/engine/store-pg.js';
+import { startTestPostgres, withPg, type TestPostgres } from '../helpers/postgres.js';
+import { tempDir } from '../helpers/env.js';
+import { waitFor } from '../helpers/wait.js';
+import { randomVectors, serveVectorChild } from './helpers.js';
+
+let pg: TestPostgres;
+before(async () => {
+  pg = await startTestPostgres();
+});
+after(async () => {
+  await pg?.stop();
+});
+
+const TOKEN = 'join-test-token';
+type Child = Awaited<ReturnType<typeof serveVectorChild>>;
+
+/** A node on database `url` (dimension 8, info logs), publishing every `publishMs` (0 = never). */
+function node(dir: string, url: string, publishMs: number): Promise<Child> {
+  return serveVectorChild(
+    dir,
+    {
+      SVC_VECTOR_DATABASE_URL: url,
+      SVC_VECTOR_DATABASE_SCHEMA: 'public',
+      SVC_VECTOR_DIMENSION: '8',
+      SVC_VECTOR_TOKEN: TOKEN,
+      SVC_VECTOR_PUBLISH_MS: String(publishMs),
+      SVC_LOG_LEVEL: 'info',
+    },
+    120_000,
+  );
+}
+
+const client = (n: Child) => new Index({ url: n.url, token: TOKEN, retry: false, enableTelemetry: false });
+
+/** The log lines (pino JSON) of `n` with message `msg` for index `index`. */
+function lines(n: Child, msg: string, index = 'default'): Record<string, unknown>[] {
+  return n
+    .log()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.msg === msg && l.index === index);
+}
+
+/** Waits until the database holds a publication of `default` covering the index's sequence number. */
+async function published(url: string): Promise<number> {
+  let seq = 0;
+  await waitFor('a publication covering every change', () =>
+    withPg(url, async (c) => {
+      const r = await c.query<{ p: string | null; s: string }>(
+        "SELECT (SELECT p.seq FROM vector_publications p WHERE p.index_name = i.name AND p.incarnation = i.incarnation) AS p, i.seq AS s FROM vector_indexes i WHERE i.name = 'default'",
+      );
+      seq = Number(r.rows[0].p ?? -1);
+      return r.rows[0].p !== null && Number(r.rows[0].p) >= Number(r.rows[0].s);
+    }),
+  120_000);
+  return seq;
+}
+
+/** Waits until `n` shows `count` vectors, none pending. */
+async function caughtUp(n: Child, count: number): Promise<void> {
+  await waitFor(`${count} vectors on ${n.url}`, async () => {
+    const i = await client(n).info();
+    return i.vectorCount === count && i.pendingVectorCount === 0;
+  }, 60_000);
+}
+
+/** The exact top-10 ids of `q` on every node (namespaces '' and 'ns1'), asserted equal. */
+async function sameAnswers(nodes: Child[], queries: number[][]): Promise<void> {
+  for (const q of queries) {
+    for (const namespace of ['', 'ns1']) {
+      const answers = await Promise.all(nodes.map((n) => client(n).namespace(namespace).query({ vector: q, topK: 10, includeMetadata: true })));
+      const ids = answers.map((a) => a.map((r) => `${r.id}:${JSON.stringify(r.metadata)}`));
+      for (let i = 1; i < ids.length; i++) assert.deepEqual(ids[i], ids[0], `node ${i} answers like node 0 (namespace '${namespace}')`);
+    }
+  }
+}
+
+/** Asserts how `n` loaded index default: from the published snapshot (graphs loaded) or not (rebuilt). */
+function assertJoined(n: Child, fromPublication: boolean): void {
+  const loaded = lines(n, 'vector index loaded');
+  assert.equal(loaded.length, 1, n.log());
+  const fetched = lines(n, 'vector index fetched from the published snapshot');
+  if (fromPublication) {
+    assert.equal(fetched.length, 1, `the joiner downloaded the publication: ${n.log()}`);
+    assert.equal(loaded[0].rebuilt, 0, `no graph rebuilt: ${JSON.stringify(loaded[0])}`);
+    assert.equal(loaded[0].fromSnapshot, 2, `both namespaces' graphs loaded: ${JSON.stringify(loaded[0])}`);
+  } else {
+    assert.ok(Number(loaded[0].rebuilt) >= 1, `the graph was rebuilt: ${JSON.stringify(loaded[0])}`);
+  }
+}
+
+/** Holds the publication lock of index `default` (no node publishes) until the returned function is called. */
+async function holdPublishLock(url: string): Promise<() => Promise<void>> {
+  const c = new pgLib.Client({ connectionString: url });
+  c.on('error', () => undefined); // the cluster stopping at the end of a failed test
+  await c.connect();
+  await c.query("SELECT pg_advisory_lock($1, hashtext('default'))", [PUBLISH_LOCK_CLASS]);
+  let ended: Promise<void> | undefined;
+  return () => (ended ??= c.end());
+}
+
+async function stop(...nodes: (Child | undefined)[]): Promise<void> {
+  for (const n of nodes) {
+    if (!n) continue;
+    n.child.kill('SIGTERM');
+    await n.exited();
+  }
+}
+
+/** Writes `vecs` as `<prefix><i>` into namespaces '' and 'ns1' (every third), deletes a few. */
+async function write(n: Child, vecs: number[][], prefix: string): Promise<void> {
+  const c = client(n);
+  for (let b = 0; b < vecs.length; b += 50) {
+    await c.upsert(vecs.slice(b, b + 50).map((v, i) => ({ id: `${prefix}${b + i}`, vector: v, metadata: { i: b + i, prefix } })));
+  }
+  await c.namespace('ns1').upsert(vecs.filter((_, i) => i % 3 === 0).map((v, i) => ({ id: `${prefix}n${i}`, vector: v })));
+  await c.delete([`${prefix}0`, `${prefix}1`]);
+}
+
+test('a node joining with an empty data dir starts from the published snapshot and applies the changes after it', async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  let a: Child | undefined;
+  let b: Child | undefined;
+  try {
+    a = await node(path.join(dirs.dir, 'a'), url, 300);
+    await write(a, randomVectors(600, 8, 1), 'v');
+    const at = await published(url);
+    assert.ok(at > 0);
+    // changes after the publication: the joiner applies them from the change log
+    await write(a, randomVectors(90, 8, 2), 'late');
+    await client(a).update({ id: 'v5', metadata: { changed: true } });
+    b = await node(path.join(dirs.dir, 'b'), url, 0);
+    assertJoined(b, true);
+    const fetched = lines(b, 'vector index fetched from the published snapshot')[0];
+    assert.ok(Number(fetched.seq) >= at && Number(fetched.bytes) > 0, JSON.stringify(fetched));
+    const count = 598 + 200 + 88 + 30;
+    await caughtUp(a, count);
+    await caughtUp(b, count);
+    await sameAnswers([a, b], randomVectors(8, 8, 3));
+    assert.deepEqual((await client(b).fetch(['v5'], { includeMetadata: true }))[0]?.metadata, { changed: true });
+    // both nodes keep taking writes
+    await client(b).upsert({ id: 'from-b', vector: randomVectors(1, 8, 4)[0] });
+    await caughtUp(a, count + 1);
+  } finally {
+    await stop(a, b);
+    dirs.cleanup();
+  }
+});
+
+test('a publication of another incarnation, of an older generation (reset) or with a chunk missing is not loaded; the next complete one is', async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  const joiners: Child[] = [];
+  let a: Child | undefined;
+  const queries = randomVectors(6, 8, 13);
+  let release = async () => undefined as void;
+  const join = async (name: string, fromPublication: boolean, count: number) => {
+    const j = await node(path.join(dirs.dir, name), url, 0);
+    joiners.push(j);
+    assertJoined(j, fromPublication);
+    await caughtUp(j, count);
+    await sameAnswers([a!, j], queries);
+    return j;
+  };
+  try {
+    a = await node(path.join(dirs.dir, 'a'), url, 300);
+    await write(a, randomVectors(300, 8, 11), 'v');
+    let count = 298 + 100;
+    await published(url);
+    release = await holdPublishLock(url);
+
+    // 1. a publication of another incarnation of the index (deleted and created again)
+    await withPg(url, (c) => c.query("UPDATE vector_publications SET incarnation = 'another' WHERE index_name = 'default'"));
+    const other = await join('j1', false, count);
+    assert.match(lines(other, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /incarnation another/);
+    await stop(other);
+
+    // 2. torn: the last chunk of the SQLite copy missing (a publisher killed mid-upload never
+    // switches the row; here the row names a chunk that is not there)
+    await release();
+    await client(a).upsert({ id: 'x', vector: randomVectors(1, 8, 12)[0] });
+    count++;
+    await published(url);
+    release = await holdPublishLock(url);
+    await withPg(url, (c) =>
+      c.query(
+        "DELETE FROM vector_publication_chunks WHERE (publication, file, no) = (SELECT publication, file, max(no) FROM vector_publication_chunks WHERE index_name = 'default' AND file = 'cache.sqlite' GROUP BY publication, file)",
+      ),
+    );
+    // an upload that stopped half-way: chunks of a publication no row names
+    await withPg(url, (c) => c.query("INSERT INTO vector_publication_chunks (index_name, publication, file, no, data) VALUES ('default', 'half-written', 'cache.sqlite', 0, '\\x00')"));
+    const torn = await join('j2', false, count);
+    assert.match(lines(torn, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /chunk \d+ of \d+ is missing/);
+    await stop(torn);
+
+    // 3. an older generation: the namespaces were reset after the publication (the joiner applies
+    // the reset to the copy, and the graph snapshots of the old generation are not loaded)
+    await release();
+    await client(a).upsert({ id: 'y', vector: randomVectors(1, 8, 14)[0] });
+    count++;
+    await published(url);
+    release = await holdPublishLock(url);
+    await client(a).reset({ all: true });
+    await write(a, randomVectors(120, 8, 15), 'r');
+    count = 118 + 40;
+    const reset = await join('j3', false, count);
+    assert.equal(lines(reset, 'vector index fetched from the published snapshot').length, 1, 'the copy was used, its old graphs were not');
+    await stop(reset);
+
+    // 4. the next complete publication is loaded (and the half-written upload's chunks are gone)
+    await release();
+    await published(url);
+    await join('j4', true, count);
+    const left = await withPg(url, (c) => c.query("SELECT count(*)::int AS n FROM vector_publication_chunks WHERE publication = 'half-written'"));
+    assert.equal(left.rows[0].n, 0);
+  } finally {
+    await release().catch(() => undefined);
+    await stop(a, ...joiners);
+    dirs.cleanup();
+  }
+});
