@@ -12,6 +12,7 @@ import tls from 'node:tls';
 import type { HistogramCell } from '../../metrics.js';
 import { KvError, kvError } from '../errors.js';
 import { encodeCommand, encodeCommands, RespError, RespParser, type Arg, type Reply } from '../resp.js';
+import { INCOMPLETE, replyEnd } from './frames.js';
 
 /** Where Redis listens: a unix socket `path`, or `host:port` (optionally TLS). */
 export interface Endpoint {
@@ -41,6 +42,8 @@ interface Pending {
   cb: ReplyCallback | undefined;
   /** Single commands: keep the raw bytes. */
   wantRaw: boolean;
+  /** Single commands ({@link RedisConnection.sendForwardCb}): a reply that is not an error is passed as bytes only. */
+  bytesOnly: boolean;
   /** Single commands: passed back to `cb` as its last argument (the caller's per-command value). */
   tag: string | undefined;
   /** `performance.now()` when written (only with {@link RedisConnection.rtt}). */
@@ -86,7 +89,8 @@ export class RedisConnection {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
       try {
-        this.parser.feed(chunk);
+        if (this.framed) this.feedFramed(chunk);
+        else this.parser.feed(chunk);
       } catch (err) {
         this.fail(err instanceof KvError ? err : kvError('databaseProtocolError', (err as Error).message));
         socket.destroy();
@@ -225,7 +229,7 @@ export class RedisConnection {
   sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
     // no closure and no arrays per command (hot path)
-    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
+    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, bytesOnly: false, tag, t: this.rtt === undefined ? 0 : performance.now() });
   }
 
   /**
@@ -234,14 +238,68 @@ export class RedisConnection {
    */
   sendEncodedCb(encoded: string | Buffer, wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
-    this.enqueue(encoded, { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
+    this.enqueue(encoded, { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, bytesOnly: false, tag, t: this.rtt === undefined ? 0 : performance.now() });
+  }
+
+  /**
+   * {@link sendEncodedCb} for a proxy that passes replies on unread (svc's topology router): `cb`
+   * gets the reply's exact bytes, and the parsed reply only when it is an error (`-...`, e.g.
+   * `MOVED`); any other reply is passed as `null`. Needs {@link frameReplies}.
+   */
+  sendForwardCb(encoded: Buffer, cb: ReplyCallback): void {
+    if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined);
+    this.enqueue(encoded, { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw: true, bytesOnly: true, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
+  }
+
+  /**
+   * From now on, replies are first cut at their ends ({@link replyEnd}) and only parsed when the
+   * request waiting for them needs the value ({@link sendForwardCb}). Call before any request.
+   */
+  frameReplies(): void {
+    this.framed = true;
+  }
+
+  private framed = false;
+  /** With {@link framed}: bytes of an incomplete reply, their total, and the total it needs at least (0: unknown). */
+  private parts: Buffer[] = [];
+  private partBytes = 0;
+  private need = 0;
+
+  /** {@link frameReplies}: cuts `chunk` (after any incomplete reply kept) into replies. */
+  private feedFramed(chunk: Buffer): void {
+    let buf = chunk;
+    if (this.partBytes > 0) {
+      this.parts.push(chunk);
+      this.partBytes += chunk.length;
+      if (this.partBytes < this.need) return;
+      buf = Buffer.concat(this.parts, this.partBytes);
+      this.parts = [];
+      this.partBytes = 0;
+    }
+    const len = buf.length;
+    let pos = 0;
+    while (pos < len) {
+      const end = replyEnd(buf, pos, len);
+      if (end < 0) {
+        const rest = pos === 0 ? buf : buf.subarray(pos);
+        this.parts.push(rest);
+        this.partBytes = rest.length;
+        this.need = end === INCOMPLETE ? 0 : -1 - end - pos;
+        return;
+      }
+      const p = this.queue[this.head];
+      if (p !== undefined && p.bytesOnly && buf[pos] !== 45) this.onReply(null, buf.subarray(pos, end));
+      else this.parser.feed(pos === 0 && end === len ? buf : buf.subarray(pos, end));
+      if (this.isClosed) return;
+      pos = end;
+    }
   }
 
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(kvError('databaseConnectionLost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, bytesOnly: false, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
     });
   }
 
@@ -342,6 +400,8 @@ export class RedisConnection {
     if (this.isClosed) return;
     this.isClosed = true;
     this.parser.reset();
+    this.parts = [];
+    this.partBytes = 0;
     const pending = this.queue.slice(this.head);
     this.queue.length = 0;
     this.head = 0;

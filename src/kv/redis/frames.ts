@@ -55,8 +55,10 @@ function lengthLine(buf: Buffer, from: number, len: number): number {
 }
 
 /**
- * The end (exclusive) of the RESP2 reply starting at `pos` in `buf[..len]`, or {@link INCOMPLETE}.
- * Nested arrays are walked with a counter (no recursion, no values built).
+ * The end (exclusive) of the RESP2 reply starting at `pos` in `buf[..len]`; when the bytes end
+ * before it, a negative number: `-1 - need` with `need` the end the reply needs at least (known
+ * once a bulk string's length was read; else 0, so {@link INCOMPLETE}). Nested arrays are walked
+ * with a counter (no recursion, no values built).
  * @throws KvError databaseProtocolError (not RESP2)
  */
 export function replyEnd(buf: Buffer, pos: number, len: number): number {
@@ -80,7 +82,7 @@ export function replyEnd(buf: Buffer, pos: number, len: number): number {
         const n = lengthLine(buf, pos + 1, len);
         if (n === NO_LINE) return INCOMPLETE;
         pos = n < 0 ? lineNext : lineNext + n + 2;
-        if (pos > len) return INCOMPLETE;
+        if (pos > len) return -1 - pos;
         break;
       }
       case 42: {

@@ -302,6 +302,7 @@ export class TopologyRouter {
         () =>
           RedisConnection.connect(this.o.access.endpointOf(addr), user, 1000).then((c) => {
             c.timeoutAfter(this.nodeTimeoutMs);
+            c.frameReplies();
             return c;
           }),
         1,
@@ -409,7 +410,7 @@ export class TopologyRouter {
     if (this.feeding && c.hold()) this.held.push(c);
     const cell = s.reserve();
     const raw = f.raw();
-    c.sendEncodedCb(raw, true, (err, reply, rawReply) => {
+    c.sendForwardCb(raw, (err, reply, rawReply) => {
       if (err === null) {
         if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
       } else if (isTimeout(err)) {
