@@ -12,7 +12,7 @@ import tls from 'node:tls';
 import type { HistogramCell } from '../../metrics.js';
 import { KvError, kvError } from '../errors.js';
 import { encodeCommand, encodeCommands, RespError, RespParser, type Arg, type Reply } from '../resp.js';
-import { INCOMPLETE, replyEnd } from './frames.js';
+import { PartialFrame, replyEnd } from './frames.js';
 
 /** Where Redis listens: a unix socket `path`, or `host:port` (optionally TLS). */
 export interface Endpoint {
@@ -260,33 +260,18 @@ export class RedisConnection {
   }
 
   private framed = false;
-  /** With {@link framed}: bytes of an incomplete reply, their total, and the total it needs at least (0: unknown). */
-  private parts: Buffer[] = [];
-  private partBytes = 0;
-  private need = 0;
+  /** With {@link framed}: an incomplete reply. */
+  private readonly partial = new PartialFrame();
 
   /** {@link frameReplies}: cuts `chunk` (after any incomplete reply kept) into replies. */
   private feedFramed(chunk: Buffer): void {
-    let buf = chunk;
-    if (this.partBytes > 0) {
-      this.parts.push(chunk);
-      this.partBytes += chunk.length;
-      if (this.partBytes < this.need) return;
-      buf = Buffer.concat(this.parts, this.partBytes);
-      this.parts = [];
-      this.partBytes = 0;
-    }
+    const buf = this.partial.take(chunk);
+    if (buf === undefined) return;
     const len = buf.length;
     let pos = 0;
     while (pos < len) {
       const end = replyEnd(buf, pos, len);
-      if (end < 0) {
-        const rest = pos === 0 ? buf : buf.subarray(pos);
-        this.parts.push(rest);
-        this.partBytes = rest.length;
-        this.need = end === INCOMPLETE ? 0 : -1 - end - pos;
-        return;
-      }
+      if (end < 0) return this.partial.keep(buf, pos, -1 - end);
       const p = this.queue[this.head];
       if (p !== undefined && p.bytesOnly && buf[pos] !== 45) this.onReply(null, buf.subarray(pos, end));
       else this.parser.feed(pos === 0 && end === len ? buf : buf.subarray(pos, end));
@@ -400,8 +385,7 @@ export class RedisConnection {
     if (this.isClosed) return;
     this.isClosed = true;
     this.parser.reset();
-    this.parts = [];
-    this.partBytes = 0;
+    this.partial.reset();
     const pending = this.queue.slice(this.head);
     this.queue.length = 0;
     this.head = 0;

@@ -101,6 +101,42 @@ export function replyEnd(buf: Buffer, pos: number, len: number): number {
 }
 
 /**
+ * The bytes of a frame (a command or a reply) that is not complete yet: the chunks are kept until
+ * the length its headers announce has arrived, then joined once (so a large value costs one
+ * copy, not one per chunk).
+ */
+export class PartialFrame {
+  private parts: Buffer[] = [];
+  private bytes = 0;
+  private need = 0;
+
+  /** The bytes to scan after `chunk` arrived (the kept ones joined before it), or undefined while the frame cannot be complete yet. */
+  take(chunk: Buffer): Buffer | undefined {
+    if (this.bytes === 0) return chunk;
+    this.parts.push(chunk);
+    this.bytes += chunk.length;
+    if (this.bytes < this.need) return undefined;
+    const buf = Buffer.concat(this.parts, this.bytes);
+    this.reset();
+    return buf;
+  }
+
+  /** Keeps `buf[pos ..]`, an incomplete frame that ends at `end` of `buf` at least (0: unknown). */
+  keep(buf: Buffer, pos: number, end: number): void {
+    const rest = pos === 0 ? buf : buf.subarray(pos);
+    this.parts = [rest];
+    this.bytes = rest.length;
+    this.need = end > 0 ? end - pos : 0;
+  }
+
+  reset(): void {
+    this.parts = [];
+    this.bytes = 0;
+    this.need = 0;
+  }
+}
+
+/**
  * Splits a client's byte stream into commands. `onCommand(f)` runs once per complete command with
  * `f.buf[f.start .. f.end]` its exact bytes and argument `i` at `f.buf[f.argStart(i) .. f.argEnd(i)]`
  * (valid during the call only: copy what is kept; `f.buf` itself is never written to, so views
@@ -115,10 +151,9 @@ export class CommandFrames {
   /** Number of arguments of the current command (the name included). */
   length = 0;
   private off = new Int32Array(256);
-  /** Bytes of an incomplete command, and their total. */
-  private parts: Buffer[] = [];
-  private partBytes = 0;
-  /** Bytes the incomplete command needs at least before it is scanned again (0: unknown). */
+  /** An incomplete command. */
+  private readonly pending = new PartialFrame();
+  /** The end an incomplete command needs at least, set by {@link scan} (0: unknown). */
   private need = 0;
 
   constructor(private readonly onCommand: (f: CommandFrames) => void) {}
@@ -150,27 +185,14 @@ export class CommandFrames {
 
   /** Scans `chunk` (after any incomplete command kept from earlier chunks). @throws KvError databaseProtocolError */
   feed(chunk: Buffer): void {
-    let buf = chunk;
-    if (this.partBytes > 0) {
-      this.parts.push(chunk);
-      this.partBytes += chunk.length;
-      if (this.partBytes < this.need) return;
-      buf = Buffer.concat(this.parts, this.partBytes);
-      this.parts = [];
-      this.partBytes = 0;
-    }
+    const buf = this.pending.take(chunk);
+    if (buf === undefined) return;
     this.buf = buf;
     const len = buf.length;
     let pos = 0;
     while (pos < len) {
       const end = this.scan(buf, pos, len);
-      if (end === INCOMPLETE) {
-        const rest = pos === 0 ? buf : buf.subarray(pos);
-        this.parts.push(rest);
-        this.partBytes = rest.length;
-        if (this.need > 0) this.need -= pos;
-        return;
-      }
+      if (end === INCOMPLETE) return this.pending.keep(buf, pos, this.need);
       this.start = pos;
       this.end = end;
       pos = end;
@@ -180,9 +202,7 @@ export class CommandFrames {
 
   /** Drops an incomplete command. */
   reset(): void {
-    this.parts = [];
-    this.partBytes = 0;
-    this.need = 0;
+    this.pending.reset();
   }
 
   /** The end of the command at `pos`, its argument offsets in {@link off}; or INCOMPLETE ({@link need} set). */
