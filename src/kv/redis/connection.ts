@@ -63,6 +63,8 @@ export interface BatchResult {
 }
 
 const NO_REPLIES: Reply[] = [];
+/** The buffer of a {@link RedisConnection.hold} before the first command (grown on the first). */
+const NOTHING_HELD = Buffer.alloc(0);
 
 export class RedisConnection {
   private readonly queue: Pending[] = [];
@@ -242,13 +244,17 @@ export class RedisConnection {
   }
 
   /**
-   * {@link sendEncodedCb} for a proxy that passes replies on unread (svc's topology router): `cb`
+   * {@link sendEncodedCb} of `encoded[from .. to]` for a proxy that passes replies on unread (svc's topology router): `cb`
    * gets the reply's exact bytes, and the parsed reply only when it is an error (`-...`, e.g.
    * `MOVED`); any other reply is passed as `null`. Needs {@link frameReplies}.
    */
-  sendForwardCb(encoded: Buffer, cb: ReplyCallback): void {
+  sendForwardCb(encoded: Buffer, from: number, to: number, cb: ReplyCallback): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined);
-    this.enqueue(encoded, { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw: true, bytesOnly: true, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
+    const p: Pending = { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw: true, bytesOnly: true, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() };
+    if (this.held === undefined) return this.enqueue(encoded.subarray(from, to), p);
+    // held (the router parsing one chunk of a pipeline): the bytes are copied, no view per command
+    this.queue.push(p);
+    this.holdBytes(encoded, from, to);
   }
 
   /**
@@ -291,7 +297,8 @@ export class RedisConnection {
   private enqueue(data: string | Buffer, p: Pending): void {
     this.queue.push(p);
     if (this.held !== undefined) {
-      this.held.push(typeof data === 'string' ? Buffer.from(data) : data);
+      if (typeof data === 'string') this.holdBytes(Buffer.from(data), 0);
+      else this.holdBytes(data, 0, data.length);
       return;
     }
     if (!this.corked && this.queue.length - this.head === 1) {
@@ -318,7 +325,8 @@ export class RedisConnection {
    */
   hold(): boolean {
     if (this.held !== undefined) return false;
-    this.held = [];
+    this.held = NOTHING_HELD;
+    this.heldLength = 0;
     return true;
   }
 
@@ -326,12 +334,27 @@ export class RedisConnection {
   flush(): void {
     const out = this.held;
     this.held = undefined;
-    if (out === undefined || out.length === 0 || this.isClosed) return;
-    this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+    if (out === undefined || this.heldLength === 0 || this.isClosed) return;
+    this.socket.write(out.subarray(0, this.heldLength));
   }
 
-  /** Commands written during a {@link hold}. */
-  private held: Buffer[] | undefined;
+  /** Commands written during a {@link hold} (the first {@link heldLength} bytes; a new buffer per hold: the socket owns the last one). */
+  private held: Buffer | undefined;
+  private heldLength = 0;
+
+  /** Copies `data[from .. to]` behind the commands held (the buffer grows as needed). */
+  private holdBytes(data: Buffer, from: number, to = data.length): void {
+    const n = to - from;
+    let held = this.held!;
+    if (this.heldLength + n > held.length) {
+      const grown = Buffer.allocUnsafe(Math.max(held.length * 2, this.heldLength + n, 2048));
+      held.copy(grown, 0, 0, this.heldLength);
+      this.held = held = grown;
+    }
+    if (n < 64) for (let i = 0; i < n; i++) held[this.heldLength + i] = data[from + i];
+    else data.copy(held, this.heldLength, from, to);
+    this.heldLength += n;
+  }
   private corked = false;
   private readonly uncork = () => {
     this.corked = false;

@@ -171,6 +171,23 @@ export class CommandFrames {
     return this.buf.toString('latin1', this.off[2 * i], this.off[2 * i + 1]).toLowerCase();
   }
 
+  /** The command's name, lower-cased (the string of the previous command when the bytes are the same). */
+  name(): string {
+    const from = this.off[0];
+    const n = this.off[1] - from;
+    const last = this.lastName;
+    if (n === last.length) {
+      let i = 0;
+      while (i < n && this.buf[from + i] === last[i]) i++;
+      if (i === n) return this.lastNameText;
+    }
+    this.lastName = Buffer.from(this.buf.subarray(from, from + n));
+    return (this.lastNameText = this.lower(0));
+  }
+
+  private lastName: Buffer = Buffer.alloc(0);
+  private lastNameText = '';
+
   /** The arguments as views of {@link buf} (for the paths that need them). */
   args(): Arg[] {
     const out: Arg[] = new Array(this.length);

@@ -263,7 +263,7 @@ export class TopologyRouter {
     this.sessions.add(s);
     // each command's exact bytes are kept: the direct path sends them on unchanged
     const parser = new CommandFrames((f) => {
-      if (s.passthrough === undefined && s.multi === undefined && s.chain === undefined && this.direct(s, f, f.lower(0))) return;
+      if (s.passthrough === undefined && s.multi === undefined && s.chain === undefined && this.direct(s, f, f.name())) return;
       this.command(s, f.args());
     });
     socket.on('data', (chunk: Buffer) => {
@@ -409,8 +409,8 @@ export class TopologyRouter {
     if (!(c instanceof RedisConnection)) return false;
     if (this.feeding && c.hold()) this.held.push(c);
     const cell = s.reserve();
-    const raw = f.raw();
-    c.sendForwardCb(raw, (err, reply, rawReply) => {
+    const { buf, start, end } = f;
+    c.sendForwardCb(buf, start, end, (err, reply, rawReply) => {
       if (err === null) {
         if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
       } else if (isTimeout(err)) {
@@ -418,7 +418,7 @@ export class TopologyRouter {
       } else if (write) {
         return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`));
       }
-      void this.slow(s, cell, commandArgs(raw)); // the topology changed: order against later commands is not kept
+      void this.slow(s, cell, commandArgs(buf.subarray(start, end))); // the topology changed: order against later commands is not kept
     });
     return true;
   }
