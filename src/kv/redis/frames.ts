@@ -100,6 +100,41 @@ export function replyEnd(buf: Buffer, pos: number, len: number): number {
   return pos;
 }
 
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Bytes gathered for one socket write: appended by copy (no view or list per piece), taken at
+ * once; the next append starts a new buffer (the socket owns the one taken).
+ */
+export class OutBytes {
+  private buf = EMPTY;
+  /** Bytes appended since the last {@link take}. */
+  length = 0;
+
+  /** Copies `data[from .. to]` behind what was appended (the buffer grows as needed). */
+  append(data: Buffer, from = 0, to = data.length): void {
+    const n = to - from;
+    let buf = this.buf;
+    if (this.length + n > buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(buf.length * 2, this.length + n, 2048));
+      buf.copy(grown, 0, 0, this.length);
+      this.buf = buf = grown;
+    }
+    const at = this.length;
+    if (n < 64) for (let i = 0; i < n; i++) buf[at + i] = data[from + i];
+    else data.copy(buf, at, from, to);
+    this.length = at + n;
+  }
+
+  /** What was appended (a view), and a fresh start. */
+  take(): Buffer {
+    const out = this.buf.subarray(0, this.length);
+    this.buf = EMPTY;
+    this.length = 0;
+    return out;
+  }
+}
+
 /**
  * The bytes of a frame (a command or a reply) that is not complete yet: the chunks are kept until
  * the length its headers announce has arrived, then joined once (so a large value costs one

@@ -50,7 +50,7 @@ import type { Logger } from '../../logger.js';
 import { KvError } from '../errors.js';
 import { encodeError, encodeReply, RespError, SimpleString, type Arg, type Reply } from '../resp.js';
 import { ConnectionPool, RedisConnection, type BatchResult, type RedisUser } from './connection.js';
-import { CommandFrames, commandArgs } from './frames.js';
+import { CommandFrames, commandArgs, OutBytes } from './frames.js';
 import { KeyTable, KEYS_UNKNOWN, KEYS_WRITE, keySlot, keySlotAt, SLOTS } from './keys.js';
 import type { NodeAccess, Topology } from './topology.js';
 
@@ -93,6 +93,9 @@ const lower = (a: Arg): string => (typeof a === 'string' ? a : a.toString('latin
 const text = (r: Reply | string): string => (Buffer.isBuffer(r) ? r.toString('utf8') : r instanceof SimpleString ? r.value : String(r));
 const sleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms).unref());
 
+/** The data of a reply slot written at once ({@link Session.fillBytes}). */
+const WRITTEN = Buffer.alloc(0);
+
 /** A reply slot of a client connection, filled in any order, written in order. */
 interface Cell {
   data: Buffer | undefined;
@@ -119,11 +122,10 @@ class Session {
   private head = 0;
 
   /** Filled slots not yet written (one write of them all at `setImmediate`). */
-  private out: Buffer[] = [];
+  private readonly out = new OutBytes();
   private readonly flushOut = (): void => {
-    const out = this.out;
-    this.out = [];
-    if (!this.socket.destroyed) this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+    const out = this.out.take();
+    if (out.length > 0 && !this.socket.destroyed) this.socket.write(out);
   };
 
   /** Node connection pools of this session's user by node address (valid while {@link poolsGeneration} is the router's). */
@@ -145,7 +147,18 @@ class Session {
    * buffer at `setImmediate`).
    */
   fill(c: Cell, data: Buffer): void {
-    c.data = data;
+    this.fillBytes(c, data, 0, data.length);
+  }
+
+  /** {@link fill} with `bytes[from .. to]` (copied at once when `c` is next in order, else kept as a view). */
+  fillBytes(c: Cell, bytes: Buffer, from: number, to: number): void {
+    if (this.cells[this.head] !== c) {
+      c.data = from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
+      return;
+    }
+    c.data = WRITTEN;
+    this.sendBytes(bytes, from, to);
+    this.head++;
     while (this.head < this.cells.length && this.cells[this.head].data !== undefined) {
       this.send(this.cells[this.head].data!);
       this.head++;
@@ -161,8 +174,12 @@ class Session {
 
   /** Writes `data` after everything filled or sent before (outside the reply order: pub/sub messages, MONITOR lines). */
   send(data: Buffer): void {
+    this.sendBytes(data, 0, data.length);
+  }
+
+  private sendBytes(data: Buffer, from: number, to: number): void {
     if (this.out.length === 0) setImmediate(this.flushOut);
-    this.out.push(data);
+    this.out.append(data, from, to);
   }
 
   /** True when every reserved slot was written. */
@@ -410,9 +427,9 @@ export class TopologyRouter {
     if (this.feeding && c.hold()) this.held.push(c);
     const cell = s.reserve();
     const { buf, start, end } = f;
-    c.sendForwardCb(buf, start, end, (err, reply, rawReply) => {
+    c.sendForwardCb(buf, start, end, (err, error, bytes, from, to) => {
       if (err === null) {
-        if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
+        if (error === undefined || !RETRY.test(error.message)) return s.fillBytes(cell, bytes, from, to);
       } else if (isTimeout(err)) {
         return s.fill(cell, encodeError(this.hung(addr, write)));
       } else if (write) {
