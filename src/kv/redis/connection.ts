@@ -242,18 +242,10 @@ export class RedisConnection {
   }
 
   /**
-   * {@link sendCb} for one command already RESP-encoded (`encoded`: its exact bytes, e.g. as a
-   * client of svc's topology router sent them; not checked).
-   */
-  sendEncodedCb(encoded: string | Buffer, wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
-    if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
-    this.enqueue(encoded, { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, fwd: undefined, tag, t: this.rtt === undefined ? 0 : performance.now() });
-  }
-
-  /**
-   * {@link sendEncodedCb} of `encoded[from .. to]` for a proxy that passes replies on unread (svc's topology router): `cb`
-   * gets the reply's exact bytes, and the parsed reply only when it is an error (`-...`, e.g.
-   * `MOVED`); any other reply is passed as `null`. Needs {@link frameReplies}.
+   * {@link sendCb} of one command already encoded as `encoded[from .. to]` (not checked), for a
+   * proxy that passes replies on unread (svc's topology router): `cb` ({@link ForwardCallback})
+   * gets the reply's exact bytes, and its value only when it is an error (`-...`, e.g. `MOVED`).
+   * During a {@link hold} the bytes are copied (no view per command). Needs {@link frameReplies}.
    */
   sendForwardCb(encoded: Buffer, from: number, to: number, cb: ForwardCallback): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), undefined, NOTHING_HELD, 0, 0);
