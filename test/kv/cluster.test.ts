@@ -1,6 +1,7 @@
 /**
  * kv on a real Redis Cluster (3 primaries + 3 replicas started by the test): routing by slot,
- * MOVED/ASK-free SDK use over every slot range, /pipeline of 1,000 commands in order, CROSSSLOT
+ * MOVED/ASK-free SDK use over every slot range, /pipeline of 1,000 commands in order, values and
+ * pipelines larger than one socket read (the router's framing of split commands and replies), CROSSSLOT
  * transactions that run nothing, whole-database commands (SCAN, DBSIZE, KEYS, FLUSHDB), scripts,
  * the JSON group, the read-only token, ACL RESTTOKEN, pub/sub, and a primary SIGKILLed under load.
  */
@@ -120,6 +121,25 @@ describe('kv on Redis Cluster', () => {
     for (let i = 0; i < 500; i++) assert.equal(out[i], 'OK');
     for (let i = 0; i < 500; i++) assert.equal(out[500 + i], 499 - i);
     assert.ok(new Set(Array.from({ length: 500 }, (_, i) => keySlot(`p:${i}`))).size > 400);
+  });
+
+  test('values and pipelines larger than one socket read cross the router intact (commands and replies split over chunks)', async () => {
+    // RESP-like bytes inside values must not confuse the router's framing of commands and replies
+    const value = (i: number, n: number) => `v${i}:*3\r\n$3\r\nSET\r\n-MOVED 1 x\r\n:é€`.padEnd(n, String(i % 10));
+    const keys = spreadKeys('big:', 200);
+    const p = kv.redis.pipeline();
+    keys.forEach((k, i) => p.set(k, value(i, 20_000)));
+    keys.forEach((k) => p.get(k));
+    p.mget(...keys.slice(0, 50));
+    const out = await p.exec();
+    assert.equal(out.length, 401);
+    for (let i = 0; i < 200; i++) assert.equal(out[i], 'OK');
+    for (let i = 0; i < 200; i++) assert.equal(out[200 + i], value(i, 20_000), `GET ${keys[i]}`);
+    assert.deepEqual(out[400], keys.slice(0, 50).map((_, i) => value(i, 20_000)));
+    const huge = value(7, 3_000_000);
+    assert.equal(await kv.redis.set('big:huge', huge), 'OK');
+    assert.equal(await kv.redis.get('big:huge'), huge);
+    assert.equal(await kv.redis.strlen('big:huge'), Buffer.byteLength(huge));
   });
 
   test('multi-exec over two slots answers CROSSSLOT and runs nothing; one slot runs atomically', async () => {

@@ -12,6 +12,7 @@ import tls from 'node:tls';
 import type { HistogramCell } from '../../metrics.js';
 import { KvError, kvError } from '../errors.js';
 import { encodeCommand, encodeCommands, RespError, RespParser, type Arg, type Reply } from '../resp.js';
+import { OutBytes, PartialFrame, replyEnd } from './frames.js';
 
 /** Where Redis listens: a unix socket `path`, or `host:port` (optionally TLS). */
 export interface Endpoint {
@@ -41,6 +42,8 @@ interface Pending {
   cb: ReplyCallback | undefined;
   /** Single commands: keep the raw bytes. */
   wantRaw: boolean;
+  /** Commands of {@link RedisConnection.sendForwardCb}: called once with the reply's bytes (and the error it is). */
+  fwd: ForwardCallback | undefined;
   /** Single commands: passed back to `cb` as its last argument (the caller's per-command value). */
   tag: string | undefined;
   /** `performance.now()` when written (only with {@link RedisConnection.rtt}). */
@@ -53,6 +56,13 @@ interface Pending {
  */
 export type ReplyCallback = (err: Error | null, reply: Reply, raw: Buffer | undefined, tag?: string) => void;
 
+/**
+ * Callback of {@link RedisConnection.sendForwardCb}: the reply is `bytes[from .. to]` (valid during
+ * the call only: copy or view what is kept), `error` its value when it is an error reply; or `err`
+ * when the connection was lost (then `bytes` is empty).
+ */
+export type ForwardCallback = (err: Error | null, error: RespError | undefined, bytes: Buffer, from: number, to: number) => void;
+
 /** Result of {@link RedisConnection.batch}: one reply per command, and raw bytes when asked. */
 export interface BatchResult {
   replies: Reply[];
@@ -60,6 +70,8 @@ export interface BatchResult {
 }
 
 const NO_REPLIES: Reply[] = [];
+/** The bytes of a {@link ForwardCallback} of a lost connection. */
+const NOTHING_HELD = Buffer.alloc(0);
 
 export class RedisConnection {
   private readonly queue: Pending[] = [];
@@ -86,7 +98,8 @@ export class RedisConnection {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
       try {
-        this.parser.feed(chunk);
+        if (this.framed) this.feedFramed(chunk);
+        else this.parser.feed(chunk);
       } catch (err) {
         this.fail(err instanceof KvError ? err : kvError('databaseProtocolError', (err as Error).message));
         socket.destroy();
@@ -225,30 +238,69 @@ export class RedisConnection {
   sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
     // no closure and no arrays per command (hot path)
-    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
+    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, fwd: undefined, tag, t: this.rtt === undefined ? 0 : performance.now() });
   }
 
   /**
-   * {@link sendCb} for one command already RESP-encoded (`encoded`: its exact bytes, e.g. as a
-   * client of svc's topology router sent them; not checked).
+   * {@link sendCb} of one command already encoded as `encoded[from .. to]` (not checked), for a
+   * proxy that passes replies on unread (svc's topology router): `cb` ({@link ForwardCallback})
+   * gets the reply's exact bytes, and its value only when it is an error (`-...`, e.g. `MOVED`).
+   * During a {@link hold} the bytes are copied (no view per command). Needs {@link frameReplies}.
    */
-  sendEncodedCb(encoded: string | Buffer, wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
-    if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
-    this.enqueue(encoded, { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, tag, t: this.rtt === undefined ? 0 : performance.now() });
+  sendForwardCb(encoded: Buffer, from: number, to: number, cb: ForwardCallback): void {
+    if (this.isClosed) return cb(kvError('databaseConnectionLost'), undefined, NOTHING_HELD, 0, 0);
+    const p: Pending = { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb: undefined, wantRaw: true, fwd: cb, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() };
+    if (!this.held) return this.enqueue(encoded.subarray(from, to), p);
+    // held (the router parsing one chunk of a pipeline): the bytes are copied, no view per command
+    this.queue.push(p);
+    this.heldBytes.append(encoded, from, to);
+  }
+
+  /**
+   * From now on, replies are first cut at their ends ({@link replyEnd}) and only parsed when the
+   * request waiting for them needs the value ({@link sendForwardCb}). Call before any request.
+   */
+  frameReplies(): void {
+    this.framed = true;
+  }
+
+  private framed = false;
+  /** With {@link framed}: an incomplete reply. */
+  private readonly partial = new PartialFrame();
+
+  /** {@link frameReplies}: cuts `chunk` (after any incomplete reply kept) into replies. */
+  private feedFramed(chunk: Buffer): void {
+    const buf = this.partial.take(chunk);
+    if (buf === undefined) return;
+    const len = buf.length;
+    let pos = 0;
+    while (pos < len) {
+      const end = replyEnd(buf, pos, len);
+      if (end < 0) return this.partial.keep(buf, pos, -1 - end);
+      const p = this.queue[this.head];
+      if (p !== undefined && p.fwd !== undefined && buf[pos] !== 45) {
+        this.answered++;
+        this.shift(p);
+        this.forward(p.fwd, null, undefined, buf, pos, end);
+      }
+      else this.parser.feed(pos === 0 && end === len ? buf : buf.subarray(pos, end));
+      if (this.isClosed) return;
+      pos = end;
+    }
   }
 
   /** Writes `count` commands (already encoded) and waits for `count` replies. */
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(kvError('databaseConnectionLost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, fwd: undefined, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
     });
   }
 
   private enqueue(data: string | Buffer, p: Pending): void {
     this.queue.push(p);
-    if (this.held !== undefined) {
-      this.held.push(typeof data === 'string' ? Buffer.from(data) : data);
+    if (this.held) {
+      this.heldBytes.append(typeof data === 'string' ? Buffer.from(data) : data);
       return;
     }
     if (!this.corked && this.queue.length - this.head === 1) {
@@ -274,21 +326,23 @@ export class RedisConnection {
    * the connection was not held already (the caller then owes one {@link flush}).
    */
   hold(): boolean {
-    if (this.held !== undefined) return false;
-    this.held = [];
+    if (this.held) return false;
+    this.held = true;
     return true;
   }
 
   /** Ends a {@link hold}: what was written meanwhile goes out now (after anything corked before it). */
   flush(): void {
-    const out = this.held;
-    this.held = undefined;
-    if (out === undefined || out.length === 0 || this.isClosed) return;
-    this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+    if (!this.held) return;
+    this.held = false;
+    const out = this.heldBytes.take();
+    if (out.length === 0 || this.isClosed) return;
+    this.socket.write(out);
   }
 
-  /** Commands written during a {@link hold}. */
-  private held: Buffer[] | undefined;
+  /** True during a {@link hold}: commands are copied into {@link heldBytes}. */
+  private held = false;
+  private readonly heldBytes = new OutBytes();
   private corked = false;
   private readonly uncork = () => {
     this.corked = false;
@@ -302,11 +356,19 @@ export class RedisConnection {
       this.onPush?.(reply);
       return;
     }
-    if (p.cb === undefined) {
+    if (p.cb === undefined && p.fwd === undefined) {
       p.replies.push(reply);
       if (p.raws !== undefined && raw !== undefined) p.raws.push(raw);
       if (p.replies.length < p.n) return;
     }
+    this.shift(p);
+    if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
+    else if (p.fwd !== undefined) this.forward(p.fwd, null, reply as RespError, raw!, 0, raw!.length);
+    else p.done!(null, p);
+  }
+
+  /** Takes the answered request `p` off the head of the queue. */
+  private shift(p: Pending): void {
     this.queue[this.head++] = undefined as unknown as Pending;
     if (this.head === this.queue.length) {
       this.queue.length = 0;
@@ -317,8 +379,15 @@ export class RedisConnection {
       this.head = 0;
     }
     if (this.rtt !== undefined) this.rtt.since(p.t);
-    if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
-    else p.done!(null, p);
+  }
+
+  /** Runs a {@link ForwardCallback}; its exceptions never reach the reply parser. */
+  private forward(cb: ForwardCallback, err: Error | null, error: RespError | undefined, bytes: Buffer, from: number, to: number): void {
+    try {
+      cb(err, error, bytes, from, to);
+    } catch (e) {
+      this.onCallbackError?.(e);
+    }
   }
 
   /** Runs the {@link whenIdle} callbacks if still idle (after the reply's callback ran). */
@@ -342,11 +411,13 @@ export class RedisConnection {
     if (this.isClosed) return;
     this.isClosed = true;
     this.parser.reset();
+    this.partial.reset();
     const pending = this.queue.slice(this.head);
     this.queue.length = 0;
     this.head = 0;
     for (const p of pending) {
       if (p.cb !== undefined) this.deliver(p.cb, err, null, undefined, p.tag);
+      else if (p.fwd !== undefined) this.forward(p.fwd, err, undefined, NOTHING_HELD, 0, 0);
       else p.done!(err, p);
     }
     for (const fn of this.closeListeners.splice(0)) fn();

@@ -34,12 +34,27 @@ function crc16(b: Buffer, from: number, to: number): number {
 /** The hash slot (0..16383) of `key`: of the part between the first `{` and the next `}` when that part is not empty. */
 export function keySlot(key: Arg): number {
   const b = typeof key === 'string' ? Buffer.from(key) : key;
-  const open = b.indexOf(0x7b);
-  if (open >= 0) {
-    const close = b.indexOf(0x7d, open + 1);
-    if (close > open + 1) return crc16(b, open + 1, close) % SLOTS;
+  return keySlotAt(b, 0, b.length);
+}
+
+/** {@link keySlot} of the key `buf[from .. to]` (no copy). */
+export function keySlotAt(buf: Buffer, from: number, to: number): number {
+  let open = -1;
+  for (let i = from; i < to; i++) {
+    if (buf[i] === 0x7b) {
+      open = i;
+      break;
+    }
   }
-  return crc16(b, 0, b.length) % SLOTS;
+  if (open >= 0) {
+    for (let close = open + 1; close < to; close++) {
+      if (buf[close] === 0x7d) {
+        if (close > open + 1) return crc16(buf, open + 1, close) % SLOTS;
+        break;
+      }
+    }
+  }
+  return crc16(buf, from, to) % SLOTS;
 }
 
 interface KeySpec {
@@ -144,28 +159,53 @@ export class KeyTable {
 
   /** Whether `args` writes and which of its arguments are keys (`keys` undefined: the table cannot tell); `name`: `args[0]` lower-cased, when the caller has it. */
   lookup(args: readonly Arg[], name: string = lower(args[0])): KeyLookup {
+    const at: number[] = [];
+    const f = this.positions(name, { length: args.length, lower: (i) => lower(args[i]) }, at);
+    if ((f & KEYS_KNOWN) === 0) return { known: false, write: false, keys: [] };
+    return { known: true, write: (f & KEYS_WRITE) !== 0, keys: f & KEYS_UNKNOWN ? undefined : at.map((i) => args[i]) };
+  }
+
+  /**
+   * {@link lookup} without values: the indexes of the key arguments of the command `name` (lower
+   * case) with the arguments `args` go into `out` (emptied first); the answer is a set of flags:
+   * {@link KEYS_KNOWN} (the table has the command), {@link KEYS_WRITE}, {@link KEYS_UNKNOWN} (the
+   * table cannot tell the keys: `out` is empty, ask the server).
+   */
+  positions(name: string, args: ArgReader, out: number[]): number {
+    out.length = 0;
     let c = this.table.get(name);
-    if (c === undefined) return { known: false, write: false, keys: [] };
+    if (c === undefined) return 0;
     if (c.subcommands !== undefined && args.length > 1) {
-      const s = c.subcommands.get(lower(args[1]));
+      const s = c.subcommands.get(args.lower(1));
       if (s !== undefined) c = s;
     }
-    if (c.unknown) return { known: true, write: c.write, keys: undefined };
-    return { known: true, write: c.write, keys: c.specs ? keysBySpecs(c.specs, args) : keysByLegacy(c.legacy, args) };
+    const f = KEYS_KNOWN | (c.write ? KEYS_WRITE : 0);
+    if (c.unknown) return f | KEYS_UNKNOWN;
+    if (c.specs) keysBySpecs(c.specs, args, out);
+    else keysByLegacy(c.legacy, args.length, out);
+    return f;
   }
 }
 
-function keysByLegacy([first, last, step]: [number, number, number], args: readonly Arg[]): Arg[] {
-  const keys: Arg[] = [];
-  if (first <= 0) return keys;
-  const end = last < 0 ? args.length + last : last;
-  for (let i = first; i <= end && i < args.length; i += Math.max(step, 1)) keys.push(args[i]);
-  return keys;
+/** Flags of {@link KeyTable.positions}. */
+export const KEYS_KNOWN = 1;
+export const KEYS_WRITE = 2;
+export const KEYS_UNKNOWN = 4;
+
+/** The arguments of a command as {@link KeyTable.positions} reads them: their number and one lower-cased. */
+export interface ArgReader {
+  readonly length: number;
+  lower(i: number): string;
 }
 
-/** Redis's `getKeysUsingKeySpecs` (src/db.c), without the flags. */
-function keysBySpecs(specs: KeySpec[], args: readonly Arg[]): Arg[] {
-  const keys: Arg[] = [];
+function keysByLegacy([first, last, step]: [number, number, number], argc: number, out: number[]): void {
+  if (first <= 0) return;
+  const end = last < 0 ? argc + last : last;
+  for (let i = first; i <= end && i < argc; i += Math.max(step, 1)) out.push(i);
+}
+
+/** Redis's `getKeysUsingKeySpecs` (src/db.c), without the flags: key indexes into `out`. */
+function keysBySpecs(specs: KeySpec[], args: ArgReader, out: number[]): void {
   const argc = args.length;
   for (const spec of specs) {
     let first: number;
@@ -178,7 +218,7 @@ function keysBySpecs(specs: KeySpec[], args: readonly Arg[]): Arg[] {
       first = 0;
       for (let i = start; dir > 0 ? i <= end : i >= end; i += dir) {
         if (i <= 0 || i >= argc) break;
-        if (lower(args[i]) === b.keyword) {
+        if (args.lower(i) === b.keyword) {
           first = i + 1;
           break;
         }
@@ -195,13 +235,13 @@ function keysBySpecs(specs: KeySpec[], args: readonly Arg[]): Arg[] {
       else if (f.limit === 0 || f.limit === 1) last = argc + f.lastkey;
       else last = first + Math.floor((argc - first) / f.limit) + f.lastkey;
     } else {
-      const n = Number(lower(args[first + f.keynumidx] ?? ''));
+      const at = first + f.keynumidx;
+      const n = at < argc ? Number(args.lower(at)) : NaN;
       if (!Number.isInteger(n) || n <= 0) continue;
       step = f.keystep;
       first = first + f.firstkey;
       last = first + (n - 1) * step;
     }
-    for (let i = first; i <= last && i < argc; i += Math.max(step, 1)) keys.push(args[i]);
+    for (let i = first; i <= last && i < argc; i += Math.max(step, 1)) out.push(i);
   }
-  return keys;
 }

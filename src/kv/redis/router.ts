@@ -48,9 +48,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import type { Logger } from '../../logger.js';
 import { KvError } from '../errors.js';
-import { encodeError, encodeReply, RespError, RespParser, SimpleString, type Arg, type Reply } from '../resp.js';
+import { encodeError, encodeReply, RespError, SimpleString, type Arg, type Reply } from '../resp.js';
 import { ConnectionPool, RedisConnection, type BatchResult, type RedisUser } from './connection.js';
-import { KeyTable, keySlot, SLOTS } from './keys.js';
+import { CommandFrames, commandArgs, OutBytes } from './frames.js';
+import { KeyTable, KEYS_UNKNOWN, KEYS_WRITE, keySlot, keySlotAt, SLOTS } from './keys.js';
 import type { NodeAccess, Topology } from './topology.js';
 
 /** Settings of {@link TopologyRouter}. */
@@ -78,8 +79,11 @@ const EXECABORT = 'EXECABORT Transaction discarded because of previous errors.';
 const NOT_RUN = /^(TRYAGAIN|CLUSTERDOWN|READONLY|MASTERDOWN|LOADING)( |$)/;
 /** {@link NOT_RUN} and the redirections. */
 const RETRY = /^(TRYAGAIN|CLUSTERDOWN|READONLY|MASTERDOWN|LOADING|MOVED|ASK)( |$)/;
-/** Commands {@link TopologyRouter.run} treats specially (never on the direct path). */
-const SPECIAL = new Set(['dbsize', 'keys', 'scan', 'randomkey', 'flushdb', 'flushall', 'info', 'script', 'function', 'acl', 'eval_ro']);
+/** Commands {@link TopologyRouter.run} and {@link TopologyRouter.command} treat specially (never on the direct path). */
+const NOT_DIRECT = new Set([
+  ...['dbsize', 'keys', 'scan', 'randomkey', 'flushdb', 'flushall', 'info', 'script', 'function', 'acl', 'eval_ro'],
+  ...['auth', 'client', 'select', 'multi', 'subscribe', 'psubscribe', 'ssubscribe', 'monitor'],
+]);
 /** How the script of the gateway's `SCAN … WITHTYPE` emulation (`emulate.ts`) starts: `SCAN` with the script's ARGV. */
 const SCAN_SCRIPT_START = "local r = redis.call('SCAN', unpack(ARGV))";
 const OK_RAW = Buffer.from('+OK\r\n');
@@ -88,6 +92,9 @@ const QUEUED_RAW = Buffer.from('+QUEUED\r\n');
 const lower = (a: Arg): string => (typeof a === 'string' ? a : a.toString('latin1')).toLowerCase();
 const text = (r: Reply | string): string => (Buffer.isBuffer(r) ? r.toString('utf8') : r instanceof SimpleString ? r.value : String(r));
 const sleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms).unref());
+
+/** The data of a reply slot written at once ({@link Session.fillBytes}). */
+const WRITTEN = Buffer.alloc(0);
 
 /** A reply slot of a client connection, filled in any order, written in order. */
 interface Cell {
@@ -115,11 +122,10 @@ class Session {
   private head = 0;
 
   /** Filled slots not yet written (one write of them all at `setImmediate`). */
-  private out: Buffer[] = [];
+  private readonly out = new OutBytes();
   private readonly flushOut = (): void => {
-    const out = this.out;
-    this.out = [];
-    if (!this.socket.destroyed) this.socket.write(out.length === 1 ? out[0] : Buffer.concat(out));
+    const out = this.out.take();
+    if (out.length > 0 && !this.socket.destroyed) this.socket.write(out);
   };
 
   /** Node connection pools of this session's user by node address (valid while {@link poolsGeneration} is the router's). */
@@ -141,7 +147,18 @@ class Session {
    * buffer at `setImmediate`).
    */
   fill(c: Cell, data: Buffer): void {
-    c.data = data;
+    this.fillBytes(c, data, 0, data.length);
+  }
+
+  /** {@link fill} with `bytes[from .. to]` (copied at once when `c` is next in order, else kept as a view). */
+  fillBytes(c: Cell, bytes: Buffer, from: number, to: number): void {
+    if (this.cells[this.head] !== c) {
+      c.data = from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
+      return;
+    }
+    c.data = WRITTEN;
+    this.sendBytes(bytes, from, to);
+    this.head++;
     while (this.head < this.cells.length && this.cells[this.head].data !== undefined) {
       this.send(this.cells[this.head].data!);
       this.head++;
@@ -157,8 +174,12 @@ class Session {
 
   /** Writes `data` after everything filled or sent before (outside the reply order: pub/sub messages, MONITOR lines). */
   send(data: Buffer): void {
+    this.sendBytes(data, 0, data.length);
+  }
+
+  private sendBytes(data: Buffer, from: number, to: number): void {
     if (this.out.length === 0) setImmediate(this.flushOut);
-    this.out.push(data);
+    this.out.append(data, from, to);
   }
 
   /** True when every reserved slot was written. */
@@ -258,10 +279,10 @@ export class TopologyRouter {
     const s = new Session(socket);
     this.sessions.add(s);
     // each command's exact bytes are kept: the direct path sends them on unchanged
-    const parser = new RespParser(
-      (r, raw) => this.command(s, r, raw!),
-      () => true,
-    );
+    const parser = new CommandFrames((f) => {
+      if (s.passthrough === undefined && s.multi === undefined && s.chain === undefined && this.direct(s, f, f.name())) return;
+      this.command(s, f.args());
+    });
     socket.on('data', (chunk: Buffer) => {
       // the commands of one chunk (a whole `/pipeline` as a rule) go to each node in one write
       this.feeding = true;
@@ -298,6 +319,7 @@ export class TopologyRouter {
         () =>
           RedisConnection.connect(this.o.access.endpointOf(addr), user, 1000).then((c) => {
             c.timeoutAfter(this.nodeTimeoutMs);
+            c.frameReplies();
             return c;
           }),
         1,
@@ -308,9 +330,7 @@ export class TopologyRouter {
   }
 
   /** One command (a RESP array) from a gateway connection. */
-  private command(s: Session, r: Reply, raw: Buffer): void {
-    if (!Array.isArray(r) || r.length === 0) return void s.socket.destroy();
-    const args = r as Arg[];
+  private command(s: Session, args: Arg[]): void {
     if (s.passthrough) return this.forwardPassthrough(s, args);
     const name = lower(args[0]);
     if (s.multi !== undefined) {
@@ -349,7 +369,6 @@ export class TopologyRouter {
       case 'monitor':
         return void this.startPassthrough(s, cell, args);
     }
-    if (s.chain === undefined && this.direct(s, cell, args, raw, name)) return;
     this.inOrder(s, () => this.slow(s, cell, args));
   }
 
@@ -374,22 +393,26 @@ export class TopologyRouter {
   }
 
   /**
-   * The hot path, without Promises: a command svc does not treat specially, whose keys the table
-   * knows and lie in one slot, and whose node connection is open, is written at once and its exact
-   * reply bytes passed back (the command goes as the gateway encoded it). Returns false (nothing sent) for anything else. A reply that asks for
-   * a retry (MOVED, ASK, a not-run answer) and a lost connection (reads only: a write in flight may
-   * have run) go to {@link run}.
+   * The hot path, without Promises and without a value per argument: a command svc does not treat
+   * specially, whose keys the table knows and lie in one slot, and whose node connection is open,
+   * is written at once as the exact bytes the gateway sent (`f`'s current command; only its name,
+   * subcommand and keys are decoded) and its exact reply bytes are passed back. Returns false
+   * (nothing sent, no reply slot taken) for anything else. A reply that asks for a retry (MOVED,
+   * ASK, a not-run answer) and a lost connection (reads only: a write in flight may have run) go
+   * to {@link run}.
    */
-  private direct(s: Session, cell: Cell, args: Arg[], raw: Buffer, name: string): boolean {
-    if (SPECIAL.has(name)) return false;
-    const l = this.keys!.lookup(args, name);
-    if (l.keys === undefined || (l.write && this.o.waitReplicas > 0)) return false;
+  private direct(s: Session, f: CommandFrames, name: string): boolean {
+    if (NOT_DIRECT.has(name)) return false;
+    const at = this.keyAt;
+    const flags = this.keys!.positions(name, f, at);
+    const write = (flags & KEYS_WRITE) !== 0;
+    if (flags & KEYS_UNKNOWN || (write && this.o.waitReplicas > 0)) return false;
     let addr: string | undefined;
     if (!this.o.topology.sharded) addr = this.o.topology.primaryFor(0);
-    else if (l.keys.length === 0) addr = this.anyPrimary();
+    else if (at.length === 0) addr = this.anyPrimary();
     else {
-      const slot = keySlot(l.keys[0]);
-      for (let i = 1; i < l.keys.length; i++) if (keySlot(l.keys[i]) !== slot) return false;
+      const slot = keySlotAt(f.buf, f.argStart(at[0]), f.argEnd(at[0]));
+      for (let i = 1; i < at.length; i++) if (keySlotAt(f.buf, f.argStart(at[i]), f.argEnd(at[i])) !== slot) return false;
       addr = this.o.topology.primaryFor(slot);
     }
     if (addr === undefined) return false;
@@ -402,18 +425,23 @@ export class TopologyRouter {
     const c = p.get();
     if (!(c instanceof RedisConnection)) return false;
     if (this.feeding && c.hold()) this.held.push(c);
-    c.sendEncodedCb(raw, true, (err, reply, rawReply) => {
+    const cell = s.reserve();
+    const { buf, start, end } = f;
+    c.sendForwardCb(buf, start, end, (err, error, bytes, from, to) => {
       if (err === null) {
-        if (!(reply instanceof RespError) || !RETRY.test(reply.message)) return s.fill(cell, rawReply!);
+        if (error === undefined || !RETRY.test(error.message)) return s.fillBytes(cell, bytes, from, to);
       } else if (isTimeout(err)) {
-        return s.fill(cell, encodeError(this.hung(addr, l.write)));
-      } else if (l.write) {
+        return s.fill(cell, encodeError(this.hung(addr, write)));
+      } else if (write) {
         return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`));
       }
-      void this.slow(s, cell, args); // the topology changed: order against later commands is not kept
+      void this.slow(s, cell, commandArgs(buf.subarray(start, end))); // the topology changed: order against later commands is not kept
     });
     return true;
   }
+
+  /** Key indexes of the command on {@link direct} (reused). */
+  private readonly keyAt: number[] = [];
 
   /**
    * `AUTH` of a gateway connection: checked on a fresh connection to the first primary every time
