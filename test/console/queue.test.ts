@@ -110,13 +110,17 @@ describe('console: queue pages', () => {
     assert.equal(await page.locator('img[src=x]').count(), 0);
     await screenshot(page, '13-queue-dlq');
     failing = false;
-    await row.locator('[data-retry]').click();
-    await page.click('[data-confirm]');
-    await page.locator('.notice.ok', { hasText: 'Retried' }).waitFor();
-    await waitFor('redelivery', () => sink.at('/fail-1').some((r) => r.body.toString() === 'retry me') && sink.at('/fail-1').length >= 2, 30_000);
-    assert.equal((await client.dlq.listMessages({ filter: { messageId } })).messages.length, 0, 'the entry left the DLQ');
-    assert.equal(await row.count(), 0);
-    failing = true;
+    try {
+      await row.locator('[data-retry]').click();
+      await page.click('[data-confirm]');
+      await page.locator('.notice.ok', { hasText: 'Retried' }).waitFor();
+      await waitFor('redelivery', () => sink.at('/fail-1').some((r) => r.body.toString() === 'retry me') && sink.at('/fail-1').length >= 2, 30_000);
+      assert.equal((await client.dlq.listMessages({ filter: { messageId } })).messages.length, 0, 'the entry left the DLQ');
+      // the page drops the row when it reloads the list after the retry
+      await row.waitFor({ state: 'detached', timeout: 30_000 });
+    } finally {
+      failing = true;
+    }
   });
 
   test('DLQ: bulk delete of a filtered selection', async () => {

@@ -78,9 +78,11 @@ const asRoot = process.getuid?.() === 0;
 
 /** Runs a PostgreSQL binary (as user postgres when we are root); throws with its output on failure. */
 export function runPg(bin: string, args: string[]): void {
-  const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  // runuser lives in /usr/sbin, which a non-login root shell's PATH may lack
+  const runuser = fs.existsSync('/usr/sbin/runuser') ? '/usr/sbin/runuser' : 'runuser';
+  const [cmd, argv] = asRoot ? [runuser, ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
   const r = spawnSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  if (r.status !== 0) throw new Error(`${path.basename(bin)} failed (${r.status}): ${r.stdout}\n${r.stderr}`);
+  if (r.status !== 0) throw new Error(`${path.basename(bin)} failed (${r.error?.message ?? r.status}): ${r.stdout}\n${r.stderr}`);
 }
 
 /** Runs `fn` with one connection to `url`, closed afterwards. */
