@@ -22,12 +22,5 @@ export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeout
   }
 }
 
-/** True while a process with `pid` exists (signal 0). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** True while a process with `pid` exists (signal 0): the supervisor's own probe. */
+export { alive } from '../../src/kv/redis/supervisor.js';

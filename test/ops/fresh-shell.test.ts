@@ -117,35 +117,22 @@ test('`node bin/svc.js env` with the system node prints the .env block and no er
   }
 });
 
-test('`node bin/svc.js serve` with the system node serves (SQLite loaded) and stops gracefully on Ctrl-C', async (t) => {
-  t.diagnostic(`system node ${SYSTEM_NODE} (${spawnSync(SYSTEM_NODE, ['-v'], { encoding: 'utf8' }).stdout.trim()}), this test's ${process.version}`);
-  const { dir, cleanup } = tempDir('svc-fresh-');
-  let s: Served | undefined;
-  let pid: number | undefined;
-  try {
-    s = await serve(SYSTEM_NODE, ['bin/svc.js', 'serve'], dir);
-    pid = servingPid(dir)!;
-    // a terminal's Ctrl-C: SIGINT to every process of the foreground group
-    process.kill(-s.child.pid!, 'SIGINT');
-    await assertStoppedGracefully(s, pid, [{ code: 0, signal: null }]);
-  } finally {
-    killLeftovers(s?.child.pid, pid);
-    cleanup();
-  }
-});
-
-for (const [how, toGroup] of [
-  ['to its pid (kill)', false],
-  ['to its process group (timeout, a service manager)', true],
+// a terminal's Ctrl-C (SIGINT to every process of the foreground group), `kill <pid>`, and a
+// timeout or service manager (SIGTERM to the process group)
+for (const [how, signal, toGroup] of [
+  ['serves (SQLite loaded) and stops gracefully on Ctrl-C', 'SIGINT', true],
+  ['stops gracefully on SIGTERM to its pid (kill)', 'SIGTERM', false],
+  ['stops gracefully on SIGTERM to its process group (timeout, a service manager)', 'SIGTERM', true],
 ] as const) {
-  test(`\`node bin/svc.js serve\` with the system node stops gracefully on SIGTERM ${how}`, async () => {
+  test(`\`node bin/svc.js serve\` with the system node ${how}`, async (t) => {
+    if (signal === 'SIGINT') t.diagnostic(`system node ${SYSTEM_NODE} (${spawnSync(SYSTEM_NODE, ['-v'], { encoding: 'utf8' }).stdout.trim()}), this test's ${process.version}`);
     const { dir, cleanup } = tempDir('svc-fresh-');
     let s: Served | undefined;
     let pid: number | undefined;
     try {
       s = await serve(SYSTEM_NODE, ['bin/svc.js', 'serve'], dir);
       pid = servingPid(dir)!;
-      process.kill(toGroup ? -s.child.pid! : s.child.pid!, 'SIGTERM');
+      process.kill(toGroup ? -s.child.pid! : s.child.pid!, signal);
       await assertStoppedGracefully(s, pid, [{ code: 0, signal: null }]);
     } finally {
       killLeftovers(s?.child.pid, pid);

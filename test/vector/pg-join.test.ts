@@ -178,6 +178,13 @@ test('a publication of another incarnation, of an older generation (reset) or wi
     await sameAnswers([a!, j], queries);
     return j;
   };
+  /** One more write on `a`, then waits for a publication that has it and keeps it current (the publish lock held). */
+  const republish = async (id: string, seed: number) => {
+    await release();
+    await client(a!).upsert({ id, vector: randomVectors(1, 8, seed)[0] });
+    await published(url);
+    release = await holdPublishLock(url);
+  };
   try {
     a = await node(path.join(dirs.dir, 'a'), url, 300);
     await write(a, randomVectors(300, 8, 11), 'v');
@@ -193,11 +200,8 @@ test('a publication of another incarnation, of an older generation (reset) or wi
 
     // 2. torn: the last chunk of the SQLite copy missing (a publisher killed mid-upload never
     // switches the row; here the row names a chunk that is not there)
-    await release();
-    await client(a).upsert({ id: 'x', vector: randomVectors(1, 8, 12)[0] });
+    await republish('x', 12);
     count++;
-    await published(url);
-    release = await holdPublishLock(url);
     await withPg(url, (c) =>
       c.query(
         "DELETE FROM vector_publication_chunks WHERE (publication, file, no) = (SELECT publication, file, max(no) FROM vector_publication_chunks WHERE index_name = 'default' AND file = 'cache.sqlite' GROUP BY publication, file)",
@@ -211,11 +215,8 @@ test('a publication of another incarnation, of an older generation (reset) or wi
 
     // 3. an older generation: the namespaces were reset after the publication (the joiner applies
     // the reset to the copy, and the graph snapshots of the old generation are not loaded)
-    await release();
-    await client(a).upsert({ id: 'y', vector: randomVectors(1, 8, 14)[0] });
+    await republish('y', 14);
     count++;
-    await published(url);
-    release = await holdPublishLock(url);
     await client(a).reset({ all: true });
     await write(a, randomVectors(120, 8, 15), 'r');
     count = 118 + 40;
