@@ -146,10 +146,7 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
   try {
     for (const name of ctx.config.areas) {
       const m = AREA_MODULES[name];
-      if (!m) {
-        lines.push(`${name}: not available in this build`);
-        continue;
-      }
+      if (!m) continue;
       const server = await m.create(ctx);
       started.push({ name, server });
       ctx.health.set(name, () => server.ready?.() ?? true);
@@ -157,18 +154,20 @@ export async function startSvc(ctx: AreaContext): Promise<RunningSvc> {
       urls[name] = url;
       ctx.urls.set(name, url);
       servers[name] = server;
-      lines.push(`${name.padEnd(6)} ${url}`);
     }
     // every port is bound: now the areas that load stored state after binding load it (kv, vector)
     for (const { server } of started) await server.start?.();
     // the .env block and the banner lines after start: what an area loaded is listed too (vector
     // indexes created through the management API on PostgreSQL)
-    for (const { name } of started) {
-      const m = AREA_MODULES[name]!;
-      const url = urls[name]!;
+    for (const name of ctx.config.areas) {
+      const m = AREA_MODULES[name];
+      const url = urls[name];
+      if (!m || !url) {
+        lines.push(`${name}: not available in this build`);
+        continue;
+      }
       Object.assign(vars, m.env(ctx, url));
-      const at = lines.indexOf(`${name.padEnd(6)} ${url}`);
-      lines.splice(at + 1, 0, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));
+      lines.push(`${name.padEnd(6)} ${url}`, ...(m.banner?.(ctx, url) ?? []).map((l) => `       ${l}`));
     }
     const backups = (ctx.backups = new BackupRunner(ctx.config.dataDir, ctx.credentials.path, () =>
       started.map(({ name, server }) => ({ name, backup: server.backup?.bind(server) })),
