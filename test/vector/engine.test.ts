@@ -365,3 +365,27 @@ test('IdIndex answers as a Map over random puts, re-puts and deletes (ids read f
   assert.equal(idx.size, 0);
   assert.equal(idx.get([...ref.keys()][0]), undefined);
 });
+
+test('a search while a batch is being inserted counts the batch points the graph already holds as not current: k results, none lost', () => {
+  // 20 points far from the query in the graph, 10 near ones in a running batch: the graph search
+  // finds the batch points first, drops them (they are answered by the exact scan of pending
+  // points) and must still return every current point.
+  const d = 4;
+  const h = new HnswDense(d, 'EUCLIDEAN', { m: 8, efConstruction: 40, efSearch: 16 }, 64);
+  for (let i = 0; i < 20; i++) h.add(i, [100 + i, 50, -i, 7]);
+  for (let i = 0; i < 10; i++) h.enqueue(20 + i, [i * 0.01, 0, 0, 0], i + 1);
+  const done = h.indexBatch(1_000_000, 1);
+  assert.ok(done, 'a batch started');
+  // the batch runs on the addon's thread; its promise cannot settle while this test runs on
+  const deadline = performance.now() + 10_000;
+  while (h.index.getCurrentCount() < 30 && performance.now() < deadline);
+  const until = performance.now() + 20;
+  while (performance.now() < until);
+  assert.equal(h.index.getCurrentCount(), 30, 'the batch points are in the graph');
+  assert.equal(h.pending, 10, 'and still pending');
+  const got = h.search([0, 0, 0, 0], 30);
+  assert.equal(got.length, 30);
+  assert.deepEqual(got.slice(0, 10).map((n) => n.label), [20, 21, 22, 23, 24, 25, 26, 27, 28, 29]);
+  assert.deepEqual(new Set(got.slice(10).map((n) => n.label)), new Set(Array.from({ length: 20 }, (_, i) => i)));
+  return done;
+});

@@ -892,8 +892,9 @@ export class HnswDense implements DenseIndex {
 
   /**
    * The `k` nearest live points accepted by `filter`: the graph search (breadth
-   * `max(efSearch, ef, k)`) merged with an exact scan of the pending points. Distances are
-   * float32 stored-form distances in both cases.
+   * `max(efSearch, ef, k)`; an exact scan of the graph's points when it holds no more than that)
+   * merged with an exact scan of the pending points. Distances are float32 stored-form distances
+   * in both cases.
    */
   search(q: ArrayLike<number>, k: number, filter?: (label: number) => boolean, ef?: number): Neighbor[] {
     lastGraphSearch = performance.now();
@@ -902,17 +903,31 @@ export class HnswDense implements DenseIndex {
     const graphLive = this.liveCount - this.pendingVecs.size;
     let out: Neighbor[] = [];
     if (graphLive > 0) {
-      // Stale graph points (pending updates) are skipped: by the filter callback when there is one
-      // or many of them, otherwise by asking for that many more results.
+      // Graph points that are not current — stale ones (pending updates) and those a running batch
+      // is inserting (still pending) — are skipped: by the filter callback when there is one or
+      // many of them, otherwise by asking for that many more results.
       const state = this.state;
-      const skipStale = !filter && this.staleCount > 0 && this.staleCount <= 64;
-      const kk = Math.min(k, graphLive) + (skipStale ? this.staleCount : 0);
+      const hidden = this.staleCount + (this.batch?.entries.length ?? 0);
+      const skipHidden = !filter && hidden > 0 && hidden <= 64;
+      const kk = Math.min(k, graphLive) + (skipHidden ? hidden : 0);
       const want = Math.max(this.params.efSearch, ef ?? 0, kk);
-      const accept = filter ? (l: number) => state[l] === CURRENT && filter(l) : this.staleCount > 64 ? (l: number) => state[l] === CURRENT : undefined;
+      const accept = filter ? (l: number) => state[l] === CURRENT && filter(l) : hidden > 64 ? (l: number) => state[l] === CURRENT : undefined;
       const graph = this.graph();
-      const t0 = performance.now();
-      const r = graph.searchKnn(sq, Math.min(kk, graph.getCurrentCount()), want, accept);
-      if (!accept) this.costs.hnswNs = movedMean(this.costs.hnswNs, ((performance.now() - t0) * 1e6) / (want * this.dimension));
+      let r: { neighbors: Uint32Array; distances: Float32Array };
+      if (graph.getCurrentCount() <= want) {
+        // A graph no larger than the search breadth is scanned exactly: the search would visit
+        // about every point anyway, and HNSW's neighbour selection can leave a point among equal
+        // vectors unreachable, so the approximate search may miss one that the scan finds.
+        const ids = graph.getIdsList();
+        const labels = new Int32Array(ids.buffer, ids.byteOffset, ids.length);
+        let n = 0;
+        for (let i = 0; i < labels.length; i++) if (state[labels[i]] === CURRENT && (!filter || filter(labels[i]))) labels[n++] = labels[i];
+        r = graph.exactKnn(sq, labels, n, Math.min(k, n), state);
+      } else {
+        const t0 = performance.now();
+        r = graph.searchKnn(sq, Math.min(kk, graph.getCurrentCount()), want, accept);
+        if (!accept) this.costs.hnswNs = movedMean(this.costs.hnswNs, ((performance.now() - t0) * 1e6) / (want * this.dimension));
+      }
       for (let i = 0; i < r.neighbors.length; i++) {
         const label = r.neighbors[i];
         if (state[label] === CURRENT) out.push({ label, distance: r.distances[i] });
