@@ -20,6 +20,8 @@
 #                       A build already cached is used as it is (no network). When it cannot be built
 #                       (Debian's archive unreachable, no make/cc) one line says so and the install
 #                       goes on: those tests then skip, with the reason printed.
+#   a current Valkey    with `all` only (.ci/run): built the same way (BSD-3-Clause), so the
+#                       newer-command tests also run on Valkey; `npm test` alone skips that pass.
 # bench  the benchmarks (`npm run bench:*`; each names what it lacks in one line, bench/lib/needs.ts):
 #   wrk                 the HTTP load generator (bench:kv, bench:vector)
 #   webdis              bench:kv's C gateway peer (Debian's package also enables a webdis service
@@ -59,33 +61,47 @@ for group in "$@"; do
     *) echo "usage: bash scripts/install-deps.sh [run] [test] [bench] [all]" >&2; exit 2 ;;
   esac
 done
-current_server=""
+current_servers=()
 for group in "$@"; do
-  case "$group" in test|all) current_server=1 ;; esac
+  case "$group" in
+    test) [[ " ${current_servers[*]-} " == *" redis "* ]] || current_servers+=(redis) ;;
+    all) current_servers=(redis valkey) ;;
+  esac
 done
 
-# Builds the current Redis server of the tests into build-current-server.sh's cache unless one is
-# there: its output goes to a log file, named in the one warning line when the build fails.
+# Builds the current server $1 (redis or valkey) of the tests into build-current-server.sh's cache
+# unless one is there: its output goes to a log file, named in the one warning line when the build
+# fails.
 build_current_server() {
-  local script log bin
+  local pkg="$1" name script log bin licence file
+  case "$pkg" in
+    redis) name=Redis licence="Redis 8 is tri-licensed RSALv2/SSPLv1/AGPLv3" file=LICENSE.txt ;;
+    *) name=Valkey licence="Valkey is BSD-3-Clause" file=COPYING ;;
+  esac
   script="$(dirname "$0")/build-current-server.sh"
-  if bash "$script" redis --cached >/dev/null 2>&1; then return 0; fi
+  if bash "$script" "$pkg" --cached >/dev/null 2>&1; then return 0; fi
   for tool in apt-get make cc tar dpkg; do
     if ! command -v "$tool" >/dev/null 2>&1; then
-      echo "svc: no current Redis server for the newer-command tests (no $tool here; they will be skipped): bash scripts/build-current-server.sh redis" >&2
+      echo "svc: no current $name server for the newer-command tests (no $tool here; they will be skipped): bash scripts/build-current-server.sh $pkg" >&2
       return 0
     fi
   done
   log="$(mktemp "${TMPDIR:-/tmp}/svc-current-server.XXXXXX.log")"
-  echo "building a current Redis server from Debian's source package for the newer-command tests (once, a few minutes; log: $log)" >&2
-  if bash "$script" redis >"$log.path" 2>"$log"; then
+  echo "building a current $name server from Debian's source package for the newer-command tests (once, a few minutes; log: $log)" >&2
+  if bash "$script" "$pkg" >"$log.path" 2>"$log"; then
     bin="$(tail -n 1 "$log.path")"
-    echo "built: $bin (Redis 8 is tri-licensed RSALv2/SSPLv1/AGPLv3: $(dirname "$(dirname "$bin")")/LICENSE.txt)" >&2
+    echo "built: $bin ($licence: $(dirname "$(dirname "$bin")")/$file)" >&2
     rm -f "$log" "$log.path"
   else
     rm -f "$log.path"
-    echo "svc: could not build a current Redis server (Debian's archive unreachable? last line: $(tail -n 1 "$log" | cut -c1-160); log: $log); the newer-command tests will be skipped" >&2
+    echo "svc: could not build a current $name server (Debian's archive unreachable? last line: $(tail -n 1 "$log" | cut -c1-160); log: $log); the newer-command tests will be skipped" >&2
   fi
+}
+
+# Builds each current server the groups asked for.
+build_current_servers() {
+  local pkg
+  for pkg in "${current_servers[@]-}"; do [ -z "$pkg" ] || build_current_server "$pkg"; done
 }
 
 need=()
@@ -97,7 +113,7 @@ for pkg in "${wanted[@]}"; do
   fi
 done
 if [ "${#need[@]}" -eq 0 ]; then
-  if [ -n "$current_server" ]; then build_current_server; fi
+  build_current_servers
   exit 0
 fi
 
@@ -117,4 +133,4 @@ fi
 echo "installing for $purpose: ${need[*]}" >&2
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
-if [ -n "$current_server" ]; then build_current_server; fi
+build_current_servers

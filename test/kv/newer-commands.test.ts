@@ -6,8 +6,9 @@
  *   printed), or the one given as `SVC_TEST_KV_REDIS_SERVER_BIN` / `SVC_TEST_KV_REDIS_URL`;
  * - each current server built by `scripts/build-current-server.sh` into its cache
  *   (`SVC_KV_REDIS_SERVER_BIN=<the cached binary>`): Redis (which `npm test`'s pretest,
- *   `install-deps.sh test`, builds from Debian's newest source package) and Valkey when built. A
- *   pass whose server is not in the cache skips with the command that builds it.
+ *   `install-deps.sh test`, builds from Debian's newest source package) and Valkey (built by
+ *   `install-deps.sh all`, which CI runs). A pass whose server is not in the cache skips with the
+ *   command that builds it.
  * A command the pass's backend lacks is skipped with the reason printed. The classification svc
  * derives from a newer server's `COMMAND` rows (write vs read-only) is checked on such rows directly.
  */
@@ -35,7 +36,7 @@ if (process.env.SVC_TEST_KV_REDIS_URL) defaultEnv.SVC_KV_REDIS_URL = process.env
 newerCommands('the default backend', defaultEnv);
 for (const pkg of ['redis', 'valkey'] as const) {
   const bin = cachedServer(pkg);
-  const how = pkg === 'redis' ? 'npm test\'s pretest builds it once; Debian\'s archive was unreachable or the build failed' : 'not built by the pretest';
+  const how = pkg === 'redis' ? 'npm test\'s pretest builds it once; Debian\'s archive was unreachable or the build failed' : 'built by `bash scripts/install-deps.sh all` (CI), not by the pretest';
   newerCommands(`a current ${pkg === 'redis' ? 'Redis' : 'Valkey'} built from Debian's source package`, bin ? { SVC_KV_REDIS_SERVER_BIN: bin } : undefined, `no ${pkg} build cached (${how}): bash scripts/build-current-server.sh ${pkg}`);
 }
 
