@@ -30,7 +30,8 @@
  * `write()` returned false, until `'drain'`): as in `node:http`, a client that does not read its
  * answers stops being read. Received bytes are copied once (chunks are collected and joined when
  * a head or a body is complete; a head is searched only in new bytes and parsed once). Idle
- * keep-alive connections close after `keepAliveMs` (72 s like Fastify's setting in
+ * keep-alive connections close after `keepAliveMs` (found by a periodic check, not a per-socket
+ * timer re-armed at every read and write; 72 s like Fastify's setting in
  * `src/http/server.ts`). The deadlines, the connection cap and the credentials check before a body
  * are described at {@link createFastServer}.
  */
@@ -344,12 +345,17 @@ class FastConnection implements FastResponse {
   private gone = false;
   /** `Date.now()` when the reception of the current request started (0 = none is being received). */
   private reqStart = 0;
+  /** Something was read, answered or drained since the last {@link sweep}. */
+  private active = false;
+  /** `Date.now()` of the {@link sweep} that last saw {@link active} (or of the connection's start). */
+  private idleSince = 0;
   /** Meter and start (`performance.now()` ms) of the request in flight. */
   private meter: { done(status: number, startMs: number): void } | undefined;
   private startMs = 0;
   private readonly onData = (chunk: Buffer) => this.data(chunk);
   private readonly onEnd = () => this.settle();
   private readonly onDrain = () => {
+    this.active = true;
     this.blocked = false;
     this.settle();
   };
@@ -358,7 +364,6 @@ class FastConnection implements FastResponse {
     this.pool.conns.delete(this.socket);
     this.pool.fast.delete(this);
   };
-  private readonly onTimeout = () => this.socket.destroy();
   private readonly onError = () => {
     /* 'close' follows */
   };
@@ -369,17 +374,17 @@ class FastConnection implements FastResponse {
     private readonly pool: ConnectionPool,
   ) {
     socket.setNoDelay(true);
-    socket.setTimeout(pool.keepAliveMs);
+    this.idleSince = Date.now();
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
-    socket.on('timeout', this.onTimeout);
     socket.on('error', this.onError);
     socket.on('drain', this.onDrain);
     pool.fast.add(this);
   }
 
   private data(chunk: Buffer): void {
+    this.active = true;
     if (this.buf === undefined && this.partBytes === 0) this.buf = chunk; // the usual case: nothing buffered
     else {
       this.parts.push(chunk);
@@ -497,6 +502,7 @@ class FastConnection implements FastResponse {
   send(status: number, type: string, body: string | Buffer, extraHeaders: string): void {
     if (!this.busy) return;
     this.busy = false;
+    this.active = true;
     const meter = this.meter;
     if (meter !== undefined) {
       this.meter = undefined;
@@ -539,7 +545,6 @@ class FastConnection implements FastResponse {
     const s = this.socket;
     s.off('end', this.onEnd);
     s.off('drain', this.onDrain);
-    s.off('timeout', this.onTimeout);
     closeWith(
       s,
       statusLine(status) +
@@ -548,11 +553,28 @@ class FastConnection implements FastResponse {
   }
 
   /**
-   * Answers 408 and closes (as `node:http`) when the request being received passed a deadline: its
-   * head `headersMs` ms after it started, the whole request `requestMs` ms after; `now` = `Date.now()`.
+   * The periodic check of {@link createFastServer} (`now` = `Date.now()`): destroys the connection
+   * when nothing was read, answered or drained on it for `keepAliveMs` ms (an idle keep-alive
+   * connection, or a client that stopped reading its answers); answers 408 and closes (as
+   * `node:http`) when the request being received passed a deadline: its head `headersMs` ms after
+   * it started, the whole request `requestMs` ms after.
+   *
+   * Inactivity is seen per check, not per read or write: {@link active} is set by every read,
+   * answer and `'drain'`, and a check that finds it set clears it and restarts {@link idleSince}.
+   * A connection is thus closed between `keepAliveMs` and `keepAliveMs` + one check interval after
+   * its last activity, never earlier. (`socket.setTimeout` would do it exactly, at the price of
+   * re-arming a timer at every read and every write of every request.)
    */
-  checkDeadline(now: number, headersMs: number, requestMs: number): void {
-    if (this.reqStart === 0 || this.busy || this.blocked || this.gone) return;
+  sweep(now: number, keepAliveMs: number, headersMs: number, requestMs: number): void {
+    if (this.gone) return;
+    if (this.active) {
+      this.active = false;
+      this.idleSince = now;
+    } else if (now - this.idleSince >= keepAliveMs) {
+      this.socket.destroy();
+      return;
+    }
+    if (this.reqStart === 0 || this.busy || this.blocked) return;
     const age = now - this.reqStart;
     if (age <= requestMs && (this.pending !== undefined || age <= headersMs)) return;
     this.gone = true;
@@ -573,9 +595,7 @@ class FastConnection implements FastResponse {
     s.off('data', this.onData);
     s.off('end', this.onEnd);
     s.off('drain', this.onDrain);
-    s.off('timeout', this.onTimeout);
     s.off('error', this.onError);
-    s.setTimeout(0);
     this.gone = true;
     this.pool.fast.delete(this);
     let rest = this.gather();
@@ -759,10 +779,12 @@ export const BUSY_RETRY_AFTER_S = 1;
  *   more is read or served before `'drain'`, so a client that does not read its answers holds at
  *   most one response plus the socket's high-water mark (16 KiB) of unsent output, and
  *   `READ_AHEAD_MAX + FAST_BODY_MAX` of unread input; it is closed after `keepAliveMs` without
- *   progress;
+ *   progress, like an idle keep-alive connection;
  * - time: 408 and close when a head is not complete `headersTimeoutMs` after its reception
- *   started, or a whole request `requestTimeoutMs` after (checked every quarter of the smaller, at
- *   most every 30 s);
+ *   started, or a whole request `requestTimeoutMs` after. One timer checks these and the
+ *   inactivity of every fast connection ({@link FastConnection.sweep}), every quarter of the
+ *   smallest of the three, at least every 25 ms and at most every 30 s: a limit is enforced up to
+ *   one interval late, never early (72 s idle connections close after 72-87 s);
  * - connections: past `maxConnections` open ones, a new connection is answered 503 with
  *   `Retry-After` and closed;
  * - credentials: a request with a body is offered to {@link FastHandler.precheck} before its body
@@ -790,6 +812,8 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, op
   });
   const checkEveryMs = Math.min(30_000, Math.max(25, Math.floor(Math.min(opts.headersTimeoutMs, opts.requestTimeoutMs) / 4)));
   guardFallback(fallback, opts, checkEveryMs);
+  // the fast connections' inactivity (FastConnection.sweep) is checked in the same pass
+  const sweepEveryMs = Math.min(checkEveryMs, Math.max(25, Math.floor(opts.keepAliveMs / 4)));
   const busy =
     `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(opts.busyBody)}\r\n` +
     `Retry-After: ${BUSY_RETRY_AFTER_S}\r\nConnection: close\r\n\r\n${opts.busyBody}`;
@@ -801,8 +825,8 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, op
   });
   const timer = setInterval(() => {
     const now = Date.now();
-    for (const c of pool.fast) c.checkDeadline(now, opts.headersTimeoutMs, opts.requestTimeoutMs);
-  }, checkEveryMs);
+    for (const c of pool.fast) c.sweep(now, opts.keepAliveMs, opts.headersTimeoutMs, opts.requestTimeoutMs);
+  }, sweepEveryMs);
   timer.unref();
   let stopped = false;
   const stop = () => {
