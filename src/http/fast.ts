@@ -64,17 +64,23 @@ function hasBareLineEnd(buf: Buffer, from: number): boolean {
 const STATUS_LINES = new Map<number, string>();
 
 let dateCache = '';
-let dateSecond = -1;
 /** The end of a keep-alive response head from `Date` on (with its blank line), rebuilt with {@link dateCache}. */
 let keepAliveTail = '';
-/** The `Date` header value, recomputed at most once a second. */
+/** Forgets {@link dateCache} at the turn of the second it was made in. */
+const dateExpired = () => {
+  dateCache = '';
+};
+/**
+ * The `Date` header value. Made at the first use after the turn of a second, then kept until a
+ * timer at the next turn clears it (`node:http` keeps its `Date` the same way): no clock is read
+ * per response.
+ */
 function httpDate(): string {
-  const now = Date.now();
-  const sec = Math.floor(now / 1000);
-  if (sec !== dateSecond) {
-    dateSecond = sec;
-    dateCache = new Date(now).toUTCString();
+  if (dateCache === '') {
+    const d = new Date();
+    dateCache = d.toUTCString();
     keepAliveTail = `Date: ${dateCache}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
+    setTimeout(dateExpired, 1000 - d.getMilliseconds()).unref();
   }
   return dateCache;
 }
@@ -343,7 +349,10 @@ class FastConnection implements FastResponse {
   private head = false;
   private draining = false;
   private gone = false;
-  /** `Date.now()` when the reception of the current request started (0 = none is being received). */
+  /**
+   * 0 = no request is being received; -1 = one is, since after the last {@link sweep}; else the
+   * `Date.now()` of the first sweep that saw it being received (no clock is read per request).
+   */
   private reqStart = 0;
   /** Something was read, answered or drained since the last {@link sweep}. */
   private active = false;
@@ -423,7 +432,7 @@ class FastConnection implements FastResponse {
         if (h === undefined) {
           const buf = this.gather();
           if (buf === undefined) return;
-          if (this.reqStart === 0) this.reqStart = Date.now();
+          if (this.reqStart === 0) this.reqStart = -1;
           const end = buf.indexOf(CRLF2, this.scanned > 3 ? this.scanned - 3 : 0);
           if (end < 0) {
             // no end of head yet: a bare LF or CR is a line end only Node's parser judges (it refuses it)
@@ -563,7 +572,9 @@ class FastConnection implements FastResponse {
    * answer and `'drain'`, and a check that finds it set clears it and restarts {@link idleSince}.
    * A connection is thus closed between `keepAliveMs` and `keepAliveMs` + one check interval after
    * its last activity, never earlier. (`socket.setTimeout` would do it exactly, at the price of
-   * re-arming a timer at every read and every write of every request.)
+   * re-arming a timer at every read and every write of every request.) Likewise a request's age
+   * is counted from the first sweep that saw it being received (no `Date.now()` per request), so a
+   * deadline is enforced up to two intervals late, never early.
    */
   sweep(now: number, keepAliveMs: number, headersMs: number, requestMs: number): void {
     if (this.gone) return;
@@ -575,6 +586,11 @@ class FastConnection implements FastResponse {
       return;
     }
     if (this.reqStart === 0 || this.busy || this.blocked) return;
+    if (this.reqStart < 0) {
+      // started since the last sweep: its age is counted from now (at most one interval short)
+      this.reqStart = now;
+      return;
+    }
     const age = now - this.reqStart;
     if (age <= requestMs && (this.pending !== undefined || age <= headersMs)) return;
     this.gone = true;
@@ -782,9 +798,10 @@ export const BUSY_RETRY_AFTER_S = 1;
  *   progress, like an idle keep-alive connection;
  * - time: 408 and close when a head is not complete `headersTimeoutMs` after its reception
  *   started, or a whole request `requestTimeoutMs` after. One timer checks these and the
- *   inactivity of every fast connection ({@link FastConnection.sweep}), every quarter of the
- *   smallest of the three, at least every 25 ms and at most every 30 s: a limit is enforced up to
- *   one interval late, never early (72 s idle connections close after 72-87 s);
+ *   inactivity of every fast connection ({@link FastConnection.sweep}) every eighth of the
+ *   smallest of the three (at least every 25 ms, at most every 30 s), without a clock read or a
+ *   timer per request: an idle limit is enforced up to one interval late, a deadline up to two,
+ *   never early (with the defaults: idle connections close after 72-79.5 s, 408 after 60-75 s);
  * - connections: past `maxConnections` open ones, a new connection is answered 503 with
  *   `Retry-After` and closed;
  * - credentials: a request with a body is offered to {@link FastHandler.precheck} before its body
@@ -812,8 +829,9 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, op
   });
   const checkEveryMs = Math.min(30_000, Math.max(25, Math.floor(Math.min(opts.headersTimeoutMs, opts.requestTimeoutMs) / 4)));
   guardFallback(fallback, opts, checkEveryMs);
-  // the fast connections' inactivity (FastConnection.sweep) is checked in the same pass
-  const sweepEveryMs = Math.min(checkEveryMs, Math.max(25, Math.floor(opts.keepAliveMs / 4)));
+  // the fast connections' deadlines and inactivity (FastConnection.sweep): every eighth of the
+  // smallest limit, which is then enforced at most a quarter late (two intervals)
+  const sweepEveryMs = Math.min(30_000, Math.max(25, Math.floor(Math.min(opts.headersTimeoutMs, opts.requestTimeoutMs, opts.keepAliveMs) / 8)));
   const busy =
     `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(opts.busyBody)}\r\n` +
     `Retry-After: ${BUSY_RETRY_AFTER_S}\r\nConnection: close\r\n\r\n${opts.busyBody}`;

@@ -445,8 +445,29 @@ export class ConnectionPool {
   private isClosed = false;
   /** Set by {@link retire}: no longer handed out by its owner; connections close once idle. */
   private retiring = false;
-  /** Time of the last use (ms since epoch), for idle eviction by the owner. */
-  lastUsed = Date.now();
+  /** Uses ({@link get}, {@link exclusive}) of all pools so far. */
+  private static uses = 0;
+  /**
+   * The order of this pool's last use among all pools' ({@link get}, {@link exclusive}): larger
+   * = more recent. For least-recently-used choices; counts, reads no clock.
+   */
+  lastUse = 0;
+  /** {@link lastUse} as of the last read of {@link lastUsed}, and the time of that read. */
+  private useSeen = 0;
+  private usedAt = Date.now();
+
+  /**
+   * Time of the last use (ms since epoch), for idle eviction by the owner: the time of the first
+   * read after a use (no clock is read per request), so at or after the real last use, never
+   * before it: an owner that evicts pools unused for some time evicts none too early.
+   */
+  get lastUsed(): number {
+    if (this.lastUse !== this.useSeen) {
+      this.useSeen = this.lastUse;
+      this.usedAt = Date.now();
+    }
+    return this.usedAt;
+  }
 
   constructor(
     private readonly open: () => Promise<RedisConnection>,
@@ -458,7 +479,7 @@ export class ConnectionPool {
 
   /** A shared connection (an open one synchronously when available). */
   get(): RedisConnection | Promise<RedisConnection> {
-    this.lastUsed = Date.now();
+    this.lastUse = ++ConnectionPool.uses;
     const i = this.next;
     this.next = (i + 1) % this.shared.length;
     const c = this.shared[i];
@@ -482,7 +503,7 @@ export class ConnectionPool {
 
   /** A connection used by nobody else until {@link release}d (e.g. MULTI ... EXEC). */
   async exclusive(): Promise<RedisConnection> {
-    this.lastUsed = Date.now();
+    this.lastUse = ++ConnectionPool.uses;
     while (this.idle.length) {
       const c = this.idle.pop()!;
       if (!c.closed) return c;
