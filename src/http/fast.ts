@@ -30,7 +30,8 @@
  * `write()` returned false, until `'drain'`): as in `node:http`, a client that does not read its
  * answers stops being read. Received bytes are copied once (chunks are collected and joined when
  * a head or a body is complete; a head is searched only in new bytes and parsed once). Idle
- * keep-alive connections close after `keepAliveMs` (72 s like Fastify's setting in
+ * keep-alive connections close after `keepAliveMs` (found by a periodic check, not a per-socket
+ * timer re-armed at every read and write; 72 s like Fastify's setting in
  * `src/http/server.ts`). The deadlines, the connection cap and the credentials check before a body
  * are described at {@link createFastServer}.
  */
@@ -63,17 +64,23 @@ function hasBareLineEnd(buf: Buffer, from: number): boolean {
 const STATUS_LINES = new Map<number, string>();
 
 let dateCache = '';
-let dateSecond = -1;
 /** The end of a keep-alive response head from `Date` on (with its blank line), rebuilt with {@link dateCache}. */
 let keepAliveTail = '';
-/** The `Date` header value, recomputed at most once a second. */
+/** Forgets {@link dateCache} at the turn of the second it was made in. */
+const dateExpired = () => {
+  dateCache = '';
+};
+/**
+ * The `Date` header value. Made at the first use after the turn of a second, then kept until a
+ * timer at the next turn clears it (`node:http` keeps its `Date` the same way): no clock is read
+ * per response.
+ */
 function httpDate(): string {
-  const now = Date.now();
-  const sec = Math.floor(now / 1000);
-  if (sec !== dateSecond) {
-    dateSecond = sec;
-    dateCache = new Date(now).toUTCString();
+  if (dateCache === '') {
+    const d = new Date();
+    dateCache = d.toUTCString();
     keepAliveTail = `Date: ${dateCache}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n`;
+    setTimeout(dateExpired, 1000 - d.getMilliseconds()).unref();
   }
   return dateCache;
 }
@@ -342,14 +349,22 @@ class FastConnection implements FastResponse {
   private head = false;
   private draining = false;
   private gone = false;
-  /** `Date.now()` when the reception of the current request started (0 = none is being received). */
+  /**
+   * 0 = no request is being received; -1 = one is, since after the last {@link sweep}; else the
+   * `Date.now()` of the first sweep that saw it being received (no clock is read per request).
+   */
   private reqStart = 0;
+  /** Something was read, answered or drained since the last {@link sweep}. */
+  private active = false;
+  /** `Date.now()` of the {@link sweep} that last saw {@link active} (or of the connection's start). */
+  private idleSince = 0;
   /** Meter and start (`performance.now()` ms) of the request in flight. */
   private meter: { done(status: number, startMs: number): void } | undefined;
   private startMs = 0;
   private readonly onData = (chunk: Buffer) => this.data(chunk);
   private readonly onEnd = () => this.settle();
   private readonly onDrain = () => {
+    this.active = true;
     this.blocked = false;
     this.settle();
   };
@@ -358,7 +373,6 @@ class FastConnection implements FastResponse {
     this.pool.conns.delete(this.socket);
     this.pool.fast.delete(this);
   };
-  private readonly onTimeout = () => this.socket.destroy();
   private readonly onError = () => {
     /* 'close' follows */
   };
@@ -369,17 +383,17 @@ class FastConnection implements FastResponse {
     private readonly pool: ConnectionPool,
   ) {
     socket.setNoDelay(true);
-    socket.setTimeout(pool.keepAliveMs);
+    this.idleSince = Date.now();
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
-    socket.on('timeout', this.onTimeout);
     socket.on('error', this.onError);
     socket.on('drain', this.onDrain);
     pool.fast.add(this);
   }
 
   private data(chunk: Buffer): void {
+    this.active = true;
     if (this.buf === undefined && this.partBytes === 0) this.buf = chunk; // the usual case: nothing buffered
     else {
       this.parts.push(chunk);
@@ -418,7 +432,7 @@ class FastConnection implements FastResponse {
         if (h === undefined) {
           const buf = this.gather();
           if (buf === undefined) return;
-          if (this.reqStart === 0) this.reqStart = Date.now();
+          if (this.reqStart === 0) this.reqStart = -1;
           const end = buf.indexOf(CRLF2, this.scanned > 3 ? this.scanned - 3 : 0);
           if (end < 0) {
             // no end of head yet: a bare LF or CR is a line end only Node's parser judges (it refuses it)
@@ -497,6 +511,7 @@ class FastConnection implements FastResponse {
   send(status: number, type: string, body: string | Buffer, extraHeaders: string): void {
     if (!this.busy) return;
     this.busy = false;
+    this.active = true;
     const meter = this.meter;
     if (meter !== undefined) {
       this.meter = undefined;
@@ -539,7 +554,6 @@ class FastConnection implements FastResponse {
     const s = this.socket;
     s.off('end', this.onEnd);
     s.off('drain', this.onDrain);
-    s.off('timeout', this.onTimeout);
     closeWith(
       s,
       statusLine(status) +
@@ -548,11 +562,35 @@ class FastConnection implements FastResponse {
   }
 
   /**
-   * Answers 408 and closes (as `node:http`) when the request being received passed a deadline: its
-   * head `headersMs` ms after it started, the whole request `requestMs` ms after; `now` = `Date.now()`.
+   * The periodic check of {@link createFastServer} (`now` = `Date.now()`): destroys the connection
+   * when nothing was read, answered or drained on it for `keepAliveMs` ms (an idle keep-alive
+   * connection, or a client that stopped reading its answers); answers 408 and closes (as
+   * `node:http`) when the request being received passed a deadline: its head `headersMs` ms after
+   * it started, the whole request `requestMs` ms after.
+   *
+   * Inactivity is seen per check, not per read or write: {@link active} is set by every read,
+   * answer and `'drain'`, and a check that finds it set clears it and restarts {@link idleSince}.
+   * A connection is thus closed between `keepAliveMs` and `keepAliveMs` + one check interval after
+   * its last activity, never earlier. (`socket.setTimeout` would do it exactly, at the price of
+   * re-arming a timer at every read and every write of every request.) Likewise a request's age
+   * is counted from the first sweep that saw it being received (no `Date.now()` per request), so a
+   * deadline is enforced up to two intervals late, never early.
    */
-  checkDeadline(now: number, headersMs: number, requestMs: number): void {
-    if (this.reqStart === 0 || this.busy || this.blocked || this.gone) return;
+  sweep(now: number, keepAliveMs: number, headersMs: number, requestMs: number): void {
+    if (this.gone) return;
+    if (this.active) {
+      this.active = false;
+      this.idleSince = now;
+    } else if (now - this.idleSince >= keepAliveMs) {
+      this.socket.destroy();
+      return;
+    }
+    if (this.reqStart === 0 || this.busy || this.blocked) return;
+    if (this.reqStart < 0) {
+      // started since the last sweep: its age is counted from now (at most one interval short)
+      this.reqStart = now;
+      return;
+    }
     const age = now - this.reqStart;
     if (age <= requestMs && (this.pending !== undefined || age <= headersMs)) return;
     this.gone = true;
@@ -573,9 +611,7 @@ class FastConnection implements FastResponse {
     s.off('data', this.onData);
     s.off('end', this.onEnd);
     s.off('drain', this.onDrain);
-    s.off('timeout', this.onTimeout);
     s.off('error', this.onError);
-    s.setTimeout(0);
     this.gone = true;
     this.pool.fast.delete(this);
     let rest = this.gather();
@@ -759,10 +795,13 @@ export const BUSY_RETRY_AFTER_S = 1;
  *   more is read or served before `'drain'`, so a client that does not read its answers holds at
  *   most one response plus the socket's high-water mark (16 KiB) of unsent output, and
  *   `READ_AHEAD_MAX + FAST_BODY_MAX` of unread input; it is closed after `keepAliveMs` without
- *   progress;
+ *   progress, like an idle keep-alive connection;
  * - time: 408 and close when a head is not complete `headersTimeoutMs` after its reception
- *   started, or a whole request `requestTimeoutMs` after (checked every quarter of the smaller, at
- *   most every 30 s);
+ *   started, or a whole request `requestTimeoutMs` after. One timer checks these and the
+ *   inactivity of every fast connection ({@link FastConnection.sweep}) every eighth of the
+ *   smallest of the three (at least every 25 ms, at most every 30 s), without a clock read or a
+ *   timer per request: an idle limit is enforced up to one interval late, a deadline up to two,
+ *   never early (with the defaults: idle connections close after 72-79.5 s, 408 after 60-75 s);
  * - connections: past `maxConnections` open ones, a new connection is answered 503 with
  *   `Retry-After` and closed;
  * - credentials: a request with a body is offered to {@link FastHandler.precheck} before its body
@@ -790,6 +829,9 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, op
   });
   const checkEveryMs = Math.min(30_000, Math.max(25, Math.floor(Math.min(opts.headersTimeoutMs, opts.requestTimeoutMs) / 4)));
   guardFallback(fallback, opts, checkEveryMs);
+  // the fast connections' deadlines and inactivity (FastConnection.sweep): every eighth of the
+  // smallest limit, which is then enforced at most a quarter late (two intervals)
+  const sweepEveryMs = Math.min(30_000, Math.max(25, Math.floor(Math.min(opts.headersTimeoutMs, opts.requestTimeoutMs, opts.keepAliveMs) / 8)));
   const busy =
     `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(opts.busyBody)}\r\n` +
     `Retry-After: ${BUSY_RETRY_AFTER_S}\r\nConnection: close\r\n\r\n${opts.busyBody}`;
@@ -801,8 +843,8 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, op
   });
   const timer = setInterval(() => {
     const now = Date.now();
-    for (const c of pool.fast) c.checkDeadline(now, opts.headersTimeoutMs, opts.requestTimeoutMs);
-  }, checkEveryMs);
+    for (const c of pool.fast) c.sweep(now, opts.keepAliveMs, opts.headersTimeoutMs, opts.requestTimeoutMs);
+  }, sweepEveryMs);
   timer.unref();
   let stopped = false;
   const stop = () => {

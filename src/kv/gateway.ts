@@ -172,7 +172,7 @@ export class KvGateway {
    */
   private evictAclPool(): void {
     let oldest: [string, ConnectionPool] | undefined;
-    for (const e of this.pools) if (e[0].startsWith('acl:') && (oldest === undefined || e[1].lastUsed < oldest[1].lastUsed)) oldest = e;
+    for (const e of this.pools) if (e[0].startsWith('acl:') && (oldest === undefined || e[1].lastUse < oldest[1].lastUse)) oldest = e;
     if (oldest === undefined) return;
     this.pools.delete(oldest[0]);
     oldest[1].retire();

@@ -24,7 +24,8 @@ export class KvMetrics {
   readonly ok: CounterCell;
   readonly error: CounterCell;
   readonly rejected: CounterCell;
-  readonly backendRtt: HistogramCell;
+  /** Undefined with `SVC_METRICS=false`: the connections then read no clock for it. */
+  readonly backendRtt: HistogramCell | undefined;
   private readonly routes: Record<KvRoute, RouteMeter>;
 
   constructor(readonly metrics: Metrics) {
@@ -32,7 +33,8 @@ export class KvMetrics {
     this.ok = commands.labels('ok');
     this.error = commands.labels('error');
     this.rejected = commands.labels('rejected');
-    this.backendRtt = metrics.histogram('svc_kv_backend_duration_seconds', 'Round trip of one write to the database (command, pipeline or transaction) until its last reply').labels();
+    const rtt = metrics.histogram('svc_kv_backend_duration_seconds', 'Round trip of one write to the database (command, pipeline or transaction) until its last reply').labels();
+    this.backendRtt = metrics.enabled ? rtt : undefined;
     const http = metrics.httpMeter('kv');
     this.routes = { command: http.route('command'), pipeline: http.route('pipeline'), 'multi-exec': http.route('multi-exec'), stream: http.route('stream') };
   }

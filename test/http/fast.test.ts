@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { parseHead, type FastHandler } from '../../src/http/fast.js';
+import { createFastServer, parseHead, type FastHandler } from '../../src/http/fast.js';
 import { isStreamPath } from '../../src/kv/routes.js';
 import { startTestSvc } from '../helpers/env.js';
 
@@ -167,6 +167,58 @@ describe('fast HTTP/1.1 path', () => {
       s.on('close', () => resolve(got));
     });
     assert.match(res, /\{"result":"bye"\}$/);
+  });
+});
+
+describe('idle connections', () => {
+  test('an idle keep-alive connection is closed after keepAliveMs, never before; one in use is not', async () => {
+    const keepAliveMs = 400;
+    const handler: FastHandler = { accepts: () => true, handle: (_h, _b, out) => out.send(200, 'text/plain', 'ok', '') };
+    const server = createFastServer(handler, http.createServer(), {
+      keepAliveMs,
+      bodyLimit: 1024,
+      headersTimeoutMs: 60_000,
+      requestTimeoutMs: 300_000,
+      maxConnections: 100,
+      busyBody: '{}',
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port: p } = server.address() as net.AddressInfo;
+    const open = () =>
+      new Promise<{ s: net.Socket; closedAt: Promise<number>; answers: () => number }>((resolve) => {
+        const s = net.connect(p, '127.0.0.1');
+        let got = '';
+        s.on('data', (d) => (got += d.toString('latin1')));
+        s.on('error', () => {});
+        const closedAt = new Promise<number>((r) => s.on('close', () => r(performance.now())));
+        s.on('connect', () => resolve({ s, closedAt, answers: () => got.split('HTTP/1.1 200').length - 1 }));
+      });
+    try {
+      const idle = await open();
+      const busy = await open();
+      const start = performance.now();
+      idle.s.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\n');
+      const lastIdleRequest = performance.now();
+      // the busy one sends a request every keepAliveMs / 4 for 3 x keepAliveMs
+      let sent = 0;
+      while (performance.now() - start < 3 * keepAliveMs) {
+        busy.s.write('GET /b HTTP/1.1\r\nHost: x\r\n\r\n');
+        sent++;
+        await new Promise((r) => setTimeout(r, keepAliveMs / 4));
+      }
+      const idleClosed = await Promise.race([idle.closedAt, new Promise<number>((r) => setTimeout(() => r(-1), 30_000))]);
+      assert.ok(idleClosed > 0, 'the idle connection was closed');
+      assert.ok(idleClosed - lastIdleRequest >= keepAliveMs, `closed ${Math.round(idleClosed - lastIdleRequest)} ms after its last request, not before ${keepAliveMs}`);
+      assert.equal(idle.answers(), 1);
+      assert.equal(busy.s.destroyed, false, 'the connection in use is still open');
+      for (let i = 0; i < 300 && busy.answers() < sent; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(busy.answers(), sent);
+      const busyClosed = await Promise.race([busy.closedAt, new Promise<number>((r) => setTimeout(() => r(-1), 30_000))]);
+      assert.ok(busyClosed > 0, 'and it is closed once idle');
+    } finally {
+      server.closeAll();
+      server.close();
+    }
   });
 });
 

@@ -138,6 +138,27 @@ describe('request forms', () => {
   });
 });
 
+describe('metrics', () => {
+  test('every command\'s round trip to the database is timed once, also when many share one write', async () => {
+    const histogram = async () => {
+      const text = await svc.ctx.metrics.text();
+      const num = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      return { count: num('svc_kv_backend_duration_seconds_count'), sum: num('svc_kv_backend_duration_seconds_sum') };
+    };
+    const before = await histogram();
+    // one at a time (each written at once), then 200 at once (written together, corked)
+    for (let i = 0; i < 20; i++) assert.equal((await q(`/set/rtt-${i}/v`)).status, 200);
+    const many = await Promise.all(Array.from({ length: 200 }, (_, i) => q(`/get/rtt-${i % 20}`)));
+    assert.deepEqual([...new Set(many.map((r) => r.status))], [200]);
+    const after = await histogram();
+    // (a health check's PING may be timed too)
+    const n = after.count - before.count;
+    assert.ok(n >= 220 && n < 240, `${n} round trips timed`);
+    const mean = (after.sum - before.sum) / n;
+    assert.ok(mean > 0 && mean < 1, `mean round trip ${mean} s`);
+  });
+});
+
 describe('response formats', () => {
   test('base64 encodes every string except the top-level OK (Svc- and Upstash- names)', async () => {
     await q('/set/b64/hello');

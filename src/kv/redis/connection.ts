@@ -46,7 +46,7 @@ interface Pending {
   fwd: ForwardCallback | undefined;
   /** Single commands: passed back to `cb` as its last argument (the caller's per-command value). */
   tag: string | undefined;
-  /** `performance.now()` when written (only with {@link RedisConnection.rtt}). */
+  /** `performance.now()` when written to the socket (only with {@link RedisConnection.rtt}). */
   t: number;
 }
 
@@ -84,8 +84,17 @@ export class RedisConnection {
   onPush: ((reply: Reply) => void) | undefined;
   /** Receives what a {@link sendCb} callback threw (logged by the owner; never rethrown). */
   onCallbackError: ((err: unknown) => void) | undefined;
-  /** Observes each request's round trip (write until its last reply), in seconds. */
+  /**
+   * Observes each request's round trip, in seconds: from its write to the socket (a corked one's
+   * when the cork is lifted) until the chunk that brought its last reply was read. The clock is
+   * read once per write and once per chunk read, not per command: with many requests in flight
+   * one `writev` and one read carry many.
+   */
   rtt: HistogramCell | undefined;
+  /** With {@link rtt}: `performance.now()` when the chunk being parsed was read. */
+  private readAt = 0;
+  /** With {@link rtt}: the requests written since the cork, whose write time is the uncork's. */
+  private readonly corkedPending: Pending[] = [];
 
   private constructor(private readonly socket: net.Socket) {
     this.parser = new RespParser(
@@ -97,6 +106,7 @@ export class RedisConnection {
     );
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
+      if (this.rtt !== undefined) this.readAt = performance.now();
       try {
         if (this.framed) this.feedFramed(chunk);
         else this.parser.feed(chunk);
@@ -238,7 +248,7 @@ export class RedisConnection {
   sendCb(args: readonly Arg[], wantRaw: boolean, cb: ReplyCallback, tag?: string): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), null, undefined, tag);
     // no closure and no arrays per command (hot path)
-    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, fwd: undefined, tag, t: this.rtt === undefined ? 0 : performance.now() });
+    this.enqueue(encodeCommand(args), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb, wantRaw, fwd: undefined, tag, t: 0 });
   }
 
   /**
@@ -249,9 +259,10 @@ export class RedisConnection {
    */
   sendForwardCb(encoded: Buffer, from: number, to: number, cb: ForwardCallback): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), undefined, NOTHING_HELD, 0, 0);
-    const p: Pending = { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb: undefined, wantRaw: true, fwd: cb, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() };
+    const p: Pending = { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb: undefined, wantRaw: true, fwd: cb, tag: undefined, t: 0 };
     if (!this.held) return this.enqueue(encoded.subarray(from, to), p);
     // held (the router parsing one chunk of a pipeline): the bytes are copied, no view per command
+    if (this.rtt !== undefined) p.t = performance.now();
     this.queue.push(p);
     this.heldBytes.append(encoded, from, to);
   }
@@ -293,19 +304,21 @@ export class RedisConnection {
   private write(data: string | Buffer, count: number, wantRaw: boolean): Promise<Pending> {
     if (this.isClosed) return Promise.reject(kvError('databaseConnectionLost'));
     return new Promise<Pending>((resolve, reject) => {
-      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, fwd: undefined, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
+      this.enqueue(data, { n: count, replies: [], raws: wantRaw ? [] : undefined, done: (err, p) => (err ? reject(err) : resolve(p)), cb: undefined, wantRaw, fwd: undefined, tag: undefined, t: 0 });
     });
   }
 
   private enqueue(data: string | Buffer, p: Pending): void {
     this.queue.push(p);
     if (this.held) {
+      if (this.rtt !== undefined) p.t = performance.now();
       this.heldBytes.append(typeof data === 'string' ? Buffer.from(data) : data);
       return;
     }
     if (!this.corked && this.queue.length - this.head === 1) {
       // nothing else in flight (e.g. one client connection): send at once, without the cork and
       // its setImmediate; the requests that follow in this turn are coalesced below
+      if (this.rtt !== undefined) p.t = performance.now();
       this.socket.write(data);
       return;
     }
@@ -316,6 +329,7 @@ export class RedisConnection {
       this.socket.cork();
       setImmediate(this.uncork);
     }
+    if (this.rtt !== undefined) this.corkedPending.push(p);
     this.socket.write(data);
   }
 
@@ -346,6 +360,12 @@ export class RedisConnection {
   private corked = false;
   private readonly uncork = () => {
     this.corked = false;
+    const written = this.corkedPending;
+    if (written.length > 0) {
+      const now = performance.now();
+      for (let i = 0; i < written.length; i++) written[i].t = now;
+      written.length = 0;
+    }
     this.socket.uncork();
   };
 
@@ -378,7 +398,7 @@ export class RedisConnection {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
-    if (this.rtt !== undefined) this.rtt.since(p.t);
+    if (this.rtt !== undefined) this.rtt.observe((this.readAt - p.t) / 1000);
   }
 
   /** Runs a {@link ForwardCallback}; its exceptions never reach the reply parser. */
@@ -445,8 +465,29 @@ export class ConnectionPool {
   private isClosed = false;
   /** Set by {@link retire}: no longer handed out by its owner; connections close once idle. */
   private retiring = false;
-  /** Time of the last use (ms since epoch), for idle eviction by the owner. */
-  lastUsed = Date.now();
+  /** Uses ({@link get}, {@link exclusive}) of all pools so far. */
+  private static uses = 0;
+  /**
+   * The order of this pool's last use among all pools' ({@link get}, {@link exclusive}): larger
+   * = more recent. For least-recently-used choices; counts, reads no clock.
+   */
+  lastUse = 0;
+  /** {@link lastUse} as of the last read of {@link lastUsed}, and the time of that read. */
+  private useSeen = 0;
+  private usedAt = Date.now();
+
+  /**
+   * Time of the last use (ms since epoch), for idle eviction by the owner: the time of the first
+   * read after a use (no clock is read per request), so at or after the real last use, never
+   * before it: an owner that evicts pools unused for some time evicts none too early.
+   */
+  get lastUsed(): number {
+    if (this.lastUse !== this.useSeen) {
+      this.useSeen = this.lastUse;
+      this.usedAt = Date.now();
+    }
+    return this.usedAt;
+  }
 
   constructor(
     private readonly open: () => Promise<RedisConnection>,
@@ -458,7 +499,7 @@ export class ConnectionPool {
 
   /** A shared connection (an open one synchronously when available). */
   get(): RedisConnection | Promise<RedisConnection> {
-    this.lastUsed = Date.now();
+    this.lastUse = ++ConnectionPool.uses;
     const i = this.next;
     this.next = (i + 1) % this.shared.length;
     const c = this.shared[i];
@@ -482,7 +523,7 @@ export class ConnectionPool {
 
   /** A connection used by nobody else until {@link release}d (e.g. MULTI ... EXEC). */
   async exclusive(): Promise<RedisConnection> {
-    this.lastUsed = Date.now();
+    this.lastUse = ++ConnectionPool.uses;
     while (this.idle.length) {
       const c = this.idle.pop()!;
       if (!c.closed) return c;
