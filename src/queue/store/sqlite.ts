@@ -45,6 +45,7 @@ import {
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, RunFailure } from './types.js';
 import { SqliteResourceStore } from './sqlite-resources.js';
 import { BOUND_LIMIT, statementCache } from './sqlite-statements.js';
+import { logCursorTerm, logEntries, logStateTerm, type SqliteLogRow } from './sqlite-logs.js';
 import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupStore } from './resource-types.js';
 import { FAIL_RUN_SQL, failRunParams, SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
@@ -97,9 +98,9 @@ export class SqliteQueueStore implements QueueStore {
     this.st = {
       insert: db.prepare(INSERT_MESSAGE_VALUES_SQL),
       logCreated: db.prepare(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?)`),
-      // the enqueue hand-off's two events in one statement
+      // the enqueue hand-off's two events in one row, listed as two (`logEntries` in sqlite-rows.ts)
       logCreatedActive: db.prepare(
-        `INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?), (?, ?, 'ACTIVE', NULL)`,
+        `INSERT INTO logs (time, message_seq, state, next_delivery_time, active) VALUES (?, ?, 'CREATED', ?, 1)`,
       ),
       logState: db.prepare(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, ?)`),
       logStatus: db.prepare(`INSERT INTO logs (time, message_seq, state, response_status) VALUES (?, ?, ?, ?)`),
@@ -154,7 +155,7 @@ export class SqliteQueueStore implements QueueStore {
 
   private insertMessage(m: NewMessage, now: number, claim?: { owner: string; leaseUntil: number }): number {
     const seq = Number(this.st.insert.run(messageValues(m, claim)).lastInsertRowid);
-    if (claim) this.st.logCreatedActive.run(now, seq, m.dueAt, now, seq);
+    if (claim) this.st.logCreatedActive.run(now, seq, m.dueAt);
     else this.st.logCreated.run(now, seq, m.dueAt);
     return seq;
   }
@@ -349,26 +350,41 @@ export class SqliteQueueStore implements QueueStore {
     });
   }
 
+  /**
+   * {@link QueueStore.listLogs}: a row holding CREATED and ACTIVE is listed as both, and the cursor
+   * is an entry key (`sqlite-logs.ts`).
+   */
   async listLogs(filter: MessageFilter, page: Page): Promise<PageResult<LogEntry>> {
-    const { sql, params } = filterSql(filter, 'l.time');
+    const { state, ...rest } = filter;
+    const { sql, params } = filterSql(rest, 'l.time');
     const desc = page.order !== 'earliestFirst';
-    let cur = '';
-    if (page.cursor !== undefined) {
-      cur = desc ? 'AND l.seq < ?' : 'AND l.seq > ?';
-      params.push(Number(page.cursor));
+    let where = sql;
+    if (state?.length) {
+      const t = logStateTerm(state);
+      where += ` AND ${t.sql}`;
+      params.push(...t.params);
     }
+    const cursor = page.cursor === undefined ? undefined : Number(page.cursor);
+    let cur = '';
+    if (cursor !== undefined) {
+      const t = logCursorTerm(cursor, desc);
+      cur = t.sql;
+      params.push(t.param);
+    }
+    // count + 2 rows: the first row may yield nothing (the half before the cursor), every other
+    // row at least one entry
     const rows = this.stmt(
-        `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
+        `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${where} ${cur}
          ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} ${BOUND_LIMIT}`,
       )
-      .iterate(...params, page.count + 1) as IterableIterator<LogRow>;
+      .iterate(...params, page.count + 2) as IterableIterator<SqliteLogRow>;
     const cache = new Map<number, StoredMessage>();
     const msg = (seq: number) => {
       let m = cache.get(seq);
       if (!m) cache.set(seq, (m = rowToMessage(this.st.bySeq.get(seq) as MessageRow)));
       return m;
     };
-    const { items, more } = takePage(rows, page, (r) => logEntryFromRow(r, msg(r.message_seq)), bytesOfLogEntry);
+    const { items, more } = takePage(logEntries(rows, desc, cursor, state), page, (e) => logEntryFromRow(e.row, msg(e.row.message_seq)), bytesOfLogEntry);
     return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
@@ -429,15 +445,21 @@ export class SqliteQueueStore implements QueueStore {
     };
   }
 
-  /** {@link QueueStore.eventHistogram}: one GROUP BY over the `logs_time` index range. */
+  /**
+   * {@link QueueStore.eventHistogram}: one GROUP BY over the `logs_time` index range; a row holding
+   * CREATED and ACTIVE counts as one of each (`sqlite-logs.ts`).
+   */
   async eventHistogram(from: number, to: number, buckets: number): Promise<Record<string, number[]>> {
     const width = Math.max(1, Math.ceil((to - from) / buckets));
-    const rows = this.stmt(`SELECT (time - ?) / ? AS b, state, COUNT(*) AS n FROM logs WHERE time >= ? AND time < ? GROUP BY b, state`)
-      .all(from, width, from, to) as { b: number; state: string; n: number }[];
+    const rows = this.stmt(
+      `SELECT (time - ?) / ? AS b, state, COUNT(*) AS n, SUM(active) AS a FROM logs WHERE time >= ? AND time < ? GROUP BY b, state`,
+    ).all(from, width, from, to) as { b: number; state: string; n: number; a: number }[];
     const out: Record<string, number[]> = {};
+    const add = (state: string, b: number, n: number) => ((out[state] ??= new Array<number>(buckets).fill(0))[b] += n);
     for (const r of rows) {
       const b = Math.min(buckets - 1, Math.floor(r.b));
-      (out[r.state] ??= new Array<number>(buckets).fill(0))[b] += r.n;
+      add(r.state, b, r.n);
+      if (r.a > 0) add('ACTIVE', b, r.a);
     }
     return out;
   }
