@@ -62,6 +62,9 @@ import type { WorkflowStore } from './workflow-types.js';
  */
 const PAGE_SIZE = 1024;
 
+/** Most message ids kept in `SqliteQueueStore.leasedSeq`. */
+const MAX_LEASED = 100_000;
+
 /** Rows deleted per pruning write. */
 const PRUNE_BATCH = 5000;
 
@@ -102,13 +105,20 @@ export class SqliteQueueStore implements QueueStore {
       logCreatedActive: db.prepare(
         `INSERT INTO logs (time, message_seq, state, next_delivery_time, active) VALUES (?, ?, 'CREATED', ?, 1)`,
       ),
-      logState: db.prepare(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, ?)`),
-      logStatus: db.prepare(`INSERT INTO logs (time, message_seq, state, response_status) VALUES (?, ?, ?, ?)`),
-      // complete(): the ownership check and the transition in one statement
+      // complete(): the ownership check and the transition in one statement, the row found by
+      // its id or (leased here: `leasedSeq`) by its primary key
       finishOwned: db.prepare(
         `UPDATE messages SET status = ?, finished_at = ?, claimed_by = NULL, lease_until = NULL
          WHERE id = ? AND status = 'pending' AND claimed_by = ? RETURNING seq`,
+      ).pluck(),
+      // the delivered path's constants written into the SQL (a bound string is converted from V8
+      // and copied on every run)
+      deliveredOwnedSeq: db.prepare(
+        `UPDATE messages SET status = 'delivered', finished_at = ?, claimed_by = NULL, lease_until = NULL
+         WHERE seq = ? AND status = 'pending' AND claimed_by = ?`,
       ),
+      logDelivered: db.prepare(`INSERT INTO logs (time, message_seq, state, response_status) VALUES (?, ?, 'DELIVERED', ?)`),
+      logActive: db.prepare(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, 'ACTIVE')`),
       log: db.prepare(
         `INSERT INTO logs (time, message_seq, state, error, next_delivery_time, response_status, response_headers, response_body)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -137,6 +147,20 @@ export class SqliteQueueStore implements QueueStore {
       // lease_until IS NULL = 'held' (waiting for queue/flow-control admission), not a lease.
       releaseAll: db.prepare(`UPDATE messages SET claimed_by = NULL, lease_until = NULL WHERE claimed_by IS NOT NULL AND lease_until IS NOT NULL`),
     };
+  }
+
+  /**
+   * The `seq` of messages leased by this process, by id, from the claim to their outcome: a
+   * message's seq never changes, so complete() finds the row by its primary key instead of
+   * through the `id` index (the ownership is still checked in the UPDATE). An entry whose
+   * outcome never comes (a lease handed back, a process that stops delivering) is dropped
+   * when the map passes {@link MAX_LEASED}; a missing entry only means the lookup by id.
+   */
+  private readonly leasedSeq = new Map<string, number>();
+
+  private lease(id: string, seq: number): void {
+    if (this.leasedSeq.size >= MAX_LEASED) this.leasedSeq.clear();
+    this.leasedSeq.set(id, seq);
   }
 
   private log(time: number, seq: number, state: LogState, extra: { error?: string; next?: number; outcome?: AttemptOutcome } = {}): void {
@@ -171,6 +195,7 @@ export class SqliteQueueStore implements QueueStore {
         const take = claim !== undefined && claim.ids.has(m.id);
         const seq = this.insertMessage(m, now, take ? claim : undefined);
         if (!take) return { messageId: m.id, deduplicated: false };
+        this.lease(m.id, seq);
         const claimed: StoredMessage = { ...m, seq, status: 'pending', retried: 0, cancelRequested: false };
         return { messageId: m.id, deduplicated: false, claimed };
       });
@@ -203,16 +228,25 @@ export class SqliteQueueStore implements QueueStore {
       const rows = stmt
         .all(o.owner, o.leaseUntil, o.now, ...(o.excludeOrigins ?? []), o.limit) as MessageRow[];
       rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
-      for (const r of rows) this.st.logState.run(o.now, r.seq, 'ACTIVE');
+      for (const r of rows) {
+        this.st.logActive.run(o.now, r.seq);
+        this.lease(r.id, r.seq);
+      }
       return rows.map(rowToMessage);
     }, false);
   }
 
   complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
     return this.writes.run(() => {
-      const r = this.st.finishOwned.get('delivered', now, id, owner) as { seq: number } | undefined;
-      if (!r) return false;
-      this.st.logStatus.run(now, r.seq, 'DELIVERED', outcome.status ?? null);
+      let seq = this.leasedSeq.get(id);
+      if (seq !== undefined) {
+        this.leasedSeq.delete(id);
+        if (this.st.deliveredOwnedSeq.run(now, seq, owner).changes === 0) return false;
+      } else {
+        seq = this.st.finishOwned.get('delivered', now, id, owner) as number | undefined;
+        if (seq === undefined) return false;
+      }
+      this.st.logDelivered.run(now, seq, outcome.status ?? null);
       for (const f of followUps) this.insertMessage(f, now);
       return true;
     }, false);
@@ -220,6 +254,7 @@ export class SqliteQueueStore implements QueueStore {
 
   reschedule(id: string, owner: string, now: number, outcome: AttemptOutcome, dueAt: number, followUps: NewMessage[]): Promise<boolean> {
     return this.writes.run(() => {
+      this.leasedSeq.delete(id);
       const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
       if (!r) return false;
       this.log(now, r.seq, 'ERROR', { error: outcome.error, outcome, next: dueAt });
@@ -237,6 +272,7 @@ export class SqliteQueueStore implements QueueStore {
 
   moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[], run?: RunFailure): Promise<boolean> {
     return this.writes.run(() => {
+      this.leasedSeq.delete(id);
       const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
       if (!r) return false;
       this.log(now, r.seq, 'ERROR', { error: outcome.error, outcome });
