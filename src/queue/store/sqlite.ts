@@ -101,7 +101,7 @@ export class SqliteQueueStore implements QueueStore {
     this.st = {
       insert: db.prepare(INSERT_MESSAGE_VALUES_SQL),
       logCreated: db.prepare(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?)`),
-      // the enqueue hand-off's two events in one row, listed as two (`logEntries` in sqlite-rows.ts)
+      // the enqueue hand-off's two events in one row, listed as two (`logEntries` in sqlite-logs.ts)
       logCreatedActive: db.prepare(
         `INSERT INTO logs (time, message_seq, state, next_delivery_time, active) VALUES (?, ?, 'CREATED', ?, 1)`,
       ),
