@@ -275,6 +275,46 @@ export function storeConformance(name: string, factory: () => Promise<StoreUnder
       await store.close();
     });
 
+    test('logs of handed-off messages: every page size and order lists the same entries once; state filters; histogram', async () => {
+      const { store } = await open();
+      await store.holdOwner?.('w');
+      const ms = [msg('http://h.test/1'), msg('http://h.test/2'), msg('http://h.test/3')];
+      await store.enqueue(ms, T0, 0, { owner: 'w', leaseUntil: T0 + 1000, ids: new Set([ms[0].id, ms[2].id]) });
+      assert.equal(await store.complete(ms[0].id, 'w', T0 + 1, { status: 200 }, []), true);
+      const key = (l: { state: string; message: { id: string } }) => `${l.message.id} ${l.state}`;
+      const earliest = (await store.listLogs({}, { count: 100, order: 'earliestFirst' })).items;
+      assert.deepEqual(earliest.map(key), [
+        `${ms[0].id} CREATED`, `${ms[0].id} ACTIVE`, `${ms[1].id} CREATED`, `${ms[2].id} CREATED`, `${ms[2].id} ACTIVE`, `${ms[0].id} DELIVERED`,
+      ]);
+      assert.equal(earliest[0].nextDeliveryTime, T0);
+      assert.equal(earliest[1].nextDeliveryTime, undefined, 'ACTIVE has no next delivery time');
+      assert.equal(earliest[1].time, T0);
+      for (const order of ['earliestFirst', 'latestFirst'] as const) {
+        const all = (await store.listLogs({}, { count: 100, order })).items.map(key);
+        assert.deepEqual(all, order === 'earliestFirst' ? earliest.map(key) : earliest.map(key).reverse());
+        for (const count of [1, 2, 3]) {
+          const seen: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const p = await store.listLogs({}, { count, order, cursor });
+            assert.ok(p.items.length <= count);
+            seen.push(...p.items.map(key));
+            cursor = p.cursor;
+          } while (cursor);
+          assert.deepEqual(seen, all, `${order}, ${count} per page`);
+        }
+      }
+      const active = await store.listLogs({ state: ['ACTIVE'] }, { count: 1, order: 'earliestFirst' });
+      assert.deepEqual(active.items.map(key), [`${ms[0].id} ACTIVE`]);
+      const activeRest = await store.listLogs({ state: ['ACTIVE'] }, { count: 10, order: 'earliestFirst', cursor: active.cursor });
+      assert.deepEqual(activeRest.items.map(key), [`${ms[2].id} ACTIVE`]);
+      const created = await store.listLogs({ state: ['CREATED', 'DELIVERED'] }, { count: 10, order: 'latestFirst' });
+      assert.deepEqual(created.items.map(key), [`${ms[0].id} DELIVERED`, `${ms[2].id} CREATED`, `${ms[1].id} CREATED`, `${ms[0].id} CREATED`]);
+      const hist = await store.eventHistogram?.(T0, T0 + 10, 1);
+      if (hist) assert.deepEqual({ ...hist }, { CREATED: [3], ACTIVE: [2], DELIVERED: [1] });
+      await store.close();
+    });
+
     test('group commit: concurrent enqueues share transactions and survive reopen', async () => {
       const f = await open();
       const msgs = Array.from({ length: 500 }, (_, i) => msg(`http://d.test/${i}`));

@@ -112,6 +112,25 @@ describe('SQLite store specifics', () => {
     assert.throws(() => f.reopen(), /newer than this svc supports/);
   });
 
+  test('sqlite: a message handed off at publish writes one log row for CREATED and ACTIVE; rows of schema 4 list as before', async () => {
+    const f = open();
+    const now = Date.now();
+    const m = buildMessage({ method: 'POST', headers: {}, maxRetries: 0 }, { url: 'https://example.com/a' }, Buffer.from('x'), now);
+    await f.store.enqueue([m], now, 0, { owner: 'w', leaseUntil: now + 1000, ids: new Set([m.id]) });
+    await f.store.close();
+    const db = new Database(f.file);
+    const rows = db.prepare('SELECT state, active FROM logs ORDER BY seq').all();
+    assert.deepEqual(rows.map((r) => ({ ...(r as object) })), [{ state: 'CREATED', active: 1 }]);
+    // the two rows an earlier svc wrote for the same events
+    const seq = (db.prepare('SELECT message_seq AS s FROM logs').get() as { s: number }).s;
+    db.prepare(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?), (?, ?, 'ACTIVE', NULL)`).run(now + 1, seq, now, now + 1, seq);
+    db.close();
+    const store = f.reopen();
+    const states = (await store.listLogs({}, { count: 10, order: 'earliestFirst' })).items.map((l) => l.state);
+    assert.deepEqual(states, ['CREATED', 'ACTIVE', 'CREATED', 'ACTIVE']);
+    await store.close();
+  });
+
   test('sqlite: a new database has 1 KiB pages (less WAL per message); one created with 4 KiB pages keeps them and works', async () => {
     const f = open();
     await f.store.close();

@@ -45,6 +45,7 @@ import {
 import type { ClaimOptions, EnqueueClaim, MessageCounts, QueueStore, RunFailure } from './types.js';
 import { SqliteResourceStore } from './sqlite-resources.js';
 import { BOUND_LIMIT, statementCache } from './sqlite-statements.js';
+import { logCursorTerm, logEntries, logStateTerm, type SqliteLogRow } from './sqlite-logs.js';
 import type { FlowControlStore, QueueAdmissionStore, ScheduleStore, UrlGroupStore } from './resource-types.js';
 import { FAIL_RUN_SQL, failRunParams, SqliteWorkflowStore } from './sqlite-workflows.js';
 import type { WorkflowStore } from './workflow-types.js';
@@ -60,6 +61,9 @@ import type { WorkflowStore } from './workflow-types.js';
  * page size keeps it (`PRAGMA page_size` does not change an existing WAL database).
  */
 const PAGE_SIZE = 1024;
+
+/** Most message ids kept in `SqliteQueueStore.leasedSeq`. */
+const MAX_LEASED = 100_000;
 
 /** Rows deleted per pruning write. */
 const PRUNE_BATCH = 5000;
@@ -97,17 +101,24 @@ export class SqliteQueueStore implements QueueStore {
     this.st = {
       insert: db.prepare(INSERT_MESSAGE_VALUES_SQL),
       logCreated: db.prepare(`INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?)`),
-      // the enqueue hand-off's two events in one statement
+      // the enqueue hand-off's two events in one row, listed as two (`logEntries` in sqlite-logs.ts)
       logCreatedActive: db.prepare(
-        `INSERT INTO logs (time, message_seq, state, next_delivery_time) VALUES (?, ?, 'CREATED', ?), (?, ?, 'ACTIVE', NULL)`,
+        `INSERT INTO logs (time, message_seq, state, next_delivery_time, active) VALUES (?, ?, 'CREATED', ?, 1)`,
       ),
-      logState: db.prepare(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, ?)`),
-      logStatus: db.prepare(`INSERT INTO logs (time, message_seq, state, response_status) VALUES (?, ?, ?, ?)`),
-      // complete(): the ownership check and the transition in one statement
+      // complete(): the ownership check and the transition in one statement, the row found by
+      // its id or (leased here: `leasedSeq`) by its primary key
       finishOwned: db.prepare(
         `UPDATE messages SET status = ?, finished_at = ?, claimed_by = NULL, lease_until = NULL
          WHERE id = ? AND status = 'pending' AND claimed_by = ? RETURNING seq`,
+      ).pluck(),
+      // the delivered path's constants written into the SQL (a bound string is converted from V8
+      // and copied on every run)
+      deliveredOwnedSeq: db.prepare(
+        `UPDATE messages SET status = 'delivered', finished_at = ?, claimed_by = NULL, lease_until = NULL
+         WHERE seq = ? AND status = 'pending' AND claimed_by = ?`,
       ),
+      logDelivered: db.prepare(`INSERT INTO logs (time, message_seq, state, response_status) VALUES (?, ?, 'DELIVERED', ?)`),
+      logActive: db.prepare(`INSERT INTO logs (time, message_seq, state) VALUES (?, ?, 'ACTIVE')`),
       log: db.prepare(
         `INSERT INTO logs (time, message_seq, state, error, next_delivery_time, response_status, response_headers, response_body)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -138,6 +149,20 @@ export class SqliteQueueStore implements QueueStore {
     };
   }
 
+  /**
+   * The `seq` of messages leased by this process, by id, from the claim to their outcome: a
+   * message's seq never changes, so complete() finds the row by its primary key instead of
+   * through the `id` index (the ownership is still checked in the UPDATE). An entry whose
+   * outcome never comes (a lease handed back, a process that stops delivering) is dropped
+   * when the map passes {@link MAX_LEASED}; a missing entry only means the lookup by id.
+   */
+  private readonly leasedSeq = new Map<string, number>();
+
+  private lease(id: string, seq: number): void {
+    if (this.leasedSeq.size >= MAX_LEASED) this.leasedSeq.clear();
+    this.leasedSeq.set(id, seq);
+  }
+
   private log(time: number, seq: number, state: LogState, extra: { error?: string; next?: number; outcome?: AttemptOutcome } = {}): void {
     const o = extra.outcome;
     this.st.log.run(
@@ -153,8 +178,10 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   private insertMessage(m: NewMessage, now: number, claim?: { owner: string; leaseUntil: number }): number {
-    const seq = Number(this.st.insert.run(messageValues(m, claim)).lastInsertRowid);
-    if (claim) this.st.logCreatedActive.run(now, seq, m.dueAt, now, seq);
+    // the values as arguments, not one array: better-sqlite3 reads an array's elements one
+    // `Object::Get` call each (~9,000 fewer instructions per INSERT of these 31 values spread)
+    const seq = Number(this.st.insert.run(...messageValues(m, claim)).lastInsertRowid);
+    if (claim) this.st.logCreatedActive.run(now, seq, m.dueAt);
     else this.st.logCreated.run(now, seq, m.dueAt);
     return seq;
   }
@@ -170,6 +197,7 @@ export class SqliteQueueStore implements QueueStore {
         const take = claim !== undefined && claim.ids.has(m.id);
         const seq = this.insertMessage(m, now, take ? claim : undefined);
         if (!take) return { messageId: m.id, deduplicated: false };
+        this.lease(m.id, seq);
         const claimed: StoredMessage = { ...m, seq, status: 'pending', retried: 0, cancelRequested: false };
         return { messageId: m.id, deduplicated: false, claimed };
       });
@@ -202,16 +230,25 @@ export class SqliteQueueStore implements QueueStore {
       const rows = stmt
         .all(o.owner, o.leaseUntil, o.now, ...(o.excludeOrigins ?? []), o.limit) as MessageRow[];
       rows.sort((a, b) => a.due_at - b.due_at || a.seq - b.seq);
-      for (const r of rows) this.st.logState.run(o.now, r.seq, 'ACTIVE');
+      for (const r of rows) {
+        this.st.logActive.run(o.now, r.seq);
+        this.lease(r.id, r.seq);
+      }
       return rows.map(rowToMessage);
     }, false);
   }
 
   complete(id: string, owner: string, now: number, outcome: AttemptOutcome, followUps: NewMessage[]): Promise<boolean> {
     return this.writes.run(() => {
-      const r = this.st.finishOwned.get('delivered', now, id, owner) as { seq: number } | undefined;
-      if (!r) return false;
-      this.st.logStatus.run(now, r.seq, 'DELIVERED', outcome.status ?? null);
+      let seq = this.leasedSeq.get(id);
+      if (seq !== undefined) {
+        this.leasedSeq.delete(id);
+        if (this.st.deliveredOwnedSeq.run(now, seq, owner).changes === 0) return false;
+      } else {
+        seq = this.st.finishOwned.get('delivered', now, id, owner) as number | undefined;
+        if (seq === undefined) return false;
+      }
+      this.st.logDelivered.run(now, seq, outcome.status ?? null);
       for (const f of followUps) this.insertMessage(f, now);
       return true;
     }, false);
@@ -219,6 +256,7 @@ export class SqliteQueueStore implements QueueStore {
 
   reschedule(id: string, owner: string, now: number, outcome: AttemptOutcome, dueAt: number, followUps: NewMessage[]): Promise<boolean> {
     return this.writes.run(() => {
+      this.leasedSeq.delete(id);
       const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
       if (!r) return false;
       this.log(now, r.seq, 'ERROR', { error: outcome.error, outcome, next: dueAt });
@@ -236,6 +274,7 @@ export class SqliteQueueStore implements QueueStore {
 
   moveToDlq(id: string, owner: string, now: number, outcome: AttemptOutcome, dlqId: string, followUps: NewMessage[], run?: RunFailure): Promise<boolean> {
     return this.writes.run(() => {
+      this.leasedSeq.delete(id);
       const r = this.st.getOwned.get(id, owner) as { seq: number; cancel_requested: number } | undefined;
       if (!r) return false;
       this.log(now, r.seq, 'ERROR', { error: outcome.error, outcome });
@@ -349,26 +388,41 @@ export class SqliteQueueStore implements QueueStore {
     });
   }
 
+  /**
+   * {@link QueueStore.listLogs}: a row holding CREATED and ACTIVE is listed as both, and the cursor
+   * is an entry key (`sqlite-logs.ts`).
+   */
   async listLogs(filter: MessageFilter, page: Page): Promise<PageResult<LogEntry>> {
-    const { sql, params } = filterSql(filter, 'l.time');
+    const { state, ...rest } = filter;
+    const { sql, params } = filterSql(rest, 'l.time');
     const desc = page.order !== 'earliestFirst';
-    let cur = '';
-    if (page.cursor !== undefined) {
-      cur = desc ? 'AND l.seq < ?' : 'AND l.seq > ?';
-      params.push(Number(page.cursor));
+    let where = sql;
+    if (state?.length) {
+      const t = logStateTerm(state);
+      where += ` AND ${t.sql}`;
+      params.push(...t.params);
     }
+    const cursor = page.cursor === undefined ? undefined : Number(page.cursor);
+    let cur = '';
+    if (cursor !== undefined) {
+      const t = logCursorTerm(cursor, desc);
+      cur = t.sql;
+      params.push(t.param);
+    }
+    // count + 2 rows: the first row may yield nothing (the half before the cursor), every other
+    // row at least one entry
     const rows = this.stmt(
-        `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${sql} ${cur}
+        `SELECT l.* FROM logs l JOIN messages m ON m.seq = l.message_seq WHERE ${where} ${cur}
          ORDER BY l.seq ${desc ? 'DESC' : 'ASC'} ${BOUND_LIMIT}`,
       )
-      .iterate(...params, page.count + 1) as IterableIterator<LogRow>;
+      .iterate(...params, page.count + 2) as IterableIterator<SqliteLogRow>;
     const cache = new Map<number, StoredMessage>();
     const msg = (seq: number) => {
       let m = cache.get(seq);
       if (!m) cache.set(seq, (m = rowToMessage(this.st.bySeq.get(seq) as MessageRow)));
       return m;
     };
-    const { items, more } = takePage(rows, page, (r) => logEntryFromRow(r, msg(r.message_seq)), bytesOfLogEntry);
+    const { items, more } = takePage(logEntries(rows, desc, cursor, state), page, (e) => logEntryFromRow(e.row, msg(e.row.message_seq)), bytesOfLogEntry);
     return { items: items.map((x) => x.item), cursor: more ? String(items[items.length - 1].row.seq) : undefined };
   }
 
@@ -429,15 +483,21 @@ export class SqliteQueueStore implements QueueStore {
     };
   }
 
-  /** {@link QueueStore.eventHistogram}: one GROUP BY over the `logs_time` index range. */
+  /**
+   * {@link QueueStore.eventHistogram}: one GROUP BY over the `logs_time` index range; a row holding
+   * CREATED and ACTIVE counts as one of each (`sqlite-logs.ts`).
+   */
   async eventHistogram(from: number, to: number, buckets: number): Promise<Record<string, number[]>> {
     const width = Math.max(1, Math.ceil((to - from) / buckets));
-    const rows = this.stmt(`SELECT (time - ?) / ? AS b, state, COUNT(*) AS n FROM logs WHERE time >= ? AND time < ? GROUP BY b, state`)
-      .all(from, width, from, to) as { b: number; state: string; n: number }[];
+    const rows = this.stmt(
+      `SELECT (time - ?) / ? AS b, state, COUNT(*) AS n, SUM(active) AS a FROM logs WHERE time >= ? AND time < ? GROUP BY b, state`,
+    ).all(from, width, from, to) as { b: number; state: string; n: number; a: number }[];
     const out: Record<string, number[]> = {};
+    const add = (state: string, b: number, n: number) => ((out[state] ??= new Array<number>(buckets).fill(0))[b] += n);
     for (const r of rows) {
       const b = Math.min(buckets - 1, Math.floor(r.b));
-      (out[r.state] ??= new Array<number>(buckets).fill(0))[b] += r.n;
+      add(r.state, b, r.n);
+      if (r.a > 0) add('ACTIVE', b, r.a);
     }
     return out;
   }
