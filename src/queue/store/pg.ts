@@ -160,13 +160,17 @@ const MAX_LEASED_SEQS = 100_000;
 
 /**
  * Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that
- * were still owned. Rows are found by seq (`s.seq = ANY($1)`: an index scan of the batch's rows
- * whatever the planner thinks of the tables' sizes; a join by id let it pick a sequential scan of
- * the whole state table per batch while the tables were young and their statistics unknown).
+ * were still owned. Rows are found by seq (`s.seq = ANY($1)`: the batch's own rows through the
+ * primary key). That condition is the statement's only restriction of `message_state`, so every
+ * plan of it, the generic one of the prepared statement included, is an index scan of the primary
+ * key whatever the planner thinks of the table's size: the statement is prepared once per
+ * connection (a plan per batch cost PostgreSQL ~250 µs, 12-25 µs per delivered message). A join
+ * by id let the planner pick a sequential scan of the whole state table per batch while the
+ * tables were young and their statistics unknown.
  */
-const completeSql = (attempts: boolean) => `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)),
-  f AS (UPDATE message_state s SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
-        FROM v WHERE s.seq = ANY($1::bigint[]) AND s.seq = v.seq AND s.status = 'pending' AND s.claimed_by = v.owner
+const completeSql = (attempts: boolean) => `WITH f AS (UPDATE message_state s SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
+        FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)
+        WHERE s.seq = ANY($1::bigint[]) AND s.seq = v.seq AND s.status = 'pending' AND s.claimed_by = v.owner
         RETURNING s.seq, v.id, v.owner, v.t, v.st),${
   attempts ? `\n  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),` : ''}
   l AS (INSERT INTO logs (time, message_seq, state, response_status) SELECT t, seq, 'DELIVERED', st FROM f ORDER BY seq)
@@ -426,14 +430,12 @@ export class PgQueueStore implements QueueStore {
 
   /** Delivered outcomes without follow-ups recorded at the same time: one statement. */
   private readonly completes = new PgBatcher<{ seq: number; id: string; owner: string; now: number; status: number | null; flowControl: boolean }, boolean>(async (items) => {
-    // unnamed: planned for each batch's own rows (cheap: one index scan), never a cached generic plan
-    const r = await this.pool.query<{ id: string }>(items.some((i) => i.flowControl) ? COMPLETE_SQL : COMPLETE_NO_ATTEMPTS_SQL, [
-      items.map((i) => i.seq),
-      items.map((i) => i.id),
-      items.map((i) => i.owner),
-      items.map((i) => i.now),
-      items.map((i) => i.status),
-    ]);
+    const fc = items.some((i) => i.flowControl);
+    const r = await this.pool.query<{ id: string }>({
+      name: fc ? 'svc_complete_fc' : 'svc_complete',
+      text: fc ? COMPLETE_SQL : COMPLETE_NO_ATTEMPTS_SQL,
+      values: [items.map((i) => i.seq), items.map((i) => i.id), items.map((i) => i.owner), items.map((i) => i.now), items.map((i) => i.status)],
+    });
     const done = new Set(r.rows.map((x) => x.id));
     return items.map((i) => done.has(i.id));
   });
