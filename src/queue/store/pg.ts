@@ -30,6 +30,7 @@ import type {
 } from '../model.js';
 import { inTransaction, PgListener } from '../../pg.js';
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
+import { arrayLiteral, columnLiterals } from './pg-arrays.js';
 import { PgBatcher } from './pg-batch.js';
 import { PgSharedCredentials } from './pg-credentials.js';
 import { PgResourceStore } from './pg-resources.js';
@@ -147,19 +148,28 @@ export async function insertRows(q: Queryable, all: InsertRow[], now: number): P
   const seqs = new Map<string, number>();
   for (let i = 0; i < all.length; i += INSERT_CHUNK) {
     const chunk = all.slice(i, i + INSERT_CHUNK);
-    const columns: unknown[][] = Array.from({ length: NCOL }, () => new Array<unknown>(chunk.length));
-    chunk.forEach(({ m, claim }, r) => messageValues(m, claim).forEach((v, k) => (columns[k][r] = v)));
-    const r = await q.query<{ seq: number; id: string }>({ name: 'svc_insert', text: INSERT_SQL, values: [...columns, now] });
-    for (const row of r.rows) seqs.set(row.id, row.seq);
+    const values: unknown[] = columnLiterals(chunk.map(({ m, claim }) => messageValues(m, claim)), NCOL);
+    values.push(now);
+    const r = await q.query<[number, string]>({ name: 'svc_insert', text: INSERT_SQL, values, rowMode: 'array' });
+    for (const row of r.rows) seqs.set(row[1], row[0]);
   }
   return seqs;
 }
+
+/**
+ * Statements of one kind (inserts, outcomes) a node has running at once. Two: a statement's
+ * commit waits for its WAL flush, and the calls made meanwhile go out as the next batch; with
+ * four (the batcher's default) the batches of a saturated node were smaller and more numerous,
+ * each a round trip, a commit and an executor start of its own on the same two cores (A/B in
+ * docs/readme/queue-bench.md).
+ */
+const BATCHES_IN_FLIGHT = 2;
 
 /** Most entries of {@link PgQueueStore}'s id -> seq map of held leases (a bound against leaks; a miss only costs a lookup). */
 const MAX_LEASED_SEQS = 100_000;
 
 /**
- * Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that
+ * Marks claimed messages delivered (one statement for a batch of outcomes); returns the seqs that
  * were still owned. Rows are found by seq (`s.seq = ANY($1)`: the batch's own rows through the
  * primary key). That condition is the statement's only restriction of `message_state`, so every
  * plan of it, the generic one of the prepared statement included, is an index scan of the primary
@@ -174,7 +184,7 @@ const completeSql = (attempts: boolean) => `WITH f AS (UPDATE message_state s SE
         RETURNING s.seq, v.id, v.owner, v.t, v.st),${
   attempts ? `\n  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),` : ''}
   l AS (INSERT INTO logs (time, message_seq, state, response_status) SELECT t, seq, 'DELIVERED', st FROM f ORDER BY seq)
-  SELECT id FROM f`;
+  SELECT seq FROM f`;
 /** {@link completeSql} for batches with a flow-control message (its running attempt ends too), and for batches without. */
 const COMPLETE_SQL = completeSql(true);
 const COMPLETE_NO_ATTEMPTS_SQL = completeSql(false);
@@ -403,16 +413,39 @@ export class PgQueueStore implements QueueStore {
 
   /**
    * Extends the leases `owner` holds on `ids` to `leaseUntil` (ms); returns the ids still owned
-   * (a lease that lapsed and was taken by another node is not renewed).
+   * (a lease that lapsed and was taken by another node is not renewed). The rows of the leases
+   * this node took are found by seq through the primary key (kept from the claim; a lookup by
+   * id of every message in flight was a join over `message_data` per renewal); ids it does not
+   * know are looked up by id.
    */
   async renewLeases(owner: string, ids: string[], leaseUntil: number): Promise<string[]> {
     if (!ids.length) return [];
-    const r = await this.pool.query<{ id: string }>(
-      `UPDATE message_state s SET lease_until = $3 FROM message_data d
-       WHERE d.id = ANY($2::text[]) AND s.seq = d.seq AND s.status = 'pending' AND s.claimed_by = $1 RETURNING d.id`,
-      [owner, ids, leaseUntil],
-    );
-    return r.rows.map((x) => x.id);
+    const bySeq = new Map<number, string>();
+    const unknown: string[] = [];
+    for (const id of ids) {
+      const l = this.leased.get(id);
+      if (l === undefined) unknown.push(id);
+      else bySeq.set(l.seq, id);
+    }
+    const kept: string[] = [];
+    if (bySeq.size) {
+      const r = await this.pool.query<[number]>({
+        name: 'svc_renew',
+        text: `UPDATE message_state SET lease_until = $3 WHERE seq = ANY($2::bigint[]) AND status = 'pending' AND claimed_by = $1 RETURNING seq`,
+        values: [owner, arrayLiteral([...bySeq.keys()]), leaseUntil],
+        rowMode: 'array',
+      });
+      for (const [seq] of r.rows) kept.push(bySeq.get(seq)!);
+    }
+    if (unknown.length) {
+      const r = await this.pool.query<{ id: string }>(
+        `UPDATE message_state s SET lease_until = $3 FROM message_data d
+         WHERE d.id = ANY($2::text[]) AND s.seq = d.seq AND s.status = 'pending' AND s.claimed_by = $1 RETURNING d.id`,
+        [owner, unknown, leaseUntil],
+      );
+      for (const x of r.rows) kept.push(x.id);
+    }
+    return kept;
   }
 
   private async followUps(q: Queryable, followUps: NewMessage[], now: number): Promise<void> {
@@ -422,23 +455,34 @@ export class PgQueueStore implements QueueStore {
     if (due <= now) await this.wake(q, due);
   }
 
-  /** Enqueues without dedup keys made at the same time: one INSERT statement (the latest `now` logs them all). */
+  /**
+   * Enqueues without dedup keys made at the same time: one INSERT statement (the latest `now` logs
+   * them all). At most {@link BATCHES_IN_FLIGHT} statements at once, so under load the enqueues
+   * that arrive meanwhile wait and go out together.
+   */
   private readonly inserts = new PgBatcher<{ rows: InsertRow[]; now: number }, Map<string, number>>(async (items) => {
     const seqs = await insertRows(this.pool, items.flatMap((i) => i.rows), Math.max(...items.map((i) => i.now)));
     return items.map(() => seqs);
-  });
+  }, BATCHES_IN_FLIGHT);
 
-  /** Delivered outcomes without follow-ups recorded at the same time: one statement. */
+  /** Delivered outcomes without follow-ups recorded at the same time: one statement, at most {@link BATCHES_IN_FLIGHT} at once. */
   private readonly completes = new PgBatcher<{ seq: number; id: string; owner: string; now: number; status: number | null; flowControl: boolean }, boolean>(async (items) => {
     const fc = items.some((i) => i.flowControl);
-    const r = await this.pool.query<{ id: string }>({
+    const r = await this.pool.query<[number]>({
       name: fc ? 'svc_complete_fc' : 'svc_complete',
       text: fc ? COMPLETE_SQL : COMPLETE_NO_ATTEMPTS_SQL,
-      values: [items.map((i) => i.seq), items.map((i) => i.id), items.map((i) => i.owner), items.map((i) => i.now), items.map((i) => i.status)],
+      values: [
+        arrayLiteral(items.map((i) => i.seq)),
+        arrayLiteral(items.map((i) => i.id)),
+        arrayLiteral(items.map((i) => i.owner)),
+        arrayLiteral(items.map((i) => i.now)),
+        arrayLiteral(items.map((i) => i.status)),
+      ],
+      rowMode: 'array',
     });
-    const done = new Set(r.rows.map((x) => x.id));
-    return items.map((i) => done.has(i.id));
-  });
+    const done = new Set(r.rows.map((x) => x[0]));
+    return items.map((i) => done.has(i.seq));
+  }, BATCHES_IN_FLIGHT);
 
   /**
    * seq of the messages this node's dispatchers hold leases on (from {@link claimDue} and claimed
