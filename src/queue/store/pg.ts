@@ -174,7 +174,7 @@ const MAX_LEASED_SEQS = 100_000;
  * primary key). That condition is the statement's only restriction of `message_state`, so every
  * plan of it, the generic one of the prepared statement included, is an index scan of the primary
  * key whatever the planner thinks of the table's size: the statement is prepared once per
- * connection (a plan per batch cost PostgreSQL ~250 µs, 12-25 µs per delivered message). A join
+ * connection (a plan per batch cost PostgreSQL ~250 µs, 10-25 µs per delivered message). A join
  * by id let the planner pick a sequential scan of the whole state table per batch while the
  * tables were young and their statistics unknown.
  */
