@@ -30,6 +30,7 @@ import type {
 } from '../model.js';
 import { inTransaction, PgListener } from '../../pg.js';
 import { createClient, createPool, preparePgDatabase, toPgParams } from './pg-connect.js';
+import { arrayLiteral, columnLiterals } from './pg-arrays.js';
 import { PgBatcher } from './pg-batch.js';
 import { PgSharedCredentials } from './pg-credentials.js';
 import { PgResourceStore } from './pg-resources.js';
@@ -147,30 +148,43 @@ export async function insertRows(q: Queryable, all: InsertRow[], now: number): P
   const seqs = new Map<string, number>();
   for (let i = 0; i < all.length; i += INSERT_CHUNK) {
     const chunk = all.slice(i, i + INSERT_CHUNK);
-    const columns: unknown[][] = Array.from({ length: NCOL }, () => new Array<unknown>(chunk.length));
-    chunk.forEach(({ m, claim }, r) => messageValues(m, claim).forEach((v, k) => (columns[k][r] = v)));
-    const r = await q.query<{ seq: number; id: string }>({ name: 'svc_insert', text: INSERT_SQL, values: [...columns, now] });
-    for (const row of r.rows) seqs.set(row.id, row.seq);
+    const values: unknown[] = columnLiterals(chunk.map(({ m, claim }) => messageValues(m, claim)), NCOL);
+    values.push(now);
+    const r = await q.query<[number, string]>({ name: 'svc_insert', text: INSERT_SQL, values, rowMode: 'array' });
+    for (const row of r.rows) seqs.set(row[1], row[0]);
   }
   return seqs;
 }
+
+/**
+ * Statements of one kind (inserts, outcomes) a node has running at once. Two: a statement's
+ * commit waits for its WAL flush, and the calls made meanwhile go out as the next batch; with
+ * four (the batcher's default) the batches of a saturated node were smaller and more numerous,
+ * each a round trip, a commit and an executor start of its own on the same two cores (A/B in
+ * docs/readme/queue-bench.md).
+ */
+const BATCHES_IN_FLIGHT = 2;
 
 /** Most entries of {@link PgQueueStore}'s id -> seq map of held leases (a bound against leaks; a miss only costs a lookup). */
 const MAX_LEASED_SEQS = 100_000;
 
 /**
- * Marks claimed messages delivered (one statement for a batch of outcomes); returns the ids that
- * were still owned. Rows are found by seq (`s.seq = ANY($1)`: an index scan of the batch's rows
- * whatever the planner thinks of the tables' sizes; a join by id let it pick a sequential scan of
- * the whole state table per batch while the tables were young and their statistics unknown).
+ * Marks claimed messages delivered (one statement for a batch of outcomes); returns the seqs that
+ * were still owned. Rows are found by seq (`s.seq = ANY($1)`: the batch's own rows through the
+ * primary key). That condition is the statement's only restriction of `message_state`, so every
+ * plan of it, the generic one of the prepared statement included, is an index scan of the primary
+ * key whatever the planner thinks of the table's size: the statement is prepared once per
+ * connection (a plan per batch cost PostgreSQL ~250 µs, 10-25 µs per delivered message). A join
+ * by id let the planner pick a sequential scan of the whole state table per batch while the
+ * tables were young and their statistics unknown.
  */
-const completeSql = (attempts: boolean) => `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)),
-  f AS (UPDATE message_state s SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
-        FROM v WHERE s.seq = ANY($1::bigint[]) AND s.seq = v.seq AND s.status = 'pending' AND s.claimed_by = v.owner
+const completeSql = (attempts: boolean) => `WITH f AS (UPDATE message_state s SET status = 'delivered', finished_at = v.t, claimed_by = NULL, lease_until = NULL
+        FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[]) AS v(seq, id, owner, t, st)
+        WHERE s.seq = ANY($1::bigint[]) AND s.seq = v.seq AND s.status = 'pending' AND s.claimed_by = v.owner
         RETURNING s.seq, v.id, v.owner, v.t, v.st),${
   attempts ? `\n  e AS (UPDATE flow_control_attempts a SET ended_at = f.t FROM f WHERE a.message_id = f.id AND a.owner = f.owner AND a.ended_at IS NULL AND a.started = 1),` : ''}
   l AS (INSERT INTO logs (time, message_seq, state, response_status) SELECT t, seq, 'DELIVERED', st FROM f ORDER BY seq)
-  SELECT id FROM f`;
+  SELECT seq FROM f`;
 /** {@link completeSql} for batches with a flow-control message (its running attempt ends too), and for batches without. */
 const COMPLETE_SQL = completeSql(true);
 const COMPLETE_NO_ATTEMPTS_SQL = completeSql(false);
@@ -371,9 +385,18 @@ export class PgQueueStore implements QueueStore {
     return r.rows[0] ? rowToMessage(r.rows[0]) : undefined;
   }
 
+  /**
+   * Earliest due time (ms) of the unclaimed pending messages, undefined when none. Prepared once
+   * per connection (the dispatcher asks after every claim that found fewer rows than it could
+   * take: about one call per hundred messages under load, each planned anew when unnamed).
+   */
   async nextDueAt(): Promise<number | undefined> {
-    const r = await this.pool.query<{ t: number | null }>(`SELECT MIN(due_at) AS t FROM message_state WHERE status = 'pending' AND claimed_by IS NULL`);
-    return r.rows[0].t ?? undefined;
+    const r = await this.pool.query<[number | null]>({
+      name: 'svc_next_due',
+      text: `SELECT MIN(due_at) FROM message_state WHERE status = 'pending' AND claimed_by IS NULL`,
+      rowMode: 'array',
+    });
+    return r.rows[0][0] ?? undefined;
   }
 
   async claimDue(o: ClaimOptions): Promise<StoredMessage[]> {
@@ -399,16 +422,39 @@ export class PgQueueStore implements QueueStore {
 
   /**
    * Extends the leases `owner` holds on `ids` to `leaseUntil` (ms); returns the ids still owned
-   * (a lease that lapsed and was taken by another node is not renewed).
+   * (a lease that lapsed and was taken by another node is not renewed). The rows of the leases
+   * this node took are found by seq through the primary key (kept from the claim; a lookup by
+   * id of every message in flight was a join over `message_data` per renewal); ids it does not
+   * know are looked up by id.
    */
   async renewLeases(owner: string, ids: string[], leaseUntil: number): Promise<string[]> {
     if (!ids.length) return [];
-    const r = await this.pool.query<{ id: string }>(
-      `UPDATE message_state s SET lease_until = $3 FROM message_data d
-       WHERE d.id = ANY($2::text[]) AND s.seq = d.seq AND s.status = 'pending' AND s.claimed_by = $1 RETURNING d.id`,
-      [owner, ids, leaseUntil],
-    );
-    return r.rows.map((x) => x.id);
+    const bySeq = new Map<number, string>();
+    const unknown: string[] = [];
+    for (const id of ids) {
+      const l = this.leased.get(id);
+      if (l === undefined) unknown.push(id);
+      else bySeq.set(l.seq, id);
+    }
+    const kept: string[] = [];
+    if (bySeq.size) {
+      const r = await this.pool.query<[number]>({
+        name: 'svc_renew',
+        text: `UPDATE message_state SET lease_until = $3 WHERE seq = ANY($2::bigint[]) AND status = 'pending' AND claimed_by = $1 RETURNING seq`,
+        values: [owner, arrayLiteral([...bySeq.keys()]), leaseUntil],
+        rowMode: 'array',
+      });
+      for (const [seq] of r.rows) kept.push(bySeq.get(seq)!);
+    }
+    if (unknown.length) {
+      const r = await this.pool.query<{ id: string }>(
+        `UPDATE message_state s SET lease_until = $3 FROM message_data d
+         WHERE d.id = ANY($2::text[]) AND s.seq = d.seq AND s.status = 'pending' AND s.claimed_by = $1 RETURNING d.id`,
+        [owner, unknown, leaseUntil],
+      );
+      for (const x of r.rows) kept.push(x.id);
+    }
+    return kept;
   }
 
   private async followUps(q: Queryable, followUps: NewMessage[], now: number): Promise<void> {
@@ -418,25 +464,34 @@ export class PgQueueStore implements QueueStore {
     if (due <= now) await this.wake(q, due);
   }
 
-  /** Enqueues without dedup keys made at the same time: one INSERT statement (the latest `now` logs them all). */
+  /**
+   * Enqueues without dedup keys made at the same time: one INSERT statement (the latest `now` logs
+   * them all). At most {@link BATCHES_IN_FLIGHT} statements at once, so under load the enqueues
+   * that arrive meanwhile wait and go out together.
+   */
   private readonly inserts = new PgBatcher<{ rows: InsertRow[]; now: number }, Map<string, number>>(async (items) => {
     const seqs = await insertRows(this.pool, items.flatMap((i) => i.rows), Math.max(...items.map((i) => i.now)));
     return items.map(() => seqs);
-  });
+  }, BATCHES_IN_FLIGHT);
 
-  /** Delivered outcomes without follow-ups recorded at the same time: one statement. */
+  /** Delivered outcomes without follow-ups recorded at the same time: one statement, at most {@link BATCHES_IN_FLIGHT} at once. */
   private readonly completes = new PgBatcher<{ seq: number; id: string; owner: string; now: number; status: number | null; flowControl: boolean }, boolean>(async (items) => {
-    // unnamed: planned for each batch's own rows (cheap: one index scan), never a cached generic plan
-    const r = await this.pool.query<{ id: string }>(items.some((i) => i.flowControl) ? COMPLETE_SQL : COMPLETE_NO_ATTEMPTS_SQL, [
-      items.map((i) => i.seq),
-      items.map((i) => i.id),
-      items.map((i) => i.owner),
-      items.map((i) => i.now),
-      items.map((i) => i.status),
-    ]);
-    const done = new Set(r.rows.map((x) => x.id));
-    return items.map((i) => done.has(i.id));
-  });
+    const fc = items.some((i) => i.flowControl);
+    const r = await this.pool.query<[number]>({
+      name: fc ? 'svc_complete_fc' : 'svc_complete',
+      text: fc ? COMPLETE_SQL : COMPLETE_NO_ATTEMPTS_SQL,
+      values: [
+        arrayLiteral(items.map((i) => i.seq)),
+        arrayLiteral(items.map((i) => i.id)),
+        arrayLiteral(items.map((i) => i.owner)),
+        arrayLiteral(items.map((i) => i.now)),
+        arrayLiteral(items.map((i) => i.status)),
+      ],
+      rowMode: 'array',
+    });
+    const done = new Set(r.rows.map((x) => x[0]));
+    return items.map((i) => done.has(i.seq));
+  }, BATCHES_IN_FLIGHT);
 
   /**
    * seq of the messages this node's dispatchers hold leases on (from {@link claimDue} and claimed
