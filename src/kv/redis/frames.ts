@@ -19,7 +19,11 @@ export const INCOMPLETE = -1;
 
 /** Position of the CR of the line starting at `from`, or -1 when the line is not complete (CRLF checked). */
 function lineEnd(buf: Buffer, from: number, len: number): number {
-  const eol = buf.indexOf(13, from);
+  // a JS scan for the short lines (`+OK`, `:1`), the native search beyond (a long error text)
+  let eol = from;
+  const stop = Math.min(len, from + 32);
+  while (eol < stop && buf[eol] !== 13) eol++;
+  if (eol === stop) eol = stop < len ? buf.indexOf(13, stop) : -1;
   if (eol < 0 || eol + 1 >= len) return -1;
   if (buf[eol + 1] !== 10) throw kvError('databaseProtocolError', 'expected CRLF');
   return eol;
