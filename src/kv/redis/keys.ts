@@ -37,24 +37,26 @@ export function keySlot(key: Arg): number {
   return keySlotAt(b, 0, b.length);
 }
 
-/** {@link keySlot} of the key `buf[from .. to]` (no copy). */
+/** {@link keySlot} of the key `buf[from .. to]` (no copy; one pass over a key without a `{`). */
 export function keySlotAt(buf: Buffer, from: number, to: number): number {
-  let open = -1;
-  for (let i = from; i < to; i++) {
-    if (buf[i] === 0x7b) {
-      open = i;
-      break;
-    }
+  let crc = 0;
+  let i = from;
+  for (; i < to; i++) {
+    const c = buf[i];
+    if (c === 0x7b) break;
+    crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ c) & 0xff];
   }
-  if (open >= 0) {
-    for (let close = open + 1; close < to; close++) {
+  if (i < to) {
+    // the first `{`: the part up to the next `}` when not empty, else the whole key
+    for (let close = i + 1; close < to; close++) {
       if (buf[close] === 0x7d) {
-        if (close > open + 1) return crc16(buf, open + 1, close) % SLOTS;
+        if (close > i + 1) return crc16(buf, i + 1, close) % SLOTS;
         break;
       }
     }
+    for (; i < to; i++) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ buf[i]) & 0xff];
   }
-  return crc16(buf, from, to) % SLOTS;
+  return crc % SLOTS;
 }
 
 interface KeySpec {
