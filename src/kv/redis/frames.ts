@@ -114,7 +114,11 @@ export class OutBytes {
   private buf = EMPTY;
   /** Bytes appended since the last {@link take}. */
   length = 0;
-  /** The length of the last {@link take}: a new buffer starts that large (one allocation per write in a steady stream, not one per doubling). */
+  /**
+   * The length of the last {@link take}: a new buffer starts that large, up to 64 KiB (one
+   * allocation per write in a steady stream, not one per doubling; one large write does not make
+   * every later buffer large).
+   */
   private last = 0;
 
   /** Copies `data[from .. to]` behind what was appended (the buffer grows as needed). */
@@ -122,7 +126,7 @@ export class OutBytes {
     const n = to - from;
     let buf = this.buf;
     if (this.length + n > buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(buf.length * 2, this.length + n, this.last + (this.last >> 2), 2048));
+      const grown = Buffer.allocUnsafe(Math.max(buf.length * 2, this.length + n, Math.min(this.last + (this.last >> 2), 65536), 2048));
       buf.copy(grown, 0, 0, this.length);
       this.buf = buf = grown;
     }
