@@ -331,16 +331,8 @@ export class TopologyRouter {
   private feeding = false;
   /** `Date.now()` when the current chunk from the gateway arrived. */
   private chunkTime = Date.now();
-  /**
-   * Node connections held since the first chunk of this event-loop turn, flushed at `setImmediate`
-   * (after every chunk read in this poll phase, from every gateway connection: one write per node
-   * per turn).
-   */
+  /** Node connections held during the current chunk, flushed after it. */
   private readonly held: RedisConnection[] = [];
-  private readonly flushHeld = (): void => {
-    for (const c of this.held) c.flush();
-    this.held.length = 0;
-  };
   /** Bumped whenever a pool leaves {@link upstream}: sessions' cached pools ({@link Session.pools}) are then dropped. */
   private poolsGeneration = 0;
 
@@ -411,18 +403,17 @@ export class TopologyRouter {
       this.command(s, f.args());
     });
     socket.on('data', (chunk: Buffer) => {
-      // the commands of the chunks read in one poll phase (whole `/pipeline`s as a rule, from
-      // every gateway connection) go to each node in one write
+      // the commands of one chunk (a whole `/pipeline` as a rule) go to each node in one write
       this.feeding = true;
       this.chunkTime = Date.now();
-      const first = this.held.length === 0;
       try {
         parser.feed(chunk);
       } catch {
         socket.destroy();
       } finally {
         this.feeding = false;
-        if (first && this.held.length > 0) setImmediate(this.flushHeld);
+        for (const c of this.held) c.flush();
+        this.held.length = 0;
       }
     });
     socket.on('error', () => undefined);
