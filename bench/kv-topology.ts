@@ -17,8 +17,10 @@
  * A/B mode, `BENCH_AB_ROOT=<checkout>` (e.g. a worktree of main): only the cluster `/pipeline` cell
  * at 64 connections, on two svc processes in front of the same cluster (that checkout = A, this
  * one = B), plus this checkout's svc on the single server; `BENCH_AB_ROUNDS` rounds (default 5)
- * interleaved (`lib/ab.ts`: A B, B A, ...), each side's median and range of commands/s and of svc
- * CPU ms per 1,000 commands, the paired ratios B/A, and each side's share of the single server.
+ * interleaved (`lib/ab.ts`: A B, B A, ...), each side's median and range of commands/s, of svc
+ * CPU ms per 1,000 commands and of the Redis servers' CPU ms per 1,000 commands (the one server, or
+ * all six cluster nodes, replicas included: shared by A and B, read during each side's rounds),
+ * the paired ratios B/A, and each side's share of the single server.
  * `BENCH_AB_ENV_A` / `BENCH_AB_ENV_B` (`NAME=value,...`): extra environment of a side (e.g.
  * `BENCH_AB_ROOT=. BENCH_AB_ENV_A=SVC_KV_ROUTER_THREAD=false` compares the router's thread with the
  * main event loop).
@@ -86,10 +88,11 @@ async function main(): Promise<void> {
   const work = makeTempDir();
   const t0 = Date.now();
   const redisPort = await freePort();
-  await startRedisServer(redisPort, makeTempDir());
+  const redis = await startRedisServer(redisPort, makeTempDir());
   const cluster = await startRedisCluster();
   if (process.env.BENCH_AB_ROOT) {
-    await abRun(path.resolve(process.env.BENCH_AB_ROOT), redisPort, cluster.seeds, work, t0);
+    const redisPids = { single: [redis.pid], cluster: cluster.nodes.map((n) => n.proc.pid!) };
+    await abRun(path.resolve(process.env.BENCH_AB_ROOT), redisPort, cluster.seeds, work, t0, redisPids);
     await cluster.close();
     await cleanupAll();
     return;
@@ -159,7 +162,7 @@ function profileText(dir: string): string {
 }
 
 /** The A/B mode (module comment): cluster `/pipeline` at 64 connections, checkout `abRoot` (A) vs this one (B). */
-async function abRun(abRoot: string, redisPort: number, seeds: string, work: string, t0: number): Promise<void> {
+async function abRun(abRoot: string, redisPort: number, seeds: string, work: string, t0: number, redisPids: { single: number[]; cluster: number[] }): Promise<void> {
   const rounds = Number(process.env.BENCH_AB_ROUNDS ?? 5);
   const loadStart = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const single = await startSvc('svc-single', { SVC_KV_REDIS_URL: `redis://127.0.0.1:${redisPort}` });
@@ -173,6 +176,9 @@ async function abRun(abRoot: string, redisPort: number, seeds: string, work: str
   const sides = { single, A: a, B: b } as const;
   const cmds: Record<keyof typeof sides, number[]> = { single: [], A: [], B: [] };
   const cpu: Record<keyof typeof sides, number[]> = { single: [], A: [], B: [] };
+  /** CPU of the redis-servers behind each side (the single server; all six cluster nodes, replicas included). */
+  const redisCpu: Record<keyof typeof sides, number[]> = { single: [], A: [], B: [] };
+  const redisMs = (name: keyof typeof sides) => (name === 'single' ? redisPids.single : redisPids.cluster).reduce((a, pid) => a + cpuMs(pid), 0);
   for (const name of Object.keys(sides) as (keyof typeof sides)[]) {
     const wl = workloads(sides[name].url, sides[name].token)[2];
     await runWrk(wl.req, { connections: 64, durationS: 1, workDir: work });
@@ -182,9 +188,11 @@ async function abRun(abRoot: string, redisPort: number, seeds: string, work: str
       const s = sides[name];
       const wl = workloads(s.url, s.token)[2];
       const c0 = cpuMs(s.pid);
+      const r0 = redisMs(name);
       const r = await runWrk(wl.req, { connections: 64, durationS: SECONDS, workDir: work });
       cmds[name].push(r.rps * 100);
       cpu[name].push(((cpuMs(s.pid) - c0) / (r.rps * 100 * SECONDS)) * 1000);
+      redisCpu[name].push(((redisMs(name) - r0) / (r.rps * 100 * SECONDS)) * 1000);
       console.error(`round ${round} ${name}: ${fmtInt(r.rps * 100)} cmds/s, errors ${r.non2xx + r.socketErrors}`);
     }
   }
@@ -194,8 +202,8 @@ async function abRun(abRoot: string, redisPort: number, seeds: string, work: str
   let report = `# kv cluster /pipeline A/B (${new Date().toISOString()}, ${rounds} rounds x ${SECONDS} s, load ${loadStart} -> ${loadEnd}, ${Math.round((Date.now() - t0) / 1000)} s in all)\n\n`;
   report += `A = ${abRoot} ${JSON.stringify(envA)}, B = ${ROOT} ${JSON.stringify(envB)}; workload /pipeline 100 SET over random keys, 64 connections\n\n`;
   report += markdownTable(
-    ['side', 'cmds/s median (range)', 'svc CPU ms per 1,000 cmds', 'share of single (paired rounds)'].map((h) => ({ header: h })),
-    (['single', 'A', 'B'] as const).map((n) => [n === 'single' ? 'single redis-server (B)' : `cluster 3+3 (${n})`, fmtSpread(cmds[n]), fmtSpread(cpu[n], (x) => x.toFixed(3)), n === 'single' ? '-' : `${pct(median(share(cmds[n])))} (${pct(Math.min(...share(cmds[n])))}-${pct(Math.max(...share(cmds[n])))})`]),
+    ['side', 'cmds/s median (range)', 'svc CPU ms per 1,000 cmds', 'Redis CPU ms per 1,000 cmds', 'share of single (paired rounds)'].map((h) => ({ header: h })),
+    (['single', 'A', 'B'] as const).map((n) => [n === 'single' ? 'single redis-server (B)' : `cluster 3+3 (${n})`, fmtSpread(cmds[n]), fmtSpread(cpu[n], (x) => x.toFixed(3)), fmtSpread(redisCpu[n], (x) => x.toFixed(3)), n === 'single' ? '-' : `${pct(median(share(cmds[n])))} (${pct(Math.min(...share(cmds[n])))}-${pct(Math.max(...share(cmds[n])))})`]),
   );
   const r = abRatios(cmds.A, cmds.B);
   const rc = abRatios(cpu.A, cpu.B);

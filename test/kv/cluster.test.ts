@@ -123,6 +123,25 @@ describe('kv on Redis Cluster', () => {
     assert.ok(new Set(Array.from({ length: 500 }, (_, i) => keySlot(`p:${i}`))).size > 400);
   });
 
+  test('a /pipeline of 1,000 commands over every node, error replies among them: each answer and each error in its place', async () => {
+    // per group of 4 over one key: SET k x, INCR k (an error: not an integer), LPUSH k (WRONGTYPE), GET k;
+    // several such pipelines at once on the gateway's connections to the router
+    const keys = spreadKeys('e:', 250);
+    const cmds = keys.flatMap((k, i) => [['SET', k, `x${i}`], ['INCR', k], ['LPUSH', k, 'v'], ['GET', k]]);
+    assert.ok(new Set(keys.map((k) => keySlot(k))).size > 200);
+    const runs = await Promise.all(Array.from({ length: 4 }, () => kv.post('/pipeline', cmds)));
+    for (const r of runs) {
+      assert.equal(r.status, 200);
+      assert.equal(r.json.length, 1000);
+      keys.forEach((k, i) => {
+        assert.deepEqual(r.json[4 * i], { result: 'OK' }, `SET ${k}`);
+        assert.match(r.json[4 * i + 1].error, /^ERR value is not an integer/, `INCR ${k}`);
+        assert.match(r.json[4 * i + 2].error, /^WRONGTYPE/, `LPUSH ${k}`);
+        assert.deepEqual(r.json[4 * i + 3], { result: `x${i}` }, `GET ${k}`);
+      });
+    }
+  });
+
   test('values and pipelines larger than one socket read cross the router intact (commands and replies split over chunks)', async () => {
     // RESP-like bytes inside values must not confuse the router's framing of commands and replies
     const value = (i: number, n: number) => `v${i}:*3\r\n$3\r\nSET\r\n-MOVED 1 x\r\n:é€`.padEnd(n, String(i % 10));

@@ -42,7 +42,7 @@ interface Pending {
   cb: ReplyCallback | undefined;
   /** Single commands: keep the raw bytes. */
   wantRaw: boolean;
-  /** Commands of {@link RedisConnection.sendForwardCb}: called once with the reply's bytes (and the error it is). */
+  /** Commands of {@link RedisConnection.sendForwardCb}: called with each reply's bytes (and the error it is); `n` replies still to come. */
   fwd: ForwardCallback | undefined;
   /** Single commands: passed back to `cb` as its last argument (the caller's per-command value). */
   tag: string | undefined;
@@ -255,16 +255,20 @@ export class RedisConnection {
    * {@link sendCb} of one command already encoded as `encoded[from .. to]` (not checked), for a
    * proxy that passes replies on unread (svc's topology router): `cb` ({@link ForwardCallback})
    * gets the reply's exact bytes, and its value only when it is an error (`-...`, e.g. `MOVED`).
-   * During a {@link hold} the bytes are copied (no view per command). Needs {@link frameReplies}.
+   * During a {@link hold} the bytes are copied (no view per command), and the commands written
+   * with the same `cb` one after another share one request record. Needs {@link frameReplies}.
    */
   sendForwardCb(encoded: Buffer, from: number, to: number, cb: ForwardCallback): void {
     if (this.isClosed) return cb(kvError('databaseConnectionLost'), undefined, NOTHING_HELD, 0, 0);
-    const p: Pending = { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb: undefined, wantRaw: true, fwd: cb, tag: undefined, t: 0 };
-    if (!this.held) return this.enqueue(encoded.subarray(from, to), p);
-    // held (the router parsing one chunk of a pipeline): the bytes are copied, no view per command
-    if (this.rtt !== undefined) p.t = performance.now();
-    this.queue.push(p);
+    if (!this.held) {
+      return this.enqueue(encoded.subarray(from, to), { n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb: undefined, wantRaw: true, fwd: cb, tag: undefined, t: 0 });
+    }
+    // held (the router parsing one chunk of a pipeline): the bytes are copied, no view per command;
+    // commands held together for one callback share one request record
     this.heldBytes.append(encoded, from, to);
+    const last = this.queue.length > this.head ? this.queue[this.queue.length - 1] : undefined;
+    if (last !== undefined && last.fwd === cb) last.n++;
+    else this.queue.push({ n: 1, replies: NO_REPLIES, raws: undefined, done: undefined, cb: undefined, wantRaw: true, fwd: cb, tag: undefined, t: this.rtt === undefined ? 0 : performance.now() });
   }
 
   /**
@@ -291,7 +295,7 @@ export class RedisConnection {
       const p = this.queue[this.head];
       if (p !== undefined && p.fwd !== undefined && buf[pos] !== 45) {
         this.answered++;
-        this.shift(p);
+        if (--p.n === 0) this.shift(p);
         this.forward(p.fwd, null, undefined, buf, pos, end);
       }
       else this.parser.feed(pos === 0 && end === len ? buf : buf.subarray(pos, end));
@@ -381,7 +385,7 @@ export class RedisConnection {
       if (p.raws !== undefined && raw !== undefined) p.raws.push(raw);
       if (p.replies.length < p.n) return;
     }
-    this.shift(p);
+    if (p.fwd === undefined || --p.n === 0) this.shift(p);
     if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
     else if (p.fwd !== undefined) this.forward(p.fwd, null, reply as RespError, raw!, 0, raw!.length);
     else p.done!(null, p);
@@ -437,7 +441,7 @@ export class RedisConnection {
     this.head = 0;
     for (const p of pending) {
       if (p.cb !== undefined) this.deliver(p.cb, err, null, undefined, p.tag);
-      else if (p.fwd !== undefined) this.forward(p.fwd, err, undefined, NOTHING_HELD, 0, 0);
+      else if (p.fwd !== undefined) for (let i = 0; i < p.n; i++) this.forward(p.fwd, err, undefined, NOTHING_HELD, 0, 0);
       else p.done!(err, p);
     }
     for (const fn of this.closeListeners.splice(0)) fn();
@@ -487,6 +491,11 @@ export class ConnectionPool {
       this.usedAt = Date.now();
     }
     return this.usedAt;
+  }
+
+  /** Counts a use of a connection this pool handed out earlier (kept by the caller) as {@link get} does. */
+  markUsed(): void {
+    this.lastUse = ++ConnectionPool.uses;
   }
 
   constructor(

@@ -19,7 +19,11 @@ export const INCOMPLETE = -1;
 
 /** Position of the CR of the line starting at `from`, or -1 when the line is not complete (CRLF checked). */
 function lineEnd(buf: Buffer, from: number, len: number): number {
-  const eol = buf.indexOf(13, from);
+  // a JS scan for the short lines (`+OK`, `:1`), the native search beyond (a long error text)
+  let eol = from;
+  const stop = Math.min(len, from + 32);
+  while (eol < stop && buf[eol] !== 13) eol++;
+  if (eol === stop) eol = stop < len ? buf.indexOf(13, stop) : -1;
   if (eol < 0 || eol + 1 >= len) return -1;
   if (buf[eol + 1] !== 10) throw kvError('databaseProtocolError', 'expected CRLF');
   return eol;
@@ -110,13 +114,19 @@ export class OutBytes {
   private buf = EMPTY;
   /** Bytes appended since the last {@link take}. */
   length = 0;
+  /**
+   * The length of the last {@link take}: a new buffer starts that large, up to 64 KiB (one
+   * allocation per write in a steady stream, not one per doubling; one large write does not make
+   * every later buffer large).
+   */
+  private last = 0;
 
   /** Copies `data[from .. to]` behind what was appended (the buffer grows as needed). */
   append(data: Buffer, from = 0, to = data.length): void {
     const n = to - from;
     let buf = this.buf;
     if (this.length + n > buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(buf.length * 2, this.length + n, 2048));
+      const grown = Buffer.allocUnsafe(Math.max(buf.length * 2, this.length + n, Math.min(this.last + (this.last >> 2), 65536), 2048));
       buf.copy(grown, 0, 0, this.length);
       this.buf = buf = grown;
     }
@@ -130,6 +140,7 @@ export class OutBytes {
   take(): Buffer {
     const out = this.buf.subarray(0, this.length);
     this.buf = EMPTY;
+    this.last = this.length;
     this.length = 0;
     return out;
   }
@@ -168,6 +179,30 @@ export class PartialFrame {
     this.parts = [];
     this.bytes = 0;
     this.need = 0;
+  }
+
+  /** Bytes kept. */
+  get size(): number {
+    return this.bytes;
+  }
+
+  /** The length the kept frame needs at least (0: unknown). */
+  get needed(): number {
+    return this.need;
+  }
+
+  /** Keeps `piece` too (the frame is still incomplete with it). */
+  add(piece: Buffer): void {
+    this.parts.push(piece);
+    this.bytes += piece.length;
+  }
+
+  /** The kept bytes joined with `chunk[from .. to]` (one copy); nothing is kept after. */
+  join(chunk: Buffer, from: number, to: number): Buffer {
+    this.parts.push(chunk.subarray(from, to));
+    const buf = Buffer.concat(this.parts, this.bytes + to - from);
+    this.reset();
+    return buf;
   }
 }
 
@@ -235,13 +270,42 @@ export class CommandFrames {
     return this.buf.subarray(this.start, this.end);
   }
 
-  /** Scans `chunk` (after any incomplete command kept from earlier chunks). @throws KvError databaseProtocolError */
+  /**
+   * Scans `chunk` (after any incomplete command kept from earlier chunks: that command is completed
+   * with only the bytes of `chunk` it needs, so a chunk is not copied because a command crossed
+   * its start). @throws KvError databaseProtocolError
+   */
   feed(chunk: Buffer): void {
-    const buf = this.pending.take(chunk);
-    if (buf === undefined) return;
+    let pos = 0;
+    const pending = this.pending;
+    while (pending.size > 0) {
+      const kept = pending.size;
+      const need = pending.needed;
+      const avail = chunk.length - pos;
+      if (avail <= 0) return;
+      if (need > kept && need - kept > avail) {
+        pending.add(pos === 0 ? chunk : chunk.subarray(pos));
+        return;
+      }
+      // the bytes up to the argument that was cut (or a few header bytes when that is not known);
+      // a large kept command (many arguments) takes the whole chunk at once: copies stay linear
+      const take = kept > 16384 ? avail : Math.min(avail, need > kept ? need - kept : 64);
+      const buf = pending.join(chunk, pos, pos + take);
+      pos += take;
+      const end = this.scan(buf, 0, buf.length);
+      if (end === INCOMPLETE) {
+        pending.keep(buf, 0, this.need);
+        continue;
+      }
+      pos -= buf.length - end; // bytes taken past the command's end are scanned in the chunk
+      this.buf = buf;
+      this.start = 0;
+      this.end = end;
+      this.onCommand(this);
+    }
+    const buf = chunk;
     this.buf = buf;
     const len = buf.length;
-    let pos = 0;
     while (pos < len) {
       const end = this.scan(buf, pos, len);
       if (end === INCOMPLETE) return this.pending.keep(buf, pos, this.need);

@@ -37,24 +37,26 @@ export function keySlot(key: Arg): number {
   return keySlotAt(b, 0, b.length);
 }
 
-/** {@link keySlot} of the key `buf[from .. to]` (no copy). */
+/** {@link keySlot} of the key `buf[from .. to]` (no copy; one pass over a key without a `{`). */
 export function keySlotAt(buf: Buffer, from: number, to: number): number {
-  let open = -1;
-  for (let i = from; i < to; i++) {
-    if (buf[i] === 0x7b) {
-      open = i;
-      break;
-    }
+  let crc = 0;
+  let i = from;
+  for (; i < to; i++) {
+    const c = buf[i];
+    if (c === 0x7b) break;
+    crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ c) & 0xff];
   }
-  if (open >= 0) {
-    for (let close = open + 1; close < to; close++) {
+  if (i < to) {
+    // the first `{`: the part up to the next `}` when not empty, else the whole key
+    for (let close = i + 1; close < to; close++) {
       if (buf[close] === 0x7d) {
-        if (close > open + 1) return crc16(buf, open + 1, close) % SLOTS;
+        if (close > i + 1) return crc16(buf, i + 1, close) % SLOTS;
         break;
       }
     }
+    for (; i < to; i++) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ buf[i]) & 0xff];
   }
-  return crc16(buf, from, to) % SLOTS;
+  return crc % SLOTS;
 }
 
 interface KeySpec {
@@ -162,17 +164,18 @@ export class KeyTable {
     const at: number[] = [];
     const f = this.positions(name, { length: args.length, lower: (i) => lower(args[i]) }, at);
     if ((f & KEYS_KNOWN) === 0) return { known: false, write: false, keys: [] };
-    return { known: true, write: (f & KEYS_WRITE) !== 0, keys: f & KEYS_UNKNOWN ? undefined : at.map((i) => args[i]) };
+    return { known: true, write: (f & KEYS_WRITE) !== 0, keys: f & KEYS_UNKNOWN ? undefined : at.slice(0, this.found).map((i) => args[i]) };
   }
 
   /**
    * {@link lookup} without values: the indexes of the key arguments of the command `name` (lower
-   * case) with the arguments `args` go into `out` (emptied first); the answer is a set of flags:
-   * {@link KEYS_KNOWN} (the table has the command), {@link KEYS_WRITE}, {@link KEYS_UNKNOWN} (the
-   * table cannot tell the keys: `out` is empty, ask the server).
+   * case) with the arguments `args` go into `out[0 .. found)` ({@link found} set; `out` is written
+   * by index and never shortened, so a reused array costs no allocation); the answer is a set of
+   * flags: {@link KEYS_KNOWN} (the table has the command), {@link KEYS_WRITE}, {@link KEYS_UNKNOWN}
+   * (the table cannot tell the keys: none found, ask the server).
    */
   positions(name: string, args: ArgReader, out: number[]): number {
-    out.length = 0;
+    this.found = 0;
     let c = this.table.get(name);
     if (c === undefined) return 0;
     if (c.subcommands !== undefined && args.length > 1) {
@@ -181,10 +184,12 @@ export class KeyTable {
     }
     const f = KEYS_KNOWN | (c.write ? KEYS_WRITE : 0);
     if (c.unknown) return f | KEYS_UNKNOWN;
-    if (c.specs) keysBySpecs(c.specs, args, out);
-    else keysByLegacy(c.legacy, args.length, out);
+    this.found = c.specs ? keysBySpecs(c.specs, args, out) : keysByLegacy(c.legacy, args.length, out);
     return f;
   }
+
+  /** How many key indexes the last {@link positions} wrote. */
+  found = 0;
 }
 
 /** Flags of {@link KeyTable.positions}. */
@@ -198,15 +203,19 @@ export interface ArgReader {
   lower(i: number): string;
 }
 
-function keysByLegacy([first, last, step]: [number, number, number], argc: number, out: number[]): void {
-  if (first <= 0) return;
+/** Key indexes into `out` from index 0; returns how many. */
+function keysByLegacy([first, last, step]: [number, number, number], argc: number, out: number[]): number {
+  if (first <= 0) return 0;
   const end = last < 0 ? argc + last : last;
-  for (let i = first; i <= end && i < argc; i += Math.max(step, 1)) out.push(i);
+  let n = 0;
+  for (let i = first; i <= end && i < argc; i += Math.max(step, 1)) out[n++] = i;
+  return n;
 }
 
-/** Redis's `getKeysUsingKeySpecs` (src/db.c), without the flags: key indexes into `out`. */
-function keysBySpecs(specs: KeySpec[], args: ArgReader, out: number[]): void {
+/** Redis's `getKeysUsingKeySpecs` (src/db.c), without the flags: key indexes into `out` from index 0; returns how many. */
+function keysBySpecs(specs: KeySpec[], args: ArgReader, out: number[]): number {
   const argc = args.length;
+  let n = 0;
   for (const spec of specs) {
     let first: number;
     const b = spec.begin!;
@@ -242,6 +251,7 @@ function keysBySpecs(specs: KeySpec[], args: ArgReader, out: number[]): void {
       first = first + f.firstkey;
       last = first + (n - 1) * step;
     }
-    for (let i = first; i <= last && i < argc; i += Math.max(step, 1)) out.push(i);
+    for (let i = first; i <= last && i < argc; i += Math.max(step, 1)) out[n++] = i;
   }
+  return n;
 }

@@ -49,7 +49,7 @@ import net from 'node:net';
 import type { Logger } from '../../logger.js';
 import { KvError } from '../errors.js';
 import { encodeError, encodeReply, RespError, SimpleString, type Arg, type Reply } from '../resp.js';
-import { ConnectionPool, RedisConnection, type BatchResult, type RedisUser } from './connection.js';
+import { ConnectionPool, RedisConnection, type BatchResult, type ForwardCallback, type RedisUser } from './connection.js';
 import { CommandFrames, commandArgs, OutBytes } from './frames.js';
 import { KeyTable, KEYS_UNKNOWN, KEYS_WRITE, keySlot, keySlotAt, SLOTS } from './keys.js';
 import type { NodeAccess, Topology } from './topology.js';
@@ -93,19 +93,68 @@ const lower = (a: Arg): string => (typeof a === 'string' ? a : a.toString('latin
 const text = (r: Reply | string): string => (Buffer.isBuffer(r) ? r.toString('utf8') : r instanceof SimpleString ? r.value : String(r));
 const sleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms).unref());
 
-/** The data of a reply slot written at once ({@link Session.fillBytes}). */
-const WRITTEN = Buffer.alloc(0);
-
-/** A reply slot of a client connection, filled in any order, written in order. */
-interface Cell {
-  data: Buffer | undefined;
-}
+/**
+ * A reply slot of a client connection: its sequence number in the connection's reply order
+ * ({@link Session.reserve}); filled in any order, written in order.
+ */
+type Cell = number;
 
 /** One command held between `MULTI` and `EXEC`. */
 interface Queued {
   args: Arg[];
   cell: Cell;
 }
+
+/**
+ * A session's use of one node connection on the direct path ({@link TopologyRouter.direct}): one
+ * callback for all its commands (made once, not per command) and the FIFO of their reply slots
+ * (a node connection answers in the order it was written to, and the callbacks of a lost
+ * connection run in that order too).
+ */
+class Link {
+  /** The reply slots of the commands in flight on {@link conn}, oldest first. */
+  readonly cells = new CellQueue();
+  readonly cb: ForwardCallback;
+
+  constructor(
+    readonly session: Session,
+    readonly pool: ConnectionPool,
+    readonly conn: RedisConnection,
+    readonly addr: string,
+    onReply: (link: Link, err: Error | null, error: RespError | undefined, bytes: Buffer, from: number, to: number) => void,
+  ) {
+    this.cb = (err, error, bytes, from, to) => onReply(this, err, error, bytes, from, to);
+  }
+}
+
+/** A growable FIFO ring of numbers (no allocation per push once grown). */
+class CellQueue {
+  private ring = new Float64Array(64);
+  private head = 0;
+  private size = 0;
+
+  push(n: number): void {
+    if (this.size === this.ring.length) {
+      const grown = new Float64Array(this.ring.length * 2);
+      for (let i = 0; i < this.size; i++) grown[i] = this.ring[(this.head + i) & (this.ring.length - 1)];
+      this.ring = grown;
+      this.head = 0;
+    }
+    this.ring[(this.head + this.size) & (this.ring.length - 1)] = n;
+    this.size++;
+  }
+
+  shift(): number {
+    const n = this.ring[this.head];
+    this.head = (this.head + 1) & (this.ring.length - 1);
+    this.size--;
+    return n;
+  }
+}
+
+/** States of a reply slot ({@link Session}). */
+const EMPTY_SLOT = 0;
+const FILLED = 1;
 
 /** One gateway connection to the router. */
 class Session {
@@ -118,8 +167,25 @@ class Session {
   passthrough: RedisConnection | Promise<RedisConnection> | undefined;
   /** After MONITOR on a cluster: the other primaries' MONITOR connections, merged into this one. */
   monitors: Promise<RedisConnection>[] | undefined;
-  private readonly cells: Cell[] = [];
+
+  /*
+   * The reply slots from `head` (the next to write) to `tail` (the next to reserve), as parallel
+   * arrays indexed by `cell & mask` (no object per slot): a filled slot's reply is
+   * `data[i][from[i] .. to[i]]` (a reference to the node's read buffer, no view made); for a slot
+   * of the direct path also the command's exact bytes `cmd[i][cmdFrom[i] .. cmdTo[i]]` and whether
+   * it writes, for when it must be sent again.
+   */
   private head = 0;
+  private tail = 0;
+  private mask = 63;
+  private state = new Uint8Array(64);
+  private data: (Buffer | undefined)[] = new Array(64).fill(undefined);
+  private from = new Int32Array(64);
+  private to = new Int32Array(64);
+  private cmd: (Buffer | undefined)[] = new Array(64).fill(undefined);
+  private cmdFrom = new Int32Array(64);
+  private cmdTo = new Int32Array(64);
+  private cmdWrite = new Uint8Array(64);
 
   /** Filled slots not yet written (one write of them all at `setImmediate`). */
   private readonly out = new OutBytes();
@@ -128,17 +194,68 @@ class Session {
     if (out.length > 0 && !this.socket.destroyed) this.socket.write(out);
   };
 
-  /** Node connection pools of this session's user by node address (valid while {@link poolsGeneration} is the router's). */
-  readonly pools = new Map<string, ConnectionPool>();
+  /** This session's links to node connections by node address (valid while {@link poolsGeneration} is the router's). */
+  readonly links = new Map<string, Link>();
   poolsGeneration = 0;
 
   constructor(readonly socket: net.Socket) {}
 
   /** A new reply slot at the end of the order. */
   reserve(): Cell {
-    const c: Cell = { data: undefined };
-    this.cells.push(c);
+    if (this.tail - this.head > this.mask) this.grow();
+    const c = this.tail++;
+    const i = c & this.mask;
+    this.state[i] = EMPTY_SLOT;
+    this.cmd[i] = undefined;
     return c;
+  }
+
+  /** {@link reserve} for a command of the direct path, `buf[from .. to]` its exact bytes. */
+  reserveCommand(buf: Buffer, from: number, to: number, write: boolean): Cell {
+    const c = this.reserve();
+    const i = c & this.mask;
+    this.cmd[i] = buf;
+    this.cmdFrom[i] = from;
+    this.cmdTo[i] = to;
+    this.cmdWrite[i] = write ? 1 : 0;
+    return c;
+  }
+
+  /** The exact bytes of the direct-path command of slot `c` (a copy's worth: a view). */
+  commandOf(c: Cell): Buffer {
+    const i = c & this.mask;
+    return this.cmd[i]!.subarray(this.cmdFrom[i], this.cmdTo[i]);
+  }
+
+  /** True when the direct-path command of slot `c` writes. */
+  writes(c: Cell): boolean {
+    return this.cmdWrite[c & this.mask] === 1;
+  }
+
+  private grow(): void {
+    const size = (this.mask + 1) * 2;
+    const mask = size - 1;
+    const state = new Uint8Array(size);
+    const data: (Buffer | undefined)[] = new Array(size).fill(undefined);
+    const from = new Int32Array(size);
+    const to = new Int32Array(size);
+    const cmd: (Buffer | undefined)[] = new Array(size).fill(undefined);
+    const cmdFrom = new Int32Array(size);
+    const cmdTo = new Int32Array(size);
+    const cmdWrite = new Uint8Array(size);
+    for (let c = this.head; c < this.tail; c++) {
+      const o = c & this.mask;
+      const n = c & mask;
+      state[n] = this.state[o];
+      data[n] = this.data[o];
+      from[n] = this.from[o];
+      to[n] = this.to[o];
+      cmd[n] = this.cmd[o];
+      cmdFrom[n] = this.cmdFrom[o];
+      cmdTo[n] = this.cmdTo[o];
+      cmdWrite[n] = this.cmdWrite[o];
+    }
+    Object.assign(this, { mask, state, data, from, to, cmd, cmdFrom, cmdTo, cmdWrite });
   }
 
   /**
@@ -150,26 +267,26 @@ class Session {
     this.fillBytes(c, data, 0, data.length);
   }
 
-  /** {@link fill} with `bytes[from .. to]` (copied at once when `c` is next in order, else kept as a view). */
+  /** {@link fill} with `bytes[from .. to]` (copied at once when `c` is next in order, else referenced: `bytes` is never written to). */
   fillBytes(c: Cell, bytes: Buffer, from: number, to: number): void {
-    if (this.cells[this.head] !== c) {
-      c.data = from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to);
+    const mask = this.mask;
+    if (c !== this.head) {
+      const i = c & mask;
+      this.state[i] = FILLED;
+      this.data[i] = bytes;
+      this.from[i] = from;
+      this.to[i] = to;
       return;
     }
-    c.data = WRITTEN;
+    this.cmd[c & mask] = undefined;
     this.sendBytes(bytes, from, to);
-    this.head++;
-    while (this.head < this.cells.length && this.cells[this.head].data !== undefined) {
-      this.send(this.cells[this.head].data!);
-      this.head++;
+    let h = c + 1;
+    for (let i = h & mask; h < this.tail && this.state[i] === FILLED; i = ++h & mask) {
+      this.sendBytes(this.data[i]!, this.from[i], this.to[i]);
+      this.data[i] = undefined;
+      this.cmd[i] = undefined;
     }
-    if (this.head === this.cells.length) {
-      this.cells.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024) {
-      this.cells.splice(0, this.head);
-      this.head = 0;
-    }
+    this.head = h;
   }
 
   /** Writes `data` after everything filled or sent before (outside the reply order: pub/sub messages, MONITOR lines). */
@@ -184,7 +301,7 @@ class Session {
 
   /** True when every reserved slot was written. */
   get drained(): boolean {
-    return this.head === this.cells.length;
+    return this.head === this.tail;
   }
 }
 
@@ -354,7 +471,7 @@ export class TopologyRouter {
     switch (name) {
       case 'auth':
         s.user = args.length > 2 ? { user: text(args[1]), password: text(args[2]) } : { password: text(args[1]) };
-        s.pools.clear();
+        s.links.clear();
         return void this.auth(s.user).then((d) => s.fill(cell, d));
       case 'client':
       case 'select':
@@ -404,41 +521,54 @@ export class TopologyRouter {
   private direct(s: Session, f: CommandFrames, name: string): boolean {
     if (NOT_DIRECT.has(name)) return false;
     const at = this.keyAt;
-    const flags = this.keys!.positions(name, f, at);
+    const table = this.keys!;
+    const flags = table.positions(name, f, at);
     const write = (flags & KEYS_WRITE) !== 0;
     if (flags & KEYS_UNKNOWN || (write && this.o.waitReplicas > 0)) return false;
+    const keys = table.found;
     let addr: string | undefined;
     if (!this.o.topology.sharded) addr = this.o.topology.primaryFor(0);
-    else if (at.length === 0) addr = this.anyPrimary();
+    else if (keys === 0) addr = this.anyPrimary();
     else {
       const slot = keySlotAt(f.buf, f.argStart(at[0]), f.argEnd(at[0]));
-      for (let i = 1; i < at.length; i++) if (keySlotAt(f.buf, f.argStart(at[i]), f.argEnd(at[i])) !== slot) return false;
+      for (let i = 1; i < keys; i++) if (keySlotAt(f.buf, f.argStart(at[i]), f.argEnd(at[i])) !== slot) return false;
       addr = this.o.topology.primaryFor(slot);
     }
     if (addr === undefined) return false;
     if (s.poolsGeneration !== this.poolsGeneration) {
-      s.pools.clear();
+      s.links.clear();
       s.poolsGeneration = this.poolsGeneration;
     }
-    let p = s.pools.get(addr);
-    if (p === undefined) s.pools.set(addr, (p = this.pool(s.user, addr)));
-    const c = p.get();
-    if (!(c instanceof RedisConnection)) return false;
+    let link = s.links.get(addr);
+    if (link === undefined || link.conn.closed) {
+      const p = link?.pool ?? this.pool(s.user, addr);
+      const c = p.get();
+      if (!(c instanceof RedisConnection)) return false;
+      s.links.set(addr, (link = new Link(s, p, c, addr, this.forwarded)));
+    }
+    const c = link.conn;
+    // the pool's idle clock: a use counted, no clock read per command
+    link.pool.markUsed();
     if (this.feeding && c.hold()) this.held.push(c);
-    const cell = s.reserve();
     const { buf, start, end } = f;
-    c.sendForwardCb(buf, start, end, (err, error, bytes, from, to) => {
-      if (err === null) {
-        if (error === undefined || !RETRY.test(error.message)) return s.fillBytes(cell, bytes, from, to);
-      } else if (isTimeout(err)) {
-        return s.fill(cell, encodeError(this.hung(addr, write)));
-      } else if (write) {
-        return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${addr} was lost with a write in flight; it may or may not have been applied`));
-      }
-      void this.slow(s, cell, commandArgs(buf.subarray(start, end))); // the topology changed: order against later commands is not kept
-    });
+    link.cells.push(s.reserveCommand(buf, start, end, write));
+    c.sendForwardCb(buf, start, end, link.cb);
     return true;
   }
+
+  /** The reply of a direct-path command of `link` (see {@link direct}). */
+  private readonly forwarded = (link: Link, err: Error | null, error: RespError | undefined, bytes: Buffer, from: number, to: number): void => {
+    const s = link.session;
+    const cell = link.cells.shift();
+    if (err === null) {
+      if (error === undefined || !RETRY.test(error.message)) return s.fillBytes(cell, bytes, from, to);
+    } else if (isTimeout(err)) {
+      return s.fill(cell, encodeError(this.hung(link.addr, s.writes(cell))));
+    } else if (s.writes(cell)) {
+      return s.fill(cell, encodeError(`TRYAGAIN svc: the connection to ${link.addr} was lost with a write in flight; it may or may not have been applied`));
+    }
+    void this.slow(s, cell, commandArgs(s.commandOf(cell))); // the topology changed: order against later commands is not kept
+  };
 
   /** Key indexes of the command on {@link direct} (reused). */
   private readonly keyAt: number[] = [];
