@@ -3,7 +3,9 @@
  * `download`) in isolation, against the way it was read before (bytea as base64 text, one file per
  * connection, 2 connections), interleaved A/B on one throw-away PostgreSQL cluster (fsync on):
  * wall-clock ms, CPU ms of this process and of the cluster's processes (`/proc/<pid>/stat`, which
- * the load of other jobs moves least). `BENCH_DL_MIB` (128) MiB of random bytes in two files
+ * the load of other jobs moves least; backends that exit meanwhile are not counted). Ways
+ * (`BENCH_DL_WAYS`, `|`-separated): `base64, 2 streams, fsync` (the former download), `binary COPY,
+ * <n> streams, no fsync` and `... then fsync` (`publication.ts` `download`, then an fsync of each file). `BENCH_DL_MIB` (128) MiB of random bytes in two files
  * (about the sizes of 100k × 128: half graph, half SQLite copy), `BENCH_DL_ROUNDS` (3).
  */
 import { createHash } from 'node:crypto';
@@ -94,12 +96,12 @@ try {
   await publish(t, 1, 0, async () => ({ seq: 1, files: [{ name: 'snapshots/graph', path: path.join(src, 'graph') }, { name: 'cache.sqlite', path: path.join(src, 'cache.sqlite') }] }));
   await pool.query('CHECKPOINT');
   console.log(`${MIB} MiB in 2 files; ${execFileSync('uptime').toString().trim()}`);
-  console.log('| round | way | wall ms | this process CPU ms | PostgreSQL CPU ms | MiB/s |');
+  console.log('| round | way | wall ms | this process CPU ms (user) | PostgreSQL CPU ms | MiB/s |');
   console.log('| --- | --- | --- | --- | --- | --- |');
   const backend = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   const marker = Number(fs.readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
   for (let r = 0; r < ROUNDS; r++) {
-    for (const way of (process.env.BENCH_DL_WAYS ?? 'base64, 2 streams, fsync|binary COPY, streams, no fsync|binary COPY, streams, then fsync').split('|')) {
+    for (const way of (process.env.BENCH_DL_WAYS ?? 'base64, 2 streams, fsync|binary COPY, 4 streams, no fsync|binary COPY, 4 streams, then fsync').split('|')) {
       const dir = path.join(dirs.dir, `d${r}${way.length}`);
       fs.mkdirSync(dir, { recursive: true });
       const c0 = process.cpuUsage();
@@ -107,14 +109,14 @@ try {
       const w0 = performance.now();
       if (way.startsWith('base64')) await downloadBase64(pool, dir);
       else {
-        const got = await download(t, dir);
+        const got = await download(t, dir, Number(/(\d+) streams/.exec(way)?.[1] ?? 4));
         if (!got || 'rejected' in got) throw new Error(JSON.stringify(got));
         if (way.endsWith('then fsync')) for (const f of got.files) { const fd = await fs.promises.open(path.join(dir, f), 'r+'); await fd.sync(); await fd.close(); }
       }
       const wall = performance.now() - w0;
       const c = process.cpuUsage(c0);
       const pcpu = cpuOf(marker) - p0;
-      console.log(`| ${r} | ${way} | ${wall.toFixed(0)} | ${((c.user + c.system) / 1000).toFixed(0)} | ${pcpu.toFixed(0)} | ${(MIB / (wall / 1000)).toFixed(0)} |`);
+      console.log(`| ${r} | ${way} | ${wall.toFixed(0)} | ${((c.user + c.system) / 1000).toFixed(0)} (user ${(c.user / 1000).toFixed(0)}) | ${pcpu.toFixed(0)} | ${(MIB / (wall / 1000)).toFixed(0)} |`);
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }

@@ -338,14 +338,14 @@ class FileDownload {
  * publication row, then renamed to `dir/<name>`. The row and the chunks are read in one
  * REPEATABLE READ snapshot: the first connection exports it (`pg_export_snapshot`) and
  * {@link DOWNLOAD_STREAMS} - 1 more join it, so a publication replaced meanwhile is still read
- * whole; each reads ranges of {@link DOWNLOAD_RANGE} chunks with a binary COPY ({@link CopyChunks}).
+ * whole (`streams` connections in all); each reads ranges of {@link DOWNLOAD_RANGE} chunks with a binary COPY ({@link CopyChunks}).
  * The files are not fsynced (the caller does it off the critical path). Resolves to undefined,
  * with nothing written, when there is no publication; to `{ rejected }` (nothing left) when it
  * belongs to another incarnation of the index (deleted and created again), or it is incomplete or
  * damaged (missing chunk, wrong size or checksum).
  * @throws the database or file error (the `.download` files removed).
  */
-export async function download(t: PublicationTarget, dir: string): Promise<{ seq: number; bytes: number; files: string[] } | { rejected: string } | undefined> {
+export async function download(t: PublicationTarget, dir: string, streams = DOWNLOAD_STREAMS): Promise<{ seq: number; bytes: number; files: string[] } | { rejected: string } | undefined> {
   const conns: { c: pg.PoolClient; broken?: Error; lost: (err: Error) => void }[] = [];
   const connect = async () => {
     const c = await t.pool.connect();
@@ -378,9 +378,8 @@ export async function download(t: PublicationTarget, dir: string): Promise<{ seq
     // the work: ranges of chunks of every file, in file and chunk order (so few wait to be hashed)
     const ranges: { s: FileDownload; from: number; to: number }[] = [];
     for (const s of states) for (let a = 0; a < s.f.chunks; a += DOWNLOAD_RANGE) ranges.push({ s, from: a, to: Math.min(a + DOWNLOAD_RANGE, s.f.chunks) });
-    const streams = Math.max(1, Math.min(DOWNLOAD_STREAMS, ranges.length));
     const snapshot = first.c.escapeLiteral(p.snapshot);
-    for (let i = 1; i < streams; i++) {
+    for (let i = 1; i < Math.min(streams, ranges.length); i++) {
       const e = await connect();
       await e.c.query(`BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT ${snapshot}`);
     }
