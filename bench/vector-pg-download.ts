@@ -95,6 +95,11 @@ try {
   const t: PublicationTarget = { pool, name: 'default', closing: () => false, incarnation: async () => 'inc', contact: () => undefined };
   await publish(t, 1, 0, async () => ({ seq: 1, files: [{ name: 'snapshots/graph', path: path.join(src, 'graph') }, { name: 'cache.sqlite', path: path.join(src, 'cache.sqlite') }] }));
   await pool.query('CHECKPOINT');
+  // the chunks are stored out of line without compression (EXTERNAL): nothing to decompress on read
+  const storage = (await pool.query<{ storage: string; compressed: number; chunks: number }>(
+    "SELECT (SELECT attstorage FROM pg_attribute WHERE attrelid = 'vector_publication_chunks'::regclass AND attname = 'data') AS storage, count(pg_column_compression(data))::int AS compressed, count(*)::int AS chunks FROM vector_publication_chunks",
+  )).rows[0];
+  console.log(`chunk storage ${storage.storage}; ${storage.compressed} of ${storage.chunks} chunks compressed`);
   console.log(`${MIB} MiB in 2 files; ${execFileSync('uptime').toString().trim()}`);
   console.log('| round | way | wall ms | this process CPU ms (user) | PostgreSQL CPU ms | MiB/s |');
   console.log('| --- | --- | --- | --- | --- | --- |');
