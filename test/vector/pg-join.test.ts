@@ -95,7 +95,9 @@ async function sameAnswers(nodes: Child[], queries: number[][]): Promise<void> {
 }
 
 /** Asserts how `n` loaded index default: from the published snapshot (graphs loaded) or not (rebuilt). */
-function assertJoined(n: Child, fromPublication: boolean): void {
+async function assertJoined(n: Child, fromPublication: boolean): Promise<void> {
+  // the log (stderr) may arrive after the banner (stdout): two pipes, no order between them
+  await waitFor('the index loaded (log)', () => lines(n, 'vector index loaded').length > 0, 30_000);
   const loaded = lines(n, 'vector index loaded');
   assert.equal(loaded.length, 1, n.log());
   const fetched = lines(n, 'vector index fetched from the published snapshot');
@@ -150,7 +152,7 @@ test('a node joining with an empty data dir starts from the published snapshot a
     await write(a, randomVectors(90, 8, 2), 'late');
     await client(a).update({ id: 'v5', metadata: { changed: true } });
     b = await node(path.join(dirs.dir, 'b'), url, 0);
-    assertJoined(b, true);
+    await assertJoined(b, true);
     const fetched = lines(b, 'vector index fetched from the published snapshot')[0];
     assert.ok(Number(fetched.seq) >= at && Number(fetched.bytes) > 0, JSON.stringify(fetched));
     const count = 598 + 200 + 88 + 30;
@@ -169,6 +171,7 @@ test('a node joining with an empty data dir starts from the published snapshot a
     await stop(b);
     // a restart on a synced cache uses it (no download)
     b = await node(path.join(dirs.dir, 'b'), url, 0);
+    await waitFor('the index loaded (log)', () => lines(b!, 'vector index loaded').length > 0, 30_000);
     assert.equal(lines(b, 'vector index fetched from the published snapshot').length, 0, b.log());
     assert.equal(lines(b, 'vector index cache caught up from PostgreSQL').length, 1, b.log());
     await caughtUp(b, count + 1);
@@ -177,8 +180,8 @@ test('a node joining with an empty data dir starts from the published snapshot a
     // there) is not trusted: discarded and downloaded again
     fs.writeFileSync(marker, '');
     b = await node(path.join(dirs.dir, 'b'), url, 0);
+    await assertJoined(b, true);
     assert.equal(lines(b, 'vector: the downloaded cache was not synced to disk before the process stopped: discarded').length, 1, b.log());
-    assertJoined(b, true);
     await caughtUp(b, count + 1);
     await sameAnswers([a, b], randomVectors(4, 8, 5));
   } finally {
@@ -197,7 +200,7 @@ test('a publication of another incarnation, of an older generation (reset), with
   const join = async (name: string, fromPublication: boolean, count: number) => {
     const j = await node(path.join(dirs.dir, name), url, 0);
     joiners.push(j);
-    assertJoined(j, fromPublication);
+    await assertJoined(j, fromPublication);
     await caughtUp(j, count);
     await sameAnswers([a!, j], queries);
     return j;
