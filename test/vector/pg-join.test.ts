@@ -3,10 +3,14 @@
  * from the copy of the cache another node published (`SVC_VECTOR_PUBLISH_MS`, store-pg.ts
  * `publish`/`download`) instead of rebuilding the graphs, and applies the changes after it; a
  * publication of another incarnation of the index, of an older namespace generation (a reset), or
- * one that is incomplete (a chunk missing, as a publisher killed mid-upload leaves it) is not
- * loaded: the joiner rebuilds and answers the same. Real svc processes, a real PostgreSQL cluster.
+ * one that is incomplete or damaged (a chunk missing, as a publisher killed mid-upload leaves it; a
+ * chunk altered or cut short) is not loaded: the joiner rebuilds and answers the same. The
+ * downloaded files are fsynced after the node is ready: a cache whose fsync did not complete (its
+ * marker `<index>.unsynced` still there) is discarded at the next start and downloaded again.
+ * Real svc processes, a real PostgreSQL cluster.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Index } from '@upstash/vector';
@@ -91,7 +95,9 @@ async function sameAnswers(nodes: Child[], queries: number[][]): Promise<void> {
 }
 
 /** Asserts how `n` loaded index default: from the published snapshot (graphs loaded) or not (rebuilt). */
-function assertJoined(n: Child, fromPublication: boolean): void {
+async function assertJoined(n: Child, fromPublication: boolean): Promise<void> {
+  // the log (stderr) may arrive after the banner (stdout): two pipes, no order between them
+  await waitFor('the index loaded (log)', () => lines(n, 'vector index loaded').length > 0, 30_000);
   const loaded = lines(n, 'vector index loaded');
   assert.equal(loaded.length, 1, n.log());
   const fetched = lines(n, 'vector index fetched from the published snapshot');
@@ -146,7 +152,7 @@ test('a node joining with an empty data dir starts from the published snapshot a
     await write(a, randomVectors(90, 8, 2), 'late');
     await client(a).update({ id: 'v5', metadata: { changed: true } });
     b = await node(path.join(dirs.dir, 'b'), url, 0);
-    assertJoined(b, true);
+    await assertJoined(b, true);
     const fetched = lines(b, 'vector index fetched from the published snapshot')[0];
     assert.ok(Number(fetched.seq) >= at && Number(fetched.bytes) > 0, JSON.stringify(fetched));
     const count = 598 + 200 + 88 + 30;
@@ -157,13 +163,34 @@ test('a node joining with an empty data dir starts from the published snapshot a
     // both nodes keep taking writes
     await client(b).upsert({ id: 'from-b', vector: randomVectors(1, 8, 4)[0] });
     await caughtUp(a, count + 1);
+
+    // the download is fsynced after the node became ready; its marker is then removed
+    const marker = path.join(dirs.dir, 'b', 'vector', 'default.unsynced');
+    await waitFor('the downloaded cache synced to disk', () => lines(b!, 'vector index download synced to disk').length === 1, 60_000);
+    assert.equal(fs.existsSync(marker), false);
+    await stop(b);
+    // a restart on a synced cache uses it (no download)
+    b = await node(path.join(dirs.dir, 'b'), url, 0);
+    await waitFor('the index loaded (log)', () => lines(b!, 'vector index loaded').length > 0, 30_000);
+    assert.equal(lines(b, 'vector index fetched from the published snapshot').length, 0, b.log());
+    assert.equal(lines(b, 'vector index cache caught up from PostgreSQL').length, 1, b.log());
+    await caughtUp(b, count + 1);
+    await stop(b);
+    // a cache whose fsync did not complete (the process stopped before: the marker is still
+    // there) is not trusted: discarded and downloaded again
+    fs.writeFileSync(marker, '');
+    b = await node(path.join(dirs.dir, 'b'), url, 0);
+    await assertJoined(b, true);
+    assert.equal(lines(b, 'vector: the downloaded cache was not synced to disk before the process stopped: discarded').length, 1, b.log());
+    await caughtUp(b, count + 1);
+    await sameAnswers([a, b], randomVectors(4, 8, 5));
   } finally {
     await stop(a, b);
     dirs.cleanup();
   }
 });
 
-test('a publication of another incarnation, of an older generation (reset) or with a chunk missing is not loaded; the next complete one is', async () => {
+test('a publication of another incarnation, of an older generation (reset), with a chunk missing, altered or cut short is not loaded; the next complete one is', async () => {
   const url = await pg.newDatabase();
   const dirs = tempDir();
   const joiners: Child[] = [];
@@ -173,7 +200,7 @@ test('a publication of another incarnation, of an older generation (reset) or wi
   const join = async (name: string, fromPublication: boolean, count: number) => {
     const j = await node(path.join(dirs.dir, name), url, 0);
     joiners.push(j);
-    assertJoined(j, fromPublication);
+    await assertJoined(j, fromPublication);
     await caughtUp(j, count);
     await sameAnswers([a!, j], queries);
     return j;
@@ -212,6 +239,20 @@ test('a publication of another incarnation, of an older generation (reset) or wi
     const torn = await join('j2', false, count);
     assert.match(lines(torn, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /chunk \d+ of \d+ is missing/);
     await stop(torn);
+
+    // 2b. a byte of a chunk of the graph file altered, then a chunk of the SQLite copy cut short
+    for (const [what, sql] of [
+      ['altered', "UPDATE vector_publication_chunks SET data = set_byte(data, 5, (get_byte(data, 5) + 1) % 256) WHERE index_name = 'default' AND no = 0 AND file = (SELECT min(file) FROM vector_publication_chunks WHERE index_name = 'default' AND file LIKE 'snapshots/%.hnsw')"],
+      ['cut short', "UPDATE vector_publication_chunks SET data = substring(data from 1 for length(data) - 1) WHERE index_name = 'default' AND file = 'cache.sqlite' AND no = 0"],
+    ] as const) {
+      await republish(`z${what.length}`, 16 + what.length);
+      count++;
+      const changed = await withPg(url, (c) => c.query(sql));
+      assert.equal(changed.rowCount, 1, `one chunk ${what}`);
+      const damaged = await join(`j2${what.length}`, false, count);
+      assert.match(lines(damaged, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /size or checksum differs/, what);
+      await stop(damaged);
+    }
 
     // 3. an older generation: the namespaces were reset after the publication (the joiner applies
     // the reset to the copy, and the graph snapshots of the old generation are not loaded)

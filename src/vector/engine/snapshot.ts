@@ -194,7 +194,7 @@ function dropPrevious(dir: string, previous: string | undefined, file: string): 
 }
 
 /** fsync of a file or directory by path, on libuv's thread pool (see {@link fsyncPath}). */
-async function fsyncPathAsync(p: string, directory = false): Promise<void> {
+export async function fsyncPathAsync(p: string, directory = false): Promise<void> {
   let fh: fs.promises.FileHandle;
   try {
     fh = await fs.promises.open(p, directory ? 'r' : 'r+');

@@ -10,7 +10,7 @@
  * order), `vector_credentials` (tokens), `vector_sessions` (resumable queries), `vector_catalogue`
  * (the indexes created through the management API: id, name, creation time),
  * `vector_publications` and `vector_publication_chunks` (one published copy of a node's cache per
- * index, from which joining nodes start: {@link PgIndexLog.publish}, {@link PgIndexLog.download}).
+ * index, from which joining nodes start: `publication.ts`).
  *
  * How a node uses it:
  * - Local cache: each node keeps its SQLite file (`store.ts`) and graph snapshots in
@@ -31,13 +31,14 @@
  *   readiness uses.
  */
 import type pg from 'pg';
-import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { createPgClient, createPgPool, describePgError, inTransaction, PgListener, PgStartupError, preparePgSchema, redactUrl, urlPassword } from '../../pg.js';
 import { PgSharedCredentials } from '../../credential-sync.js';
 import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
 import type { ChangeRow, NamespaceRow, VectorStore } from './store.js';
+import { download, publish, type PublicationTarget } from './publication.js';
+export { PUBLISH_CHUNK, PUBLISH_LOCK_CLASS } from './publication.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -63,12 +64,6 @@ export const RELOAD_PAGE = 2000;
 export const QUERY_TIMEOUT_MS = 15_000;
 /** Changes kept per index (older ones are pruned; a node further behind reloads the index whole). */
 export const CHANGES_KEPT = 1_000_000;
-/** Class (first key) of the per-index publication locks (session locks); the second key is `hashtext(index name)`. */
-export const PUBLISH_LOCK_CLASS = 73_164_522;
-/** Bytes per row of `vector_publication_chunks` (the last chunk of a file may be shorter). */
-export const PUBLISH_CHUNK = 4 << 20;
-/** The database's clock in ms since the epoch (publication ages: never two nodes' clocks compared). */
-const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 /** Local meta key of the cache tag (the index's incarnation in this database). */
 export const CACHE_TAG = 'pg_incarnation';
 /** Local meta key set while a whole reload runs (a cache, not a file of the SQLite store). */
@@ -423,23 +418,6 @@ export class PgVectorStore {
   }
 }
 
-/** A file of a publication as its row lists it (`vector_publications.files`). */
-interface PublishedFile {
-  name: string;
-  bytes: number;
-  chunks: number;
-  sha256: string;
-}
-
-/**
- * Order in which downloaded files are put in place: graph files, then snapshot headers (which name
- * them, `snapshot.ts`), then the SQLite copy (whose presence means the download is complete).
- */
-function rank(name: string): number {
-  if (name === 'cache.sqlite') return 2;
-  return name.endsWith('.json') ? 1 : 0;
-}
-
 /**
  * What `svc env` and the banner list from the database without a running area: the indexes
  * created through the management API (id, name, definition) and every index token stored
@@ -634,188 +612,19 @@ export class PgIndexLog implements SharedLog {
     return 'stale';
   }
 
-  /**
-   * Publishes a copy of this node's local cache for joining nodes ({@link download}). Only one node
-   * publishes an index at a time: under the session advisory lock (`PUBLISH_LOCK_CLASS`,
-   * `hashtext(name)`, tried, never waited for) `stage` is asked for the files (a consistent copy:
-   * `seq` = the sequence number the SQLite copy contains; undefined = nothing to publish) unless the
-   * current publication already has `seq` >= `since` or is younger than `minAgeMs` (by the
-   * database's clock; so several nodes publish an index at most once per interval together); chunks of uploads that stopped half-way are
-   * deleted; the files are uploaded in chunks of {@link PUBLISH_CHUNK} under a new publication id;
-   * then one transaction makes it current and deletes the previous one's chunks. A publisher
-   * killed mid-upload leaves chunks no row names (never loaded). Resolves to what was published
-   * (undefined: another node holds the lock, or it was up to date).
-   * @throws the database or file error (nothing of this upload becomes current).
-   */
-  async publish(since: number, minAgeMs: number, stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>): Promise<{ seq: number; bytes: number } | undefined> {
-    const c = await this.db.pool.connect();
-    let broken: Error | undefined;
-    const lost = (err: Error) => (broken = err);
-    c.on('error', lost);
-    let locked = false;
-    try {
-      locked = (await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [PUBLISH_LOCK_CLASS, this.name])).rows[0].ok;
-      if (!locked) return undefined;
-      const current = (
-        await c.query<{ seq: string; age: string }>(
-          `SELECT p.seq, ${NOW_MS} - p.published_at AS age FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name AND i.incarnation = p.incarnation WHERE p.index_name = $1`,
-          [this.name],
-        )
-      ).rows[0];
-      if (current && (Number(current.seq) >= since || Number(current.age) < minAgeMs)) return undefined;
-      const staged = await stage();
-      if (!staged) return undefined;
-      const { incarnation } = await this.indexRow();
-      await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication NOT IN (SELECT id FROM vector_publications WHERE index_name = $1)', [this.name]);
-      const id = randomUUID();
-      const files: { name: string; bytes: number; chunks: number; sha256: string }[] = [];
-      let total = 0;
-      for (const f of staged.files) {
-        const hash = createHash('sha256');
-        const fd = await fs.promises.open(f.path, 'r');
-        let bytes = 0;
-        let no = 0;
-        try {
-          const buf = Buffer.allocUnsafe(PUBLISH_CHUNK);
-          for (;;) {
-            let n = 0;
-            while (n < PUBLISH_CHUNK) {
-              const { bytesRead } = await fd.read(buf, n, PUBLISH_CHUNK - n, bytes + n);
-              if (bytesRead === 0) break;
-              n += bytesRead;
-            }
-            if (n === 0 && no > 0) break;
-            if (this.db.closing) throw new Error('svc is stopping: publication abandoned');
-            const chunk = buf.subarray(0, n);
-            hash.update(chunk);
-            await c.query('INSERT INTO vector_publication_chunks (index_name, publication, file, no, data) VALUES ($1, $2, $3, $4, $5)', [this.name, id, f.name, no, chunk]);
-            bytes += n;
-            no++;
-            if (n < PUBLISH_CHUNK) break;
-          }
-        } finally {
-          await fd.close();
-        }
-        files.push({ name: f.name, bytes, chunks: no, sha256: hash.digest('hex') });
-        total += bytes;
-      }
-      await c.query('BEGIN');
-      try {
-        await c.query(
-          `INSERT INTO vector_publications (index_name, id, incarnation, seq, files, bytes, published_at) VALUES ($1, $2, $3, $4, $5, $6, ${NOW_MS})
-           ON CONFLICT (index_name) DO UPDATE SET id = EXCLUDED.id, incarnation = EXCLUDED.incarnation, seq = EXCLUDED.seq, files = EXCLUDED.files,
-             bytes = EXCLUDED.bytes, published_at = EXCLUDED.published_at`,
-          [this.name, id, incarnation, staged.seq, JSON.stringify(files), total],
-        );
-        await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication <> $2', [this.name, id]);
-        await c.query('COMMIT');
-      } catch (err) {
-        await c.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-      this.db.lastContact = Date.now();
-      return { seq: staged.seq, bytes: total };
-    } finally {
-      if (locked && !broken) await c.query('SELECT pg_advisory_unlock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, this.name]).catch((err: Error) => (broken = err));
-      c.off('error', lost);
-      // a connection that failed is dropped (which also ends its session lock)
-      c.release(broken);
-    }
+  /** This index as `publication.ts` needs it. */
+  private get target(): PublicationTarget {
+    return { pool: this.db.pool, name: this.name, closing: () => this.db.closing, incarnation: async () => (await this.indexRow()).incarnation, contact: () => (this.db.lastContact = Date.now()) };
   }
 
-  /**
-   * Downloads this index's current publication ({@link publish}) into `dir`: each file of it is
-   * written to `dir/<name>.download`, its size, chunk count and SHA-256 checked against the
-   * publication row, then renamed to `dir/<name>` — the graph snapshots (`snapshots/...`, the
-   * headers last, as `snapshot.ts` writes them) before the SQLite copy (`cache.sqlite`), so a
-   * download that stops half-way leaves no SQLite file (the caller deletes what is left and starts
-   * over). The row and the chunks are read in one REPEATABLE READ transaction, two files at once:
-   * a second connection joins its snapshot (`pg_export_snapshot`), so a publication replaced
-   * meanwhile is still read whole. Resolves to undefined, with nothing written, when
-   * there is no publication, it belongs to another incarnation of the index (deleted and created
-   * again), or it is incomplete or damaged (missing chunk, wrong size or checksum).
-   * @throws the database or file error.
-   */
-  async download(dir: string): Promise<{ seq: number; bytes: number } | { rejected: string } | undefined> {
-    return inTransaction(this.db.pool, async (c) => {
-      await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
-      const p = (
-        await c.query<{ id: string; incarnation: string; current: string; seq: string; files: PublishedFile[]; snapshot: string }>(
-          'SELECT p.id, p.incarnation, i.incarnation AS current, p.seq, p.files, pg_export_snapshot() AS snapshot FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name WHERE p.index_name = $1',
-          [this.name],
-        )
-      ).rows[0];
-      if (!p) return undefined;
-      if (p.incarnation !== p.current) return { rejected: `published for incarnation ${p.incarnation}, the index is ${p.current}` };
-      const bad = p.files.find((f) => !/^(cache\.sqlite|snapshots\/[A-Za-z0-9._-]+)$/.test(f.name));
-      if (bad) return { rejected: `unexpected file name ${bad.name}` };
-      const order = [...p.files].sort((a, b) => rank(a.name) - rank(b.name));
-      const written = order.map((f) => `${path.join(dir, f.name)}.download`);
-      // a second connection in the same snapshot (pg_export_snapshot): two files download at once
-      const c2 = await this.db.pool.connect();
-      let broken: Error | undefined;
-      const lost = (err: Error) => (broken = err);
-      c2.on('error', lost);
-      try {
-        await c2.query(`BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '${p.snapshot.replace(/'/g, "''")}'`);
-        const queue = [...order].sort((a, b) => b.bytes - a.bytes);
-        const results: (string | undefined)[] = [];
-        await Promise.all(
-          [c, c2].map(async (q) => {
-            for (let f = queue.shift(); f; f = queue.shift()) results.push(await this.downloadFile(q, p.id, f, dir));
-          }),
-        );
-        const rejected = results.find((r) => r !== undefined);
-        if (rejected) return { rejected };
-        for (const f of order) {
-          const target = path.join(dir, f.name);
-          fs.renameSync(`${target}.download`, target);
-        }
-        written.length = 0;
-        this.db.lastContact = Date.now();
-        return { seq: Number(p.seq), bytes: order.reduce((n, f) => n + f.bytes, 0) };
-      } finally {
-        await c2.query('ROLLBACK').catch((err: Error) => (broken ??= err));
-        c2.off('error', lost);
-        c2.release(broken);
-        for (const f of written) fs.rmSync(f, { force: true });
-      }
-    });
+  /** Publishes a copy of this node's local cache for joining nodes: `publication.ts` {@link publish}. */
+  publish(since: number, minAgeMs: number, stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>): Promise<{ seq: number; bytes: number } | undefined> {
+    return publish(this.target, since, minAgeMs, stage);
   }
 
-  /**
-   * Downloads file `f` of publication `id` on `q` to `dir/<name>.download` (base64 text: 3/4 of the
-   * bytes of bytea's hex output, decoded faster — the driver's binary results are not usable; the
-   * next chunk is asked for before this one is written). Resolves to why it is not usable
-   * (missing chunk, size or checksum), undefined when it is.
-   */
-  private async downloadFile(q: pg.PoolClient, id: string, f: PublishedFile, dir: string): Promise<string | undefined> {
-    const tmp = `${path.join(dir, f.name)}.download`;
-    fs.mkdirSync(path.dirname(tmp), { recursive: true });
-    const fd = await fs.promises.open(tmp, 'w');
-    const hash = createHash('sha256');
-    let bytes = 0;
-    const fetch = (no: number) =>
-      q.query<{ data: string }>(`SELECT encode(data, 'base64') AS data FROM vector_publication_chunks WHERE publication = $1 AND file = $2 AND no = $3`, [id, f.name, no]);
-    let next = f.chunks > 0 ? fetch(0) : undefined;
-    try {
-      for (let no = 0; no < f.chunks; no++) {
-        const r = await next!;
-        next = no + 1 < f.chunks ? fetch(no + 1) : undefined;
-        const text = r.rows[0]?.data;
-        if (text === undefined) return `${f.name}: chunk ${no} of ${f.chunks} is missing`;
-        const data = Buffer.from(text, 'base64');
-        hash.update(data);
-        await fd.write(data, 0, data.length, bytes);
-        bytes += data.length;
-      }
-      await fd.sync();
-    } finally {
-      await next?.catch(() => undefined);
-      await fd.close();
-    }
-    if (bytes !== f.bytes || hash.digest('hex') !== f.sha256) return `${f.name}: size or checksum differs from the publication's`;
-    return undefined;
+  /** Downloads this index's current publication into `dir`: `publication.ts` {@link download}. */
+  download(dir: string): Promise<{ seq: number; bytes: number; files: string[] } | { rejected: string } | undefined> {
+    return download(this.target, dir);
   }
 
   /**

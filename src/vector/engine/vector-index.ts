@@ -42,7 +42,7 @@ import { isDiskFull } from '../../disk-full.js';
 import { VectorError, vectorError } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
-import { dropSnapshot, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
+import { dropSnapshot, fsyncPathAsync, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
 import { blobToSparse, sparseToBlob, storedSeq, VectorStore, type ChangeRow } from './store.js';
 import { CHANGES_PAGE, type PgIndexLog, type WriteTx } from './store-pg.js';
@@ -128,6 +128,8 @@ export class VectorIndex {
    * and changes of other nodes are applied by {@link catchUp}.
    */
   shared: PgIndexLog | undefined;
+  /** The fsync of a downloaded cache after the index became ready ({@link syncDownloaded}); close waits for it. */
+  private downloadSynced: Promise<void> | undefined;
   /** Tail of the shared-store operations, which run one at a time ({@link exclusive}). */
   private tail: Promise<unknown> = Promise.resolve();
 
@@ -154,7 +156,14 @@ export class VectorIndex {
    * constructor. @throws (rejects) as the constructor.
    */
   static async open(def: IndexDefinition, dataDir: string, logger: Logger, shared?: PgIndexLog): Promise<VectorIndex> {
+    const cache = VectorIndex.cachePaths(dataDir, def.name);
+    if (shared && fs.existsSync(cache.unsynced)) {
+      // downloaded, but the process stopped before the files were on disk: not trusted
+      logger.warn({ index: def.name }, 'vector: the downloaded cache was not synced to disk before the process stopped: discarded');
+      VectorIndex.clearCache(cache);
+    }
     let idx = new VectorIndex(def, dataDir, logger, true);
+    let fetched: string[] | undefined;
     try {
       if (shared) {
         // the SQLite file is a cache of the shared store: brought to its state before loading
@@ -162,7 +171,7 @@ export class VectorIndex {
         if ((await shared.cacheState(idx.store, idx.snapshotDir)) === 'stale') {
           // no usable cache: start from the copy another node published, when there is one
           idx.store.close();
-          await VectorIndex.fetchPublished(def, dataDir, logger, shared);
+          fetched = await VectorIndex.fetchPublished(def, dataDir, logger, shared);
           idx = new VectorIndex(def, dataDir, logger, true);
           idx.shared = shared;
         }
@@ -175,43 +184,90 @@ export class VectorIndex {
       idx.store.close();
       throw err;
     }
+    if (fetched) idx.downloadSynced = idx.syncDownloaded(cache, fetched);
     return idx;
+  }
+
+  /** The local cache files of index `name` in `dataDir` (see {@link fetchPublished}). */
+  private static cachePaths(dataDir: string, name: string) {
+    const dir = path.join(dataDir, 'vector');
+    const file = path.join(dir, `${name}.sqlite`);
+    return {
+      dir,
+      file,
+      snapshots: path.join(dir, `${name}.snapshots`),
+      joining: path.join(dir, `${name}.joining`),
+      /** Present from before a downloaded cache is put in place until it is on disk. */
+      unsynced: path.join(dir, `${name}.unsynced`),
+      all: [file, `${file}-wal`, `${file}-shm`, path.join(dir, `${name}.snapshots`), path.join(dir, `${name}.joining`)],
+    };
+  }
+
+  /** Deletes the local cache files (the unsynced marker last). */
+  private static clearCache(cache: ReturnType<typeof VectorIndex.cachePaths>): void {
+    for (const f of cache.all) fs.rmSync(f, { recursive: true, force: true });
+    fs.rmSync(cache.unsynced, { force: true });
   }
 
   /**
    * Replaces the local cache files of index `def` (SQLite file, graph snapshots) with the copy
-   * published in the shared store (`store-pg.ts` `download`), when there is a usable one. The
+   * published in the shared store (`publication.ts` `download`), when there is a usable one. The
    * files are downloaded to `<name>.joining/` and moved into place, the SQLite file last (a crash
-   * in between leaves no SQLite file: the next start downloads again). Resolves to false (the
-   * local files deleted) when there is none or it was rejected. Never rejects: a failure is logged
-   * and the caller reloads the records (`syncLocal`).
+   * in between leaves no SQLite file: the next start downloads again). They are not fsynced
+   * before the index is ready: the marker `<name>.unsynced` is made durable before they are moved
+   * into place and removed only once they are on disk ({@link syncDownloaded}); a start that finds
+   * it discards the cache ({@link open}). Resolves to the paths of the files put in place, or
+   * undefined (the local files deleted) when there is none or it was rejected. Never rejects: a
+   * failure is logged and the caller reloads the records (`syncLocal`).
    */
-  private static async fetchPublished(def: IndexDefinition, dataDir: string, logger: Logger, shared: PgIndexLog): Promise<boolean> {
-    const dir = path.join(dataDir, 'vector');
-    const file = path.join(dir, `${def.name}.sqlite`);
-    const snapshots = path.join(dir, `${def.name}.snapshots`);
-    const joining = path.join(dir, `${def.name}.joining`);
-    const clear = () => {
-      for (const f of [file, `${file}-wal`, `${file}-shm`, snapshots, joining]) fs.rmSync(f, { recursive: true, force: true });
-    };
-    clear();
+  private static async fetchPublished(def: IndexDefinition, dataDir: string, logger: Logger, shared: PgIndexLog): Promise<string[] | undefined> {
+    const cache = VectorIndex.cachePaths(dataDir, def.name);
+    VectorIndex.clearCache(cache);
     const t0 = Date.now();
     try {
-      const got = await shared.download(joining);
+      const got = await shared.download(cache.joining);
       if (!got || 'rejected' in got) {
         if (got) logger.warn({ index: def.name, reason: got.rejected }, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL');
-        clear();
-        return false;
+        VectorIndex.clearCache(cache);
+        return undefined;
       }
-      if (fs.existsSync(path.join(joining, 'snapshots'))) fs.renameSync(path.join(joining, 'snapshots'), snapshots);
-      fs.renameSync(path.join(joining, 'cache.sqlite'), file);
-      fs.rmSync(joining, { recursive: true, force: true });
+      const marker = await fs.promises.open(cache.unsynced, 'w');
+      await marker.sync();
+      await marker.close();
+      await fsyncPathAsync(cache.dir, true);
+      if (fs.existsSync(path.join(cache.joining, 'snapshots'))) fs.renameSync(path.join(cache.joining, 'snapshots'), cache.snapshots);
+      fs.renameSync(path.join(cache.joining, 'cache.sqlite'), cache.file);
+      fs.rmSync(cache.joining, { recursive: true, force: true });
       logger.info({ index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0 }, 'vector index fetched from the published snapshot');
-      return true;
+      return got.files.map((f) => (f === 'cache.sqlite' ? cache.file : path.join(cache.snapshots, f.slice('snapshots/'.length))));
     } catch (err) {
       logger.warn({ index: def.name, err: (err as Error)?.message ?? String(err) }, 'vector: downloading the published snapshot failed: reloading the records from PostgreSQL');
-      clear();
-      return false;
+      VectorIndex.clearCache(cache);
+      return undefined;
+    }
+  }
+
+  /**
+   * fsyncs the downloaded files `files` (those replaced meanwhile by newer snapshots, written
+   * durably by `snapshot.ts`, are skipped) and their directories, then removes the marker
+   * `<name>.unsynced` ({@link fetchPublished}); runs after the index is ready, {@link close} waits
+   * for it. Never rejects: on a failure the marker stays (the next start downloads again).
+   */
+  private async syncDownloaded(cache: ReturnType<typeof VectorIndex.cachePaths>, files: string[]): Promise<void> {
+    const t0 = Date.now();
+    try {
+      for (const f of files) {
+        await fsyncPathAsync(f).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err;
+        });
+      }
+      if (fs.existsSync(cache.snapshots)) await fsyncPathAsync(cache.snapshots, true);
+      await fsyncPathAsync(cache.dir, true);
+      fs.rmSync(cache.unsynced, { force: true });
+      await fsyncPathAsync(cache.dir, true);
+      this.logger.info({ index: this.def.name, ms: Date.now() - t0 }, 'vector index download synced to disk');
+    } catch (err) {
+      this.logger.warn({ index: this.def.name, err: (err as Error)?.message ?? String(err) }, 'vector: syncing the downloaded cache to disk failed: it is downloaded again at the next start');
     }
   }
 
@@ -1172,6 +1228,7 @@ export class VectorIndex {
     for (const ns of this.namespaces.values()) ns.dense?.indexPending();
     await this.maintain(1, true);
     await Promise.all(this.syncing);
+    await this.downloadSynced;
     await this.store.wal.close();
     await this.store.checkpointer.close();
     this.store.close();

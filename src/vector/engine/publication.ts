@@ -1,0 +1,443 @@
+/**
+ * Publications of a node's local cache of an index in PostgreSQL (`vector_publications`,
+ * `vector_publication_chunks`, migration `0003_publications.sql`): {@link publish} uploads a
+ * consistent copy of the SQLite cache file and the graph snapshots in chunks, {@link download}
+ * fetches the current one for a node joining with an empty data dir, which then loads the graphs
+ * instead of rebuilding them (`vector-index.ts` `open`). Used through `store-pg.ts` `PgIndexLog`.
+ *
+ * The download reads the chunks as raw bytes: `COPY (SELECT no, data ...) TO STDOUT (FORMAT
+ * binary)` through {@link CopyChunks} (node-postgres parses every field of a result row as UTF-8
+ * text, so bytea could only come as hex or base64 text, which the server encodes and this process
+ * decodes: 2-3 passes over every byte and 1.33-2× the bytes on the wire). Ranges of
+ * {@link DOWNLOAD_RANGE} chunks are fetched on {@link DOWNLOAD_STREAMS} connections at once, all
+ * in one exported snapshot (`pg_export_snapshot`), each chunk written at its offset; the SHA-256
+ * of each file is computed on the fly, in chunk order. Nothing is fsynced here: the caller makes
+ * the files durable after the index is ready (`vector-index.ts`).
+ */
+import type pg from 'pg';
+import { createHash, randomUUID, type Hash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Class (first key) of the per-index publication locks (session locks); the second key is `hashtext(index name)`. */
+export const PUBLISH_LOCK_CLASS = 73_164_522;
+/** Bytes per row of `vector_publication_chunks` (the last chunk of a file may be shorter). */
+export const PUBLISH_CHUNK = 4 << 20;
+/** Connections a download reads chunks on at once (all in one snapshot). */
+export const DOWNLOAD_STREAMS = 4;
+/** Chunks per `COPY` statement of a download (a connection asks for the next range when one ends). */
+export const DOWNLOAD_RANGE = 4;
+/** Longest wait for one range of a download, ms (16 MiB; the pool's statement limit is for small statements). */
+const RANGE_TIMEOUT_MS = 120_000;
+/** The database's clock in ms since the epoch (publication ages: never two nodes' clocks compared). */
+const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+
+/** A file of a publication as its row lists it (`vector_publications.files`). */
+export interface PublishedFile {
+  name: string;
+  bytes: number;
+  chunks: number;
+  sha256: string;
+  /** Bytes of every chunk but the last; absent in publications written before it was stored ({@link PUBLISH_CHUNK}). */
+  chunkBytes?: number;
+}
+
+/** The index a publication belongs to, as {@link publish} and {@link download} need it. */
+export interface PublicationTarget {
+  pool: pg.Pool;
+  /** Index name. */
+  name: string;
+  /** True once the node is stopping: an upload stops. */
+  closing(): boolean;
+  /** The index's current incarnation (`vector_indexes.incarnation`). */
+  incarnation(): Promise<string>;
+  /** Notes that a statement reached the database (readiness). */
+  contact(): void;
+}
+
+/**
+ * Order in which downloaded files are put in place: graph files, then snapshot headers (which name
+ * them, `snapshot.ts`), then the SQLite copy (whose presence means the download is complete).
+ */
+function rank(name: string): number {
+  if (name === 'cache.sqlite') return 2;
+  return name.endsWith('.json') ? 1 : 0;
+}
+
+/** Runs `fn` on a connection of `pool` and releases it (dropped when it failed). */
+async function withConnection<T>(pool: pg.Pool, fn: (c: pg.PoolClient, failed: () => Error | undefined) => Promise<T>): Promise<T> {
+  const c = await pool.connect();
+  let broken: Error | undefined;
+  const lost = (err: Error) => (broken = err);
+  c.on('error', lost);
+  try {
+    return await fn(c, () => broken);
+  } catch (err) {
+    broken ??= err as Error;
+    throw err;
+  } finally {
+    c.off('error', lost);
+    // a connection that failed is dropped (which also ends its session locks and transactions)
+    c.release(broken);
+  }
+}
+
+/**
+ * Publishes a copy of the local cache of `t` for joining nodes ({@link download}). Only one node
+ * publishes an index at a time: under the session advisory lock ({@link PUBLISH_LOCK_CLASS},
+ * `hashtext(name)`, tried, never waited for) `stage` is asked for the files (a consistent copy:
+ * `seq` = the sequence number the SQLite copy contains; undefined = nothing to publish) unless the
+ * current publication already has `seq` >= `since` or is younger than `minAgeMs` (by the
+ * database's clock; so several nodes publish an index at most once per interval together);
+ * chunks of uploads that stopped half-way are deleted; the files are uploaded in chunks of
+ * {@link PUBLISH_CHUNK} under a new publication id; then one transaction makes it current and
+ * deletes the previous one's chunks. A publisher killed mid-upload leaves chunks no row names
+ * (never loaded). Resolves to what was published (undefined: another node holds the lock, or it
+ * was up to date). @throws the database or file error (nothing of this upload becomes current).
+ */
+export async function publish(
+  t: PublicationTarget,
+  since: number,
+  minAgeMs: number,
+  stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>,
+): Promise<{ seq: number; bytes: number } | undefined> {
+  return withConnection(t.pool, async (c, failed) => {
+    if (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [PUBLISH_LOCK_CLASS, t.name])).rows[0].ok) return undefined;
+    try {
+      const current = (
+        await c.query<{ seq: string; age: string }>(
+          `SELECT p.seq, ${NOW_MS} - p.published_at AS age FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name AND i.incarnation = p.incarnation WHERE p.index_name = $1`,
+          [t.name],
+        )
+      ).rows[0];
+      if (current && (Number(current.seq) >= since || Number(current.age) < minAgeMs)) return undefined;
+      const staged = await stage();
+      if (!staged) return undefined;
+      const incarnation = await t.incarnation();
+      await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication NOT IN (SELECT id FROM vector_publications WHERE index_name = $1)', [t.name]);
+      const id = randomUUID();
+      const files: PublishedFile[] = [];
+      let total = 0;
+      for (const f of staged.files) {
+        const hash = createHash('sha256');
+        const fd = await fs.promises.open(f.path, 'r');
+        let bytes = 0;
+        let no = 0;
+        try {
+          const buf = Buffer.allocUnsafe(PUBLISH_CHUNK);
+          for (;;) {
+            let n = 0;
+            while (n < PUBLISH_CHUNK) {
+              const { bytesRead } = await fd.read(buf, n, PUBLISH_CHUNK - n, bytes + n);
+              if (bytesRead === 0) break;
+              n += bytesRead;
+            }
+            if (n === 0 && no > 0) break;
+            if (t.closing()) throw new Error('svc is stopping: publication abandoned');
+            const chunk = buf.subarray(0, n);
+            hash.update(chunk);
+            await c.query('INSERT INTO vector_publication_chunks (index_name, publication, file, no, data) VALUES ($1, $2, $3, $4, $5)', [t.name, id, f.name, no, chunk]);
+            bytes += n;
+            no++;
+            if (n < PUBLISH_CHUNK) break;
+          }
+        } finally {
+          await fd.close();
+        }
+        files.push({ name: f.name, bytes, chunks: no, sha256: hash.digest('hex'), chunkBytes: PUBLISH_CHUNK });
+        total += bytes;
+      }
+      await c.query('BEGIN');
+      try {
+        await c.query(
+          `INSERT INTO vector_publications (index_name, id, incarnation, seq, files, bytes, published_at) VALUES ($1, $2, $3, $4, $5, $6, ${NOW_MS})
+           ON CONFLICT (index_name) DO UPDATE SET id = EXCLUDED.id, incarnation = EXCLUDED.incarnation, seq = EXCLUDED.seq, files = EXCLUDED.files,
+             bytes = EXCLUDED.bytes, published_at = EXCLUDED.published_at`,
+          [t.name, id, incarnation, staged.seq, JSON.stringify(files), total],
+        );
+        await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication <> $2', [t.name, id]);
+        await c.query('COMMIT');
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+      t.contact();
+      return { seq: staged.seq, bytes: total };
+    } finally {
+      if (!failed()) await c.query('SELECT pg_advisory_unlock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, t.name]);
+    }
+  });
+}
+
+/** Signature of the COPY binary format's header (PostgreSQL docs, "COPY", Binary Format). */
+const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+
+/**
+ * A `COPY (SELECT no, data ...) TO STDOUT (FORMAT binary)` run on a node-postgres connection (a
+ * `Submittable`): the rows of an int4 and a non-null bytea column, parsed from the CopyData
+ * messages whatever their boundaries, each passed to `onRow` with the bytea as a Buffer of its own.
+ * `done` is called once: with the error (server error, malformed stream, connection lost, timeout)
+ * or without when the statement completed.
+ */
+export class CopyChunks implements pg.Submittable {
+  /** node-postgres's statement limit for this statement (ms); its timer ends with {@link callback}. */
+  readonly query_timeout = RANGE_TIMEOUT_MS;
+  /** Called by node-postgres on a timeout, and by this class when done (node-postgres wraps it). */
+  callback: (err?: Error | null) => void;
+  private state: 'header' | 'count' | 'fields' | 'end' = 'header';
+  private readonly acc = Buffer.alloc(19);
+  private accLen = 0;
+  private want = 19;
+  private data: Buffer | undefined;
+  private filled = 0;
+  private no = 0;
+  private error: Error | undefined;
+
+  constructor(
+    private readonly text: string,
+    private readonly onRow: (no: number, data: Buffer) => void,
+    done: (err?: Error) => void,
+  ) {
+    let settled = false;
+    this.callback = (err) => {
+      if (settled) return;
+      settled = true;
+      done(err ?? undefined);
+    };
+  }
+
+  submit(connection: pg.Connection): void {
+    (connection as unknown as { query(text: string): void }).query(this.text);
+  }
+
+  /** One CopyData message (`msg.chunk` is a view of the driver's buffer: copied before returning). */
+  handleCopyData(msg: { chunk: Buffer }): void {
+    const b = msg.chunk;
+    for (let i = 0; i < b.length && !this.error; ) {
+      if (this.data) {
+        const n = Math.min(b.length - i, this.data.length - this.filled);
+        b.copy(this.data, this.filled, i, i + n);
+        this.filled += n;
+        i += n;
+        if (this.filled === this.data.length) this.row();
+        continue;
+      }
+      if (this.state === 'end') {
+        this.error = new Error('COPY: data after the trailer');
+        break;
+      }
+      const n = Math.min(this.want - this.accLen, b.length - i);
+      b.copy(this.acc, this.accLen, i, i + n);
+      this.accLen += n;
+      i += n;
+      if (this.accLen === this.want) {
+        this.accLen = 0;
+        this.step();
+      }
+    }
+  }
+
+  /** Interprets the `want` bytes gathered in `acc`. */
+  private step(): void {
+    const a = this.acc;
+    if (this.state === 'header') {
+      if (!a.subarray(0, 11).equals(COPY_SIGNATURE) || a.readInt32BE(15) !== 0) this.error = new Error('COPY: unexpected binary header');
+      this.state = 'count';
+      this.want = 2;
+    } else if (this.state === 'count') {
+      const fields = a.readInt16BE(0);
+      if (fields === -1) this.state = 'end';
+      else if (fields !== 2) this.error = new Error(`COPY: ${fields} fields, 2 expected`);
+      else {
+        this.state = 'fields';
+        this.want = 12;
+      }
+    } else if (this.state === 'fields') {
+      const len = a.readInt32BE(8);
+      if (a.readInt32BE(0) !== 4 || len < 0) {
+        this.error = new Error('COPY: unexpected row layout');
+        return;
+      }
+      this.no = a.readInt32BE(4);
+      this.data = Buffer.allocUnsafe(len);
+      this.filled = 0;
+      if (len === 0) this.row();
+    }
+  }
+
+  private row(): void {
+    const data = this.data!;
+    this.data = undefined;
+    this.state = 'count';
+    this.want = 2;
+    try {
+      this.onRow(this.no, data);
+    } catch (err) {
+      this.error = err as Error;
+    }
+  }
+
+  handleError(err: Error): void {
+    this.callback(err);
+  }
+  handleReadyForQuery(): void {
+    this.callback(this.error ?? (this.state === 'end' ? undefined : new Error('COPY: the stream ended before its trailer')));
+  }
+  handleCommandComplete(): void {}
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {
+    this.callback(new Error('COPY: unexpected COPY FROM'));
+  }
+}
+
+/** Runs `text` (a {@link CopyChunks} statement) on `c`, `onRow` for every row. */
+function copyChunks(c: pg.PoolClient, text: string, onRow: (no: number, data: Buffer) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    c.query(new CopyChunks(text, onRow, (err) => (err ? reject(err) : resolve())));
+  });
+}
+
+/** A file being downloaded: its chunks hashed in order as they arrive, written at their offsets. */
+class FileDownload {
+  readonly hash: Hash = createHash('sha256');
+  /** Next chunk to hash; chunks that arrived before it wait in `pending`. */
+  next = 0;
+  readonly pending = new Map<number, Buffer>();
+  bytes = 0;
+  readonly chunkBytes: number;
+  constructor(
+    readonly f: PublishedFile,
+    readonly tmp: string,
+    readonly fd: fs.promises.FileHandle,
+  ) {
+    this.chunkBytes = f.chunkBytes ?? PUBLISH_CHUNK;
+  }
+
+  /** Bytes chunk `no` must have. */
+  sizeOf(no: number): number {
+    return no < this.f.chunks - 1 ? this.chunkBytes : this.f.bytes - (this.f.chunks - 1) * this.chunkBytes;
+  }
+
+  /** Hashes chunk `no` and the waiting ones after it. */
+  arrived(no: number, data: Buffer): void {
+    this.pending.set(no, data);
+    for (let d = this.pending.get(this.next); d; d = this.pending.get(this.next)) {
+      this.hash.update(d);
+      this.bytes += d.length;
+      this.pending.delete(this.next++);
+    }
+  }
+}
+
+/**
+ * Downloads the current publication of `t` ({@link publish}) into `dir`: each file of it is
+ * written to `dir/<name>.download`, its chunks' sizes, chunk count and SHA-256 checked against the
+ * publication row, then renamed to `dir/<name>`. The row and the chunks are read in one
+ * REPEATABLE READ snapshot: the first connection exports it (`pg_export_snapshot`) and
+ * {@link DOWNLOAD_STREAMS} - 1 more join it, so a publication replaced meanwhile is still read
+ * whole (`streams` connections in all); each reads ranges of {@link DOWNLOAD_RANGE} chunks with a binary COPY ({@link CopyChunks}).
+ * The files are not fsynced (the caller does it off the critical path). Resolves to undefined,
+ * with nothing written, when there is no publication; to `{ rejected }` (nothing left) when it
+ * belongs to another incarnation of the index (deleted and created again), or it is incomplete or
+ * damaged (missing chunk, wrong size or checksum).
+ * @throws the database or file error (the `.download` files removed).
+ */
+export async function download(t: PublicationTarget, dir: string, streams = DOWNLOAD_STREAMS): Promise<{ seq: number; bytes: number; files: string[] } | { rejected: string } | undefined> {
+  const conns: { c: pg.PoolClient; broken?: Error; lost: (err: Error) => void }[] = [];
+  const connect = async () => {
+    const c = await t.pool.connect();
+    const entry: (typeof conns)[number] = { c, lost: (err) => (entry.broken ??= err) };
+    c.on('error', entry.lost);
+    conns.push(entry);
+    return entry;
+  };
+  const states: FileDownload[] = [];
+  let ok = false;
+  try {
+    const first = await connect();
+    await first.c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    const p = (
+      await first.c.query<{ id: string; incarnation: string; current: string; seq: string; files: PublishedFile[]; snapshot: string }>(
+        'SELECT p.id, p.incarnation, i.incarnation AS current, p.seq, p.files, pg_export_snapshot() AS snapshot FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name WHERE p.index_name = $1',
+        [t.name],
+      )
+    ).rows[0];
+    if (!p) return undefined;
+    if (p.incarnation !== p.current) return { rejected: `published for incarnation ${p.incarnation}, the index is ${p.current}` };
+    const bad = p.files.find((f) => !/^(cache\.sqlite|snapshots\/[A-Za-z0-9._-]+)$/.test(f.name));
+    if (bad) return { rejected: `unexpected file name ${bad.name}` };
+    const order = [...p.files].sort((a, b) => rank(a.name) - rank(b.name));
+    for (const f of order) {
+      const tmp = `${path.join(dir, f.name)}.download`;
+      fs.mkdirSync(path.dirname(tmp), { recursive: true });
+      states.push(new FileDownload(f, tmp, await fs.promises.open(tmp, 'w')));
+    }
+    // the work: ranges of chunks of every file, in file and chunk order (so few wait to be hashed)
+    const ranges: { s: FileDownload; from: number; to: number }[] = [];
+    for (const s of states) for (let a = 0; a < s.f.chunks; a += DOWNLOAD_RANGE) ranges.push({ s, from: a, to: Math.min(a + DOWNLOAD_RANGE, s.f.chunks) });
+    const snapshot = first.c.escapeLiteral(p.snapshot);
+    for (let i = 1; i < Math.min(streams, ranges.length); i++) {
+      const e = await connect();
+      await e.c.query(`BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT ${snapshot}`);
+    }
+    let rejected: string | undefined;
+    let writeError: Error | undefined;
+    const writes = new Set<Promise<void>>();
+    const id = first.c.escapeLiteral(p.id);
+    await Promise.all(
+      conns.map(async ({ c }) => {
+        for (let r = ranges.shift(); r && rejected === undefined && writeError === undefined; r = ranges.shift()) {
+          const { s, from, to } = r;
+          let expect = from;
+          await copyChunks(
+            c,
+            `COPY (SELECT no, data FROM vector_publication_chunks WHERE publication = ${id} AND file = ${c.escapeLiteral(s.f.name)} AND no >= ${from} AND no < ${to} ORDER BY no) TO STDOUT (FORMAT binary)`,
+            (no, data) => {
+              if (rejected !== undefined) return;
+              if (no !== expect) return void (rejected = `${s.f.name}: chunk ${expect} of ${s.f.chunks} is missing`);
+              expect++;
+              if (data.length !== s.sizeOf(no)) return void (rejected = `${s.f.name}: size or checksum differs from the publication's`);
+              s.arrived(no, data);
+              const w = s.fd.write(data, 0, data.length, no * s.chunkBytes).then(
+                () => void writes.delete(w),
+                (err: Error) => void (writeError ??= err),
+              );
+              writes.add(w);
+            },
+          );
+          if (expect < to) rejected ??= `${s.f.name}: chunk ${expect} of ${s.f.chunks} is missing`;
+        }
+      }),
+    );
+    await Promise.all(writes);
+    if (writeError) throw writeError;
+    if (rejected !== undefined) return { rejected };
+    for (const s of states) {
+      if (s.next !== s.f.chunks || s.bytes !== s.f.bytes || s.hash.digest('hex') !== s.f.sha256) return { rejected: `${s.f.name}: size or checksum differs from the publication's` };
+    }
+    for (const s of states) {
+      await s.fd.close();
+      fs.renameSync(s.tmp, path.join(dir, s.f.name));
+    }
+    ok = true;
+    t.contact();
+    return { seq: Number(p.seq), bytes: order.reduce((n, f) => n + f.bytes, 0), files: order.map((f) => f.name) };
+  } catch (err) {
+    // a statement that failed or timed out may leave its connection mid-COPY: none is reused
+    for (const e of conns) e.broken ??= err as Error;
+    throw err;
+  } finally {
+    for (const e of conns) {
+      if (!e.broken) await e.c.query('ROLLBACK').catch((err: Error) => (e.broken ??= err));
+      e.c.off('error', e.lost);
+      e.c.release(e.broken);
+    }
+    for (const s of states) {
+      await s.fd.close().catch(() => undefined);
+      if (!ok) fs.rmSync(s.tmp, { force: true });
+    }
+  }
+}
