@@ -301,6 +301,8 @@ test('tracing on: publish, both attempts, the callbacks and the destination are 
       const { workflowRunId } = await wf.trigger({ url: `${app.url}/three`, body: {}, headers: { traceparent: `00-${wfTrace}-${hex(8)}-01` } });
       const done = () => app.requests.filter((r) => r.path === '/three' && r.status === 200);
       await runSucceeded(svc.url, creds['queue.token'], workflowRunId);
+      // the run ends inside the last step's request (the SDK reports it before answering): its answer is recorded just after
+      await waitFor('the trigger and three steps delivered', () => done().length >= 4, 30_000);
       const steps = await waitFor(
         'a workflow step span per delivery to the endpoint',
         () => {
@@ -454,7 +456,7 @@ test('tracing off: every step of a workflow run carries the trigger traceparent 
     const first = await wf.trigger({ url: `${app.url}/three`, body: {}, headers: { traceparent, tracestate: 'wf=1' } });
     await runSucceeded(q.url, q.token, first.workflowRunId);
     const delivered = () => app.requests.filter((r) => r.path === '/three');
-    assert.ok(delivered().filter((r) => r.status === 200).length >= 4, 'the trigger and three steps delivered');
+    await waitFor('the trigger and three steps delivered', () => delivered().filter((r) => r.status === 200).length >= 4, 30_000);
     for (const r of delivered()) {
       assert.equal(r.headers.traceparent, traceparent);
       assert.equal(r.headers.tracestate, 'wf=1');
@@ -467,7 +469,7 @@ test('tracing off: every step of a workflow run carries the trigger traceparent 
     const { workflowRunId } = (await res.json()) as { workflowRunId: string };
     const ofRun = () => app.requests.filter((r) => r.path === '/three' && r.headers['upstash-workflow-runid'] === workflowRunId);
     await runSucceeded(q.url, q.token, workflowRunId);
-    assert.ok(ofRun().filter((r) => r.status === 200).length >= 4, 'the trigger and three steps delivered');
+    await waitFor('the trigger and three steps of the /v2/trigger run delivered', () => ofRun().filter((r) => r.status === 200).length >= 4, 30_000);
     for (const r of ofRun()) assert.equal(r.headers.traceparent, raw);
   } finally {
     await app.close();
