@@ -13,7 +13,8 @@
  * (`router-thread.ts`), so that parsing and forwarding every command a second time does not take
  * event-loop time from the gateway's HTTP work (a cluster `/pipeline` costs the router about twice
  * the gateway's CPU per command, `docs/readme/kv-bench.md`); or, with `false`, on the main event
- * loop. A thread that dies is started again after 1 s (the gateway answers 503 meanwhile).
+ * loop. A thread that dies is started again after 1 s, and again with a doubling delay (at most
+ * 30 s) while starting fails (the gateway answers 503 meanwhile).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -62,6 +63,9 @@ export function createTopologyRouter(kv: Config['kv'], logger: Logger): { topolo
 function adminOf(kv: Config['kv']): RedisUser {
   return kv.redisPassword !== undefined ? { user: kv.redisUsername, password: kv.redisPassword } : {};
 }
+
+/** Longest wait between two attempts to start a router thread that died (ms). */
+const RESTART_MAX_DELAY_MS = 30_000;
 
 /** The router thread's entry: TypeScript through tsx in a source checkout, the built `.js` otherwise. */
 function threadCommand(): { entry: URL; execArgv: string[] } {
@@ -149,11 +153,25 @@ export class DistributedBackend implements Backend {
         if (!ready) return reject(new Error(`kv: the topology router thread exited with code ${code} before it listened`));
         if (this.stopping) return;
         this.logger.error({ code }, 'kv: the topology router thread exited; starting it again in 1 s');
-        setTimeout(() => {
-          if (!this.stopping) this.startThread().catch((err: Error) => this.logger.error({ err }, 'kv: restarting the topology router thread failed'));
-        }, 1000).unref();
+        this.restartThread(1000);
       });
     });
+  }
+
+  /**
+   * Starts the router thread again after `delayMs` ms; when that start fails (no node answered,
+   * ...), again after twice the delay, at most {@link RESTART_MAX_DELAY_MS} apart, until it
+   * listens or svc stops. Meanwhile the gateway answers 503 (its connections to the router fail).
+   */
+  private restartThread(delayMs: number): void {
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.startThread().catch((err: Error) => {
+        const next = Math.min(delayMs * 2, RESTART_MAX_DELAY_MS);
+        this.logger.error({ err, retryInMs: next }, 'kv: restarting the topology router thread failed; trying again');
+        this.restartThread(next);
+      });
+    }, delayMs).unref();
   }
 
   async stop(): Promise<void> {
