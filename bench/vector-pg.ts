@@ -266,20 +266,26 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
   const lat = (l: { p50: number; p99: number }) => `${fmt(l.p50, 1)} / ${fmt(l.p99, 1)}`;
   const idle = await latencies(a, queries, SECONDS);
   add(`query p50 / p99 ms on a serving node (2 clients), idle, ${size}`, '—', lat(idle));
-  let t = performance.now();
+  /** Starts a node on `nodeDir` while `a` answers queries: the node, its time to ready (ms) and `a`'s latencies meanwhile. */
+  const timedStart = async (nodeDir: string, env: Record<string, string>) => {
+    const t0 = performance.now();
+    const starting = start(nodeDir, 128, db, env);
+    const during = await latencies(a, queries, starting);
+    const node = await starting;
+    return { node, ms: performance.now() - t0, during };
+  };
   let p: Node;
   if (process.env.BENCH_PG_REBUILD !== '0') {
-    const joining = start(path.join(dir, 'jp'), 128, db, { SVC_VECTOR_PUBLISH_MS: '1000' });
-    const during = await latencies(a, queries, joining);
-    p = await joining;
-    add(`time to ready, node joining ${size} from an empty data dir, no publication (records reloaded, graph rebuilt), ms`, '—', fmt(performance.now() - t));
-    add('query p50 / p99 ms on the serving node meanwhile', '—', lat(during));
+    const rebuilt = await timedStart(path.join(dir, 'jp'), { SVC_VECTOR_PUBLISH_MS: '1000' });
+    p = rebuilt.node;
+    add(`time to ready, node joining ${size} from an empty data dir, no publication (records reloaded, graph rebuilt), ms`, '—', fmt(rebuilt.ms));
+    add('query p50 / p99 ms on the serving node meanwhile', '—', lat(rebuilt.during));
   } else {
     await stop(a);
     a = p = await start(aDir, 128, db, { SVC_VECTOR_PUBLISH_MS: '1000' });
   }
   await waitIndexed(p, Number(count));
-  t = performance.now();
+  const t = performance.now();
   const bytes = await published(db);
   add(`publication of ${size} (SQLite copy + graph snapshot, idle publisher): time to publish after ready, ms; size`, '—', `${fmt(performance.now() - t)}; ${fmt(bytes / 2 ** 20)} MiB`);
   if (p !== a) await stop(p);
@@ -288,27 +294,19 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
   for (let round = 0; round < rounds; round++) {
     const jdir = path.join(dir, `jc${round}`);
     console.log(`uptime: ${execFileSync('uptime').toString().trim()}`);
-    t = performance.now();
-    const joining = start(jdir, 128, db, { SVC_LOG_LEVEL: 'info' });
-    const during = await latencies(a, queries, joining);
-    const c = await joining;
-    const joinMs = performance.now() - t;
-    phases('joiner', c);
-    add(`time to ready, node joining ${size} from an empty data dir, from the published snapshot, ms`, '—', fmt(joinMs));
-    add('query p50 / p99 ms on the serving node meanwhile', '—', lat(during));
-    await waitIndexed(c, Number(count));
-    await stop(c);
-    phases('joiner (after stop)', c);
-    t = performance.now();
-    const restarting = start(jdir, 128, db, { SVC_LOG_LEVEL: 'info' });
-    const duringRestart = await latencies(a, queries, restarting);
-    const c2 = await restarting;
-    const restartMs = performance.now() - t;
-    phases('restart', c2);
-    await stop(c2);
-    add(`time to ready, that node restarted on its data dir (local snapshot), ms`, '—', fmt(restartMs));
-    add('query p50 / p99 ms on the serving node meanwhile', '—', lat(duringRestart));
-    add('join / restart', '—', fmt(joinMs / restartMs, 2));
+    const join = await timedStart(jdir, { SVC_LOG_LEVEL: 'info' });
+    phases('joiner', join.node);
+    add(`time to ready, node joining ${size} from an empty data dir, from the published snapshot, ms`, '—', fmt(join.ms));
+    add('query p50 / p99 ms on the serving node meanwhile', '—', lat(join.during));
+    await waitIndexed(join.node, Number(count));
+    await stop(join.node);
+    phases('joiner (after stop)', join.node);
+    const restart = await timedStart(jdir, { SVC_LOG_LEVEL: 'info' });
+    phases('restart', restart.node);
+    await stop(restart.node);
+    add(`time to ready, that node restarted on its data dir (local snapshot), ms`, '—', fmt(restart.ms));
+    add('query p50 / p99 ms on the serving node meanwhile', '—', lat(restart.during));
+    add('join / restart', '—', fmt(join.ms / restart.ms, 2));
   }
   console.log(`uptime: ${execFileSync('uptime').toString().trim()}`);
   return a;

@@ -192,14 +192,16 @@ export class VectorIndex {
   private static cachePaths(dataDir: string, name: string) {
     const dir = path.join(dataDir, 'vector');
     const file = path.join(dir, `${name}.sqlite`);
+    const snapshots = path.join(dir, `${name}.snapshots`);
+    const joining = path.join(dir, `${name}.joining`);
     return {
       dir,
       file,
-      snapshots: path.join(dir, `${name}.snapshots`),
-      joining: path.join(dir, `${name}.joining`),
+      snapshots,
+      joining,
       /** Present from before a downloaded cache is put in place until it is on disk. */
       unsynced: path.join(dir, `${name}.unsynced`),
-      all: [file, `${file}-wal`, `${file}-shm`, path.join(dir, `${name}.snapshots`), path.join(dir, `${name}.joining`)],
+      all: [file, `${file}-wal`, `${file}-shm`, snapshots, joining],
     };
   }
 
