@@ -244,13 +244,14 @@ test('a publication of another incarnation, of an older generation (reset), with
     for (const [what, sql] of [
       ['altered', "UPDATE vector_publication_chunks SET data = set_byte(data, 5, (get_byte(data, 5) + 1) % 256) WHERE index_name = 'default' AND no = 0 AND file = (SELECT min(file) FROM vector_publication_chunks WHERE index_name = 'default' AND file LIKE 'snapshots/%.hnsw')"],
       ['cut short', "UPDATE vector_publication_chunks SET data = substring(data from 1 for length(data) - 1) WHERE index_name = 'default' AND file = 'cache.sqlite' AND no = 0"],
+      ['renamed out of the directory', "UPDATE vector_publications SET files = jsonb_set(files, '{0,name}', '\"snapshots/..\"') WHERE index_name = 'default'"],
     ] as const) {
       await republish(`z${what.length}`, 16 + what.length);
       count++;
       const changed = await withPg(url, (c) => c.query(sql));
       assert.equal(changed.rowCount, 1, `one chunk ${what}`);
       const damaged = await join(`j2${what.length}`, false, count);
-      assert.match(lines(damaged, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /size or checksum differs/, what);
+      assert.match(lines(damaged, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /size or checksum differs|unexpected file name snapshots\/\.\./, what);
       await stop(damaged);
     }
 

@@ -367,7 +367,8 @@ export async function download(t: PublicationTarget, dir: string, streams = DOWN
     ).rows[0];
     if (!p) return undefined;
     if (p.incarnation !== p.current) return { rejected: `published for incarnation ${p.incarnation}, the index is ${p.current}` };
-    const bad = p.files.find((f) => !/^(cache\.sqlite|snapshots\/[A-Za-z0-9._-]+)$/.test(f.name));
+    // names svc writes: never a path out of `dir` (no `..`, no leading dot)
+    const bad = p.files.find((f) => !/^(cache\.sqlite|snapshots\/[A-Za-z0-9_-][A-Za-z0-9._-]*)$/.test(f.name));
     if (bad) return { rejected: `unexpected file name ${bad.name}` };
     const order = [...p.files].sort((a, b) => rank(a.name) - rank(b.name));
     for (const f of order) {
