@@ -508,7 +508,7 @@ export class ConnectionPool {
 
   /** A shared connection (an open one synchronously when available). */
   get(): RedisConnection | Promise<RedisConnection> {
-    this.lastUse = ++ConnectionPool.uses;
+    this.markUsed();
     const i = this.next;
     this.next = (i + 1) % this.shared.length;
     const c = this.shared[i];
@@ -532,7 +532,7 @@ export class ConnectionPool {
 
   /** A connection used by nobody else until {@link release}d (e.g. MULTI ... EXEC). */
   async exclusive(): Promise<RedisConnection> {
-    this.lastUse = ++ConnectionPool.uses;
+    this.markUsed();
     while (this.idle.length) {
       const c = this.idle.pop()!;
       if (!c.closed) return c;
