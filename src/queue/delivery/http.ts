@@ -44,7 +44,8 @@ export const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connect
 export interface OutgoingRequest {
   url: string;
   method: string;
-  headers: Record<string, string | string[]>;
+  /** Flat `[name, value, ...]` list (undici's array form; a name repeats for each of its values). */
+  headers: string[];
   body: Buffer;
   timeoutMs: number;
 }
