@@ -175,6 +175,22 @@ describe('queue publish and delivery (SDK end-to-end)', () => {
     assert.equal(((await pub.json()) as { url: string }).url, `${sink.url}/tok?a=1`, 'token parameter not forwarded');
   });
 
+  test('publish front: a token that is a prefix, an extension or one character off is 401; the exact one publishes', async () => {
+    const t = q.token;
+    const last = t.charCodeAt(t.length - 1);
+    const offByOne = t.slice(0, -1) + String.fromCharCode(last === 65 ? 66 : 65);
+    for (const wrong of [t.slice(0, -1), `${t}x`, offByOne, t.slice(1), '', `${t}${t}`]) {
+      for (const body of ['q', undefined]) {
+        const res = await fetch(`${q.url}/v2/publish/${sink.url}/wrong-token`, { method: 'POST', headers: { authorization: `Bearer ${wrong}` }, body });
+        assert.equal(res.status, 401, `token ${JSON.stringify(wrong)}, body ${body}`);
+        assert.deepEqual(await res.json(), { error: 'unauthorized' });
+      }
+    }
+    const ok = await fetch(`${q.url}/v2/publish/${sink.url}/right-token`, { method: 'POST', headers: { authorization: `Bearer ${t}` }, body: 'q' });
+    assert.equal(ok.status, 200);
+    assert.equal(sink.at('/wrong-token').length, 0);
+  });
+
   test('publish front: plain requests on the fast path, chunked ones handed to Fastify, same answers', async () => {
     const net = await import('node:net');
     const port = Number(new URL(q.url).port);
