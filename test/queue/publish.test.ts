@@ -51,6 +51,30 @@ describe('queue publish and delivery (SDK end-to-end)', () => {
     await assert.rejects(new Receiver({ currentSigningKey: 'sig_x', nextSigningKey: 'sig_y' }).verify({ signature, body: r.body.toString() }));
   });
 
+  test('a forwarded header spelled like one svc sets is replaced by svc\'s, not sent twice', async () => {
+    const dest = `${sink.url}/own-names`;
+    const pub = await fetch(`${q.url}/v2/publish/${dest}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${q.token}`,
+        'content-type': 'text/plain',
+        'Upstash-Forward-Upstash-Signature': 'forged',
+        'Upstash-Forward-Svc-Message-Id': 'forged-id',
+        'Upstash-Forward-User-Agent': 'forged-agent',
+        'Upstash-Forward-X-Kept': 'kept',
+      },
+      body: 'own',
+    });
+    assert.equal(pub.status, 200);
+    const { messageId } = (await pub.json()) as { messageId: string };
+    const r = await waitFor('delivery', () => sink.at('/own-names')[0]);
+    const signature = r.headers['upstash-signature'] as string;
+    assert.equal(await q.receiver().verify({ signature, body: 'own', url: dest }), true);
+    assert.equal(r.headers['svc-message-id'], messageId);
+    assert.equal(r.headers['user-agent'], 'Upstash-QStash');
+    assert.equal(r.headers['x-kept'], 'kept');
+  });
+
   test('methods, delay and binary bodies; GET /v2/messages while pending; cancel', async () => {
     const bytes = Buffer.from([0, 1, 2, 250, 255]);
     const pub = await fetch(`${q.url}/v2/publish/${sink.url}/bin`, {

@@ -518,6 +518,7 @@ export function deliveryHeaders(m: StoredMessage, signature: string, region: str
   for (const k in m.headers) {
     if (!forwarded(k)) continue; // stored before such headers were dropped at publish
     if (trace !== undefined && isTraceHeader(k)) continue; // replaced below
+    if (OWN_NAMES.has(k)) continue; // set below (a name svc sets replaces a forwarded one spelled the same)
     const v = m.headers[k];
     if (v.length === 1) h.push(k, v[0]);
     else for (const one of v) h.push(k, one);
@@ -541,6 +542,12 @@ export function deliveryHeaders(m: StoredMessage, signature: string, region: str
   both(h, 'Upstash-Retry-Delay', 'Svc-Retry-Delay', m.retryDelay);
   return h;
 }
+
+/** The header names {@link deliveryHeaders} sets itself, as it spells them. */
+const OWN_NAMES = new Set([
+  'User-Agent',
+  ...['Message-Id', 'Retried', 'Max-Retries', 'Signature', 'Caller-Ip', 'Topic-Name', 'Endpoint-Name', 'Schedule-Id', 'Queue-Name', 'Region', 'Retry-Delay'].flatMap((n) => [`Upstash-${n}`, `Svc-${n}`]),
+]);
 
 /** Whether a stored header name is a W3C trace-context header (any case). */
 function isTraceHeader(name: string): boolean {
