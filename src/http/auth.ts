@@ -39,6 +39,23 @@ export class SecretMatcher {
   }
 }
 
+/**
+ * Whether `presented` equals `valid`, compared in constant time without hashing (for per-request
+ * checks: a SHA-256 of the presented token, its Buffer and `timingSafeEqual` cost ~8,000 CPU
+ * instructions per publish, `docs/readme/queue-bench.md`). Every UTF-16 code unit of `valid` is
+ * XORed with the presented one at the same index (0 past its end) and the differences ORed
+ * together with the lengths' XOR: no branch on either string's content, so the time depends on
+ * `valid`'s length (and whether the presented one is shorter, which its sender knows), never on
+ * where the two differ.
+ */
+export function sameSecret(presented: string, valid: string): boolean {
+  const n = valid.length;
+  const m = presented.length;
+  let diff = n ^ m;
+  for (let i = 0; i < n; i++) diff |= valid.charCodeAt(i) ^ (i < m ? presented.charCodeAt(i) : 0);
+  return diff === 0;
+}
+
 /** True when `candidate` equals one of `valid` (each compared in constant time, all compared). */
 export function matchesAny(candidate: string, valid: readonly string[]): boolean {
   let ok = false;

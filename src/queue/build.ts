@@ -3,7 +3,7 @@
  * messages spawned by a delivery attempt ("callbacks are themselves messages").
  */
 import { createHash } from 'node:crypto';
-import { randomChunk } from './random.js';
+import { randomInto } from './random.js';
 import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMessage, WorkflowMessageInfo, WorkflowPublishInfo } from './model.js';
 
 /**
@@ -14,11 +14,22 @@ import type { AttemptOutcome, MessageKind, NewMessage, PublishOptions, StoredMes
  * the WAL at every commit, measured in the store micro-benchmark, `docs/readme/queue-bench.md`).
  */
 export function newMessageId(now = Date.now()): string {
-  const b = Buffer.allocUnsafe(20);
-  b.writeUIntBE(Math.max(0, Math.floor(now)) % 2 ** 48, 0, 6);
-  randomChunk(14).copy(b, 6);
+  // one reused buffer (the string is made from it before it is written again), bytes written by
+  // hand: ~5,500 CPU instructions per id with a new Buffer, writeUIntBE and a random subarray
+  const b = ID_BYTES;
+  const t = Math.max(0, Math.floor(now)) % 2 ** 48;
+  const hi = Math.floor(t / 2 ** 32);
+  const lo = t % 2 ** 32;
+  b[0] = hi >>> 8;
+  b[1] = hi & 0xff;
+  b[2] = lo >>> 24;
+  b[3] = (lo >>> 16) & 0xff;
+  b[4] = (lo >>> 8) & 0xff;
+  b[5] = lo & 0xff;
+  randomInto(b, 6, 14);
   return `msg_${b.toString('base64url')}`;
 }
+const ID_BYTES = Buffer.alloc(20);
 
 export interface Target {
   url: string;

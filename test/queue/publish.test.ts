@@ -51,6 +51,30 @@ describe('queue publish and delivery (SDK end-to-end)', () => {
     await assert.rejects(new Receiver({ currentSigningKey: 'sig_x', nextSigningKey: 'sig_y' }).verify({ signature, body: r.body.toString() }));
   });
 
+  test('a forwarded header spelled like one svc sets is replaced by svc\'s, not sent twice', async () => {
+    const dest = `${sink.url}/own-names`;
+    const pub = await fetch(`${q.url}/v2/publish/${dest}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${q.token}`,
+        'content-type': 'text/plain',
+        'Upstash-Forward-Upstash-Signature': 'forged',
+        'Upstash-Forward-Svc-Message-Id': 'forged-id',
+        'Upstash-Forward-User-Agent': 'forged-agent',
+        'Upstash-Forward-X-Kept': 'kept',
+      },
+      body: 'own',
+    });
+    assert.equal(pub.status, 200);
+    const { messageId } = (await pub.json()) as { messageId: string };
+    const r = await waitFor('delivery', () => sink.at('/own-names')[0]);
+    const signature = r.headers['upstash-signature'] as string;
+    assert.equal(await q.receiver().verify({ signature, body: 'own', url: dest }), true);
+    assert.equal(r.headers['svc-message-id'], messageId);
+    assert.equal(r.headers['user-agent'], 'Upstash-QStash');
+    assert.equal(r.headers['x-kept'], 'kept');
+  });
+
   test('methods, delay and binary bodies; GET /v2/messages while pending; cancel', async () => {
     const bytes = Buffer.from([0, 1, 2, 250, 255]);
     const pub = await fetch(`${q.url}/v2/publish/${sink.url}/bin`, {
@@ -173,6 +197,22 @@ describe('queue publish and delivery (SDK end-to-end)', () => {
     const pub = await fetch(`${q.url}/v2/publish/${sink.url}/tok?a=1&qstash_token=${encodeURIComponent(q.token)}`, { method: 'POST', body: 'q' });
     assert.equal(pub.status, 200);
     assert.equal(((await pub.json()) as { url: string }).url, `${sink.url}/tok?a=1`, 'token parameter not forwarded');
+  });
+
+  test('publish front: a token that is a prefix, an extension or one character off is 401; the exact one publishes', async () => {
+    const t = q.token;
+    const last = t.charCodeAt(t.length - 1);
+    const offByOne = t.slice(0, -1) + String.fromCharCode(last === 65 ? 66 : 65);
+    for (const wrong of [t.slice(0, -1), `${t}x`, offByOne, t.slice(1), '', `${t}${t}`]) {
+      for (const body of ['q', undefined]) {
+        const res = await fetch(`${q.url}/v2/publish/${sink.url}/wrong-token`, { method: 'POST', headers: { authorization: `Bearer ${wrong}` }, body });
+        assert.equal(res.status, 401, `token ${JSON.stringify(wrong)}, body ${body}`);
+        assert.deepEqual(await res.json(), { error: 'unauthorized' });
+      }
+    }
+    const ok = await fetch(`${q.url}/v2/publish/${sink.url}/right-token`, { method: 'POST', headers: { authorization: `Bearer ${t}` }, body: 'q' });
+    assert.equal(ok.status, 200);
+    assert.equal(sink.at('/wrong-token').length, 0);
   });
 
   test('publish front: plain requests on the fast path, chunked ones handed to Fastify, same answers', async () => {

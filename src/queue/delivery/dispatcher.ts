@@ -505,25 +505,30 @@ function lowerHeaders(h: Record<string, string[]> | undefined): Record<string, s
 }
 
 /**
- * The headers of a delivery: forwarded headers, `Svc-`/`Upstash-` `Message-Id`,
- * `Retried`, `Max-Retries`, `Signature`, `Caller-Ip`, `Topic-Name`, `Schedule-Id`, `Queue-Name`,
- * `Region`, `User-Agent: Upstash-QStash`, and the W3C `traceparent`/`tracestate` of `trace` (in
- * place of forwarded ones; `delivery/trace.ts`).
+ * The headers of a delivery as undici's flat `[name, value, name, value, ...]` list (a header
+ * with several values appears once per value, in order): forwarded headers, `Svc-`/`Upstash-`
+ * `Message-Id`, `Retried`, `Max-Retries`, `Signature`, `Caller-Ip`, `Topic-Name`, `Schedule-Id`,
+ * `Queue-Name`, `Region`, `User-Agent: Upstash-QStash`, and the W3C `traceparent`/`tracestate` of
+ * `trace` (in place of forwarded ones; `delivery/trace.ts`). A list, not an object: an object
+ * with these 20-odd names was built by adding properties one at a time (hidden-class transitions
+ * from V8's runtime per property) and read back by undici with megamorphic keyed loads.
  */
-export function deliveryHeaders(m: StoredMessage, signature: string, region: string, trace?: MessageTrace): Record<string, string | string[]> {
-  const h: Record<string, string | string[]> = {};
+export function deliveryHeaders(m: StoredMessage, signature: string, region: string, trace?: MessageTrace): string[] {
+  const h: string[] = [];
   for (const k in m.headers) {
     if (!forwarded(k)) continue; // stored before such headers were dropped at publish
     if (trace !== undefined && isTraceHeader(k)) continue; // replaced below
+    if (OWN_NAMES.has(k)) continue; // set below (a name svc sets replaces a forwarded one spelled the same)
     const v = m.headers[k];
-    h[k] = v.length === 1 ? v[0] : v;
+    if (v.length === 1) h.push(k, v[0]);
+    else for (const one of v) h.push(k, one);
   }
   if (trace !== undefined) {
-    h.traceparent = trace.traceparent;
-    if (trace.tracestate !== undefined) h.tracestate = trace.tracestate;
+    h.push('traceparent', trace.traceparent);
+    if (trace.tracestate !== undefined) h.push('tracestate', trace.tracestate);
   }
   // constant names (no name strings built per delivery), each Upstash- then Svc-, in this order
-  h['User-Agent'] = 'Upstash-QStash';
+  h.push('User-Agent', 'Upstash-QStash');
   both(h, 'Upstash-Message-Id', 'Svc-Message-Id', m.id);
   both(h, 'Upstash-Retried', 'Svc-Retried', String(m.retried));
   both(h, 'Upstash-Max-Retries', 'Svc-Max-Retries', String(m.maxRetries));
@@ -538,17 +543,22 @@ export function deliveryHeaders(m: StoredMessage, signature: string, region: str
   return h;
 }
 
+/** The header names {@link deliveryHeaders} sets itself, as it spells them. */
+const OWN_NAMES = new Set([
+  'User-Agent',
+  ...['Message-Id', 'Retried', 'Max-Retries', 'Signature', 'Caller-Ip', 'Topic-Name', 'Endpoint-Name', 'Schedule-Id', 'Queue-Name', 'Region', 'Retry-Delay'].flatMap((n) => [`Upstash-${n}`, `Svc-${n}`]),
+]);
+
 /** Whether a stored header name is a W3C trace-context header (any case). */
 function isTraceHeader(name: string): boolean {
   const lower = name.toLowerCase();
   return lower === 'traceparent' || lower === 'tracestate';
 }
 
-/** Sets the `Upstash-` and `Svc-` names of one delivery header to `value` (none when undefined). */
-function both(h: Record<string, string | string[]>, upstash: string, svc: string, value: string | undefined): void {
+/** Adds the `Upstash-` and `Svc-` names of one delivery header with `value` (none when undefined). */
+function both(h: string[], upstash: string, svc: string, value: string | undefined): void {
   if (value === undefined) return;
-  h[upstash] = value;
-  h[svc] = value;
+  h.push(upstash, value, svc, value);
 }
 
 /** Whether a stored header name is forwarded ({@link NOT_FORWARDED}), by name as stored (bounded cache: the same few names repeat). */

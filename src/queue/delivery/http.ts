@@ -44,7 +44,8 @@ export const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connect
 export interface OutgoingRequest {
   url: string;
   method: string;
-  headers: Record<string, string | string[]>;
+  /** Flat `[name, value, ...]` list (undici's array form; a name repeats for each of its values). */
+  headers: string[];
   body: Buffer;
   timeoutMs: number;
 }
@@ -61,6 +62,46 @@ function canonical(raw: string): string {
 }
 
 /**
+ * The outcome of an attempt that got a response. Its `headers` are decoded from undici's raw
+ * `[name, value, ...]` Buffers at their first read, not per response: a delivered message's
+ * response headers are read only when something needs them (a callback, a failed attempt's log
+ * row, a workflow step), and decoding them (a string per name and per value, the canonical name)
+ * cost ~13,000 CPU instructions per delivery (`npm run bench:instructions`). The Buffers are views
+ * of the socket's read chunks, as the body's are.
+ */
+class ResponseOutcome implements AttemptOutcome {
+  private decoded: HeaderMap | undefined;
+  constructor(
+    readonly status: number,
+    private raw: Buffer[] | undefined,
+    public body: Buffer,
+    public error: string | undefined,
+  ) {}
+
+  get headers(): HeaderMap {
+    if (this.decoded === undefined) {
+      const h: HeaderMap = {};
+      const raw = this.raw ?? [];
+      for (let i = 0; i + 1 < raw.length; i += 2) {
+        const name = canonical(raw[i].toString('latin1'));
+        const value = raw[i + 1].toString('latin1');
+        const prev = h[name];
+        if (prev) prev.push(value);
+        else h[name] = [value];
+      }
+      this.decoded = h;
+      this.raw = undefined;
+    }
+    return this.decoded;
+  }
+
+  set headers(h: HeaderMap) {
+    this.decoded = h;
+    this.raw = undefined;
+  }
+}
+
+/**
  * One attempt as an undici dispatch handler (the `onConnect`/`onHeaders`/`onData`/`onComplete`/
  * `onError` protocol of `Dispatcher.dispatch`, undici 7 `types/dispatcher.d.ts`). Settles exactly
  * once with an {@link AttemptOutcome}.
@@ -70,7 +111,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private timedOut = false;
   private done = false;
   private status = 0;
-  private headers: HeaderMap = {};
+  private rawHeaders: Buffer[] | undefined;
   private chunks: Buffer[] = [];
   private size = 0;
   readonly timer: NodeJS.Timeout;
@@ -105,15 +146,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   onHeaders(statusCode: number, raw: Buffer[]): boolean {
     if (statusCode < 200) return true; // 1xx informational: the final head follows
     this.status = statusCode;
-    const h: HeaderMap = {};
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const name = canonical(raw[i].toString('latin1'));
-      const value = raw[i + 1].toString('latin1');
-      const prev = h[name];
-      if (prev) prev.push(value);
-      else h[name] = [value];
-    }
-    this.headers = h;
+    this.rawHeaders = raw; // decoded when read (ResponseOutcome)
     return true;
   }
 
@@ -127,7 +160,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     const status = this.status;
     const ok = status >= 200 && status < 300;
     const body = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
-    this.finish({ status, headers: this.headers, body, error: ok ? undefined : `destination answered ${status}` });
+    this.finish(new ResponseOutcome(status, this.rawHeaders, body, ok ? undefined : `destination answered ${status}`));
   }
 
   onError(err: Error): void {

@@ -14,7 +14,7 @@
  * signing cost in `npm run bench:instructions`).
  */
 import { hash } from 'node:crypto';
-import { randomChunk } from '../random.js';
+import { randomHex } from '../random.js';
 
 const HEADER_B64 = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
 
@@ -81,14 +81,23 @@ function claimPrefix(url: string): string {
   return p;
 }
 
+/** Scratch for {@link base64url}: the claims' UTF-8 bytes (no Buffer per signature). */
+let utf8Scratch = Buffer.alloc(1024);
+/** base64url (no padding) of the UTF-8 bytes of `s`. */
+function base64url(s: string): string {
+  if (utf8Scratch.length < s.length * 3) utf8Scratch = Buffer.alloc(s.length * 3);
+  const n = utf8Scratch.write(s, 0, 'utf8');
+  return utf8Scratch.toString('base64url', 0, n);
+}
+
 /**
  * The `Upstash-Signature` value for a delivery of `body` to `url`, signed with `key`.
  * `nowMs` is the signing time (ms); `iat`/`nbf`/`exp` are whole seconds.
  */
 export function signDelivery(key: string, url: string, body: Buffer, nowMs: number): string {
   const iat = Math.floor(nowMs / 1000);
-  const jti = randomChunk(12).toString('hex');
+  const jti = randomHex(12);
   const claims = `${claimPrefix(url)}${iat + SIGNATURE_TTL_S},"nbf":${iat},"iat":${iat},"jti":"jwt_${jti}","body":"${bodyHash(body)}"}`;
-  const input = `${HEADER_B64}.${Buffer.from(claims).toString('base64url')}`;
+  const input = `${HEADER_B64}.${base64url(claims)}`;
   return `${input}.${hmacB64(key, input)}`;
 }

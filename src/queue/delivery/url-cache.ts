@@ -1,8 +1,8 @@
 /**
  * Parsed destination URLs, memoised: every delivery needs its URL's origin (fairness buckets in
  * the dispatcher, the undici pool key) and path, and `new URL()` per attempt showed in the bench
- * profile. A bounded map (cleared when full) keyed by the exact URL string; the parse is WHATWG
- * `URL` as before, so results are identical.
+ * profile, as did the publish's destination check. A bounded map (cleared when full) keyed by the
+ * exact URL string; the parse is WHATWG `URL` as before, so results are identical.
  */
 
 /** The parts of a destination URL delivery needs. */
@@ -16,6 +16,8 @@ export interface UrlParts {
 }
 
 const MAX_ENTRIES = 4096;
+/** Longer URLs are parsed each time, not kept (bounds the map's memory to ~4096 * 2 KiB). */
+const MAX_KEPT_LENGTH = 2048;
 const cache = new Map<string, UrlParts | null>();
 
 /** `url` split into origin/hostname/path; undefined when it is not an absolute URL. */
@@ -28,6 +30,7 @@ export function splitUrl(url: string): UrlParts | undefined {
     } catch {
       parts = null;
     }
+    if (url.length > MAX_KEPT_LENGTH) return parts ?? undefined;
     if (cache.size >= MAX_ENTRIES) cache.clear();
     cache.set(url, parts);
   }
