@@ -144,9 +144,11 @@ export interface FastResponse {
    * Writes the whole response: status line, `content-type: type`, `content-length`, the
    * handler's `extraHeaders` (complete `name: value\r\n` lines, or ''), `Date`, keep-alive, then
    * `body` (omitted for HEAD). Must be called exactly once per request; the next request on the
-   * connection is served after it.
+   * connection is served after it. `ascii`: the caller knows that `body` (a string) and
+   * `extraHeaders` are ASCII only, so the response is written as latin1 (no UTF-8 length count
+   * and no UTF-8 conversion of the text); other text is written as UTF-8.
    */
-  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void;
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string, ascii?: boolean): void;
 }
 
 /** What an area plugs into the fast server. */
@@ -508,7 +510,7 @@ class FastConnection implements FastResponse {
   }
 
   /** {@link FastResponse}: writes the whole response, then serves the next buffered request once the output drained. */
-  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void {
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string, ascii = false): void {
     if (!this.busy) return;
     this.busy = false;
     this.active = true;
@@ -518,12 +520,12 @@ class FastConnection implements FastResponse {
       meter.done(status, this.startMs);
     }
     if (this.gone) return;
-    const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    const len = typeof body === 'string' ? (ascii ? body.length : Buffer.byteLength(body)) : body.length;
     httpDate(); // keeps keepAliveTail current
     const head = headPrefix(status, type) + len + '\r\n' + extraHeaders + keepAliveTail;
     let ok: boolean;
     if (this.head || len === 0) ok = this.socket.write(head, 'latin1');
-    else if (typeof body === 'string') ok = this.socket.write(head + body);
+    else if (typeof body === 'string') ok = this.socket.write(head + body, ascii ? 'latin1' : 'utf8');
     else {
       this.socket.cork();
       this.socket.write(head, 'latin1');
