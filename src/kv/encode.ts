@@ -45,28 +45,26 @@ const RESULT_OK = '{"result":"OK"}';
 const RESULT_NULL = '{"result":null}';
 
 /**
- * True when the bytes of `b` stand in a JSON string as they are and decode to the same text in
- * UTF-8 and latin1: printable ASCII and DEL (0x20-0x7f) but `"` and `\` (RFC 8259 section 7:
- * those two and the control characters below 0x20 must be escaped). One pass, no string made.
+ * A character that may not stand in a JSON string as it is, or whose latin1 and UTF-8 decodings
+ * differ: anything but printable ASCII and DEL (0x20-0x7f), and `"` and `\\` (RFC 8259 section 7:
+ * those two and the control characters below 0x20 must be escaped).
  */
-export function jsonSafeAscii(b: Buffer): boolean {
-  for (let i = 0; i < b.length; i++) {
-    const c = b[i];
-    if (c < 0x20 || c > 0x7f || c === 0x22 || c === 0x5c) return false;
-  }
-  return true;
-}
+const NOT_PLAIN = /[^\x20\x21\x23-\x5b\x5d-\x7f]/;
 
 /**
  * {@link itemJson} of a top-level reply without base64 when its text is known to be ASCII only
  * (its length in characters is its length in bytes; written as latin1): `+OK`, nil, an integer,
- * or a bulk string whose bytes pass {@link jsonSafeAscii} (taken as latin1: no UTF-8 decoding, no
- * `JSON.stringify`). Undefined for any other reply (the caller then uses {@link itemJson}).
+ * or a bulk string of plain characters only ({@link NOT_PLAIN}): it is decoded as latin1 (a copy,
+ * no UTF-8 decoding) and checked by one regular expression scan, no `JSON.stringify`. Undefined
+ * for any other reply (the caller then uses {@link itemJson}).
  */
 export function asciiItemJson(r: Reply): string | undefined {
   if (r === OK) return RESULT_OK;
   if (r === null) return RESULT_NULL;
-  if (Buffer.isBuffer(r)) return jsonSafeAscii(r) ? '{"result":"' + r.toString('latin1', 0, r.length) + '"}' : undefined;
+  if (Buffer.isBuffer(r)) {
+    const s = r.toString('latin1', 0, r.length);
+    return NOT_PLAIN.test(s) ? undefined : '{"result":"' + s + '"}';
+  }
   if (typeof r === 'number') return '{"result":' + String(r) + '}';
   return undefined;
 }
