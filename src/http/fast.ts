@@ -85,6 +85,15 @@ function httpDate(): string {
   return dateCache;
 }
 
+/**
+ * The end of the last response head after its `content-length` digits: CRLF, the handler's extra
+ * header lines, then {@link keepAliveTail}; kept while both are the same (e.g. kv answers between
+ * two writes share their sync-token lines), so that a response head is three pieces, not six.
+ */
+let tailExtra = '';
+let tailKeepAlive = '';
+let tailText = '';
+
 /** The last response head prefix built by {@link headPrefix}, for its status and type. */
 let prefixStatus = 0;
 let prefixType = '';
@@ -144,9 +153,11 @@ export interface FastResponse {
    * Writes the whole response: status line, `content-type: type`, `content-length`, the
    * handler's `extraHeaders` (complete `name: value\r\n` lines, or ''), `Date`, keep-alive, then
    * `body` (omitted for HEAD). Must be called exactly once per request; the next request on the
-   * connection is served after it.
+   * connection is served after it. `ascii`: the caller knows that `body` (a string) and
+   * `extraHeaders` are ASCII only, so the response is written as latin1 (no UTF-8 length count
+   * and no UTF-8 conversion of the text); other text is written as UTF-8.
    */
-  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void;
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string, ascii?: boolean): void;
 }
 
 /** What an area plugs into the fast server. */
@@ -226,62 +237,60 @@ function plainMethod(buf: Buffer, len: number): string | undefined {
 }
 
 /**
- * End of the line that starts at `from` in `buf[0, end)`: the index of its CR (or `end`), or -1
- * when the line has a control byte (anything below 0x20 but HTAB, or DEL) or a CR without LF.
- */
-function lineEnd(buf: Buffer, from: number, end: number): number {
-  for (let k = from; k < end; k++) {
-    const c = buf[k];
-    if (c === 13) return buf[k + 1] === 10 ? k : -1;
-    if ((c < 32 && c !== 9) || c === 127) return -1;
-  }
-  return end;
-}
-
-/**
  * Parses the head in `buf[0, end)` (`end` = index of the CRLFCRLF). Undefined when the request is
  * not of the plain form the fast path serves (the Node server then takes the connection), e.g. a
- * `Content-Length` above `bodyMax` bytes. Scans bytes (no split or regular expressions): header
- * names are checked against `tchar` and lower-cased, values trimmed of SP/HTAB (RFC 9110 OWS).
- * The head is decoded once (latin1, one native call); the target and the values are slices of it,
- * and the common header names and methods are literals ({@link knownName}).
+ * `Content-Length` above `bodyMax` bytes. One pass over the bytes (no split or regular
+ * expressions, no line found first and scanned again): the request line is checked as it is
+ * read (method up to the first space, a target of visible ASCII, then exactly ` HTTP/1.1` CRLF);
+ * each header line as its name (`tchar`s up to the colon) and its value (no control byte but
+ * HTAB, ending in CRLF) are read; values are trimmed of SP/HTAB (RFC 9110 OWS). The head is
+ * decoded once (latin1, one native call); the target and the values are slices of it, and the
+ * common header names and methods are literals ({@link knownName}).
  */
 export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: FastHandler): FastHead | undefined {
-  const rlEnd = lineEnd(buf, 0, end);
-  if (rlEnd < 0) return undefined;
-  // the two spaces of the request line (a short line: scanned here, not by two native calls)
+  // the method: up to the first space (checked against the methods served below)
   let sp1 = 0;
-  while (sp1 < rlEnd && buf[sp1] !== 32) sp1++;
-  if (sp1 === 0 || sp1 >= rlEnd) return undefined;
-  let sp2 = sp1 + 1;
-  while (sp2 < rlEnd && buf[sp2] !== 32) sp2++;
-  if (sp2 + 9 !== rlEnd) return undefined; // exactly one space before `HTTP/1.1`
-  for (let k = 0; k < 8; k++) if (buf[sp2 + 1 + k] !== HTTP11[k]) return undefined;
+  while (sp1 < end && buf[sp1] !== 32) sp1++;
+  if (sp1 === 0 || sp1 >= end) return undefined;
   let method = plainMethod(buf, sp1);
   if (method === undefined) {
     method = buf.toString('latin1', 0, sp1);
     if (!handler.methods?.includes(method)) return undefined;
   }
+  // the target: `/`, then visible ASCII only (no HTAB, no bytes 0x80-0xFF: Node's parser judges the rest)
   if (buf[sp1 + 1] !== 47 /* / */) return undefined;
-  // visible ASCII only (no HTAB, no bytes 0x80-0xFF): Node's parser judges the rest
-  for (let k = sp1 + 2; k < sp2; k++) if (buf[k] < 0x21 || buf[k] > 0x7e) return undefined;
+  let sp2 = sp1 + 2;
+  for (let c = buf[sp2]; c !== 32; c = buf[++sp2]) if (c < 0x21 || c > 0x7e) return undefined; // ends at the CR of CRLFCRLF at the latest
+  // exactly one space, `HTTP/1.1`, CRLF, and at least one header line (Host) before the end
+  const rlEnd = sp2 + 9;
+  if (rlEnd >= end || buf[rlEnd] !== 13 || buf[rlEnd + 1] !== 10) return undefined;
+  for (let k = 0; k < 8; k++) if (buf[sp2 + 1 + k] !== HTTP11[k]) return undefined;
   const text = buf.toString('latin1', 0, end);
   const url = text.slice(sp1 + 1, sp2);
   const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
   let bodyLength = 0;
   let pos = rlEnd + 2;
   while (pos < end) {
-    const le = lineEnd(buf, pos, end);
-    if (le < 0) return undefined;
+    // the name: tchars up to the colon (a CR, LF, space or control byte on the way is refused)
     let colon = pos;
     let upper = false;
-    for (; colon < le; colon++) {
+    for (; colon < end; colon++) {
       const c = buf[colon];
       if (c === 58 /* : */) break;
       if (TCHAR[c] === 0) return undefined;
       if (c >= 65 && c <= 90) upper = true;
     }
-    if (colon === pos || colon === le) return undefined;
+    if (colon === pos || colon === end) return undefined;
+    // the value: up to the CR of its CRLF (the last line's is the one at `end`); no control byte but HTAB
+    let le = colon + 1;
+    for (; le < end; le++) {
+      const c = buf[le];
+      if (c === 13) {
+        if (buf[le + 1] !== 10) return undefined;
+        break;
+      }
+      if ((c < 32 && c !== 9) || c === 127) return undefined;
+    }
     let name = knownName(buf, pos, colon);
     if (name === undefined) {
       name = text.slice(pos, colon);
@@ -508,7 +517,7 @@ class FastConnection implements FastResponse {
   }
 
   /** {@link FastResponse}: writes the whole response, then serves the next buffered request once the output drained. */
-  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void {
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string, ascii = false): void {
     if (!this.busy) return;
     this.busy = false;
     this.active = true;
@@ -518,12 +527,17 @@ class FastConnection implements FastResponse {
       meter.done(status, this.startMs);
     }
     if (this.gone) return;
-    const len = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    const len = typeof body === 'string' ? (ascii ? body.length : Buffer.byteLength(body)) : body.length;
     httpDate(); // keeps keepAliveTail current
-    const head = headPrefix(status, type) + len + '\r\n' + extraHeaders + keepAliveTail;
+    if (extraHeaders !== tailExtra || keepAliveTail !== tailKeepAlive) {
+      tailExtra = extraHeaders;
+      tailKeepAlive = keepAliveTail;
+      tailText = '\r\n' + extraHeaders + keepAliveTail;
+    }
+    const head = headPrefix(status, type) + len + tailText;
     let ok: boolean;
     if (this.head || len === 0) ok = this.socket.write(head, 'latin1');
-    else if (typeof body === 'string') ok = this.socket.write(head + body);
+    else if (typeof body === 'string') ok = this.socket.write(head + body, ascii ? 'latin1' : 'utf8');
     else {
       this.socket.cork();
       this.socket.write(head, 'latin1');

@@ -29,12 +29,21 @@ export function decodePiece(s: string, plusIsSpace = false): Arg {
 
 /** Splits `/a/b%2Fc/` into decoded segments (`['a', 'b/c']`); one trailing empty segment is dropped. */
 export function pathSegments(path: string): Arg[] {
-  const parts = path.split('/');
-  parts.shift();
-  if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
-  const out: Arg[] = new Array(parts.length);
-  for (let i = 0; i < parts.length; i++) out[i] = decodePiece(parts[i]);
-  return out;
+  // a scan by indexOf, not split(): no array of parts to copy (the usual path has 2-3 segments)
+  const out: Arg[] = [];
+  const first = path.indexOf('/');
+  if (first < 0) return out;
+  let from = first + 1;
+  for (;;) {
+    const slash = path.indexOf('/', from);
+    if (slash < 0) {
+      // the last segment; an empty one after a trailing slash is dropped unless it is the only one
+      if (from < path.length || out.length === 0) out.push(decodePiece(path.slice(from)));
+      return out;
+    }
+    out.push(decodePiece(path.slice(from, slash)));
+    from = slash + 1;
+  }
 }
 
 /**

@@ -257,6 +257,19 @@ export function encodeCommand(args: readonly Arg[]): string | Buffer {
     s += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
   }
   if (i === args.length) return s;
+  if (i === args.length - 1) {
+    // the usual binary command: only the last argument is a Buffer (a SET value from a request
+    // body): its length line joins the text, then one Buffer gets the text, the value and CRLF
+    const v = args[i] as Buffer;
+    s += `$${v.length}\r\n`;
+    const textBytes = Buffer.byteLength(s);
+    const one = Buffer.allocUnsafe(textBytes + v.length + 2);
+    one.write(s, 0, 'utf8');
+    v.copy(one, textBytes);
+    one[textBytes + v.length] = 13;
+    one[textBytes + v.length + 1] = 10;
+    return one;
+  }
   // binary arguments (e.g. a SET value from a request body): one Buffer, sized first, written once
   let size = Buffer.byteLength(s);
   for (let k = i; k < args.length; k++) {

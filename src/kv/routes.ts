@@ -15,7 +15,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Logger } from '../logger.js';
 import { endRequestSpan, requestSpan, tracingOn } from '../tracing.js';
 import { originForm, rawRequestToken, readBody } from '../http/raw.js';
-import { errorJson, itemJson, itemsJson } from './encode.js';
+import { asciiItemJson, errorJson, itemJson, itemsJson } from './encode.js';
 import { errorAnswer, isTemporaryRedisError, KV_ERRORS, kvError, kvMessage, RETRY_AFTER_SECONDS, type KvErrorCode, type KvMessageArgs } from './errors.js';
 import type { KvGateway } from './gateway.js';
 import type { KvMetrics } from './metrics.js';
@@ -55,7 +55,8 @@ const RESP2: Format = { b64: false, resp2: true };
  * both sync-token headers, {@link kvHeaders}), then the body.
  */
 export interface KvOut {
-  send(status: number, type: string, body: string | Buffer, extraHeaders: string): void;
+  /** `ascii`: `body` (a string) and `extraHeaders` are ASCII only (it may then be written as latin1, its length being its byte length). */
+  send(status: number, type: string, body: string | Buffer, extraHeaders: string, ascii?: boolean): void;
   /**
    * Told when the request became an SSE stream answered on `res` instead of through
    * {@link KvOut.send} (the request's span then ends when `res` closes).
@@ -99,11 +100,12 @@ export function nodeOut(res: ServerResponse): KvOut {
  * Writes a whole response with the read-your-writes token: `token` (that of the request's own
  * write), else the current one. A 503 asks to retry (`Retry-After`: `retryAfterSeconds`, default
  * {@link RETRY_AFTER_SECONDS}); so does any other status given `retryAfterSeconds` (a 429).
+ * `ascii`: `body` is known to be ASCII only (the kv headers are: svc makes the tokens).
  */
-function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE, token?: string, retryAfterSeconds?: number): void {
+function send(out: KvOut, gw: KvGateway, status: number, body: string | Buffer, type = JSON_TYPE, token?: string, retryAfterSeconds?: number, ascii = false): void {
   const headers = kvHeaders(token ?? gw.syncToken);
   const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
-  out.send(status, type, body, retryAfter === undefined ? headers : `${headers}retry-after: ${retryAfter}\r\n`);
+  out.send(status, type, body, retryAfter === undefined ? headers : `${headers}retry-after: ${retryAfter}\r\n`, ascii);
 }
 
 /** Answers catalogue error `code` (`{"error": ...}` with its status). */
@@ -255,9 +257,9 @@ function tracedOut(headers: IncomingHttpHeaders, url: string, body: Buffer | und
     ended = true;
   };
   return {
-    send(status, type, b, extra) {
+    send(status, type, b, extra, ascii) {
       end(status);
-      out.send(status, type, b, extra);
+      out.send(status, type, b, extra, ascii);
     },
     streaming(res) {
       res.once('close', () => end(res.statusCode));
@@ -314,7 +316,10 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
   const sendSingle = (out: KvOut, fmt: Format, r: Reply, raw: Buffer | undefined, token: string | undefined): void => {
     const status = replyStatus(r);
     (r instanceof RespError ? error : ok).inc();
-    if (fmt.resp2) send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE, token);
+    if (fmt.resp2) return send(out, gw, status, raw ?? (r instanceof RespError ? encodeError(r.message) : Buffer.alloc(0)), RAW_TYPE, token);
+    // the usual answers (`+OK`, a plain value, nil, an integer) as ASCII text: no UTF-8 pass
+    const ascii = fmt.b64 ? undefined : asciiItemJson(r);
+    if (ascii !== undefined) send(out, gw, status, ascii, JSON_TYPE, token, undefined, true);
     else send(out, gw, status, itemJson(r, fmt.b64), JSON_TYPE, token);
   };
 

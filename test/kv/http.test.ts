@@ -3,6 +3,7 @@
  * every request form, format header, status code and token kind.
  */
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { JSON_LIBRARY } from '../../src/kv/json/index.js';
 import { startTestSvc } from '../helpers/env.js';
@@ -210,6 +211,62 @@ describe('response formats', () => {
     assert.match(badFmt.json.error, /response format/);
     const both = await q('/get/r2', { headers: { 'Svc-Response-Format': 'resp2', 'Svc-Encoding': 'base64' } });
     assert.equal(both.status, 400);
+  });
+
+  test('every byte value, quotes, backslashes, control characters, invalid UTF-8, empty, nil and large values: the exact JSON text and length', async () => {
+    // the text JSON.stringify gives of the value decoded as UTF-8 (invalid bytes as U+FFFD)
+    const expected = (v: Buffer | null) => `{"result":${v === null ? 'null' : JSON.stringify(v.toString('utf8'))}}`;
+    const values: Buffer[] = [];
+    for (let b = 0; b < 256; b++) values.push(Buffer.from([0x61, b, 0x62]), Buffer.from([b]));
+    values.push(
+      Buffer.alloc(0),
+      Buffer.from('say "hi"\\ \\n \x7f tab\there'),
+      Buffer.from('h\u00e9llo \u00fc \u20ac \ud83d\ude00'), // valid multi-byte UTF-8
+      Buffer.from([0xe2, 0x82]), // truncated UTF-8
+      Buffer.from([0xed, 0xa0, 0x80]), // an encoded surrogate (invalid UTF-8)
+      Buffer.alloc(200_000, 'x'), // large, answered across several socket writes
+      Buffer.concat([Buffer.alloc(100_000, 'y'), Buffer.from('"'), Buffer.alloc(100_000, 'z')]),
+    );
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      // (an empty body is no argument: the empty value is set through the JSON form)
+      const set = v.length === 0 ? await post('/', ['SET', `bytes${i}`, '']) : await post(`/set/bytes${i}`, v, { headers: { 'content-type': 'application/octet-stream' } });
+      assert.equal(set.status, 200);
+      for (const r of [await q(`/get/bytes${i}`), await post('/', ['GET', `bytes${i}`])]) {
+        assert.equal(r.status, 200);
+        assert.equal(r.text, expected(v), `value ${i}: ${v.subarray(0, 8).toString('hex')}`);
+        assert.equal(r.headers.get('content-length'), String(r.body.length), `value ${i}`);
+        assert.deepEqual(r.body, Buffer.from(expected(v), 'utf8'));
+      }
+    }
+    for (const r of [await q('/get/bytes-none'), await post('/', ['GET', 'bytes-none'])]) assert.equal(r.text, expected(null));
+    assert.equal((await q('/incrby/bytes-n/-42')).text, '{"result":-42}');
+    assert.equal((await q('/set/bytes-ok/v')).text, '{"result":"OK"}');
+    assert.equal((await q('/ping')).text, '{"result":"PONG"}');
+  });
+
+  test('one connection, requests pipelined in one write: each answer has its exact length (plain, escaped and multi-byte values)', async () => {
+    const values = ['plain', 'q"uote', 'back\\slash', 'caf\u00e9 \u20ac', 'x'.repeat(70_000), ''];
+    for (let i = 0; i < values.length; i++) assert.equal((await post('/', ['SET', `pl${i}`, values[i]])).status, 200);
+    const url = new URL(base);
+    const socket = net.connect(Number(url.port), url.hostname);
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    let reqs = '';
+    for (let i = 0; i < values.length; i++) reqs += `GET /get/pl${i} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    reqs += `GET /get/pl-none HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`;
+    socket.end(reqs);
+    await new Promise((resolve) => socket.on('close', resolve));
+    let all = Buffer.concat(chunks);
+    const bodies: string[] = [];
+    while (all.length > 0) {
+      const headEnd = all.indexOf('\r\n\r\n');
+      assert.ok(headEnd > 0, 'a complete head');
+      const len = Number(/content-length: (\d+)/i.exec(all.subarray(0, headEnd).toString('latin1'))![1]);
+      bodies.push(all.subarray(headEnd + 4, headEnd + 4 + len).toString('utf8'));
+      all = all.subarray(headEnd + 4 + len);
+    }
+    assert.deepEqual(bodies, [...values.map((v) => JSON.stringify({ result: v })), '{"result":null}']);
   });
 
   test('integers beyond 2^53 keep their digits', async () => {

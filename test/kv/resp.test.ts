@@ -97,12 +97,23 @@ describe('RESP encoder and request parsing', () => {
     assert.equal(encodeCommand(['SET', 'k', 'héllo']), '*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$6\r\nhéllo\r\n');
     const b = encodeCommand(['SET', Buffer.from([0xff, 0x0d]), 'v']);
     assert.deepEqual(b, Buffer.concat([Buffer.from('*3\r\n$3\r\nSET\r\n$2\r\n'), Buffer.from([0xff, 0x0d]), Buffer.from('\r\n$1\r\nv\r\n')]));
+    // only the last argument binary (a SET value from a request body): UTF-8 text before it, empty and large values
+    for (const v of [Buffer.from([0, 0x0d, 0x0a, 0xff]), Buffer.alloc(0), Buffer.alloc(70_000, 0x7a)]) {
+      const last = encodeCommand(['SET', 'ké€', v]);
+      assert.deepEqual(last, Buffer.concat([Buffer.from(`*3\r\n$3\r\nSET\r\n$6\r\nké€\r\n$${v.length}\r\n`), v, Buffer.from('\r\n')]));
+    }
+    assert.deepEqual(encodeCommand([Buffer.from('PING')]), Buffer.from('*1\r\n$4\r\nPING\r\n'));
     assert.equal(encodeCommands([['PING'], ['GET', 'a']]), '*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n');
     assert.ok(Buffer.isBuffer(encodeCommands([['PING'], ['GET', Buffer.from('a')]])));
   });
 
   test('path segments, query arguments and percent-decoding', () => {
     assert.deepEqual(pathSegments('/set/a%2Fb/x%20y/'), ['set', 'a/b', 'x y']);
+    // empty segments kept in place, one trailing empty one dropped, a lone `/` is one empty segment
+    assert.deepEqual(pathSegments('/'), ['']);
+    assert.deepEqual(pathSegments('//'), ['']);
+    assert.deepEqual(pathSegments('/a//b//'), ['a', '', 'b', '']);
+    assert.deepEqual(pathSegments('/get'), ['get']);
     assert.deepEqual(pathSegments('/get/%E2%82%AC'), ['get', '€']);
     assert.deepEqual(decodePiece('%FFa'), Buffer.from([0xff, 0x61]));
     assert.deepEqual(queryArgs('EX=100&_token=abc&NX&a+b=c%26d'), ['EX', '100', 'NX', 'a b', 'c&d']);
