@@ -434,7 +434,7 @@ export class SqliteQueueStore implements QueueStore {
       while ((await this.writes.run(() => st.run(...params, PRUNE_BATCH).changes, false)) >= PRUNE_BATCH);
     };
     await batches(`DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? ${BOUND_LIMIT})`, now);
-    await batches(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? ${BOUND_LIMIT})`, logsBefore);
+    await this.pruneLogs(logsBefore);
     if (dlqBefore !== undefined) await batches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? ${BOUND_LIMIT})`, dlqBefore);
     await batches(
       `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE status <> 'pending' AND finished_at < ?
@@ -442,6 +442,30 @@ export class SqliteQueueStore implements QueueStore {
          AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) ${BOUND_LIMIT})`,
       logsBefore,
     );
+  }
+
+  /**
+   * Deletes the `logs` rows older than `before` (ms), in batches of {@link PRUNE_BATCH} rows, each
+   * its own write. `logs` has no AUTOINCREMENT (migration 0006): a new row takes the largest `seq`
+   * + 1, so when a batch deletes the row with the largest `seq`, a marker row (`message_seq` 0: no
+   * message, so no listing shows it; `time` 0: no histogram counts it) takes that `seq` in the same
+   * transaction, and no `seq` is ever given out twice: a page cursor a client holds (an entry key
+   * from `seq`, `sqlite-logs.ts`) keeps meaning "after / before this entry". A marker is deleted
+   * like any old row once it is not the newest.
+   */
+  private async pruneLogs(before: number): Promise<void> {
+    const del = this.stmt(
+      `DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? AND (message_seq <> 0 OR seq < (SELECT MAX(seq) FROM logs)) ${BOUND_LIMIT})`,
+    );
+    const max = this.stmt('SELECT MAX(seq) AS s FROM logs');
+    const mark = this.stmt(`INSERT INTO logs (seq, time, message_seq, state) SELECT ?, 0, 0, 'CREATED' WHERE NOT EXISTS (SELECT 1 FROM logs WHERE seq >= ?)`);
+    const batch = () => {
+      const newest = (max.get() as { s: number | null }).s;
+      const n = del.run(before, PRUNE_BATCH).changes;
+      if (newest !== null) mark.run(newest, newest);
+      return n;
+    };
+    while ((await this.writes.run(batch, false)) >= PRUNE_BATCH);
   }
 
   /** The URL-group / queue / flow-control / schedule tables on the same handle (one object serves all four). */
