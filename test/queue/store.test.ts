@@ -195,6 +195,44 @@ describe('SQLite store specifics', () => {
     db.close();
   });
 
+  test('sqlite: migration 0007 rebuilds messages without AUTOINCREMENT; rows, their seq, DLQ links and indexes kept; pruning keeps the newest message', async () => {
+    const tmp = tempDir('svc-qstore-m7-');
+    cleanups.push(tmp.cleanup);
+    const file = path.join(tmp.dir, 'queue.sqlite');
+    const pre = new Database(file);
+    pre.pragma('journal_mode = WAL');
+    for (const m of loadMigrations().filter((x) => x.version <= 6)) pre.exec(m.sql);
+    pre.pragma('user_version = 6');
+    const now = Date.now();
+    const insert = pre.prepare(`INSERT INTO messages (id, url, url_host, url_path, origin, method, headers, body, created_at, due_at, max_retries, status, finished_at)
+      VALUES (?, 'https://example.com/', 'example.com', '/', 'https://example.com', 'POST', '{"A":["b"]}', x'78', ?, ?, 0, ?, ?)`);
+    insert.run('msg_live', now, now + 3_600_000, 'pending', null);
+    insert.run('msg_dead', now, now, 'failed', now);
+    pre.prepare(`INSERT INTO dlq (dlq_id, message_seq, created_at, response_status) VALUES ('dlq_m7', 2, ?, 500)`).run(now);
+    pre.close();
+    const store = openSqliteQueueStore(file);
+    assert.equal((await store.getMessage('msg_live'))?.seq, 1);
+    assert.deepEqual((await store.getMessage('msg_live'))?.headers, { A: ['b'] });
+    const dlq = await store.getDlq('dlq_m7');
+    assert.equal(dlq?.message.id, 'msg_dead', 'the DLQ entry still refers to its message');
+    // the newest message is finished and past retention: kept while it has the largest seq
+    await store.deleteDlq({ dlqIds: ['dlq_m7'] }, 10);
+    await store.prune(now + 10, now + 10);
+    const m = buildMessage({ method: 'POST', headers: {}, maxRetries: 0 }, { url: 'https://example.com/n' }, Buffer.from('x'), now + 20);
+    await store.enqueue([m], now + 20, 0);
+    assert.equal((await store.getMessage(m.id))?.seq, 3, 'the seq of the pruned-looking newest message is not given again');
+    await store.prune(now + 30, now + 30);
+    await store.close();
+    const db = new Database(file);
+    const sql = (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'messages'`).get() as { sql: string }).sql;
+    assert.doesNotMatch(sql, /AUTOINCREMENT/i);
+    assert.deepEqual((db.prepare('SELECT seq, id FROM messages ORDER BY seq').all() as { seq: number; id: string }[]).map((r) => [r.seq, r.id]), [[1, 'msg_live'], [3, m.id]], 'once not the newest, it is pruned');
+    const idx = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
+    assert.deepEqual(idx, ['messages_admitted_fc', 'messages_admitted_queue', 'messages_due', 'messages_finished', 'messages_held_due', 'messages_held_fc', 'messages_held_queue', 'messages_lease']);
+    assert.equal(db.pragma('foreign_keys', { simple: true }), 1);
+    db.close();
+  });
+
   test('sqlite: a new database has 1 KiB pages (less WAL per message); one created with 4 KiB pages keeps them and works', async () => {
     const f = open();
     await f.store.close();

@@ -437,7 +437,10 @@ export class SqliteQueueStore implements QueueStore {
     await this.pruneLogs(logsBefore);
     if (dlqBefore !== undefined) await batches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? ${BOUND_LIMIT})`, dlqBefore);
     await batches(
+      // never the message with the largest seq: no AUTOINCREMENT (migration 0007), a new message
+      // takes the largest seq + 1, and keeping that row keeps every seq given once
       `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE status <> 'pending' AND finished_at < ?
+         AND seq < (SELECT MAX(seq) FROM messages)
          AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
          AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) ${BOUND_LIMIT})`,
       logsBefore,
