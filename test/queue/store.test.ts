@@ -153,6 +153,7 @@ describe('SQLite store specifics', () => {
     assert.deepEqual(next.items.map((e) => e.message.id), [later.id], 'not lost by the earliest-first page');
     const older = await f.store.listLogs({}, { count: 10, order: 'latestFirst', cursor: late.cursor });
     assert.deepEqual(older.items, [], 'not listed as older than the latest-first cursor');
+    assert.deepEqual(await f.store.eventHistogram(0, now + 1000, 1), { CREATED: [1] }, 'the marker row is not counted');
     await f.store.close();
     const db = new Database(f.file);
     const sql = (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'logs'`).get() as { sql: string }).sql;

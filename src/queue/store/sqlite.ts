@@ -451,7 +451,7 @@ export class SqliteQueueStore implements QueueStore {
    * Deletes the `logs` rows older than `before` (ms), in batches of {@link PRUNE_BATCH} rows, each
    * its own write. `logs` has no AUTOINCREMENT (migration 0006): a new row takes the largest `seq`
    * + 1, so when a batch deletes the row with the largest `seq`, a marker row (`message_seq` 0: no
-   * message, so no listing shows it; `time` 0: no histogram counts it) takes that `seq` in the same
+   * message, so no listing shows it and the histogram leaves it out; `time` 0) takes that `seq` in the same
    * transaction, and no `seq` is ever given out twice: a page cursor a client holds (an entry key
    * from `seq`, `sqlite-logs.ts`) keeps meaning "after / before this entry". A marker is deleted
    * like any old row once it is not the newest.
@@ -512,12 +512,13 @@ export class SqliteQueueStore implements QueueStore {
 
   /**
    * {@link QueueStore.eventHistogram}: one GROUP BY over the `logs_time` index range; a row holding
-   * CREATED and ACTIVE counts as one of each (`sqlite-logs.ts`).
+   * CREATED and ACTIVE counts as one of each (`sqlite-logs.ts`); the marker row of the largest
+   * `seq` ({@link pruneLogs}) is not an entry.
    */
   async eventHistogram(from: number, to: number, buckets: number): Promise<Record<string, number[]>> {
     const width = Math.max(1, Math.ceil((to - from) / buckets));
     const rows = this.stmt(
-      `SELECT (time - ?) / ? AS b, state, COUNT(*) AS n, SUM(active) AS a FROM logs WHERE time >= ? AND time < ? GROUP BY b, state`,
+      `SELECT (time - ?) / ? AS b, state, COUNT(*) AS n, SUM(active) AS a FROM logs WHERE time >= ? AND time < ? AND message_seq <> 0 GROUP BY b, state`,
     ).all(from, width, from, to) as { b: number; state: string; n: number; a: number }[];
     const out: Record<string, number[]> = {};
     const add = (state: string, b: number, n: number) => ((out[state] ??= new Array<number>(buckets).fill(0))[b] += n);

@@ -6,8 +6,8 @@
 -- a page cursor (an entry key derived from `seq`, src/queue/store/sqlite-logs.ts) keeps meaning
 -- "after / before this entry". The table is rebuilt (rows copied with their `seq`, the indexes
 -- made again); when the newest rows were already pruned, a marker row holds the largest `seq`
--- given out so far (message_seq 0: no message, so no listing shows it; time 0: no histogram
--- counts it; pruning deletes it once a newer row exists).
+-- given out so far (message_seq 0: no message, so no listing shows it and the histogram leaves it
+-- out; pruning deletes it once a newer row exists).
 
 CREATE TABLE logs_new (
   seq                 INTEGER PRIMARY KEY,
