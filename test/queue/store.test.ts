@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { buildMessage } from '../../src/queue/build.js';
 import { GroupCommitter } from '../../src/queue/store/group-commit.js';
 import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
+import { loadMigrations } from '../../src/queue/store/migrate.js';
 import { openPgQueueStore } from '../../src/queue/store/pg.js';
 import { tempDir } from '../helpers/env.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -129,6 +130,108 @@ describe('SQLite store specifics', () => {
     const states = (await store.listLogs({}, { count: 10, order: 'earliestFirst' })).items.map((l) => l.state);
     assert.deepEqual(states, ['CREATED', 'ACTIVE', 'CREATED', 'ACTIVE']);
     await store.close();
+  });
+
+  test('sqlite: logs has no AUTOINCREMENT; a log cursor held across the pruning of every row loses and repeats nothing', async () => {
+    const f = open();
+    const now = Date.now();
+    const mk = (t: number) => buildMessage({ method: 'POST', headers: {}, maxRetries: 0 }, { url: 'https://example.com/p' }, Buffer.from('x'), t);
+    const first = [mk(now), mk(now)];
+    await f.store.enqueue(first, now, 0);
+    // a client's cursors after one page each way
+    const early = await f.store.listLogs({}, { count: 1, order: 'earliestFirst' });
+    const late = await f.store.listLogs({}, { count: 1, order: 'latestFirst' });
+    assert.deepEqual([early.items[0].message.id, late.items[0].message.id], [first[0].id, first[1].id]);
+    assert.ok(early.cursor !== undefined && late.cursor !== undefined);
+    // retention removes every log row (the messages are still pending: they stay)
+    await f.store.prune(now + 10, now + 10);
+    assert.equal((await f.store.listLogs({}, { count: 10, order: 'earliestFirst' })).items.length, 0, 'the marker row is not listed');
+    const later = mk(now + 20);
+    await f.store.enqueue([later], now + 20, 0);
+    // the entry written after the pruning comes after both cursors, as it would have before
+    const next = await f.store.listLogs({}, { count: 10, order: 'earliestFirst', cursor: early.cursor });
+    assert.deepEqual(next.items.map((e) => e.message.id), [later.id], 'not lost by the earliest-first page');
+    const older = await f.store.listLogs({}, { count: 10, order: 'latestFirst', cursor: late.cursor });
+    assert.deepEqual(older.items, [], 'not listed as older than the latest-first cursor');
+    assert.deepEqual(await f.store.eventHistogram(0, now + 1000, 1), { CREATED: [1] }, 'the marker row is not counted');
+    await f.store.close();
+    const db = new Database(f.file);
+    const sql = (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'logs'`).get() as { sql: string }).sql;
+    assert.doesNotMatch(sql, /AUTOINCREMENT/i);
+    const seqs = (db.prepare('SELECT seq, message_seq FROM logs ORDER BY seq').all() as { seq: number; message_seq: number }[]);
+    assert.equal(seqs.length, 2, 'the marker of the pruned newest seq, and the new row');
+    assert.equal(seqs[0].message_seq, 0);
+    assert.ok(seqs[1].seq > seqs[0].seq);
+    db.close();
+  });
+
+  test('sqlite: migration 0006 keeps the log rows, their seq and the largest seq given out when the newest rows were pruned', async () => {
+    const tmp = tempDir('svc-qstore-m6-');
+    cleanups.push(tmp.cleanup);
+    const file = path.join(tmp.dir, 'queue.sqlite');
+    const pre = new Database(file);
+    pre.pragma('journal_mode = WAL');
+    for (const m of loadMigrations().filter((x) => x.version <= 5)) pre.exec(m.sql);
+    pre.pragma('user_version = 5');
+    const now = Date.now();
+    pre.prepare(`INSERT INTO messages (id, url, url_host, url_path, origin, method, headers, body, created_at, due_at, max_retries)
+      VALUES ('msg_m6', 'https://example.com/', 'example.com', '/', 'https://example.com', 'POST', '{}', x'78', ?, ?, 0)`).run(now, now);
+    const ins = pre.prepare(`INSERT INTO logs (time, message_seq, state, active) VALUES (?, 1, ?, ?)`);
+    ins.run(now, 'CREATED', 1);
+    ins.run(now + 1, 'DELIVERED', 0);
+    ins.run(now + 2, 'ERROR', 0);
+    pre.prepare('DELETE FROM logs WHERE seq = 3').run(); // the newest row pruned: seq 3 was given out
+    pre.close();
+    const store = openSqliteQueueStore(file);
+    const entries = (await store.listLogs({}, { count: 10, order: 'earliestFirst' })).items;
+    assert.deepEqual(entries.map((e) => e.state), ['CREATED', 'ACTIVE', 'DELIVERED']);
+    const m = buildMessage({ method: 'POST', headers: {}, maxRetries: 0 }, { url: 'https://example.com/n' }, Buffer.from('x'), now + 5);
+    await store.enqueue([m], now + 5, 0);
+    await store.close();
+    const db = new Database(file);
+    const rows = db.prepare('SELECT seq, message_seq, state, active FROM logs ORDER BY seq').all() as { seq: number; message_seq: number; state: string; active: number }[];
+    assert.deepEqual(rows.map((r) => [r.seq, r.message_seq === 0 ? 0 : 1, r.active]), [[1, 1, 1], [2, 1, 0], [3, 0, 0], [4, 1, 0]]);
+    const idx = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'logs' ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
+    assert.deepEqual(idx, ['logs_message', 'logs_time']);
+    db.close();
+  });
+
+  test('sqlite: migration 0007 rebuilds messages without AUTOINCREMENT; rows, their seq, DLQ links and indexes kept; pruning keeps the newest message', async () => {
+    const tmp = tempDir('svc-qstore-m7-');
+    cleanups.push(tmp.cleanup);
+    const file = path.join(tmp.dir, 'queue.sqlite');
+    const pre = new Database(file);
+    pre.pragma('journal_mode = WAL');
+    for (const m of loadMigrations().filter((x) => x.version <= 6)) pre.exec(m.sql);
+    pre.pragma('user_version = 6');
+    const now = Date.now();
+    const insert = pre.prepare(`INSERT INTO messages (id, url, url_host, url_path, origin, method, headers, body, created_at, due_at, max_retries, status, finished_at)
+      VALUES (?, 'https://example.com/', 'example.com', '/', 'https://example.com', 'POST', '{"A":["b"]}', x'78', ?, ?, 0, ?, ?)`);
+    insert.run('msg_live', now, now + 3_600_000, 'pending', null);
+    insert.run('msg_dead', now, now, 'failed', now);
+    pre.prepare(`INSERT INTO dlq (dlq_id, message_seq, created_at, response_status) VALUES ('dlq_m7', 2, ?, 500)`).run(now);
+    pre.close();
+    const store = openSqliteQueueStore(file);
+    assert.equal((await store.getMessage('msg_live'))?.seq, 1);
+    assert.deepEqual((await store.getMessage('msg_live'))?.headers, { A: ['b'] });
+    const dlq = await store.getDlq('dlq_m7');
+    assert.equal(dlq?.message.id, 'msg_dead', 'the DLQ entry still refers to its message');
+    // the newest message is finished and past retention: kept while it has the largest seq
+    await store.deleteDlq({ dlqIds: ['dlq_m7'] }, 10);
+    await store.prune(now + 10, now + 10);
+    const m = buildMessage({ method: 'POST', headers: {}, maxRetries: 0 }, { url: 'https://example.com/n' }, Buffer.from('x'), now + 20);
+    await store.enqueue([m], now + 20, 0);
+    assert.equal((await store.getMessage(m.id))?.seq, 3, 'the seq of the pruned-looking newest message is not given again');
+    await store.prune(now + 30, now + 30);
+    await store.close();
+    const db = new Database(file);
+    const sql = (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'messages'`).get() as { sql: string }).sql;
+    assert.doesNotMatch(sql, /AUTOINCREMENT/i);
+    assert.deepEqual((db.prepare('SELECT seq, id FROM messages ORDER BY seq').all() as { seq: number; id: string }[]).map((r) => [r.seq, r.id]), [[1, 'msg_live'], [3, m.id]], 'once not the newest, it is pruned');
+    const idx = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
+    assert.deepEqual(idx, ['messages_admitted_fc', 'messages_admitted_queue', 'messages_due', 'messages_finished', 'messages_held_due', 'messages_held_fc', 'messages_held_queue', 'messages_lease']);
+    assert.equal(db.pragma('foreign_keys', { simple: true }), 1);
+    db.close();
   });
 
   test('sqlite: a new database has 1 KiB pages (less WAL per message); one created with 4 KiB pages keeps them and works', async () => {

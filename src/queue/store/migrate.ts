@@ -3,8 +3,11 @@
  * `migrations/NNNN_name.sql` next to this module, applied in order, each in its own transaction,
  * with the schema version kept in `PRAGMA user_version`.
  *
+ * Migrations run with foreign keys off and end with `PRAGMA foreign_key_check` (a migration that
+ * rebuilds a table others refer to; SQLite's documented procedure for such changes).
+ *
  * @throws Error when the database was written by a newer svc (its version is above the newest
- *   migration here) or when a migration file fails.
+ *   migration here), when a migration file fails, or when one leaves a broken foreign key.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,11 +37,24 @@ export function migrate(db: Database.Database, file: string): [number, number] {
   if (current > latest) {
     throw new Error(`${file}: schema version ${current} is newer than this svc supports (${latest}); upgrade svc`);
   }
-  for (const mig of migrations.filter((m) => m.version > current)) {
-    db.transaction(() => {
-      db.exec(mig.sql);
-      db.pragma(`user_version = ${mig.version}`);
-    })();
+  const pending = migrations.filter((m) => m.version > current);
+  if (pending.length === 0) return [current, latest];
+  // Foreign keys off while migrating (a no-op inside a transaction, so around them), checked
+  // before each commit: SQLite's procedure for rebuilding a table that others refer to (a DROP
+  // TABLE of `messages` would otherwise delete the rows `dlq` refers to; migration 0007).
+  const fk = Number(db.pragma('foreign_keys', { simple: true }));
+  db.pragma('foreign_keys = OFF');
+  try {
+    for (const mig of pending) {
+      db.transaction(() => {
+        db.exec(mig.sql);
+        const broken = db.pragma('foreign_key_check') as unknown[];
+        if (broken.length) throw new Error(`${file}: migration ${mig.version} (${mig.name}) leaves ${broken.length} broken foreign key(s)`);
+        db.pragma(`user_version = ${mig.version}`);
+      })();
+    }
+  } finally {
+    db.pragma(`foreign_keys = ${fk ? 'ON' : 'OFF'}`);
   }
   return [current, latest];
 }

@@ -434,14 +434,41 @@ export class SqliteQueueStore implements QueueStore {
       while ((await this.writes.run(() => st.run(...params, PRUNE_BATCH).changes, false)) >= PRUNE_BATCH);
     };
     await batches(`DELETE FROM dedup WHERE key IN (SELECT key FROM dedup WHERE expires_at <= ? ${BOUND_LIMIT})`, now);
-    await batches(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? ${BOUND_LIMIT})`, logsBefore);
+    await this.pruneLogs(logsBefore);
     if (dlqBefore !== undefined) await batches(`DELETE FROM dlq WHERE seq IN (SELECT seq FROM dlq WHERE created_at < ? ${BOUND_LIMIT})`, dlqBefore);
     await batches(
+      // never the message with the largest seq: no AUTOINCREMENT (migration 0007), a new message
+      // takes the largest seq + 1, and keeping that row keeps every seq given once
       `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages WHERE status <> 'pending' AND finished_at < ?
+         AND seq < (SELECT MAX(seq) FROM messages)
          AND NOT EXISTS (SELECT 1 FROM dlq WHERE dlq.message_seq = messages.seq)
          AND NOT EXISTS (SELECT 1 FROM logs WHERE logs.message_seq = messages.seq) ${BOUND_LIMIT})`,
       logsBefore,
     );
+  }
+
+  /**
+   * Deletes the `logs` rows older than `before` (ms), in batches of {@link PRUNE_BATCH} rows, each
+   * its own write. `logs` has no AUTOINCREMENT (migration 0006): a new row takes the largest `seq`
+   * + 1, so when a batch deletes the row with the largest `seq`, a marker row (`message_seq` 0: no
+   * message, so no listing shows it and the histogram leaves it out; `time` 0) takes that `seq` in the same
+   * transaction, and no `seq` is ever given out twice: a page cursor a client holds (an entry key
+   * from `seq`, `sqlite-logs.ts`) keeps meaning "after / before this entry". A marker is deleted
+   * like any old row once it is not the newest.
+   */
+  private async pruneLogs(before: number): Promise<void> {
+    const del = this.stmt(
+      `DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE time < ? AND (message_seq <> 0 OR seq < (SELECT MAX(seq) FROM logs)) ${BOUND_LIMIT})`,
+    );
+    const max = this.stmt('SELECT MAX(seq) AS s FROM logs');
+    const mark = this.stmt(`INSERT INTO logs (seq, time, message_seq, state) SELECT ?, 0, 0, 'CREATED' WHERE NOT EXISTS (SELECT 1 FROM logs WHERE seq >= ?)`);
+    const batch = () => {
+      const newest = (max.get() as { s: number | null }).s;
+      const n = del.run(before, PRUNE_BATCH).changes;
+      if (newest !== null) mark.run(newest, newest);
+      return n;
+    };
+    while ((await this.writes.run(batch, false)) >= PRUNE_BATCH);
   }
 
   /** The URL-group / queue / flow-control / schedule tables on the same handle (one object serves all four). */
@@ -485,12 +512,13 @@ export class SqliteQueueStore implements QueueStore {
 
   /**
    * {@link QueueStore.eventHistogram}: one GROUP BY over the `logs_time` index range; a row holding
-   * CREATED and ACTIVE counts as one of each (`sqlite-logs.ts`).
+   * CREATED and ACTIVE counts as one of each (`sqlite-logs.ts`); the marker row of the largest
+   * `seq` ({@link pruneLogs}) is not an entry.
    */
   async eventHistogram(from: number, to: number, buckets: number): Promise<Record<string, number[]>> {
     const width = Math.max(1, Math.ceil((to - from) / buckets));
     const rows = this.stmt(
-      `SELECT (time - ?) / ? AS b, state, COUNT(*) AS n, SUM(active) AS a FROM logs WHERE time >= ? AND time < ? GROUP BY b, state`,
+      `SELECT (time - ?) / ? AS b, state, COUNT(*) AS n, SUM(active) AS a FROM logs WHERE time >= ? AND time < ? AND message_seq <> 0 GROUP BY b, state`,
     ).all(from, width, from, to) as { b: number; state: string; n: number; a: number }[];
     const out: Record<string, number[]> = {};
     const add = (state: string, b: number, n: number) => ((out[state] ??= new Array<number>(buckets).fill(0))[b] += n);
