@@ -1,7 +1,10 @@
 /**
  * Hostile input to the queue API: malformed percent-encoding and deeply nested JSON answer 400
  * (never 500), and hop-by-hop / framing headers given as `Upstash-Forward-*` / `Svc-Forward-*`
- * are not forwarded, so the message is still delivered. Through @upstash/qstash and raw HTTP.
+ * are not forwarded, so the message is still delivered; a header inside a batch (or batch
+ * trigger) body that HTTP cannot carry (CR/LF, NUL, a character above U+00FF, a name that is not a
+ * token) is refused at publish instead of failing every delivery attempt. Through @upstash/qstash
+ * and raw HTTP.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -95,5 +98,32 @@ describe('hostile input', () => {
     assert.equal((await waitFor('delivery 2', () => sink.at('/hop2')[0], 30_000)).body.toString(), 'abcdef');
     const cb = await waitFor('callback 2', () => sink.at('/hop2-cb')[0], 30_000);
     assert.equal(cb.headers['transfer-encoding'], undefined);
+  });
+  test('a batch or batch trigger entry header HTTP cannot carry is 400 naming it; obs-text and HTAB are delivered', async () => {
+    const post = (p: string, entries: unknown) => raw('POST', p, { 'content-type': 'application/json' }, JSON.stringify(entries));
+    const bad: [string, string][] = [
+      ['Upstash-Forward-X', 'a\r\nInjected: 1'],
+      ['Upstash-Forward-X', 'a\nb'],
+      ['Upstash-Forward-X', 'a\u0000b'],
+      ['Upstash-Forward-X', 'snow \u2603'],
+      ['Content-Type', 'text/plain\r\nX-Evil: 1'],
+      ['Upstash-Forward-X\r\nY', 'v'],
+      ['Upstash-Forward-X Y', 'v'],
+      ['', 'v'],
+    ];
+    for (const [name, value] of bad) {
+      const res = await post('/v2/batch', [{ destination: `${sink.url}/ok`, body: 'x' }, { destination: `${sink.url}/bad`, headers: { [name]: value }, body: 'x' }]);
+      assert.equal(res.status, 400, `${JSON.stringify(name)}: ${JSON.stringify(value)} -> ${await res.clone().text()}`);
+      assert.match(((await res.json()) as { error: string }).error, /is not a valid HTTP header/);
+      const trig = await post('/v2/batch/trigger', [{ destination: `${sink.url}/wf-bad`, headers: { [name]: value } }]);
+      assert.equal(trig.status, 400, `trigger ${JSON.stringify(name)}: ${await trig.clone().text()}`);
+      assert.match(((await trig.json()) as { error: string }).error, /is not a valid HTTP header/);
+    }
+    // nothing of a refused batch was enqueued
+    const res = await post('/v2/batch', [{ destination: `${sink.url}/fine`, headers: { 'Upstash-Forward-X-Latin': 'caf\u00e9\tok', 'Upstash-Retries': '0' }, body: 'x' }]);
+    assert.equal(res.status, 200, await res.clone().text());
+    const got = await waitFor('delivery with an obs-text header', () => sink.at('/fine')[0], 30_000);
+    assert.equal(got.headers['x-latin'], 'caf\u00e9\tok');
+    assert.equal(sink.at('/ok').length + sink.at('/bad').length, 0);
   });
 });
