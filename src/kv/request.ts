@@ -139,19 +139,26 @@ function commandsFromJson(v: unknown, lit: NumberLiterals | undefined): Arg[][] 
   return out;
 }
 
-/** Parses a JSON body's text. @throws KvError `invalidJson` */
-function parseJson(text: string): unknown {
+/**
+ * Parses a JSON body and converts it with `convert`, first with numbers as `String(value)`, again
+ * from the text with every number as written when one needs it ({@link NumberLiterals}).
+ * @throws KvError `missingBody`, `invalidJson`, or those of `convert`
+ */
+function fromBody<T>(body: Buffer | undefined, convert: (v: unknown, lit: NumberLiterals | undefined) => T): T {
+  if (body === undefined || body.length === 0) throw kvError('missingBody');
+  const text = body.toString('utf8');
+  let v: unknown;
   try {
-    return JSON.parse(text);
+    v = JSON.parse(text);
   } catch (err) {
     throw kvError('invalidJson', (err as Error).message);
   }
-}
-
-/** The text of a JSON body. @throws KvError `missingBody` */
-function bodyText(body: Buffer | undefined): string {
-  if (body === undefined || body.length === 0) throw kvError('missingBody');
-  return body.toString('utf8');
+  try {
+    return convert(v, undefined);
+  } catch (err) {
+    if (err !== NEEDS_LITERALS) throw err;
+    return convert(JSON.parse(text), new NumberLiterals(text));
+  }
 }
 
 /**
@@ -160,13 +167,7 @@ function bodyText(body: Buffer | undefined): string {
  * @throws KvError `missingBody`, `invalidJson`, `invalidCommand`, `emptyCommand`, `invalidArgument`
  */
 export function commandFromBody(body: Buffer | undefined): Arg[] {
-  const text = bodyText(body);
-  try {
-    return commandFromJson(parseJson(text), undefined);
-  } catch (err) {
-    if (err !== NEEDS_LITERALS) throw err;
-    return commandFromJson(JSON.parse(text), new NumberLiterals(text));
-  }
+  return fromBody(body, commandFromJson);
 }
 
 /**
@@ -175,11 +176,5 @@ export function commandFromBody(body: Buffer | undefined): Arg[] {
  * @throws KvError `missingBody`, `invalidJson`, `invalidPipeline`, `emptyPipeline`, or those of {@link commandFromBody}
  */
 export function commandsFromBody(body: Buffer | undefined): Arg[][] {
-  const text = bodyText(body);
-  try {
-    return commandsFromJson(parseJson(text), undefined);
-  } catch (err) {
-    if (err !== NEEDS_LITERALS) throw err;
-    return commandsFromJson(JSON.parse(text), new NumberLiterals(text));
-  }
+  return fromBody(body, commandsFromJson);
 }
