@@ -140,9 +140,14 @@ class GlobNfa {
   /** Bit k: state k loops (a star before token k; bit m: a trailing star). */
   private readonly loop: Uint32Array;
   private readonly masks = new Map<number, Uint32Array>();
+  /** Patterns of at most 31 tokens (one word, the common case): the masks as numbers. */
+  private readonly masks1 = new Map<number, number>();
   private readonly maxMasks: number;
   private readonly acceptWord: number;
   private readonly acceptBit: number;
+  /** The state bitsets of {@link matches} (reused: a match runs to its end synchronously). */
+  private cur: Uint32Array;
+  private next: Uint32Array;
 
   constructor(toks: readonly GlobToken[]) {
     const loops: number[] = [];
@@ -157,6 +162,19 @@ class GlobNfa {
     this.acceptWord = m >>> 5;
     this.acceptBit = 1 << (m & 31);
     this.maxMasks = Math.max(64, Math.floor(MASK_CACHE_WORDS / this.words));
+    this.cur = new Uint32Array(this.words);
+    this.next = new Uint32Array(this.words);
+  }
+
+  /** {@link mask} of a one-word pattern, as a number. */
+  private mask1(cp: number): number {
+    let mk = this.masks1.get(cp);
+    if (mk !== undefined) return mk;
+    mk = this.mask(cp)[0];
+    this.masks.delete(cp);
+    if (this.masks1.size >= this.maxMasks) this.masks1.clear();
+    this.masks1.set(cp, mk);
+    return mk;
   }
 
   /** Bit k set when token k matches `cp`. */
@@ -176,10 +194,25 @@ class GlobNfa {
 
   /** True when the whole of `s` matches. */
   matches(s: string): boolean {
+    // every token but a star takes one code point: at least one UTF-16 unit
+    if (s.length < this.steps.length) return false;
     const words = this.words;
     const loop = this.loop;
-    let cur = new Uint32Array(words);
-    let next = new Uint32Array(words);
+    if (words === 1) {
+      const loop1 = loop[0];
+      let st = 1;
+      for (let i = 0; i < s.length; ) {
+        const w = width(s, i);
+        const adv = st & this.mask1(w === 2 ? s.codePointAt(i)! : s.charCodeAt(i));
+        i += w;
+        st = (adv << 1) | (st & loop1);
+        if (st === 0) return false;
+      }
+      return (st & this.acceptBit) !== 0;
+    }
+    let cur = this.cur;
+    let next = this.next;
+    cur.fill(0);
     cur[0] = 1;
     for (let i = 0; i < s.length; ) {
       const w = width(s, i);
@@ -200,6 +233,8 @@ class GlobNfa {
       cur = next;
       next = t;
     }
+    this.cur = cur;
+    this.next = next;
     return (cur[this.acceptWord] & this.acceptBit) !== 0;
   }
 }
