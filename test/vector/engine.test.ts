@@ -246,6 +246,29 @@ test('a full HNSW graph grows by GRAPH_GROWTH, not by doubling (hnswlib touches 
   assert.equal(g.search(randomVectors(1, 8, 3)[0], 1)[0].label, 0, 'still finds a point it holds');
 });
 
+test('a search or scan for more results than there are points merges 100,000 queued points in one sort, not one insertion each (CPU bound)', () => {
+  const n = 100_000;
+  const g = new HnswDense(2, 'EUCLIDEAN', { m: 8, efConstruction: 32, efSearch: 32 }, 16);
+  g.add(0, [0, 0]);
+  const r = rng(11);
+  for (let i = 1; i <= n; i++) g.enqueue(i, [r(), r()], i);
+  const labels = Int32Array.from({ length: n + 1 }, (_, i) => i);
+  const before = process.cpuUsage();
+  const all = g.search([0.5, 0.5], 1e9);
+  const scanned = g.scan([0.5, 0.5], 1e9, labels);
+  const used = process.cpuUsage(before);
+  const cpuS = (used.user + used.system) / 1e6;
+  // an insertion per queued point shifted half the list on average: about 5e9 moves (seconds)
+  assert.ok(cpuS < 1.5, `${cpuS.toFixed(2)} CPU-s`);
+  for (const out of [all, scanned]) {
+    assert.equal(out.length, n + 1);
+    for (let i = 1; i < out.length; i++) assert.ok(out[i - 1].distance <= out[i].distance, 'nearest first');
+  }
+  // and a small k still gives the nearest (the insertion path)
+  const top = g.search([0.5, 0.5], 3);
+  assert.deepEqual(top.map((h) => h.label), all.slice(0, 3).map((h) => h.label));
+});
+
 test('the exact scan of an HNSW namespace ranks like brute force: graph points, queued points, pending updates, removals', () => {
   for (const metric of ['COSINE', 'EUCLIDEAN'] as const) {
     const d = 24;
