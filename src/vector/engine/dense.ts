@@ -437,7 +437,8 @@ class CodeScanner {
 
   /**
    * Keeps the `n` smallest of `keys[0..m)` (with their labels) sorted ascending in
-   * {@link bestDist} / {@link bestLabel}; returns how many (min(n, m)).
+   * {@link bestDist} / {@link bestLabel}; returns how many (min(n, m)). By insertion up to
+   * {@link INSERT_MAX}, else by one sort (insertions would cost O(m·n)).
    */
   private keepBest(labels: Int32Array, keys: Float32Array, m: number, n: number): number {
     if (this.bestDist.length < n) {
@@ -446,6 +447,16 @@ class CodeScanner {
     }
     const bd = this.bestDist;
     const bl = this.bestLabel;
+    if (n > INSERT_MAX) {
+      // one stable sort (equal keys keep their order, as the insertion below keeps them)
+      const order = Array.from({ length: m }, (_, i) => i).sort((a, b) => keys[a] - keys[b]);
+      const k = Math.min(n, m);
+      for (let i = 0; i < k; i++) {
+        bd[i] = keys[order[i]];
+        bl[i] = labels[order[i]];
+      }
+      return k;
+    }
     let kept = 0;
     let worst = Infinity;
     for (let i = 0; i < m; i++) {
