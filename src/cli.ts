@@ -177,6 +177,18 @@ async function backupCommand(args: string[], config: Config): Promise<number> {
   }
 }
 
+/**
+ * How this command was started, for a command line to copy: `svc` when run as the installed bin,
+ * else `node <script>` (e.g. `node bin/svc.js` in a checkout, `node dist/cli.js`), the script
+ * relative to the working directory when it is below it.
+ */
+function selfCommand(): string {
+  const script = process.argv[1];
+  if (script === undefined || path.basename(script) === 'svc') return 'svc';
+  const rel = path.relative(process.cwd(), script);
+  return `node ${rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : script}`;
+}
+
 /** `svc restore <backup> --data-dir <dir>` (or SVC_DATA_DIR). */
 async function restoreCommand(args: string[]): Promise<number> {
   let dataDir = process.env.SVC_DATA_DIR?.trim() || undefined;
@@ -195,7 +207,7 @@ async function restoreCommand(args: string[]): Promise<number> {
     process.stdout.write(
       `restored ${m.files.length} files of the backup taken ${m.startedAt} (svc ${m.svcVersion}) into ${path.resolve(dataDir)}\n` +
         m.skipped.map((s) => `  not in the backup: ${s.store}: ${s.note}\n`).join('') +
-        `start it with: SVC_DATA_DIR=${path.resolve(dataDir)} svc serve\n`,
+        `start it with: SVC_DATA_DIR=${path.resolve(dataDir)} ${selfCommand()} serve\n`,
     );
     return 0;
   } catch (err) {

@@ -172,6 +172,7 @@ export const kvArea: AreaModule = {
     };
   },
   banner: (ctx) => [
+    `token: ${ctx.credentials.get('kv.token')}`,
     `read-only token: ${ctx.credentials.get('kv.readonlyToken')}`,
     `database: ${ctx.config.kv.redisCluster ? `Redis Cluster (seeds ${ctx.config.kv.redisCluster.join(',')})` : ctx.config.kv.redisSentinels ? `Redis Sentinel master ${ctx.config.kv.redisSentinelMaster}` : ctx.config.kv.redisUrl ? `external ${ctx.config.kv.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}` : `supervised ${ctx.config.kv.redisServerBin} (data in ${ctx.config.dataDir}/kv)`}`,
   ],

@@ -19,7 +19,7 @@ import { asciiItemJson, errorJson, itemJson, itemsJson } from './encode.js';
 import { errorAnswer, isTemporaryRedisError, KV_ERRORS, kvError, kvMessage, RETRY_AFTER_SECONDS, type KvErrorCode, type KvMessageArgs } from './errors.js';
 import type { KvGateway } from './gateway.js';
 import type { KvMetrics } from './metrics.js';
-import { commandFromJson, commandsFromJson, parseJsonBody, pathSegments, queryArgs } from './request.js';
+import { commandFromBody, commandsFromBody, pathSegments, queryArgs } from './request.js';
 import { encodeError, RespError, type Arg, type Reply } from './resp.js';
 import { openStream } from './sse.js';
 import type { Identity } from './tokens.js';
@@ -361,14 +361,14 @@ export function createKvCore(gw: KvGateway, logger: Logger, metrics: KvMetrics):
     const fmt = formatOf(headers);
     if (path === '/') {
       if (body === undefined) throw kvError('noCommand');
-      return single(out, id, commandFromJson(parseJsonBody(body)), fmt);
+      return single(out, id, commandFromBody(body), fmt);
     }
     const segs = pathSegments(path);
     const s0 = segs[0];
     if (segs.length === 1 && typeof s0 === 'string') {
       const first = s0.length === 8 || s0.length === 10 || s0.length === 7 ? s0.toLowerCase() : '';
-      if (first === 'pipeline') return pipeline(out, id, commandsFromJson(parseJsonBody(body)), fmt);
-      if (first === 'multi-exec') return multiExec(out, id, commandsFromJson(parseJsonBody(body)), fmt.b64);
+      if (first === 'pipeline') return pipeline(out, id, commandsFromBody(body), fmt);
+      if (first === 'multi-exec') return multiExec(out, id, commandsFromBody(body), fmt.b64);
       if (first === 'monitor') return stream(ctx, out, id, 'monitor', undefined);
     } else if (segs.length >= 2 && typeof s0 === 'string' && (s0.length === 9 || s0.length === 10)) {
       const first = s0.toLowerCase();

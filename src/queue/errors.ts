@@ -99,6 +99,11 @@ export const QUEUE_ERRORS = {
   batchEntryQueue: { status: 400, message: (i: number) => `batch entry ${i}: "queue" must be a queue name (letters, digits, '-', '_', '.')` },
   batchEntryHeaders: { status: 400, message: 'batch entry "headers" must be an object of strings' },
   batchEntryHeader: { status: 400, message: (name: string) => `batch entry header ${JSON.stringify(name)} must be a string` },
+  /** A header of a batch (or batch trigger) entry that HTTP cannot carry: a name that is not a token, a value with CR, LF, NUL, another control or a character above U+00FF. */
+  batchEntryHeaderInvalid: {
+    status: 400,
+    message: (name: string) => `batch entry header ${JSON.stringify(name)} is not a valid HTTP header: the name must be a token, the value without CR, LF, NUL, other controls or characters above U+00FF`,
+  },
 
   // --- names, URL groups, queues, schedules, flow control
   /** A URL group or queue name outside `[A-Za-z0-9_.-]`. */

@@ -292,6 +292,14 @@ describe('status codes, headers, CORS', () => {
     assert.equal((await call(base, '/get/x?_token=nope')).status, 401);
   });
 
+  test('the start-up banner names the kv URL, its token and its read-only token (as the queue and vector lines do)', () => {
+    const lines = svc.banner.split('\n');
+    const at = lines.findIndex((l) => l.startsWith(`kv     ${base}`));
+    assert.ok(at >= 0, svc.banner);
+    assert.equal(lines[at + 1].trim(), `token: ${token}`);
+    assert.equal(lines[at + 2].trim(), `read-only token: ${roToken}`);
+  });
+
   test('sync token on every response (both names), changing after every write; unknown incoming token accepted', async () => {
     const a = await q('/set/sync/1', { headers: { 'upstash-sync-token': '' } });
     const t1 = a.headers.get('upstash-sync-token');

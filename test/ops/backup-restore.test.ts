@@ -91,6 +91,8 @@ test('svc restore refuses a tampered file, a non-empty target, a newer schema; r
     out = await restore(good, empty);
     assert.equal(out.code, 0, out.stderr);
     assert.deepEqual(fs.readdirSync(empty).sort(), ['credentials.json', 'kv', 'queue.sqlite', 'vector']);
+    // the command it prints starts svc as it was itself started (`svc` is not on a checkout's PATH)
+    assert.match(out.stdout, new RegExp(`^start it with: SVC_DATA_DIR=${empty.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} node bin/svc\\.js serve$`, 'm'));
   } finally {
     await svc.close();
     tmp.cleanup();

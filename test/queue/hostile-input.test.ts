@@ -1,9 +1,15 @@
 /**
  * Hostile input to the queue API: malformed percent-encoding and deeply nested JSON answer 400
  * (never 500), and hop-by-hop / framing headers given as `Upstash-Forward-*` / `Svc-Forward-*`
- * are not forwarded, so the message is still delivered. Through @upstash/qstash and raw HTTP.
+ * are not forwarded, so the message is still delivered; a header inside a batch (or batch
+ * trigger) body that HTTP cannot carry (CR/LF, NUL, a character above U+00FF, a name that is not a
+ * token) is refused at publish instead of failing every delivery attempt; a destination that
+ * answers 200 with a body past the message limit and never ends it has taken the message (the
+ * attempt ends at the limit, not at the timeout). Through @upstash/qstash and raw HTTP.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
 
@@ -95,5 +101,58 @@ describe('hostile input', () => {
     assert.equal((await waitFor('delivery 2', () => sink.at('/hop2')[0], 30_000)).body.toString(), 'abcdef');
     const cb = await waitFor('callback 2', () => sink.at('/hop2-cb')[0], 30_000);
     assert.equal(cb.headers['transfer-encoding'], undefined);
+  });
+  test('a batch or batch trigger entry header HTTP cannot carry is 400 naming it; obs-text and HTAB are delivered', async () => {
+    const post = (p: string, entries: unknown) => raw('POST', p, { 'content-type': 'application/json' }, JSON.stringify(entries));
+    const bad: [string, string][] = [
+      ['Upstash-Forward-X', 'a\r\nInjected: 1'],
+      ['Upstash-Forward-X', 'a\nb'],
+      ['Upstash-Forward-X', 'a\u0000b'],
+      ['Upstash-Forward-X', 'snow \u2603'],
+      ['Content-Type', 'text/plain\r\nX-Evil: 1'],
+      ['Upstash-Forward-X\r\nY', 'v'],
+      ['Upstash-Forward-X Y', 'v'],
+      ['', 'v'],
+    ];
+    for (const [name, value] of bad) {
+      const res = await post('/v2/batch', [{ destination: `${sink.url}/ok`, body: 'x' }, { destination: `${sink.url}/bad`, headers: { [name]: value }, body: 'x' }]);
+      assert.equal(res.status, 400, `${JSON.stringify(name)}: ${JSON.stringify(value)} -> ${await res.clone().text()}`);
+      assert.match(((await res.json()) as { error: string }).error, /is not a valid HTTP header/);
+      const trig = await post('/v2/batch/trigger', [{ destination: `${sink.url}/wf-bad`, headers: { [name]: value } }]);
+      assert.equal(trig.status, 400, `trigger ${JSON.stringify(name)}: ${await trig.clone().text()}`);
+      assert.match(((await trig.json()) as { error: string }).error, /is not a valid HTTP header/);
+    }
+    // nothing of a refused batch was enqueued
+    const res = await post('/v2/batch', [{ destination: `${sink.url}/fine`, headers: { 'Upstash-Forward-X-Latin': 'caf\u00e9\tok', 'Upstash-Retries': '0' }, body: 'x' }]);
+    assert.equal(res.status, 200, await res.clone().text());
+    const got = await waitFor('delivery with an obs-text header', () => sink.at('/fine')[0], 30_000);
+    assert.equal(got.headers['x-latin'], 'caf\u00e9\tok');
+    assert.equal(sink.at('/ok').length + sink.at('/bad').length, 0);
+  });
+  test('a 200 whose body passes the message limit and never ends is a delivery, ended at the limit (not a timeout)', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 120);
+    const endless = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      // 2 MiB (twice SVC_QUEUE_MAX_MESSAGE_BYTES), then the answer stays open
+      for (let i = 0; i < 32; i++) res.write(chunk);
+    });
+    await new Promise<void>((r) => endless.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(endless.address() as AddressInfo).port}/endless`;
+      const res = await q.client.publish({ url, body: 'x', retries: 0, timeout: 15, callback: `${sink.url}/endless-cb` });
+      const cb = await waitFor('the callback of the attempt', () => sink.at('/endless-cb')[0], 60_000);
+      const payload = JSON.parse(cb.body.toString()) as { status: number; body: string };
+      assert.equal(payload.status, 200);
+      // the kept part of the answer: the first 1 MiB
+      assert.equal(Buffer.from(payload.body, 'base64').length, 1024 * 1024);
+      const logs = await q.client.logs({ filter: { messageId: res.messageId } } as never);
+      const states = (logs.logs as { state: string }[]).map((l) => l.state);
+      assert.ok(states.includes('DELIVERED'), states.join(','));
+      assert.ok(!states.includes('FAILED') && !states.includes('ERROR'), states.join(','));
+    } finally {
+      endless.closeAllConnections();
+      endless.close();
+    }
   });
 });

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { loadIndexDefinitions, DEFAULT_HNSW, type IndexDefinition } from '../../src/vector/definitions.js';
 import { REBUILD_MIN, VectorIndex, mergePatch } from '../../src/vector/engine/vector-index.js';
 import { shortestFloat32 } from '../../src/vector/engine/float32.js';
-import { FlatDense, GRAPH_GROWTH, HnswDense } from '../../src/vector/engine/dense.js';
+import { FlatDense, GRAPH_GROWTH, HnswDense, QuantizedDense } from '../../src/vector/engine/dense.js';
 import { createLogger } from '../../src/logger.js';
 import { runQuery } from '../../src/vector/query/execute.js';
 import { MAX_IDLE_S, ResumableQueries } from '../../src/vector/http/resumable.js';
@@ -244,6 +244,45 @@ test('a full HNSW graph grows by GRAPH_GROWTH, not by doubling (hnswlib touches 
   assert.ok(cap >= n && cap <= Math.ceil(n * GRAPH_GROWTH) + 1, `capacity ${cap} for ${n} points`);
   assert.equal(g.size, n);
   assert.equal(g.search(randomVectors(1, 8, 3)[0], 1)[0].label, 0, 'still finds a point it holds');
+});
+
+test('a search or scan for more results than there are points merges 100,000 queued points in one sort, not one insertion each (CPU bound)', () => {
+  const n = 100_000;
+  const g = new HnswDense(2, 'EUCLIDEAN', { m: 8, efConstruction: 32, efSearch: 32 }, 16);
+  g.add(0, [0, 0]);
+  const r = rng(11);
+  for (let i = 1; i <= n; i++) g.enqueue(i, [r(), r()], i);
+  const labels = Int32Array.from({ length: n + 1 }, (_, i) => i);
+  const before = process.cpuUsage();
+  const all = g.search([0.5, 0.5], 1e9);
+  const scanned = g.scan([0.5, 0.5], 1e9, labels);
+  const used = process.cpuUsage(before);
+  const cpuS = (used.user + used.system) / 1e6;
+  // an insertion per queued point shifted half the list on average: about 5e9 moves (seconds)
+  assert.ok(cpuS < 1.5, `${cpuS.toFixed(2)} CPU-s`);
+  for (const out of [all, scanned]) {
+    assert.equal(out.length, n + 1);
+    for (let i = 1; i < out.length; i++) assert.ok(out[i - 1].distance <= out[i].distance, 'nearest first');
+  }
+  // and a small k still gives the nearest (the insertion path)
+  const top = g.search([0.5, 0.5], 3);
+  assert.deepEqual(top.map((h) => h.label), all.slice(0, 3).map((h) => h.label));
+});
+
+test('an int8 index asked for more results than it holds ranks 100,000 codes with one sort, not one insertion each (CPU bound)', () => {
+  const n = 100_000;
+  const g = new QuantizedDense(2, 'EUCLIDEAN', { m: 8, efConstruction: 32, efSearch: 32 }, 16);
+  const r = rng(12);
+  for (let i = 0; i < n; i++) g.add(i, [r(), r()]);
+  const before = process.cpuUsage();
+  const all = g.search([0.5, 0.5], n);
+  const used = process.cpuUsage(before);
+  // an insertion per code shifted half the list on average: 3.2 CPU-s at load 12; one sort: 0.06
+  const cpuS = (used.user + used.system) / 1e6;
+  assert.ok(cpuS < 0.75, `${cpuS.toFixed(2)} CPU-s`);
+  assert.equal(all.length, n);
+  for (let i = 1; i < all.length; i++) assert.ok(all[i - 1].distance <= all[i].distance, 'nearest first');
+  assert.deepEqual(g.search([0.5, 0.5], 3).map((h) => h.label), all.slice(0, 3).map((h) => h.label));
 });
 
 test('the exact scan of an HNSW namespace ranks like brute force: graph points, queued points, pending updates, removals', () => {

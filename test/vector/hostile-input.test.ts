@@ -1,7 +1,9 @@
 /**
  * Bad input to the vector area answers 400, never 500: JSON nested past MAX_JSON_DEPTH (metadata
  * 5,000 levels deep used to overflow the stack in JSON.stringify), deeply nested values where a
- * scalar is expected, filters with thousands of parentheses, bad percent-encoding.
+ * scalar is expected, filters with thousands of parentheses, bad percent-encoding; GLOB patterns
+ * built to be slow (thousands of unclosed `[`, a star before thousands of `?` against a 60 kB
+ * value) cost milliseconds of CPU, not seconds.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -62,5 +64,29 @@ describe('vector hostile input', () => {
     // still serving
     const q = await svc.client().query({ vector: [1, 0], topK: 1 });
     assert.equal(q.length, 1);
+  });
+  test('GLOB patterns built to be slow are answered within a CPU bound (linear parse, bit-parallel match)', async () => {
+    // one record with a 60 kB string: the matcher's work is proportional to it
+    const up = await post('upsert', JSON.stringify([{ id: 'long', vector: [1, 0], metadata: { x: 'a'.repeat(60_000) } }]));
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    /** CPU seconds this process (svc runs in it) spends on one filtered query. */
+    const cpuOf = async (filter: string): Promise<number> => {
+      const before = process.cpuUsage();
+      const r = await post('query', JSON.stringify({ vector: [1, 0], topK: 5, filter }));
+      const used = process.cpuUsage(before);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(r.body.result, []);
+      return (used.user + used.system) / 1e6;
+    };
+    // 16,381 unclosed sets: each used to be scanned to the end of the pattern (about 4 CPU-seconds)
+    const unclosed = await cpuOf(`x GLOB '${'[a-z'.repeat(16_381)}'`);
+    assert.ok(unclosed < 1.5, `unclosed sets: ${unclosed.toFixed(2)} CPU-s`);
+    // a star before 65,500 '?': the tokens after the star used to be re-run from each of the 60,000
+    // positions (4.8 CPU-seconds for 16,000 '?', four times that here)
+    const stars = await cpuOf(`x GLOB '*${'?'.repeat(65_500)}b'`);
+    assert.ok(stars < 4, `star and '?' run: ${stars.toFixed(2)} CPU-s`);
+    // still right: the same kind of pattern matches where it should
+    const hit = await post('query', JSON.stringify({ vector: [1, 0], topK: 5, filter: `x GLOB '*${'?'.repeat(1000)}'` }));
+    assert.deepEqual(hit.body.result.map((h: { id: string }) => h.id), ['long']);
   });
 });

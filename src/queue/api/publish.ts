@@ -75,6 +75,22 @@ export async function targetsFor(ctx: QueueApiContext, dest: string): Promise<{ 
   return { targets: resolved, isUrl: false };
 }
 
+/** An RFC 9110 field name: a non-empty `token` (`tchar`s). */
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** An RFC 9110 field value: visible ASCII, obs-text (U+0080-U+00FF, sent as one byte each), SP and HTAB; no CR, LF, NUL or other controls. */
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * Checks a header given inside a JSON body (a batch or batch-trigger entry's `headers`), which no
+ * HTTP parser has judged: a name that is not an RFC 9110 token or a value with CR, LF, NUL, another
+ * control or a character above U+00FF could never be sent on delivery (undici refuses it, so every
+ * attempt would fail until the DLQ), so it is refused at publish.
+ * @throws QueueError `batchEntryHeaderInvalid` (400) naming the header
+ */
+export function checkHeaderField(name: string, value: string): void {
+  if (!FIELD_NAME.test(name) || !FIELD_VALUE.test(value)) throw queueError('batchEntryHeaderInvalid', name);
+}
+
 /** A batch entry's `headers` object, lower-case keys; a header whose value is `null` is left out. */
 function lowerStringHeaders(h: unknown): Record<string, string> {
   if (h === undefined || h === null) return {};
@@ -83,6 +99,7 @@ function lowerStringHeaders(h: unknown): Record<string, string> {
   for (const [k, v] of Object.entries(h as Record<string, unknown>)) {
     if (v === null) continue;
     if (typeof v !== 'string') throw queueError('batchEntryHeader', k);
+    checkHeaderField(k, v);
     out[k.toLowerCase()] = v;
   }
   return out;

@@ -25,7 +25,7 @@ import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';
 import { withoutNulls } from './messages.js';
 import { parseOptions } from '../options.js';
-import { checkDestination, destinationFromRawUrl } from './publish.js';
+import { checkDestination, checkHeaderField, destinationFromRawUrl } from './publish.js';
 
 /** The trigger message of a new run to `url` with the (lower-case) request headers `h`. */
 function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, string>, body: Buffer, callerIp: string | undefined, now: number) {
@@ -63,9 +63,17 @@ async function start(ctx: QueueApiContext, engine: WorkflowEngine, runs: { runId
   return out;
 }
 
-function lowerHeaders(h: Record<string, unknown>): Record<string, string> {
+/**
+ * The string headers of `h`, lower-case names. `fromJson`: they come from a JSON body, not from
+ * the HTTP parser, and each is checked ({@link checkHeaderField}; 400 for one HTTP cannot carry).
+ */
+function lowerHeaders(h: Record<string, unknown>, fromJson = false): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) if (typeof v === 'string') out[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(h)) {
+    if (typeof v !== 'string') continue;
+    if (fromJson) checkHeaderField(k, v);
+    out[k.toLowerCase()] = v;
+  }
   return out;
 }
 
@@ -96,7 +104,7 @@ export function registerWorkflowTriggerRoutes(app: FastifyInstance, ctx: QueueAp
       if (headers !== undefined && (typeof headers !== 'object' || Array.isArray(headers))) {
         throw queueError('triggerEntryHeaders', i);
       }
-      const h = lowerHeaders((headers ?? {}) as Record<string, unknown>);
+      const h = lowerHeaders((headers ?? {}) as Record<string, unknown>, true);
       return triggerMessage(ctx, url, h, Buffer.from((body as string | undefined) ?? '', 'utf8'), req.ip, now);
     });
     reply.code(201);

@@ -24,7 +24,7 @@ import { splitUrl } from './url-cache.js';
 export interface HttpSenderOptions {
   egressAddress?: string;
   blockPrivate: boolean;
-  /** Largest response body kept (bytes); the rest is discarded. */
+  /** Largest response body kept (bytes); past it the attempt ends with the status and what was kept, and the rest is not read. */
   maxResponseBytes: number;
   /** Keep-alive connections per origin. */
   connectionsPerOrigin: number;
@@ -153,6 +153,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   onData(chunk: Buffer): boolean {
     if (this.size < this.maxBytes) this.chunks.push(chunk.length <= this.maxBytes - this.size ? chunk : chunk.subarray(0, this.maxBytes - this.size));
     this.size += chunk.length;
+    if (this.size > this.maxBytes) {
+      // the kept part is all svc uses: the attempt ends with the status now and the rest is not
+      // read (reading a large answer to its end could outlast the attempt's timeout and fail a
+      // delivery the destination took, which would then be retried)
+      this.onComplete();
+      this.abortFn?.(new Error(`response body past ${this.maxBytes} bytes`));
+      return false;
+    }
     return true;
   }
 

@@ -89,6 +89,29 @@ function grownBytes(a: Uint8Array, cap: number): Uint8Array<ArrayBuffer> {
 }
 
 /**
+ * Past this many results, {@link mergePending} sorts once instead of inserting: an insertion
+ * shifts up to `n` entries, so m insertions cost O(m·n) (a `topK` of 10^9 on an index with 50,000
+ * pending points held the event loop for about a minute).
+ */
+const INSERT_MAX = 256;
+
+/**
+ * Merges candidates into `best` (sorted ascending): keeps the `n` nearest of both. `each` calls
+ * its argument once per candidate. Up to {@link INSERT_MAX} results by insertion
+ * ({@link pushBounded}, nothing allocated for a candidate not kept), else by one sort.
+ */
+function mergePending(best: Neighbor[], n: number, each: (add: (label: number, dist: number) => void) => void): Neighbor[] {
+  if (n <= INSERT_MAX) {
+    each((label, dist) => pushBounded(best, n, label, dist));
+    return best;
+  }
+  each((label, distance) => best.push({ label, distance }));
+  best.sort((a, b) => a.distance - b.distance);
+  if (best.length > n) best.length = n;
+  return best;
+}
+
+/**
  * Adds `{label, distance}` to `best` (sorted ascending, at most `n` long) when it is among the `n`
  * nearest so far (insertion into a sorted array: n is small). Allocates only for entries kept.
  */
@@ -414,7 +437,8 @@ class CodeScanner {
 
   /**
    * Keeps the `n` smallest of `keys[0..m)` (with their labels) sorted ascending in
-   * {@link bestDist} / {@link bestLabel}; returns how many (min(n, m)).
+   * {@link bestDist} / {@link bestLabel}; returns how many (min(n, m)). By insertion up to
+   * {@link INSERT_MAX}, else by one sort (insertions would cost O(m·n)).
    */
   private keepBest(labels: Int32Array, keys: Float32Array, m: number, n: number): number {
     if (this.bestDist.length < n) {
@@ -423,6 +447,16 @@ class CodeScanner {
     }
     const bd = this.bestDist;
     const bl = this.bestLabel;
+    if (n > INSERT_MAX) {
+      // one stable sort (equal keys keep their order, as the insertion below keeps them)
+      const order = Array.from({ length: m }, (_, i) => i).sort((a, b) => keys[a] - keys[b]);
+      const k = Math.min(n, m);
+      for (let i = 0; i < k; i++) {
+        bd[i] = keys[order[i]];
+        bl[i] = labels[order[i]];
+      }
+      return k;
+    }
     let kept = 0;
     let worst = Infinity;
     for (let i = 0; i < m; i++) {
@@ -936,7 +970,9 @@ export class HnswDense implements DenseIndex {
     out.sort((a, b) => a.distance - b.distance);
     if (out.length > k) out = out.slice(0, k);
     if (this.pendingVecs.size > 0) {
-      for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) pushBounded(out, k, label, this.slotDistance(sq, p.slot));
+      out = mergePending(out, k, (add) => {
+        for (const [label, p] of this.pendingVecs) if (!filter || filter(label)) add(label, this.slotDistance(sq, p.slot));
+      });
     }
     return out;
   }
@@ -959,12 +995,14 @@ export class HnswDense implements DenseIndex {
     for (let i = 0; i < out.length; i++) out[i] = { label: r.neighbors[i], distance: r.distances[i] };
     if (this.pendingVecs.size > 0) {
       const state = this.state;
-      for (let i = 0; i < count; i++) {
-        const label = labels[i];
-        if (state[label] === CURRENT) continue;
-        const p = this.pendingVecs.get(label);
-        if (p) pushBounded(out, n, label, this.slotDistance(sq, p.slot));
-      }
+      return mergePending(out, n, (add) => {
+        for (let i = 0; i < count; i++) {
+          const label = labels[i];
+          if (state[label] === CURRENT) continue;
+          const p = this.pendingVecs.get(label);
+          if (p) add(label, this.slotDistance(sq, p.slot));
+        }
+      });
     }
     return out;
   }

@@ -12,10 +12,10 @@
  *            a trailing lone '\' is a literal backslash
  *   a '[' with no closing ']' is a literal '[' (POSIX fnmatch rule)
  *
- * Compiled once per filter into a token array matched by the classic two-pointer wildcard
- * algorithm (backtrack only to the last '*'): O(|value|·|pattern|) worst case, so no pattern can
- * blow up (unlike a backtracking RegExp translation). Patterns without '?' or sets get faster
- * specialisations: exact, prefix*, *suffix, *infix*, prefix*suffix.
+ * Compiled once per filter into a token array matched by a bit-parallel automaton ({@link GlobNfa}):
+ * O(|value|·⌈|pattern|/32⌉) word operations worst case, so no pattern can blow up (unlike a
+ * backtracking RegExp translation). Patterns without '?' or sets get faster specialisations:
+ * exact, prefix*, *suffix, *infix*, prefix*suffix.
  */
 
 type GlobToken =
@@ -29,6 +29,8 @@ export function parseGlob(pattern: string): GlobToken[] {
   const cps = Array.from(pattern, (ch) => ch.codePointAt(0)!);
   const out: GlobToken[] = [];
   const BS = 0x5c;
+  /** Member positions from which a set's scan is known to reach the end unclosed (see {@link parseSet}). */
+  let dead: Uint8Array | undefined;
   let i = 0;
   while (i < cps.length) {
     const c = cps[i];
@@ -42,7 +44,7 @@ export function parseGlob(pattern: string): GlobToken[] {
       out.push({ t: 'lit', cp: i + 1 < cps.length ? cps[i + 1] : BS });
       i += 2;
     } else if (c === 0x5b /* [ */) {
-      const set = parseSet(cps, i);
+      const set = parseSet(cps, i, (dead ??= new Uint8Array(cps.length)));
       if (set === null) {
         out.push({ t: 'lit', cp: c });
         i++;
@@ -58,8 +60,17 @@ export function parseGlob(pattern: string): GlobToken[] {
   return out;
 }
 
-/** Parses `[...]` starting at `open`; null when there is no closing ']'. */
-function parseSet(cps: number[], open: number): { token: GlobToken; next: number } | null {
+/**
+ * Parses `[...]` starting at `open`; null when there is no closing ']'.
+ *
+ * After its first member, where the scan goes depends only on the position it is at, so a position
+ * once scanned by a set that found no ']' leads every later scan through it to the end as well:
+ * such positions are marked in `dead` and a later scan that reaches one stops there. Without this,
+ * a pattern of n unclosed `[a-z` took n scans to the end (quadratic: a 64 KiB filter of them held
+ * the event loop for seconds); with it every position is scanned at most once as a member of an
+ * unclosed set.
+ */
+function parseSet(cps: number[], open: number, dead: Uint8Array): { token: GlobToken; next: number } | null {
   let i = open + 1;
   let negated = false;
   if (cps[i] === 0x5e /* ^ */) {
@@ -68,11 +79,14 @@ function parseSet(cps: number[], open: number): { token: GlobToken; next: number
   }
   const singles = new Set<number>();
   const ranges: number[] = [];
+  const visited: number[] = [];
   let first = true;
   while (i < cps.length) {
     let c = cps[i];
-    if (c === 0x5d /* ] */ && !first) {
-      return { token: { t: 'set', negated, singles, ranges }, next: i + 1 };
+    if (!first) {
+      if (c === 0x5d /* ] */) return { token: { t: 'set', negated, singles, ranges }, next: i + 1 };
+      if (dead[i] === 1) break;
+      visited.push(i);
     }
     first = false;
     if (c === 0x5c && i + 1 < cps.length) c = cps[++i];
@@ -87,6 +101,7 @@ function parseSet(cps: number[], open: number): { token: GlobToken; next: number
       singles.add(c);
     }
   }
+  for (const v of visited) dead[v] = 1;
   return null;
 }
 
@@ -106,42 +121,122 @@ function width(s: string, i: number): number {
   return 1;
 }
 
-/** Matches one non-star token at offset `i` of `s`; the units consumed, or 0 on mismatch. */
-function step(tok: GlobToken, s: string, i: number): number {
-  if (i >= s.length) return 0;
-  const w = width(s, i);
-  if (tok.t === 'any') return w;
-  const cp = w === 2 ? s.codePointAt(i)! : s.charCodeAt(i);
-  if (tok.t === 'lit') return cp === tok.cp ? w : 0;
-  return inSet(tok as Extract<GlobToken, { t: 'set' }>, cp) ? w : 0;
-}
+/** Most code points whose transition masks a {@link GlobNfa} keeps, times its words (4 MiB of masks). */
+const MASK_CACHE_WORDS = 1 << 20;
 
-/** Generic matcher: two pointers, backtracking only to the most recent star. */
-function matchTokens(toks: readonly GlobToken[], s: string): boolean {
-  let p = 0;
-  let i = 0;
-  let starP = -1;
-  let starI = 0;
-  while (i < s.length) {
-    if (p < toks.length && toks[p].t === 'star') {
-      starP = p++;
-      starI = i;
-      continue;
+/**
+ * The generic matcher: the pattern as a nondeterministic automaton whose states (k = the first k
+ * non-star tokens matched) are the bits of a bitset, all advanced at once per code point of the
+ * value (bit-parallel simulation): state k goes to k + 1 when token k matches the code point, and
+ * stays when a star stands before token k. The work is O(|value| · ⌈tokens / 32⌉) word
+ * operations whatever the pattern: the two-pointer matcher this replaced re-ran the tokens after
+ * the last star from every position, O(|value| · |pattern|), so `*` followed by 16,000 `?` against
+ * one 60 kB value held the event loop for seconds. Which tokens match a code point is computed
+ * once per distinct code point (kept for up to {@link MASK_CACHE_WORDS} words).
+ */
+class GlobNfa {
+  private readonly steps: Exclude<GlobToken, { t: 'star' }>[] = [];
+  private readonly words: number;
+  /** Bit k: state k loops (a star before token k; bit m: a trailing star). */
+  private readonly loop: Uint32Array;
+  private readonly masks = new Map<number, Uint32Array>();
+  /** Patterns of at most 31 tokens (one word, the common case): the masks as numbers. */
+  private readonly masks1 = new Map<number, number>();
+  private readonly maxMasks: number;
+  private readonly acceptWord: number;
+  private readonly acceptBit: number;
+  /** The state bitsets of {@link matches} (reused: a match runs to its end synchronously). */
+  private cur: Uint32Array;
+  private next: Uint32Array;
+
+  constructor(toks: readonly GlobToken[]) {
+    const loops: number[] = [];
+    for (const t of toks) {
+      if (t.t === 'star') loops.push(this.steps.length);
+      else this.steps.push(t);
     }
-    const w = p < toks.length ? step(toks[p], s, i) : 0;
-    if (w > 0) {
-      p++;
-      i += w;
-    } else if (starP >= 0) {
-      p = starP + 1;
-      starI += width(s, starI);
-      i = starI;
-    } else {
-      return false;
-    }
+    const m = this.steps.length;
+    this.words = (m >>> 5) + 1;
+    this.loop = new Uint32Array(this.words);
+    for (const k of loops) this.loop[k >>> 5] |= 1 << (k & 31);
+    this.acceptWord = m >>> 5;
+    this.acceptBit = 1 << (m & 31);
+    this.maxMasks = Math.max(64, Math.floor(MASK_CACHE_WORDS / this.words));
+    this.cur = new Uint32Array(this.words);
+    this.next = new Uint32Array(this.words);
   }
-  while (p < toks.length && toks[p].t === 'star') p++;
-  return p === toks.length;
+
+  /** {@link mask} of a one-word pattern, as a number. */
+  private mask1(cp: number): number {
+    let mk = this.masks1.get(cp);
+    if (mk !== undefined) return mk;
+    mk = this.mask(cp)[0];
+    this.masks.delete(cp);
+    if (this.masks1.size >= this.maxMasks) this.masks1.clear();
+    this.masks1.set(cp, mk);
+    return mk;
+  }
+
+  /** Bit k set when token k matches `cp`. */
+  private mask(cp: number): Uint32Array {
+    let mk = this.masks.get(cp);
+    if (mk !== undefined) return mk;
+    mk = new Uint32Array(this.words);
+    const steps = this.steps;
+    for (let k = 0; k < steps.length; k++) {
+      const t = steps[k];
+      if (t.t === 'any' || (t.t === 'lit' ? t.cp === cp : inSet(t, cp))) mk[k >>> 5] |= 1 << (k & 31);
+    }
+    if (this.masks.size >= this.maxMasks) this.masks.clear();
+    this.masks.set(cp, mk);
+    return mk;
+  }
+
+  /** True when the whole of `s` matches. */
+  matches(s: string): boolean {
+    // every token but a star takes one code point: at least one UTF-16 unit
+    if (s.length < this.steps.length) return false;
+    const words = this.words;
+    const loop = this.loop;
+    if (words === 1) {
+      const loop1 = loop[0];
+      let st = 1;
+      for (let i = 0; i < s.length; ) {
+        const w = width(s, i);
+        const adv = st & this.mask1(w === 2 ? s.codePointAt(i)! : s.charCodeAt(i));
+        i += w;
+        st = (adv << 1) | (st & loop1);
+        if (st === 0) return false;
+      }
+      return (st & this.acceptBit) !== 0;
+    }
+    let cur = this.cur;
+    let next = this.next;
+    cur.fill(0);
+    cur[0] = 1;
+    for (let i = 0; i < s.length; ) {
+      const w = width(s, i);
+      const mk = this.mask(w === 2 ? s.codePointAt(i)! : s.charCodeAt(i));
+      i += w;
+      let carry = 0;
+      let alive = 0;
+      for (let j = 0; j < words; j++) {
+        const c = cur[j];
+        const adv = c & mk[j];
+        const nx = (adv << 1) | carry | (c & loop[j]);
+        carry = adv >>> 31;
+        next[j] = nx;
+        alive |= nx;
+      }
+      if (alive === 0) return false;
+      const t = cur;
+      cur = next;
+      next = t;
+    }
+    this.cur = cur;
+    this.next = next;
+    return (cur[this.acceptWord] & this.acceptBit) !== 0;
+  }
 }
 
 /**
@@ -177,5 +272,6 @@ export function compileGlob(pattern: string): (value: string) => boolean {
       return (s) => s.includes(mid);
     }
   }
-  return (s) => matchTokens(toks, s);
+  const nfa = new GlobNfa(toks);
+  return (s) => nfa.matches(s);
 }
