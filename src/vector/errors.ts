@@ -68,7 +68,7 @@ export const VECTOR_ERRORS = {
   topKTooLarge: {
     status: 400,
     message: (name: string, got: number, max: number) =>
-      `${name} ${got} is above the maximum of ${max} (SVC_VECTOR_MAX_TOP_K); page through more results with a resumable query`,
+      `${name} ${got} is above the maximum of ${max} (SVC_VECTOR_MAX_TOP_K); ${name === 'topK' ? 'page through more results with a resumable query' : 'fetch more results in several batches'}`,
   },
   /** An array of queries longer than `SVC_VECTOR_MAX_BATCH_QUERIES`. */
   tooManyQueries: {

@@ -75,7 +75,7 @@ async function smallLimitChecks(svc: Svc): Promise<void> {
   const rq = await index.resumableQuery({ vector: [1, 0], topK: 50, maxIdle: 60 });
   assert.equal(rq.result.length, 50);
   const nextOver = await sdkError('additionalK 51', () => rq.fetchNext(51));
-  assert.equal(nextOver, 'additionalK 51 is above the maximum of 50 (SVC_VECTOR_MAX_TOP_K); page through more results with a resumable query');
+  assert.equal(nextOver, 'additionalK 51 is above the maximum of 50 (SVC_VECTOR_MAX_TOP_K); fetch more results in several batches');
   const rest = await rq.fetchNext(50);
   assert.equal(rest.length, 10, 'the 10 records the first batch did not return');
   assert.equal(new Set([...rq.result, ...rest].map((r) => String(r.id))).size, 60);
