@@ -164,6 +164,18 @@ export interface Config {
      * its cache of each changed index (SQLite file + graph snapshots) for joining nodes; 0 = never.
      */
     publishMs: number;
+    /**
+     * `SVC_VECTOR_MAX_TOP_K` (default 10 000): the largest `topK` of a query or resumable query and
+     * `additionalK` of a resumable query's next batch; a larger one is answered 400.
+     */
+    maxTopK: number;
+    /**
+     * `SVC_VECTOR_MAX_RANGE_LIMIT` (default 10 000): the most records one `range` page returns; a
+     * larger `limit` is clamped to it (the answer's `nextCursor` continues after the page).
+     */
+    maxRangeLimit: number;
+    /** `SVC_VECTOR_MAX_BATCH_QUERIES` (default 1 000): the most queries in one array of queries; more is answered 400. */
+    maxBatchQueries: number;
   };
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
@@ -389,6 +401,9 @@ export function loadConfig(env: Env = process.env): Config {
       databaseUrl: vectorDatabaseUrl,
       databaseSchema: vectorDatabaseSchema,
       publishMs: int('SVC_VECTOR_PUBLISH_MS', 300_000, 0, 86_400_000),
+      maxTopK: int('SVC_VECTOR_MAX_TOP_K', 10_000, 1, 1_000_000),
+      maxRangeLimit: int('SVC_VECTOR_MAX_RANGE_LIMIT', 10_000, 1, 1_000_000),
+      maxBatchQueries: int('SVC_VECTOR_MAX_BATCH_QUERIES', 1000, 1, 100_000),
     },
     mgmt: {
       ipv4Cidrs,

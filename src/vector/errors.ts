@@ -64,6 +64,17 @@ export const VECTOR_ERRORS = {
   /** A metadata filter that does not parse (the message names the position). */
   filterSyntax: { status: 400, message: (why: string) => why },
   invalidTopK: { status: 400, message: 'topK must be a non-negative integer' },
+  /** `topK` (or a resumable query's `additionalK`) above `SVC_VECTOR_MAX_TOP_K`. */
+  topKTooLarge: {
+    status: 400,
+    message: (name: string, got: number, max: number) =>
+      `${name} ${got} is above the maximum of ${max} (SVC_VECTOR_MAX_TOP_K); ${name === 'topK' ? 'page through more results with a resumable query' : 'fetch more results in several batches'}`,
+  },
+  /** An array of queries longer than `SVC_VECTOR_MAX_BATCH_QUERIES`. */
+  tooManyQueries: {
+    status: 400,
+    message: (got: number, max: number) => `query: ${got} queries in one request, at most ${max} are allowed (SVC_VECTOR_MAX_BATCH_QUERIES); send them in several requests`,
+  },
   invalidWeightingStrategy: { status: 400, message: 'weightingStrategy must be IDF' },
   invalidFusion: { status: 400, message: 'fusionAlgorithm must be RRF or DBSF' },
   invalidQueryMode: { status: 400, message: 'queryMode must be HYBRID, DENSE or SPARSE' },

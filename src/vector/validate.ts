@@ -13,6 +13,20 @@ export const MAX_FETCH_PREFIX = 1000;
 /** Default `topK` (query.mdx). */
 export const DEFAULT_TOP_K = 10;
 
+/**
+ * What one request may make svc compute and send, from the configuration (`src/config.ts`,
+ * `SVC_VECTOR_MAX_*`). The hosted service documents none of these; its SDKs send none of them
+ * past the defaults.
+ */
+export interface RequestLimits {
+  /** Largest `topK` / `additionalK` (`SVC_VECTOR_MAX_TOP_K`); above it: 400 `topKTooLarge`. */
+  maxTopK: number;
+  /** Most records of one `range` page (`SVC_VECTOR_MAX_RANGE_LIMIT`); a larger `limit` is clamped. */
+  maxRangeLimit: number;
+  /** Most queries in one array of queries (`SVC_VECTOR_MAX_BATCH_QUERIES`); above it: 400 `tooManyQueries`. */
+  maxBatchQueries: number;
+}
+
 export type Metadata = Record<string, unknown>;
 
 export interface UpsertItem {
@@ -163,13 +177,25 @@ export function parseFilter(x: unknown): string | undefined {
   return x;
 }
 
-/** One query object (`data` only when `dataEndpoint`). */
-export function parseQuery(x: unknown, dataEndpoint: boolean): QueryRequest {
+/**
+ * A result count (`topK`, `additionalK`) of at most `maxTopK`.
+ * @throws VectorError 400 `topKTooLarge` (naming `name`) when larger; the caller checked the type
+ */
+export function checkTopK(name: string, k: number, maxTopK: number): number {
+  if (k > maxTopK) throw vectorError('topKTooLarge', name, k, maxTopK);
+  return k;
+}
+
+/**
+ * One query object (`data` only when `dataEndpoint`); `topK` at most `maxTopK`.
+ * @throws VectorError 400 on a bad field, `topKTooLarge` above `maxTopK`
+ */
+export function parseQuery(x: unknown, dataEndpoint: boolean, maxTopK: number): QueryRequest {
   if (!isObj(x)) throw vectorError('bodyNotObject', 'query');
   let topK = DEFAULT_TOP_K;
   if (x.topK !== undefined && x.topK !== null) {
     if (typeof x.topK !== 'number' || !Number.isInteger(x.topK) || x.topK < 0) throw vectorError('invalidTopK');
-    topK = x.topK;
+    topK = checkTopK('topK', x.topK, maxTopK);
   }
   const ws = x.weightingStrategy;
   if (ws !== undefined && ws !== null && ws !== 'IDF' && ws !== '') throw vectorError('invalidWeightingStrategy');

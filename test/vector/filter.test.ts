@@ -550,6 +550,11 @@ describe('syntax errors with positions', () => {
     assert.equal(on({ x: 499 }, `x IN (${ok})`), true);
     throwsAt(`x IN (${ok},500)`, 5, /IN list too long/);
     throwsAt(`x = '${'a'.repeat(FILTER_LIMITS.maxLength)}'`, FILTER_LIMITS.maxLength, /characters long/);
+    // a GLOB pattern of at most maxGlobLength characters (after unescaping) is accepted, one more is not
+    const pattern = `*${'?'.repeat(FILTER_LIMITS.maxGlobLength - 1)}`;
+    assert.equal(on({ x: 'a'.repeat(FILTER_LIMITS.maxGlobLength) }, `x GLOB '${pattern}'`), true);
+    assert.equal(on({ x: "'".repeat(FILTER_LIMITS.maxGlobLength) }, `x GLOB '${"''".repeat(FILTER_LIMITS.maxGlobLength)}'`), true);
+    throwsAt(`a = 1 AND x NOT GLOB '${pattern}?'`, 21, /GLOB pattern is 4097 characters long .*at most 4096 are allowed/);
   });
   test('errors are FilterSyntaxError instances (HTTP 400 in the engine)', () => {
     try {

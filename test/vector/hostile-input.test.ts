@@ -3,7 +3,7 @@
  * 5,000 levels deep used to overflow the stack in JSON.stringify), deeply nested values where a
  * scalar is expected, filters with thousands of parentheses, bad percent-encoding; GLOB patterns
  * built to be slow (thousands of unclosed `[`, a star before thousands of `?` against a 60 kB
- * value) cost milliseconds of CPU, not seconds.
+ * value) cost milliseconds of CPU, not seconds, and past 4,096 characters are refused.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -65,7 +65,7 @@ describe('vector hostile input', () => {
     const q = await svc.client().query({ vector: [1, 0], topK: 1 });
     assert.equal(q.length, 1);
   });
-  test('GLOB patterns built to be slow are answered within a CPU bound (linear parse, bit-parallel match)', async () => {
+  test('GLOB patterns built to be slow are answered within a CPU bound (linear parse, bit-parallel match) or refused past 4,096 characters', async () => {
     // one record with a 60 kB string: the matcher's work is proportional to it
     const up = await post('upsert', JSON.stringify([{ id: 'long', vector: [1, 0], metadata: { x: 'a'.repeat(60_000) } }]));
     assert.equal(up.status, 200, JSON.stringify(up.body));
@@ -78,13 +78,19 @@ describe('vector hostile input', () => {
       assert.deepEqual(r.body.result, []);
       return (used.user + used.system) / 1e6;
     };
-    // 16,381 unclosed sets: each used to be scanned to the end of the pattern (about 4 CPU-seconds)
-    const unclosed = await cpuOf(`x GLOB '${'[a-z'.repeat(16_381)}'`);
+    // filter-sized patterns (16,381 unclosed sets; a star before 65,500 '?', about 0.9 CPU-s per
+    // record against this value) are refused before anything is matched
+    for (const pattern of ['[a-z'.repeat(16_381), `*${'?'.repeat(65_500)}b`]) {
+      const r = await post('query', JSON.stringify({ vector: [1, 0], topK: 5, filter: `x GLOB '${pattern}'` }));
+      assert.equal(r.status, 400);
+      assert.equal(r.body.error, `Invalid filter: GLOB pattern is ${pattern.length} characters long at position 7 (at most 4096 are allowed)`);
+    }
+    // 1,024 unclosed sets (4,096 characters): each used to be scanned to the end of the pattern
+    const unclosed = await cpuOf(`x GLOB '${'[a-z'.repeat(1024)}'`);
     assert.ok(unclosed < 1.5, `unclosed sets: ${unclosed.toFixed(2)} CPU-s`);
-    // a star before 65,500 '?': the tokens after the star used to be re-run from each of the 60,000
-    // positions (4.8 CPU-seconds for 16,000 '?', four times that here)
-    const stars = await cpuOf(`x GLOB '*${'?'.repeat(65_500)}b'`);
-    assert.ok(stars < 4, `star and '?' run: ${stars.toFixed(2)} CPU-s`);
+    // a star before 4,094 '?': the tokens after the star used to be re-run from each of the 60,000 positions
+    const stars = await cpuOf(`x GLOB '*${'?'.repeat(4094)}b'`);
+    assert.ok(stars < 1.5, `star and '?' run: ${stars.toFixed(2)} CPU-s`);
     // still right: the same kind of pattern matches where it should
     const hit = await post('query', JSON.stringify({ vector: [1, 0], topK: 5, filter: `x GLOB '*${'?'.repeat(1000)}'` }));
     assert.deepEqual(hit.body.result.map((h: { id: string }) => h.id), ['long']);

@@ -39,6 +39,12 @@ export const FILTER_LIMITS = {
   maxInValues: 500,
   /** Deepest nesting of parentheses. */
   maxDepth: 100,
+  /**
+   * Longest GLOB pattern, in UTF-16 code units after unescaping the quotes: matching costs the
+   * value's length times ⌈pattern tokens / 32⌉ word operations per record (`glob.ts`): against a
+   * 60 kB value, 0.24 CPU-s per record for a 59,000-character pattern, 17 ms at this limit.
+   */
+  maxGlobLength: 4096,
 } as const;
 
 /** A literal on the right-hand side of an operator: string, number (float64) or boolean. */

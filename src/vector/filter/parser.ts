@@ -10,7 +10,7 @@
  *   predicate  = "HAS" [ "NOT" ] "FIELD" path
  *              | path ( "=" | "!=" ) scalar
  *              | path ( "<" | "<=" | ">" | ">=" ) number
- *              | path [ "NOT" ] "GLOB" string
+ *              | path [ "NOT" ] "GLOB" string                   (* at most 4,096 characters *)
  *              | path [ "NOT" ] "IN" "(" scalar { "," scalar } ")"   (* at most 500 values *)
  *              | path [ "NOT" ] "CONTAINS" scalar
  *   scalar     = string | number | boolean
@@ -175,8 +175,12 @@ class Parser {
       this.next();
       const s = this.peek();
       if (s.kind !== 'string') this.fail(s, 'expected a quoted pattern after GLOB');
+      const pattern = s.value as string;
+      if (pattern.length > FILTER_LIMITS.maxGlobLength) {
+        throw syntaxError(`GLOB pattern is ${pattern.length} characters long`, s.pos, `at most ${FILTER_LIMITS.maxGlobLength} are allowed`);
+      }
       this.next();
-      return { kind: 'glob', pos: field.pos, negated, path, pattern: s.value as string };
+      return { kind: 'glob', pos: field.pos, negated, path, pattern };
     }
     if (this.isKeyword(kw, 'IN')) {
       this.next();

@@ -9,7 +9,7 @@ import { fetchRecords, formatScored, info, randomRecord, rangeRecords } from '..
 import type { ResumableQueries } from './resumable.js';
 import {
   asList, isObj, parseCursor, parseFilter, parseId, parseInclude, parseQuery, parseSparse, parseUpsert,
-  parseUpsertData, parseVector, type QueryRequest, type UpsertItem,
+  parseUpsertData, parseVector, checkTopK, type QueryRequest, type RequestLimits, type UpsertItem,
 } from '../validate.js';
 
 export interface HandlerContext {
@@ -19,6 +19,8 @@ export interface HandlerContext {
   /** Raw query string (`reset?all`). */
   search: URLSearchParams;
   resumable: ResumableQueries;
+  /** Bounds on what one request may compute and send (`SVC_VECTOR_MAX_*`). */
+  limits: RequestLimits;
 }
 
 export type Handler = (c: HandlerContext) => unknown | Promise<unknown>;
@@ -73,22 +75,25 @@ async function embedUpdate(index: VectorIndex, u: { data?: string; vector?: numb
  * `query` / `query-data`: one query object or an array of them (array answer for more than one).
  * Synchronous for `query` (the HTTP hot path answers without a Promise); `query-data` awaits the
  * embedder.
+ * @throws VectorError 400 `tooManyQueries` for an array longer than `limits.maxBatchQueries`,
+ *         `topKTooLarge` for a `topK` above `limits.maxTopK` (before any query runs)
  */
 function query(c: HandlerContext, data: boolean): unknown {
   const { items, wasArray } = asList(c.body, 'query');
+  if (items.length > c.limits.maxBatchQueries) throw vectorError('tooManyQueries', items.length, c.limits.maxBatchQueries);
   const run = (qs: ResolvedQuery[]) => {
     const ns = c.index.ns(c.ns);
     const results = qs.map((q) => formatScored(c.index, ns, runQuery(c.index, ns, q, q.topK, Math.max(q.topK, HYBRID_DEPTH)), q));
     return wasArray && results.length > 1 ? results : results[0];
   };
-  const parsed = items.map((x) => parseQuery(x, data));
+  const parsed = items.map((x) => parseQuery(x, data, c.limits.maxTopK));
   if (!data) return run(parsed);
   return Promise.all(parsed.map((q) => resolve(c.index, q))).then(run);
 }
 
 async function resumableStart(c: HandlerContext, data: boolean): Promise<unknown> {
   if (!isObj(c.body)) throw vectorError('bodyNotObject', 'resumable-query');
-  const q = await resolve(c.index, parseQuery(c.body, data));
+  const q = await resolve(c.index, parseQuery(c.body, data, c.limits.maxTopK));
   return c.resumable.startQuery(c.index, c.ns, q, c.body.maxIdle);
 }
 
@@ -129,7 +134,10 @@ export const HANDLERS: Record<string, Handler> = {
     const limit = b.limit;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) throw vectorError('invalidLimit');
     if (b.prefix !== undefined && b.prefix !== null && typeof b.prefix !== 'string') throw vectorError('prefixNotString');
-    return rangeRecords(c.index, c.ns, parseCursor(b.cursor), limit, (b.prefix as string | undefined) || undefined, parseInclude(b));
+    // a larger page is clamped, not refused: range is a paging API (both SDKs return one page per
+    // call and leave following `nextCursor` to the caller), so the cursor carries on after it
+    const page = Math.min(limit, c.limits.maxRangeLimit);
+    return rangeRecords(c.index, c.ns, parseCursor(b.cursor), page, (b.prefix as string | undefined) || undefined, parseInclude(b));
   },
   update: async (c) => {
     const b = obj(c.body, 'update');
@@ -163,6 +171,7 @@ export const HANDLERS: Record<string, Handler> = {
   'resumable-query-data': (c) => resumableStart(c, true),
   'resumable-query-next': (c) => {
     const b = obj(c.body, 'resumable-query-next');
+    if (typeof b.additionalK === 'number') checkTopK('additionalK', b.additionalK, c.limits.maxTopK);
     return c.resumable.nextBatch(c.index, b.uuid, b.additionalK);
   },
   'resumable-query-end': (c) => c.resumable.endQuery(c.index, obj(c.body, 'resumable-query-end').uuid),

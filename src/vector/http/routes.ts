@@ -24,6 +24,7 @@ import { errorBody, retryAfter, VECTOR_ERRORS, VectorError, vectorMessage, type 
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
 import type { VectorMetrics } from '../metrics.js';
 import type { ResumableQueries } from './resumable.js';
+import type { RequestLimits } from '../validate.js';
 import { OFF_THREAD_PARSE_CHARS, parseUpload, parsingUploads } from './upload-parse.js';
 
 export interface RouteDeps {
@@ -35,6 +36,8 @@ export interface RouteDeps {
   bodyLimit: number;
   /** Request counts and query/upsert durations. */
   metrics: VectorMetrics;
+  /** Bounds on what one request may compute and send (`SVC_VECTOR_MAX_*`). */
+  limits: RequestLimits;
 }
 
 /** Constant-time comparisons of presented tokens with the indexes' tokens. */
@@ -176,7 +179,7 @@ function run(deps: RouteDeps, r: Routed, body: unknown): Answer | Promise<Answer
   const timer = deps.metrics.timer(r.indexName, r.endpoint);
   const start = timer === undefined ? 0 : performance.now();
   try {
-    const result = r.handler({ index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable });
+    const result = r.handler({ index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable, limits: deps.limits });
     if (result instanceof Promise) {
       return result.then(ok, fail).finally(() => timer?.since(start));
     }
