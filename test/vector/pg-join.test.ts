@@ -105,6 +105,9 @@ async function assertJoined(n: Child, fromPublication: boolean): Promise<void> {
     assert.equal(fetched.length, 1, `the joiner downloaded the publication: ${n.log()}`);
     assert.equal(loaded[0].rebuilt, 0, `no graph rebuilt: ${JSON.stringify(loaded[0])}`);
     assert.equal(loaded[0].fromSnapshot, 2, `both namespaces' graphs loaded: ${JSON.stringify(loaded[0])}`);
+    // each graph was loaded as soon as its files were downloaded, while the SQLite copy still downloaded
+    assert.equal(fetched[0].graphsLoaded, 2, JSON.stringify(fetched[0]));
+    assert.equal(loaded[0].loadedWhileDownloading, 2, JSON.stringify(loaded[0]));
   } else {
     assert.ok(Number(loaded[0].rebuilt) >= 1, `the graph was rebuilt: ${JSON.stringify(loaded[0])}`);
   }
@@ -160,6 +163,12 @@ test('a node joining with an empty data dir starts from the published snapshot a
     await caughtUp(b, count);
     await sameAnswers([a, b], randomVectors(8, 8, 3));
     assert.deepEqual((await client(b).fetch(['v5'], { includeMetadata: true }))[0]?.metadata, { changed: true });
+    // the same vectors: records from the copy, from the changes after it, in both namespaces
+    for (const [namespace, ids] of [['', ['v2', 'v5', 'v333', 'v599', 'late3', 'late89']], ['ns1', ['vn0', 'vn57', 'vn199', 'laten29']]] as const) {
+      const [fa, fb] = await Promise.all([a, b].map((n) => client(n).namespace(namespace).fetch([...ids], { includeVectors: true, includeMetadata: true })));
+      assert.ok(fa.every((r) => r?.vector?.length === 8), JSON.stringify(fa));
+      assert.deepEqual(fb, fa, `namespace '${namespace}'`);
+    }
     // both nodes keep taking writes
     await client(b).upsert({ id: 'from-b', vector: randomVectors(1, 8, 4)[0] });
     await caughtUp(a, count + 1);
@@ -245,13 +254,17 @@ test('a publication of another incarnation, of an older generation (reset), with
       ['altered', "UPDATE vector_publication_chunks SET data = set_byte(data, 5, (get_byte(data, 5) + 1) % 256) WHERE index_name = 'default' AND no = 0 AND file = (SELECT min(file) FROM vector_publication_chunks WHERE index_name = 'default' AND file LIKE 'snapshots/%.hnsw')"],
       ['cut short', "UPDATE vector_publication_chunks SET data = substring(data from 1 for length(data) - 1) WHERE index_name = 'default' AND file = 'cache.sqlite' AND no = 0"],
       ['renamed out of the directory', "UPDATE vector_publications SET files = jsonb_set(files, '{0,name}', '\"snapshots/..\"') WHERE index_name = 'default'"],
+      // the row's expectations (what the graphs are loaded against while the SQLite copy
+      // downloads) disagreeing with the graph files, or with the SQLite copy
+      ['generation altered', "UPDATE vector_publications SET expectations = jsonb_set(expectations, '{namespaces,0,generation}', to_jsonb((expectations #>> '{namespaces,0,generation}')::int + 1)) WHERE index_name = 'default'"],
+      ['namespace added', "UPDATE vector_publications SET expectations = jsonb_set(expectations, '{namespaces}', (expectations -> 'namespaces') || '[{\"id\": 999, \"generation\": 0}]'::jsonb) WHERE index_name = 'default'"],
     ] as const) {
       await republish(`z${what.length}`, 16 + what.length);
       count++;
       const changed = await withPg(url, (c) => c.query(sql));
       assert.equal(changed.rowCount, 1, `one chunk ${what}`);
       const damaged = await join(`j2${what.length}`, false, count);
-      assert.match(lines(damaged, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /size or checksum differs|unexpected file name snapshots\/\.\./, what);
+      assert.match(lines(damaged, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /size or checksum differs|unexpected file name snapshots\/\.\.|not what the publication expects|differs from the publication's expectations/, what);
       await stop(damaged);
     }
 
