@@ -345,6 +345,8 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
     add('query p50 / p99 ms on the serving node meanwhile', '—', lat(rebuilt.during));
   } else {
     await stop(a);
+    // a publication left by an earlier run (BENCH_PG_KEEP) is not measured: the publisher makes a new one
+    await withPg(db, (c) => c.query("DELETE FROM vector_publications WHERE index_name = 'default'"));
     a = p = await start(aDir, 128, db, { SVC_VECTOR_PUBLISH_MS: '1000' });
   }
   await waitIndexed(p, Number(count));
