@@ -4,7 +4,10 @@
  * `publish`/`download`) instead of rebuilding the graphs, and applies the changes after it; a
  * publication of another incarnation of the index, of an older namespace generation (a reset), or
  * one that is incomplete or damaged (a chunk missing, as a publisher killed mid-upload leaves it; a
- * chunk altered or cut short) is not loaded: the joiner rebuilds and answers the same. The
+ * chunk altered or cut short, a row whose recorded expectations — dimension, namespace ids and
+ * generations, against which the joiner loads each graph while the SQLite copy still downloads —
+ * disagree with the graph files or the SQLite copy) is not loaded: the joiner rebuilds and
+ * answers the same (the same vectors too). The
  * downloaded files are fsynced after the node is ready: a cache whose fsync did not complete (its
  * marker `<index>.unsynced` still there) is discarded at the next start and downloaded again.
  * Real svc processes, a real PostgreSQL cluster.
