@@ -415,7 +415,7 @@ export class VectorIndex {
       // a graph loaded while the publication downloaded, when the file still expects what it was checked against
       const pre = this.preloaded?.get(row.id);
       const usable = pre && expect && sameExpectation(pre.expect, expect);
-      if (usable) this.loadStats.loadedWhileDownloading++;
+      if (usable && row.next_pos > 0) this.loadStats.loadedWhileDownloading++;
       const snap = expect && row.next_pos > 0 ? (usable ? Promise.resolve(pre.result) : readSnapshotAsync(this.snapshotDir, row.id, expect)) : undefined;
       let t = Date.now();
       this.loadHeads(ns);
