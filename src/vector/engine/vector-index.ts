@@ -225,8 +225,8 @@ export class VectorIndex {
    * published in the shared store (`publication.ts` `download`), when there is a usable one. The
    * files are downloaded to `<name>.joining/` and moved into place, the SQLite file last (a crash
    * in between leaves no SQLite file: the next start downloads again). They are not fsynced
-   * before the index is ready: the marker `<name>.unsynced` is made durable before they are moved
-   * into place and removed only once they are on disk ({@link syncDownloaded}); a start that finds
+   * before the index is ready: the marker `<name>.unsynced` is made durable before the download
+   * (so before they are moved into place) and removed only once they are on disk ({@link syncDownloaded}); a start that finds
    * it discards the cache ({@link open}).
    * A publication that records its expectations (`PublishedExpectations`: dimension, namespace
    * ids and generations of its SQLite copy) has each graph snapshot loaded as soon as its graph
@@ -279,6 +279,13 @@ export class VectorIndex {
       return undefined;
     };
     try {
+      // durable before any downloaded file is put in place; made before the download, while little
+      // is waiting to be written back (an fsync after it would wait behind the downloaded gigabyte)
+      fs.mkdirSync(cache.dir, { recursive: true });
+      const marker = await fs.promises.open(cache.unsynced, 'w');
+      await marker.sync();
+      await marker.close();
+      await fsyncPathAsync(cache.dir, true);
       let got: Awaited<ReturnType<PgIndexLog['download']>>;
       try {
         got = await shared.download(cache.joining, onFile);
@@ -305,10 +312,6 @@ export class VectorIndex {
           preloaded.set(nsId, r);
         }
       }
-      const marker = await fs.promises.open(cache.unsynced, 'w');
-      await marker.sync();
-      await marker.close();
-      await fsyncPathAsync(cache.dir, true);
       if (fs.existsSync(joiningSnapshots)) fs.renameSync(joiningSnapshots, cache.snapshots);
       fs.renameSync(path.join(cache.joining, 'cache.sqlite'), cache.file);
       fs.rmSync(cache.joining, { recursive: true, force: true });
