@@ -92,7 +92,9 @@ export class VectorIndex {
    * How the last start-up built the graphs: namespaces from a snapshot, records replayed,
    * namespaces rebuilt, and of those the ones whose snapshot was damaged (checksum mismatch).
    */
-  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0, damaged: 0, loadedWhileDownloading: 0 };
+  readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0, damaged: 0 };
+  /** Of {@link loadStats}' `fromSnapshot`, the graphs loaded while a publication downloaded ({@link fetchPublished}). */
+  private loadedWhileDownloading = 0;
   /**
    * Graphs loaded while a publication downloaded ({@link fetchPublished}), by namespace id, with
    * what they were checked against: used by start-up's load when that is what the SQLite file
@@ -418,7 +420,7 @@ export class VectorIndex {
       // a graph loaded while the publication downloaded, when the file still expects what it was checked against
       const pre = this.preloaded?.get(row.id);
       const usable = pre && expect && sameExpectation(pre.expect, expect);
-      if (usable && row.next_pos > 0) this.loadStats.loadedWhileDownloading++;
+      if (usable && row.next_pos > 0) this.loadedWhileDownloading++;
       const snap = expect && row.next_pos > 0 ? (usable ? Promise.resolve(pre.result) : readSnapshotAsync(this.snapshotDir, row.id, expect)) : undefined;
       let t = Date.now();
       this.loadHeads(ns);
@@ -431,7 +433,8 @@ export class VectorIndex {
       phases.indexesMs += Date.now() - t;
     }
     this.preloaded = undefined;
-    const { fromSnapshot, rebuilt, loadedWhileDownloading } = this.loadStats;
+    const { fromSnapshot, rebuilt } = this.loadStats;
+    const loadedWhileDownloading = this.loadedWhileDownloading;
     this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, fromSnapshot, loadedWhileDownloading, rebuilt, replayed, ms: Date.now() - t0, ...phases, hnswlib: hnswlibBuild }, 'vector index loaded');
     // after loading, not while the snapshot is read: the graph read and the hashing need the cores
     this.scheduleMetadataParse();
