@@ -114,7 +114,7 @@ try {
       const w0 = performance.now();
       if (way.startsWith('base64')) await downloadBase64(pool, dir);
       else {
-        const got = await download(t, dir, Number(/(\d+) streams/.exec(way)?.[1] ?? 4));
+        const got = await download(t, dir, undefined, Number(/(\d+) streams/.exec(way)?.[1] ?? 4));
         if (!got || 'rejected' in got) throw new Error(JSON.stringify(got));
         if (way.endsWith('then fsync')) for (const f of got.files) { const fd = await fs.promises.open(path.join(dir, f), 'r+'); await fd.sync(); await fd.close(); }
       }

@@ -18,14 +18,21 @@
  * Sizes: `BENCH_PG_N` vectors at 128-d (default 20,000; a quarter at 768-d). `BENCH_PG_ONLY=join`
  * runs the join rows alone (for 1M: `BENCH_PG_N=1000000`); `BENCH_PG_REBUILD=0` skips the join
  * without a publication (minutes at 1M); `BENCH_PG_JOIN_ROUNDS` (1) repeats the join from the
- * publication and the restart after it, alternating (load changes from minute to minute here). Prints one table; `npm run bench:vector` runs it too
- * ({@link postgresRows}) and adds the table to its report.
+ * publication and the restart after it, alternating (load changes from minute to minute here).
+ * `BENCH_PG_KEEP=<dir>` (with `BENCH_PG_ONLY=join`) keeps the loaded PostgreSQL cluster
+ * (`<dir>/pg`) and the serving node's data dir (`<dir>/pa`) between runs ({@link keptLoad}): a run
+ * reuses them when `<dir>/loaded.json` says they hold a complete load of the same `BENCH_PG_N` and
+ * dimension, else it empties `<dir>`, loads, and keeps the result (the 1M load takes 10-40 min
+ * here, a reused one a restart of the serving node). Prints one table; `npm run bench:vector`
+ * runs it too ({@link postgresRows}) and adds the table to its report.
  */
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execFileSync } from 'node:child_process';
-import { startTestPostgres, withPg } from '../test/helpers/postgres.js';
+import fs from 'node:fs';
+import { postgresBinDir, runPg, startTestPostgres, withPg } from '../test/helpers/postgres.js';
+import { freePort } from './lib/proc.js';
 import { tempDir } from '../test/helpers/env.js';
 import { randomVectors, serveVectorChild } from '../test/vector/helpers.js';
 
@@ -116,21 +123,34 @@ async function queryLoad(nodes: Node[], queries: number[][], seconds = SECONDS, 
 /** Runs every measurement; resolves to the markdown table (SQLite and PostgreSQL columns). */
 export async function postgresRows(): Promise<string> {
   rows.length = 0;
-  const pg = await startTestPostgres({ own: true });
   const dirs = tempDir('svc-bench-vpg-');
   console.log(`N = ${N} (128-d), ${N / 4} (768-d); ${os.cpus().length} × ${os.cpus()[0]?.model}`);
-  try {
-    if (process.env.BENCH_PG_ONLY === 'join') {
-      const db = await pg.newDatabase();
-      const a = await start(path.join(dirs.dir, 'pa'), 128, db);
-      let t = performance.now();
-      // the set-up, not a measurement: batches of 1,000 (the largest the API takes) load faster
-      const rate = await upsertAll(a, randomVectors(N, 128, 1), 'v', 1000);
-      await waitIndexed(a, N);
-      console.log(`loaded ${fmt(N)} × 128 (batches of 1,000) in ${fmt((performance.now() - t) / 1000, 1)} s (${fmt(rate)} vectors/s acknowledged)`);
-      await stop(await joinRows(db, a, path.join(dirs.dir, 'pa'), dirs.dir, randomVectors(500, 128, 2)));
+  const keep = process.env.BENCH_PG_KEEP;
+  if (process.env.BENCH_PG_ONLY === 'join') {
+    const kept = keep ? await keptLoad(path.resolve(keep)) : undefined;
+    const pg = kept ? undefined : await startTestPostgres({ own: true });
+    try {
+      const db = kept?.url ?? (await pg!.newDatabase());
+      const aDir = kept ? path.join(kept.dir, 'pa') : path.join(dirs.dir, 'pa');
+      const a = await start(aDir, 128, db);
+      if (!kept?.loaded) {
+        const t = performance.now();
+        // the set-up, not a measurement: batches of 1,000 (the largest the API takes) load faster
+        const rate = await upsertAll(a, randomVectors(N, 128, 1), 'v', 1000);
+        await waitIndexed(a, N);
+        console.log(`loaded ${fmt(N)} × 128 (batches of 1,000) in ${fmt((performance.now() - t) / 1000, 1)} s (${fmt(rate)} vectors/s acknowledged)`);
+        kept?.markLoaded();
+      } else console.log(`reusing the load of ${fmt(N)} × 128 kept in ${kept.dir}`);
+      await stop(await joinRows(db, a, aDir, dirs.dir, randomVectors(500, 128, 2)));
       return table();
+    } finally {
+      kept?.stop();
+      await pg?.stop();
+      dirs.cleanup();
     }
+  }
+  const pg = await startTestPostgres({ own: true });
+  try {
     // 1. upsert throughput, one node
     for (const [dim, n] of [[128, N], [768, N / 4]] as const) {
       const vecs = randomVectors(n, dim, dim);
@@ -211,6 +231,49 @@ export async function postgresRows(): Promise<string> {
   return table();
 }
 
+/**
+ * The kept load of `BENCH_PG_KEEP`: a PostgreSQL cluster in `<dir>/pg` (started on a free port,
+ * stopped fast at the end, kept on disk) with database `bench`, and the serving node's data dir
+ * `<dir>/pa`. `loaded` is true when `<dir>/loaded.json` records a complete load of `BENCH_PG_N`
+ * vectors of 128 dimensions; otherwise `<dir>` was emptied and a new cluster made, and the caller
+ * loads and then calls `markLoaded()`. Throws what initdb/pg_ctl print when they fail.
+ */
+async function keptLoad(dir: string): Promise<{ dir: string; url: string; loaded: boolean; markLoaded(): void; stop(): void }> {
+  const marker = path.join(dir, 'loaded.json');
+  const want = JSON.stringify({ n: N, dimension: 128 });
+  const loaded = fs.existsSync(marker) && fs.readFileSync(marker, 'utf8') === want;
+  const bin = postgresBinDir();
+  const pgDir = path.join(dir, 'pg');
+  const data = path.join(pgDir, 'data');
+  if (!loaded) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(pgDir, { recursive: true });
+    fs.writeFileSync(path.join(pgDir, 'pw'), 'bench\n');
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', pgDir]);
+    runPg(path.join(bin, 'initdb'), ['-D', data, '-U', 'svc', `--pwfile=${path.join(pgDir, 'pw')}`, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-instructions']);
+  }
+  const port = await freePort();
+  const pgctl = path.join(bin, 'pg_ctl');
+  // a run killed before its end left the cluster running: stop it, to start it on a free port
+  if (fs.existsSync(path.join(data, 'postmaster.pid'))) {
+    try {
+      runPg(pgctl, ['stop', '-m', 'fast', '-t', '300', '-D', data]);
+    } catch {
+      /* a stale pid file: pg_ctl start handles it */
+    }
+  }
+  runPg(pgctl, ['start', '-w', '-t', '300', '-D', data, '-l', path.join(pgDir, 'log'), '-o', `-p ${port} -k ${pgDir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=32MB`]);
+  const admin = `postgres://svc:bench@127.0.0.1:${port}/postgres`;
+  if (!loaded) await withPg(admin, (c) => c.query('CREATE DATABASE bench'));
+  return {
+    dir,
+    url: `postgres://svc:bench@127.0.0.1:${port}/bench`,
+    loaded,
+    markLoaded: () => fs.writeFileSync(marker, want),
+    stop: () => runPg(pgctl, ['stop', '-m', 'fast', '-t', '300', '-D', data]),
+  };
+}
+
 const table = () => `| measure | SQLite store | PostgreSQL store |\n| --- | --- | --- |\n${rows.join('\n')}`;
 
 /** Query latencies (ms) of 2 clients on `n` until `until` settles (or for `seconds`), after `warm` s unmeasured. */
@@ -282,6 +345,8 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
     add('query p50 / p99 ms on the serving node meanwhile', '—', lat(rebuilt.during));
   } else {
     await stop(a);
+    // a publication left by an earlier run (BENCH_PG_KEEP) is not measured: the publisher makes a new one
+    await withPg(db, (c) => c.query("DELETE FROM vector_publications WHERE index_name = 'default'"));
     a = p = await start(aDir, 128, db, { SVC_VECTOR_PUBLISH_MS: '1000' });
   }
   await waitIndexed(p, Number(count));

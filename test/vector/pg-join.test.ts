@@ -4,7 +4,10 @@
  * `publish`/`download`) instead of rebuilding the graphs, and applies the changes after it; a
  * publication of another incarnation of the index, of an older namespace generation (a reset), or
  * one that is incomplete or damaged (a chunk missing, as a publisher killed mid-upload leaves it; a
- * chunk altered or cut short) is not loaded: the joiner rebuilds and answers the same. The
+ * chunk altered or cut short, a row whose recorded expectations — dimension, namespace ids and
+ * generations, against which the joiner loads each graph while the SQLite copy still downloads —
+ * disagree with the graph files or the SQLite copy) is not loaded: the joiner rebuilds and
+ * answers the same (the same vectors too). The
  * downloaded files are fsynced after the node is ready: a cache whose fsync did not complete (its
  * marker `<index>.unsynced` still there) is discarded at the next start and downloaded again.
  * Real svc processes, a real PostgreSQL cluster.
@@ -105,6 +108,9 @@ async function assertJoined(n: Child, fromPublication: boolean): Promise<void> {
     assert.equal(fetched.length, 1, `the joiner downloaded the publication: ${n.log()}`);
     assert.equal(loaded[0].rebuilt, 0, `no graph rebuilt: ${JSON.stringify(loaded[0])}`);
     assert.equal(loaded[0].fromSnapshot, 2, `both namespaces' graphs loaded: ${JSON.stringify(loaded[0])}`);
+    // each graph was loaded as soon as its files were downloaded, while the SQLite copy still downloaded
+    assert.equal(fetched[0].graphsLoaded, 2, JSON.stringify(fetched[0]));
+    assert.equal(loaded[0].loadedWhileDownloading, 2, JSON.stringify(loaded[0]));
   } else {
     assert.ok(Number(loaded[0].rebuilt) >= 1, `the graph was rebuilt: ${JSON.stringify(loaded[0])}`);
   }
@@ -160,6 +166,14 @@ test('a node joining with an empty data dir starts from the published snapshot a
     await caughtUp(b, count);
     await sameAnswers([a, b], randomVectors(8, 8, 3));
     assert.deepEqual((await client(b).fetch(['v5'], { includeMetadata: true }))[0]?.metadata, { changed: true });
+    // the same vectors: records from the copy, from the changes after it, in both namespaces
+    const sample: [string, string[]][] = [['', ['v2', 'v5', 'v333', 'v599', 'late3', 'late89']], ['ns1', ['vn0', 'vn57', 'vn199', 'laten29']]];
+    for (const [namespace, ids] of sample) {
+      const fa: ({ vector?: number[] } | null)[] = await client(a).namespace(namespace).fetch(ids, { includeVectors: true, includeMetadata: true });
+      const fb: typeof fa = await client(b).namespace(namespace).fetch(ids, { includeVectors: true, includeMetadata: true });
+      assert.ok(fa.every((r) => r?.vector?.length === 8), JSON.stringify(fa));
+      assert.deepEqual(fb, fa, `namespace '${namespace}'`);
+    }
     // both nodes keep taking writes
     await client(b).upsert({ id: 'from-b', vector: randomVectors(1, 8, 4)[0] });
     await caughtUp(a, count + 1);
@@ -245,13 +259,17 @@ test('a publication of another incarnation, of an older generation (reset), with
       ['altered', "UPDATE vector_publication_chunks SET data = set_byte(data, 5, (get_byte(data, 5) + 1) % 256) WHERE index_name = 'default' AND no = 0 AND file = (SELECT min(file) FROM vector_publication_chunks WHERE index_name = 'default' AND file LIKE 'snapshots/%.hnsw')"],
       ['cut short', "UPDATE vector_publication_chunks SET data = substring(data from 1 for length(data) - 1) WHERE index_name = 'default' AND file = 'cache.sqlite' AND no = 0"],
       ['renamed out of the directory', "UPDATE vector_publications SET files = jsonb_set(files, '{0,name}', '\"snapshots/..\"') WHERE index_name = 'default'"],
+      // the row's expectations (what the graphs are loaded against while the SQLite copy
+      // downloads) disagreeing with the graph files, or with the SQLite copy
+      ['generation altered', "UPDATE vector_publications SET expectations = jsonb_set(expectations, '{namespaces,0,generation}', to_jsonb((expectations #>> '{namespaces,0,generation}')::int + 1)) WHERE index_name = 'default'"],
+      ['namespace added', "UPDATE vector_publications SET expectations = jsonb_set(expectations, '{namespaces}', (expectations -> 'namespaces') || '[{\"id\": 999, \"generation\": 0}]'::jsonb) WHERE index_name = 'default'"],
     ] as const) {
       await republish(`z${what.length}`, 16 + what.length);
       count++;
       const changed = await withPg(url, (c) => c.query(sql));
       assert.equal(changed.rowCount, 1, `one chunk ${what}`);
       const damaged = await join(`j2${what.length}`, false, count);
-      assert.match(lines(damaged, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /size or checksum differs|unexpected file name snapshots\/\.\./, what);
+      assert.match(lines(damaged, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL')[0]?.reason as string, /size or checksum differs|unexpected file name snapshots\/\.\.|not what the publication expects|differs from the publication's expectations/, what);
       await stop(damaged);
     }
 

@@ -3,7 +3,7 @@
  * `vector_publication_chunks`, migration `0003_publications.sql`): {@link publish} uploads a
  * consistent copy of the SQLite cache file and the graph snapshots in chunks, {@link download}
  * fetches the current one for a node joining with an empty data dir, which then loads the graphs
- * instead of rebuilding them (`vector-index.ts` `open`). Used through `store-pg.ts` `PgIndexLog`.
+ * instead of rebuilding them (`vector-index.ts` `open`), each as soon as its file is downloaded. Used through `store-pg.ts` `PgIndexLog`.
  *
  * The download reads the chunks as raw bytes: `COPY (SELECT no, data ...) TO STDOUT (FORMAT
  * binary)` through {@link CopyChunks} (node-postgres parses every field of a result row as UTF-8
@@ -40,6 +40,18 @@ export interface PublishedFile {
   sha256: string;
   /** Bytes of every chunk but the last; absent in publications written before it was stored ({@link PUBLISH_CHUNK}). */
   chunkBytes?: number;
+}
+
+/**
+ * What the graph snapshots of a publication must match (`snapshot.ts` `SnapshotExpectation`, less
+ * what the index definition says), as its SQLite copy holds it (`store.ts` `storedState`):
+ * `vector_publications.expectations`, migration `0004_publication_expectations.sql`.
+ */
+export interface PublishedExpectations {
+  /** `meta.dimension` of the copy (null: none yet). */
+  dimension: number | null;
+  /** Id and generation of every namespace of the copy. */
+  namespaces: { id: number; generation: number }[];
 }
 
 /** The index a publication belongs to, as {@link publish} and {@link download} need it. */
@@ -86,7 +98,8 @@ async function withConnection<T>(pool: pg.Pool, fn: (c: pg.PoolClient, failed: (
  * Publishes a copy of the local cache of `t` for joining nodes ({@link download}). Only one node
  * publishes an index at a time: under the session advisory lock ({@link PUBLISH_LOCK_CLASS},
  * `hashtext(name)`, tried, never waited for) `stage` is asked for the files (a consistent copy:
- * `seq` = the sequence number the SQLite copy contains; undefined = nothing to publish) unless the
+ * `seq` = the sequence number the SQLite copy contains, `expectations` what its graph snapshots
+ * match; undefined = nothing to publish) unless the
  * current publication already has `seq` >= `since` or is younger than `minAgeMs` (by the
  * database's clock; so several nodes publish an index at most once per interval together);
  * chunks of uploads that stopped half-way are deleted; the files are uploaded in chunks of
@@ -99,7 +112,7 @@ export async function publish(
   t: PublicationTarget,
   since: number,
   minAgeMs: number,
-  stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>,
+  stage: () => Promise<{ seq: number; files: { name: string; path: string }[]; expectations?: PublishedExpectations } | undefined>,
 ): Promise<{ seq: number; bytes: number } | undefined> {
   return withConnection(t.pool, async (c, failed) => {
     if (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [PUBLISH_LOCK_CLASS, t.name])).rows[0].ok) return undefined;
@@ -150,10 +163,10 @@ export async function publish(
       await c.query('BEGIN');
       try {
         await c.query(
-          `INSERT INTO vector_publications (index_name, id, incarnation, seq, files, bytes, published_at) VALUES ($1, $2, $3, $4, $5, $6, ${NOW_MS})
+          `INSERT INTO vector_publications (index_name, id, incarnation, seq, files, bytes, published_at, expectations) VALUES ($1, $2, $3, $4, $5, $6, ${NOW_MS}, $7)
            ON CONFLICT (index_name) DO UPDATE SET id = EXCLUDED.id, incarnation = EXCLUDED.incarnation, seq = EXCLUDED.seq, files = EXCLUDED.files,
-             bytes = EXCLUDED.bytes, published_at = EXCLUDED.published_at`,
-          [t.name, id, incarnation, staged.seq, JSON.stringify(files), total],
+             bytes = EXCLUDED.bytes, published_at = EXCLUDED.published_at, expectations = EXCLUDED.expectations`,
+          [t.name, id, incarnation, staged.seq, JSON.stringify(files), total, staged.expectations ? JSON.stringify(staged.expectations) : null],
         );
         await c.query('DELETE FROM vector_publication_chunks WHERE index_name = $1 AND publication <> $2', [t.name, id]);
         await c.query('COMMIT');
@@ -308,6 +321,10 @@ class FileDownload {
   readonly pending = new Map<number, Buffer>();
   bytes = 0;
   readonly chunkBytes: number;
+  /** Writes of this file's chunks not finished yet. */
+  readonly writes = new Set<Promise<void>>();
+  /** Set once every chunk arrived: the file checked and put in place ({@link download}). */
+  done: Promise<void> | undefined;
   constructor(
     readonly f: PublishedFile,
     readonly tmp: string,
@@ -330,12 +347,21 @@ class FileDownload {
       this.pending.delete(this.next++);
     }
   }
+
+  /** Whether every chunk was hashed. */
+  get complete(): boolean {
+    return this.next === this.f.chunks;
+  }
 }
 
 /**
  * Downloads the current publication of `t` ({@link publish}) into `dir`: each file of it is
  * written to `dir/<name>.download`, its chunks' sizes, chunk count and SHA-256 checked against the
- * publication row, then renamed to `dir/<name>`. The row and the chunks are read in one
+ * publication row, then renamed to `dir/<name>` as soon as it is complete, and `onFile(name,
+ * sha256, expectations)` called (the SHA-256 it was verified to have; the row's
+ * `expectations`, null in publications written before they were stored) while the other files
+ * still download: a joiner loads the graph files meanwhile (`vector-index.ts` `fetchPublished`).
+ * An exception thrown by `onFile` rejects the download. The row and the chunks are read in one
  * REPEATABLE READ snapshot: the first connection exports it (`pg_export_snapshot`) and
  * {@link DOWNLOAD_STREAMS} - 1 more join it, so a publication replaced meanwhile is still read
  * whole (`streams` connections in all); each reads ranges of {@link DOWNLOAD_RANGE} chunks with a binary COPY ({@link CopyChunks}).
@@ -345,7 +371,12 @@ class FileDownload {
  * damaged (missing chunk, wrong size or checksum).
  * @throws the database or file error (the `.download` files removed).
  */
-export async function download(t: PublicationTarget, dir: string, streams = DOWNLOAD_STREAMS): Promise<{ seq: number; bytes: number; files: string[] } | { rejected: string } | undefined> {
+export async function download(
+  t: PublicationTarget,
+  dir: string,
+  onFile: (name: string, sha256: string, expectations: PublishedExpectations | null) => void = () => undefined,
+  streams = DOWNLOAD_STREAMS,
+): Promise<{ seq: number; bytes: number; files: string[]; expectations: PublishedExpectations | null } | { rejected: string } | undefined> {
   const conns: { c: pg.PoolClient; broken?: Error; lost: (err: Error) => void }[] = [];
   const connect = async () => {
     const c = await t.pool.connect();
@@ -360,8 +391,8 @@ export async function download(t: PublicationTarget, dir: string, streams = DOWN
     const first = await connect();
     await first.c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
     const p = (
-      await first.c.query<{ id: string; incarnation: string; current: string; seq: string; files: PublishedFile[]; snapshot: string }>(
-        'SELECT p.id, p.incarnation, i.incarnation AS current, p.seq, p.files, pg_export_snapshot() AS snapshot FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name WHERE p.index_name = $1',
+      await first.c.query<{ id: string; incarnation: string; current: string; seq: string; files: PublishedFile[]; expectations: PublishedExpectations | null; snapshot: string }>(
+        'SELECT p.id, p.incarnation, i.incarnation AS current, p.seq, p.files, p.expectations, pg_export_snapshot() AS snapshot FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name WHERE p.index_name = $1',
         [t.name],
       )
     ).rows[0];
@@ -386,8 +417,17 @@ export async function download(t: PublicationTarget, dir: string, streams = DOWN
     }
     let rejected: string | undefined;
     let writeError: Error | undefined;
-    const writes = new Set<Promise<void>>();
     const id = first.c.escapeLiteral(p.id);
+    /** Checks the complete file of `s` (its writes ended), puts it in place and tells `onFile`. */
+    const finish = async (s: FileDownload) => {
+      await Promise.all(s.writes);
+      if (writeError || rejected !== undefined) return;
+      const sum = s.hash.digest('hex');
+      if (s.bytes !== s.f.bytes || sum !== s.f.sha256) return void (rejected ??= `${s.f.name}: size or checksum differs from the publication's`);
+      await s.fd.close();
+      await fs.promises.rename(s.tmp, path.join(dir, s.f.name));
+      onFile(s.f.name, sum, p.expectations);
+    };
     await Promise.all(
       conns.map(async ({ c }) => {
         for (let r = ranges.shift(); r && rejected === undefined && writeError === undefined; r = ranges.shift()) {
@@ -403,29 +443,29 @@ export async function download(t: PublicationTarget, dir: string, streams = DOWN
               if (data.length !== s.sizeOf(no)) return void (rejected = `${s.f.name}: size or checksum differs from the publication's`);
               s.arrived(no, data);
               const w = s.fd.write(data, 0, data.length, no * s.chunkBytes).then(
-                () => void writes.delete(w),
+                () => void s.writes.delete(w),
                 (err: Error) => void (writeError ??= err),
               );
-              writes.add(w);
+              s.writes.add(w);
+              if (s.complete && !s.done) {
+                s.done = finish(s);
+                s.done.catch(() => undefined); // awaited once every range is read
+              }
             },
           );
           if (expect < to) rejected ??= `${s.f.name}: chunk ${expect} of ${s.f.chunks} is missing`;
         }
       }),
     );
-    await Promise.all(writes);
+    for (const s of states) await Promise.all(s.writes);
+    for (const s of states) await s.done;
     if (writeError) throw writeError;
     if (rejected !== undefined) return { rejected };
-    for (const s of states) {
-      if (s.next !== s.f.chunks || s.bytes !== s.f.bytes || s.hash.digest('hex') !== s.f.sha256) return { rejected: `${s.f.name}: size or checksum differs from the publication's` };
-    }
-    for (const s of states) {
-      await s.fd.close();
-      fs.renameSync(s.tmp, path.join(dir, s.f.name));
-    }
+    const short = states.find((s) => !s.complete || !s.done);
+    if (short) return { rejected: `${short.f.name}: size or checksum differs from the publication's` };
     ok = true;
     t.contact();
-    return { seq: Number(p.seq), bytes: order.reduce((n, f) => n + f.bytes, 0), files: order.map((f) => f.name) };
+    return { seq: Number(p.seq), bytes: order.reduce((n, f) => n + f.bytes, 0), files: order.map((f) => f.name), expectations: p.expectations };
   } catch (err) {
     // a statement that failed or timed out may leave its connection mid-COPY: none is reused
     for (const e of conns) e.broken ??= err as Error;
@@ -437,8 +477,9 @@ export async function download(t: PublicationTarget, dir: string, streams = DOWN
       e.c.release(e.broken);
     }
     for (const s of states) {
+      await s.done?.catch(() => undefined);
       await s.fd.close().catch(() => undefined);
-      if (!ok) fs.rmSync(s.tmp, { force: true });
+      if (!ok) for (const f of [s.tmp, path.join(dir, s.f.name)]) fs.rmSync(f, { force: true });
     }
   }
 }

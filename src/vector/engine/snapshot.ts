@@ -315,9 +315,11 @@ export function readSnapshot(dir: string, nsId: number, expect: SnapshotExpectat
  * index's codes file is read and hashed on the thread pool: WebCrypto). The graph is handed out
  * only when the checksum matches; a graph hnswlib read from a file that turns out damaged is
  * dropped unused (hnswlib checks the file's layout while reading it; what a damaged file could
- * break is a search, and none runs on it). Never rejects.
+ * break is a search, and none runs on it). `verifiedSha256`: the SHA-256 the graph file was just
+ * verified to have while it was downloaded (`publication.ts` `download`, computed over the bytes
+ * written): compared with the header's instead of reading and hashing the file again. Never rejects.
  */
-export async function readSnapshotAsync(dir: string, nsId: number, expect: SnapshotExpectation): Promise<SnapshotResult> {
+export async function readSnapshotAsync(dir: string, nsId: number, expect: SnapshotExpectation, verifiedSha256?: string): Promise<SnapshotResult> {
   const checked = checkHeader(dir, nsId, expect);
   if ('rejected' in checked) return checked;
   const h = checked.header;
@@ -330,7 +332,8 @@ export async function readSnapshotAsync(dir: string, nsId: number, expect: Snaps
       return { graph: readCodes(h, buf, () => sum, expect), header: h };
     }
     if ((await fs.promises.stat(file)).size !== h.bytes) return { rejected: 'checksum', detail: h.file };
-    const [graphSum, graph] = await Promise.all([settle(fileSha256InWorker(file)), settle(HnswDense.read(file, expect.dimension, expect.metric, expect.params))]);
+    const sum = verifiedSha256 !== undefined ? Promise.resolve(verifiedSha256) : fileSha256InWorker(file);
+    const [graphSum, graph] = await Promise.all([settle(sum), settle(HnswDense.read(file, expect.dimension, expect.metric, expect.params))]);
     if ('err' in graphSum) return { rejected: 'unreadable', detail: graphSum.err.message };
     if (graphSum.value !== h.hnswSha256) return { rejected: 'checksum', detail: h.file };
     if ('err' in graph) return { rejected: 'unreadable', detail: graph.err.message };

@@ -618,13 +618,13 @@ export class PgIndexLog implements SharedLog {
   }
 
   /** Publishes a copy of this node's local cache for joining nodes: `publication.ts` {@link publish}. */
-  publish(since: number, minAgeMs: number, stage: () => Promise<{ seq: number; files: { name: string; path: string }[] } | undefined>): Promise<{ seq: number; bytes: number } | undefined> {
+  publish(since: number, minAgeMs: number, stage: Parameters<typeof publish>[3]): ReturnType<typeof publish> {
     return publish(this.target, since, minAgeMs, stage);
   }
 
   /** Downloads this index's current publication into `dir`: `publication.ts` {@link download}. */
-  download(dir: string): Promise<{ seq: number; bytes: number; files: string[] } | { rejected: string } | undefined> {
-    return download(this.target, dir);
+  download(dir: string, onFile?: Parameters<typeof download>[2]): ReturnType<typeof download> {
+    return download(this.target, dir, onFile);
   }
 
   /**

@@ -26,11 +26,18 @@ import { WalCheckpointer, WalSyncer } from '../../sqlite-wal-sync.js';
  */
 export const VECTOR_SCHEMA_VERSION = 1;
 
-/** The sequence number (`meta.seq`) stored in the closed index file `file` (a copy: `VectorStore.backup`); 0 when none. */
-export function storedSeq(file: string): number {
+/**
+ * What the closed index file `file` (a copy: `VectorStore.backup`) holds that a graph snapshot is
+ * checked against: its sequence number (`meta.seq`, 0 when none), its dimension (`meta.dimension`,
+ * null when none yet) and each namespace's id and generation (`snapshot.ts` `SnapshotExpectation`).
+ */
+export function storedState(file: string): { seq: number; dimension: number | null; namespaces: { id: number; generation: number }[] } {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    return Number((db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as string | undefined) ?? 0);
+    const meta = (key: string) => db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
+    const dimension = meta('dimension');
+    const namespaces = db.prepare('SELECT id, generation FROM namespaces ORDER BY id').all() as { id: number; generation: number }[];
+    return { seq: Number(meta('seq') ?? 0), dimension: dimension === undefined ? null : Number(dimension), namespaces };
   } finally {
     db.close();
   }

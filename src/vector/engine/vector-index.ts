@@ -44,8 +44,9 @@ import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, fsyncPathAsync, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
-import { blobToSparse, sparseToBlob, storedSeq, VectorStore, type ChangeRow } from './store.js';
+import { blobToSparse, sparseToBlob, storedState, VectorStore, type ChangeRow } from './store.js';
 import { CHANGES_PAGE, type PgIndexLog, type WriteTx } from './store-pg.js';
+import type { PublishedExpectations } from './publication.js';
 import type { Metadata, UpsertItem } from '../validate.js';
 import type { HistogramCell } from '../../metrics.js';
 
@@ -92,6 +93,14 @@ export class VectorIndex {
    * namespaces rebuilt, and of those the ones whose snapshot was damaged (checksum mismatch).
    */
   readonly loadStats = { fromSnapshot: 0, replayed: 0, rebuilt: 0, damaged: 0 };
+  /** Of {@link loadStats}' `fromSnapshot`, the graphs loaded while a publication downloaded ({@link fetchPublished}). */
+  private loadedWhileDownloading = 0;
+  /**
+   * Graphs loaded while a publication downloaded ({@link fetchPublished}), by namespace id, with
+   * what they were checked against: used by start-up's load when that is what the SQLite file
+   * expects then ({@link loadAsync}), dropped after it.
+   */
+  private preloaded: Map<number, { expect: SnapshotExpectation; result: SnapshotResult }> | undefined;
   readonly denseEmbedder?: HttpDenseEmbedder;
   readonly sparseEmbedder?: Bm25Embedder;
   /** Group commits (SQLite transactions of the write queue) since start. */
@@ -171,9 +180,11 @@ export class VectorIndex {
         if ((await shared.cacheState(idx.store, idx.snapshotDir)) === 'stale') {
           // no usable cache: start from the copy another node published, when there is one
           idx.store.close();
-          fetched = await VectorIndex.fetchPublished(def, dataDir, logger, shared);
+          const got = await VectorIndex.fetchPublished(def, dataDir, logger, shared);
+          fetched = got?.files;
           idx = new VectorIndex(def, dataDir, logger, true);
           idx.shared = shared;
+          idx.preloaded = got?.preloaded;
         }
         const t0 = Date.now();
         const r = await shared.syncLocal(idx.store, idx.snapshotDir);
@@ -216,32 +227,102 @@ export class VectorIndex {
    * published in the shared store (`publication.ts` `download`), when there is a usable one. The
    * files are downloaded to `<name>.joining/` and moved into place, the SQLite file last (a crash
    * in between leaves no SQLite file: the next start downloads again). They are not fsynced
-   * before the index is ready: the marker `<name>.unsynced` is made durable before they are moved
-   * into place and removed only once they are on disk ({@link syncDownloaded}); a start that finds
-   * it discards the cache ({@link open}). Resolves to the paths of the files put in place, or
-   * undefined (the local files deleted) when there is none or it was rejected. Never rejects: a
-   * failure is logged and the caller reloads the records (`syncLocal`).
+   * before the index is ready: the marker `<name>.unsynced` is made durable before the download
+   * (so before they are moved into place) and removed only once they are on disk ({@link syncDownloaded}); a start that finds
+   * it discards the cache ({@link open}).
+   * A publication that records its expectations (`PublishedExpectations`: dimension, namespace
+   * ids and generations of its SQLite copy) has each graph snapshot loaded as soon as its graph
+   * file and header are downloaded and verified, while the SQLite copy still downloads
+   * (`snapshot.ts` `readSnapshotAsync` against those expectations, the download's SHA-256 trusted
+   * instead of hashing the file again); it is refused (reloaded from PostgreSQL) when a graph
+   * snapshot does not match them or the SQLite copy holds other values. Resolves to the paths of
+   * the files put in place and the graphs loaded meanwhile, or undefined (the local files deleted)
+   * when there is none or it was refused. Never rejects: a failure is logged and the caller
+   * reloads the records (`syncLocal`).
    */
-  private static async fetchPublished(def: IndexDefinition, dataDir: string, logger: Logger, shared: PgIndexLog): Promise<string[] | undefined> {
+  private static async fetchPublished(
+    def: IndexDefinition,
+    dataDir: string,
+    logger: Logger,
+    shared: PgIndexLog,
+  ): Promise<{ files: string[]; preloaded: Map<number, { expect: SnapshotExpectation; result: SnapshotResult }> } | undefined> {
     const cache = VectorIndex.cachePaths(dataDir, def.name);
     VectorIndex.clearCache(cache);
     const t0 = Date.now();
-    try {
-      const got = await shared.download(cache.joining);
-      if (!got || 'rejected' in got) {
-        if (got) logger.warn({ index: def.name, reason: got.rejected }, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL');
-        VectorIndex.clearCache(cache);
-        return undefined;
+    const joiningSnapshots = path.join(cache.joining, 'snapshots');
+    /** Downloaded files (name → verified SHA-256) and the graph reads started, by namespace id. */
+    const downloaded = new Map<string, string>();
+    const reads = new Map<number, Promise<{ expect: SnapshotExpectation; result: SnapshotResult }>>();
+    let graphMs = 0;
+    const onFile = (name: string, sha256: string, expects: PublishedExpectations | null) => {
+      downloaded.set(name, sha256);
+      if (!expects || expects.dimension === null || def.type === 'SPARSE') return;
+      for (const [header] of downloaded) {
+        const m = /^snapshots\/ns-(\d+)\.json$/.exec(header);
+        const nsId = m ? Number(m[1]) : undefined;
+        if (nsId === undefined || reads.has(nsId)) continue;
+        let file: string;
+        try {
+          file = (JSON.parse(fs.readFileSync(path.join(cache.joining, header), 'utf8')) as { file: string }).file;
+        } catch {
+          continue; // not a header: the loader rejects it later as it always did
+        }
+        const sum = downloaded.get(`snapshots/${file}`);
+        const ns = expects.namespaces.find((n) => n.id === nsId);
+        if (sum === undefined || !ns) continue;
+        const expect: SnapshotExpectation = { dimension: expects.dimension, metric: def.metric, params: def.hnsw, generation: ns.generation, quantization: def.quantization ?? 'none' };
+        const started = Date.now();
+        reads.set(nsId, readSnapshotAsync(joiningSnapshots, nsId, expect, sum).then((result) => ((graphMs = Math.max(graphMs, Date.now() - started)), { expect, result })));
       }
+    };
+    const refuse = (reason: string) => {
+      logger.warn({ index: def.name, reason }, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL');
+      VectorIndex.clearCache(cache);
+      return undefined;
+    };
+    try {
+      // durable before any downloaded file is put in place; made before the download, while little
+      // is waiting to be written back (an fsync after it would wait behind the downloaded gigabyte)
+      fs.mkdirSync(cache.dir, { recursive: true });
       const marker = await fs.promises.open(cache.unsynced, 'w');
       await marker.sync();
       await marker.close();
       await fsyncPathAsync(cache.dir, true);
-      if (fs.existsSync(path.join(cache.joining, 'snapshots'))) fs.renameSync(path.join(cache.joining, 'snapshots'), cache.snapshots);
+      let got: Awaited<ReturnType<PgIndexLog['download']>>;
+      try {
+        got = await shared.download(cache.joining, onFile);
+      } finally {
+        await Promise.all(reads.values()); // never rejects (readSnapshotAsync)
+      }
+      if (!got) {
+        VectorIndex.clearCache(cache);
+        return undefined;
+      }
+      if ('rejected' in got) return refuse(got.rejected);
+      const preloaded = new Map<number, { expect: SnapshotExpectation; result: SnapshotResult }>();
+      if (got.expectations) {
+        // the graphs, the SQLite copy and the row must agree: one of them altered is refused
+        const state = storedState(path.join(cache.joining, 'cache.sqlite'));
+        const e = got.expectations;
+        const generations = new Map(state.namespaces.map((n) => [n.id, n.generation]));
+        if (state.dimension !== e.dimension || e.namespaces.some((n) => generations.get(n.id) !== n.generation)) {
+          return refuse('the SQLite copy differs from the publication\'s expectations (dimension, namespaces)');
+        }
+        for (const [nsId, read] of reads) {
+          const r = await read;
+          if ('rejected' in r.result) return refuse(`graph snapshot of namespace ${nsId}: ${r.result.rejected}${r.result.detail ? ` (${r.result.detail})` : ''}, not what the publication expects`);
+          preloaded.set(nsId, r);
+        }
+      }
+      if (fs.existsSync(joiningSnapshots)) fs.renameSync(joiningSnapshots, cache.snapshots);
       fs.renameSync(path.join(cache.joining, 'cache.sqlite'), cache.file);
       fs.rmSync(cache.joining, { recursive: true, force: true });
-      logger.info({ index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0 }, 'vector index fetched from the published snapshot');
-      return got.files.map((f) => (f === 'cache.sqlite' ? cache.file : path.join(cache.snapshots, f.slice('snapshots/'.length))));
+      logger.info(
+        { index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0, graphsLoaded: preloaded.size, graphLoadMs: graphMs },
+        'vector index fetched from the published snapshot',
+      );
+      const files = got.files.map((f) => (f === 'cache.sqlite' ? cache.file : path.join(cache.snapshots, f.slice('snapshots/'.length))));
+      return { files, preloaded };
     } catch (err) {
       logger.warn({ index: def.name, err: (err as Error)?.message ?? String(err) }, 'vector: downloading the published snapshot failed: reloading the records from PostgreSQL');
       VectorIndex.clearCache(cache);
@@ -291,24 +372,28 @@ export class VectorIndex {
         fs.mkdirSync(path.join(staging, 'snapshots'), { recursive: true });
         await this.maintain(1);
         if (this.closed) return undefined;
-        const files: { name: string; path: string }[] = [];
         const names = fs.existsSync(this.snapshotDir) ? fs.readdirSync(this.snapshotDir) : [];
+        const graphs: { nsId: number; generation: number; files: { name: string; path: string }[] }[] = [];
         for (const h of names.filter((n) => /^ns-\d+\.json$/.test(n))) {
           try {
-            const header = JSON.parse(fs.readFileSync(path.join(this.snapshotDir, h), 'utf8')) as { file: string };
+            const header = JSON.parse(fs.readFileSync(path.join(this.snapshotDir, h), 'utf8')) as { file: string; generation: number };
             const linked = path.join(staging, 'snapshots', header.file);
             fs.linkSync(path.join(this.snapshotDir, header.file), linked);
             fs.copyFileSync(path.join(this.snapshotDir, h), path.join(staging, 'snapshots', h));
-            files.push({ name: `snapshots/${header.file}`, path: linked }, { name: `snapshots/${h}`, path: path.join(staging, 'snapshots', h) });
+            const files = [{ name: `snapshots/${header.file}`, path: linked }, { name: `snapshots/${h}`, path: path.join(staging, 'snapshots', h) }];
+            graphs.push({ nsId: Number(/\d+/.exec(h)![0]), generation: header.generation, files });
           } catch {
             // replaced by a newer snapshot meanwhile: this namespace is published without a graph
           }
         }
         const copy = path.join(staging, 'cache.sqlite');
         await this.store.backup(copy);
-        const seq = storedSeq(copy);
+        const { seq, dimension, namespaces } = storedState(copy);
+        // a graph of a namespace reset after its snapshot (another generation than the copy's) is left out
+        const generations = new Map(namespaces.map((n) => [n.id, n.generation]));
+        const files = graphs.filter((g) => generations.get(g.nsId) === g.generation).flatMap((g) => g.files);
         files.push({ name: 'cache.sqlite', path: copy });
-        return { seq, files };
+        return { seq, files, expectations: { dimension, namespaces } };
       });
     } finally {
       fs.rmSync(staging, { recursive: true, force: true });
@@ -332,7 +417,11 @@ export class VectorIndex {
       const ns = new NamespaceState(row);
       this.namespaces.set(row.name, ns);
       const expect = this.snapshotExpectation(ns);
-      const snap = expect && row.next_pos > 0 ? readSnapshotAsync(this.snapshotDir, row.id, expect) : undefined;
+      // a graph loaded while the publication downloaded, when the file still expects what it was checked against
+      const pre = this.preloaded?.get(row.id);
+      const usable = pre && expect && sameExpectation(pre.expect, expect);
+      if (usable && row.next_pos > 0) this.loadedWhileDownloading++;
+      const snap = expect && row.next_pos > 0 ? (usable ? Promise.resolve(pre.result) : readSnapshotAsync(this.snapshotDir, row.id, expect)) : undefined;
       let t = Date.now();
       this.loadHeads(ns);
       phases.headsMs += Date.now() - t;
@@ -343,8 +432,10 @@ export class VectorIndex {
       replayed += this.loadIndexes(ns, ns.count > 0 ? got : undefined);
       phases.indexesMs += Date.now() - t;
     }
+    this.preloaded = undefined;
     const { fromSnapshot, rebuilt } = this.loadStats;
-    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, fromSnapshot, rebuilt, replayed, ms: Date.now() - t0, ...phases, hnswlib: hnswlibBuild }, 'vector index loaded');
+    const loadedWhileDownloading = this.loadedWhileDownloading;
+    this.logger.info({ index: this.def.name, namespaces: this.namespaces.size, fromSnapshot, loadedWhileDownloading, rebuilt, replayed, ms: Date.now() - t0, ...phases, hnswlib: hnswlibBuild }, 'vector index loaded');
     // after loading, not while the snapshot is read: the graph read and the hashing need the cores
     this.scheduleMetadataParse();
     this.scheduleIndexing();
@@ -1265,4 +1356,12 @@ function mergeJournal(into: WriteJournal, from: WriteJournal): void {
     if (set) for (const id of ids) set.add(id);
     else into.records.set(ns, new Set(ids));
   }
+}
+
+/** Whether two snapshot expectations are the same (every field; `params` by M and efConstruction). */
+function sameExpectation(a: SnapshotExpectation, b: SnapshotExpectation): boolean {
+  return (
+    a.dimension === b.dimension && a.metric === b.metric && a.generation === b.generation && (a.quantization ?? 'none') === (b.quantization ?? 'none') &&
+    a.params.m === b.params.m && a.params.efConstruction === b.params.efConstruction
+  );
 }
