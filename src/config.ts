@@ -176,6 +176,11 @@ export interface Config {
     maxRangeLimit: number;
     /** `SVC_VECTOR_MAX_BATCH_QUERIES` (default 1 000): the most queries in one array of queries; more is answered 400. */
     maxBatchQueries: number;
+    /**
+     * `SVC_VECTOR_MAX_BATCH_RESULTS` (default 100 000): the most results one array of queries may ask
+     * for in all (the sum of its `topK`); more is answered 400.
+     */
+    maxBatchResults: number;
   };
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
@@ -404,6 +409,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxTopK: int('SVC_VECTOR_MAX_TOP_K', 10_000, 1, 1_000_000),
       maxRangeLimit: int('SVC_VECTOR_MAX_RANGE_LIMIT', 10_000, 1, 1_000_000),
       maxBatchQueries: int('SVC_VECTOR_MAX_BATCH_QUERIES', 1000, 1, 100_000),
+      maxBatchResults: int('SVC_VECTOR_MAX_BATCH_RESULTS', 100_000, 1, 100_000_000),
     },
     mgmt: {
       ipv4Cidrs,

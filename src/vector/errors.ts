@@ -75,6 +75,12 @@ export const VECTOR_ERRORS = {
     status: 400,
     message: (got: number, max: number) => `query: ${got} queries in one request, at most ${max} are allowed (SVC_VECTOR_MAX_BATCH_QUERIES); send them in several requests`,
   },
+  /** An array of queries whose `topK` add up to more than `SVC_VECTOR_MAX_BATCH_RESULTS`. */
+  tooManyResults: {
+    status: 400,
+    message: (queries: number, got: number, max: number) =>
+      `query: ${queries} queries ask for ${got} results in all, at most ${max} are allowed (SVC_VECTOR_MAX_BATCH_RESULTS); send them in several requests or lower topK`,
+  },
   invalidWeightingStrategy: { status: 400, message: 'weightingStrategy must be IDF' },
   invalidFusion: { status: 400, message: 'fusionAlgorithm must be RRF or DBSF' },
   invalidQueryMode: { status: 400, message: 'queryMode must be HYBRID, DENSE or SPARSE' },

@@ -25,6 +25,8 @@ export interface RequestLimits {
   maxRangeLimit: number;
   /** Most queries in one array of queries (`SVC_VECTOR_MAX_BATCH_QUERIES`); above it: 400 `tooManyQueries`. */
   maxBatchQueries: number;
+  /** Most results one array of queries asks for in all, the sum of its `topK` (`SVC_VECTOR_MAX_BATCH_RESULTS`); above it: 400 `tooManyResults`. */
+  maxBatchResults: number;
 }
 
 export type Metadata = Record<string, unknown>;

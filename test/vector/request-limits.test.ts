@@ -4,7 +4,8 @@
  * nothing more): `topK` and a resumable query's `topK` / `additionalK` above
  * `SVC_VECTOR_MAX_TOP_K` answer 400 naming the limit and the variable; a `range` `limit` above
  * `SVC_VECTOR_MAX_RANGE_LIMIT` is clamped and the SDK's loop over `nextCursor` still reads the whole
- * namespace; an array of queries longer than `SVC_VECTOR_MAX_BATCH_QUERIES` answers 400; a GLOB
+ * namespace; an array of queries longer than `SVC_VECTOR_MAX_BATCH_QUERIES`, or whose `topK` add up
+ * to more than `SVC_VECTOR_MAX_BATCH_RESULTS`, answers 400; a GLOB
  * pattern over 4,096 characters answers 400. One below each limit works. The same on the
  * PostgreSQL store (resumable queries kept in the database).
  */
@@ -69,6 +70,10 @@ async function smallLimitChecks(svc: Svc): Promise<void> {
   const five = await index.queryMany([q(1), q(2), q(3), q(4), q(50)]);
   assert.deepEqual(five.map((r) => r.length), [1, 2, 3, 4, 50]);
   assert.match(await sdkError('topK 51 in an array', () => index.queryMany([q(1), q(51)])), /^topK 51 is above the maximum of 50/);
+  // their topK add up to at most 60: 50 + 10 answers, 50 + 11 is refused before any runs
+  assert.deepEqual((await index.queryMany([q(50), q(10)])).map((r) => r.length), [50, 10]);
+  const sum = await sdkError('61 results in all', () => index.queryMany([q(50), q(11)]));
+  assert.equal(sum, 'query: 2 queries ask for 61 results in all, at most 60 are allowed (SVC_VECTOR_MAX_BATCH_RESULTS); send them in several requests or lower topK');
 
   // resumable queries: start and next bounded by the same limit, one at it works
   assert.match(await sdkError('resumable topK 51', () => index.resumableQuery({ vector: [1, 0], topK: 51, maxIdle: 60 })), /^topK 51 is above the maximum of 50 \(SVC_VECTOR_MAX_TOP_K\)/);
@@ -111,7 +116,7 @@ async function seed(svc: Svc): Promise<void> {
   await svc.client().upsert(Array.from({ length: 60 }, (_, i) => ({ id: `r${i}`, vector: [1, (i + 1) / 100], metadata: { tag: i === 0 ? 'x'.repeat(5000) : 'short' } })));
 }
 
-const SMALL = { SVC_VECTOR_DIMENSION: '2', SVC_VECTOR_MAX_TOP_K: '50', SVC_VECTOR_MAX_RANGE_LIMIT: '7', SVC_VECTOR_MAX_BATCH_QUERIES: '5' };
+const SMALL = { SVC_VECTOR_DIMENSION: '2', SVC_VECTOR_MAX_TOP_K: '50', SVC_VECTOR_MAX_RANGE_LIMIT: '7', SVC_VECTOR_MAX_BATCH_QUERIES: '5', SVC_VECTOR_MAX_BATCH_RESULTS: '60' };
 
 describe('vector request limits (SQLite store)', () => {
   let svc: Svc;
@@ -140,7 +145,7 @@ describe('vector request limits at their defaults', () => {
     await svc?.close();
   });
 
-  test('topK 10,000 answers, 10,001 is 400; 1,000 queries in an array answer, 1,001 is 400', async () => {
+  test('topK 10,000 answers, 10,001 is 400; 1,000 queries in an array answer, 1,001 is 400, and so are 110,000 results in all', async () => {
     const index = svc.client();
     assert.equal((await index.query({ vector: [1, 0], topK: 10_000 })).length, 10_000);
     assert.match(await sdkError('topK 10001', () => index.query({ vector: [1, 0], topK: 10_001 })), /^topK 10001 is above the maximum of 10000 \(SVC_VECTOR_MAX_TOP_K\)/);
@@ -149,6 +154,9 @@ describe('vector request limits at their defaults', () => {
     assert.equal(answers.length, 1000);
     assert.ok(answers.every((a) => a.length === 1 && a[0].score > 0.9999), 'each query finds its own point (or one as close on the circle)');
     assert.match(await sdkError('1001 queries', () => index.queryMany(queries(1001))), /^query: 1001 queries in one request, at most 1000 are allowed \(SVC_VECTOR_MAX_BATCH_QUERIES\)/);
+    // 11 queries of topK 10,000 ask for 110,000 results: above the default 100,000 in all
+    const wide = Array.from({ length: 11 }, () => ({ vector: [1, 0], topK: 10_000 }));
+    assert.match(await sdkError('110,000 results', () => index.queryMany(wide)), /^query: 11 queries ask for 110000 results in all, at most 100000 are allowed \(SVC_VECTOR_MAX_BATCH_RESULTS\)/);
   });
 
   test('range limit 1e12 is clamped to 10,000 a page; the SDK loop reads all 10,005 records', async () => {

@@ -76,7 +76,8 @@ async function embedUpdate(index: VectorIndex, u: { data?: string; vector?: numb
  * Synchronous for `query` (the HTTP hot path answers without a Promise); `query-data` awaits the
  * embedder.
  * @throws VectorError 400 `tooManyQueries` for an array longer than `limits.maxBatchQueries`,
- *         `topKTooLarge` for a `topK` above `limits.maxTopK` (before any query runs)
+ *         `topKTooLarge` for a `topK` above `limits.maxTopK`, `tooManyResults` for an array whose
+ *         `topK` add up to more than `limits.maxBatchResults` (all before any query runs)
  */
 function query(c: HandlerContext, data: boolean): unknown {
   const { items, wasArray } = asList(c.body, 'query');
@@ -87,6 +88,11 @@ function query(c: HandlerContext, data: boolean): unknown {
     return wasArray && results.length > 1 ? results : results[0];
   };
   const parsed = items.map((x) => parseQuery(x, data, c.limits.maxTopK));
+  if (parsed.length > 1) {
+    let total = 0;
+    for (const q of parsed) total += q.topK;
+    if (total > c.limits.maxBatchResults) throw vectorError('tooManyResults', parsed.length, total, c.limits.maxBatchResults);
+  }
   if (!data) return run(parsed);
   return Promise.all(parsed.map((q) => resolve(c.index, q))).then(run);
 }
