@@ -1,0 +1,204 @@
+/**
+ * Upgrading a data directory written by the previous release, end to end: the previous release
+ * itself (its source, taken from this repository's history) runs `svc serve`, the official SDKs
+ * write queue messages, DLQ entries, logs, a schedule, a queue with parallelism, kv keys and
+ * vector records through it; then this checkout's svc starts on the same data directory and must
+ * answer the same (every field), deliver what was pending, retry and delete the DLQ entries,
+ * continue a logs cursor taken on the previous release, and serve the vector records.
+ * A second test kills the previous release with SIGKILL in the middle of a burst of publishes,
+ * grows its tables so the schema-7 copy takes seconds, SIGKILLs the first start of this svc in
+ * the middle of that copy, and checks the file is still a consistent older schema with every row,
+ * which the next start then migrates.
+ *
+ * How the previous release is obtained: `git archive` of the pinned commit below from the
+ * repository this test runs in, extracted to a temporary directory, with this checkout's
+ * node_modules linked in (the release's package.json and lock file are the same). A `git clone`
+ * (CI's `.ci/run` works on a fresh clone) has the whole history; a shallow clone does not, and the
+ * test then fails and says to run `git fetch --unshallow`, never skips. Running the real old code
+ * (rather than recreating its schema from its migration files) is the point: it proves what the
+ * old code wrote, with the old code's own values, is read by the new one.
+ * Previous release: the commit before the SQLite queue migrations 0006 (`logs` without
+ * AUTOINCREMENT) and 0007 (`messages` the same); queue schema version 5.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, execSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { Client } from '@upstash/qstash';
+import { Redis } from '@upstash/redis';
+import { Index } from '@upstash/vector';
+import { latestVersion } from '../../src/queue/store/migrate.js';
+import { tempDir } from '../helpers/env.js';
+import { launchSvc, stopSvc, type LaunchedSvc } from '../helpers/svc-process.js';
+import { startSink, waitFor, type Sink } from '../queue/helpers.js';
+import { credentials, ROOT, started } from './backup-helpers.js';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The previous release (queue schema 5). */
+const PREVIOUS = 'a35e9c02985601cdfb57da252f253a4cf83e7bac';
+const PREVIOUS_QUEUE_SCHEMA = 5;
+const LONG = String(3650 * 86_400_000);
+const ENV = {
+  SVC_VECTOR_DIMENSION: '4',
+  SVC_QUEUE_LOG_RETENTION_MS: LONG,
+  SVC_QUEUE_DLQ_RETENTION_MS: LONG,
+  SVC_QUEUE_PORT: '0',
+  SVC_KV_PORT: '0',
+  SVC_VECTOR_PORT: '0',
+  SVC_MGMT_PORT: '0',
+};
+
+/** The previous release's source in a temporary directory (see the header). */
+function previousRelease(): { root: string; cleanup(): void } {
+  try {
+    execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${PREVIOUS}^{commit}`], { stdio: 'ignore' });
+  } catch {
+    throw new Error(`commit ${PREVIOUS} (the previous release) is not in this clone's history; run \`git fetch --unshallow\``);
+  }
+  const tmp = tempDir('svc-previous-');
+  execSync(`git -C '${ROOT}' archive ${PREVIOUS} | tar -x -C '${tmp.dir}'`);
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(tmp.dir, 'node_modules'));
+  return { root: tmp.dir, cleanup: tmp.cleanup };
+}
+
+async function serveFrom(root: string | undefined, dataDir: string, areas: string): Promise<LaunchedSvc> {
+  const svc = launchSvc(dataDir, { ...ENV, SVC_AREAS: areas }, [], root);
+  await started(svc);
+  return svc;
+}
+
+const userVersion = (file: string) => {
+  const db = new Database(file, { readonly: true });
+  try {
+    return Number(db.pragma('user_version', { simple: true }));
+  } finally {
+    db.close();
+  }
+};
+
+function clientOf(svc: LaunchedSvc, dataDir: string): Client {
+  return new Client({ baseUrl: svc.url('queue'), token: credentials(dataDir)['queue.token'], retry: false });
+}
+
+/** Every log entry, following `cursor` from `start` (latest first, pages of `count`). */
+async function allLogs(q: Client, start?: string, count = 3): Promise<Json[]> {
+  const out: Json[] = [];
+  let cursor = start;
+  for (;;) {
+    const page = (await q.logs({ cursor, count } as never)) as unknown as { logs: Json[]; cursor?: string };
+    out.push(...page.logs);
+    if (!page.cursor) return out;
+    cursor = page.cursor;
+  }
+}
+
+async function allDlq(q: Client): Promise<Json[]> {
+  return (await q.dlq.listMessages({ count: 100 } as never)).messages as unknown as Json[];
+}
+
+test('a data directory written by the previous release: every record, same answers, pending work done', { timeout: 240_000 }, async () => {
+  const prev = previousRelease();
+  const data = tempDir('svc-upgrade-');
+  const sink: Sink = await startSink((r, n) => {
+    const p = r.url.split('?')[0];
+    if (p === '/fail') return { status: 500, body: 'always fails' };
+    if (p === '/flip' && n === 1) return { status: 500, body: 'fails once' };
+    return undefined;
+  });
+  let svc: LaunchedSvc | undefined;
+  try {
+    // ---- the previous release writes
+    svc = await serveFrom(prev.root, data.dir, 'queue,kv,vector');
+    let q = clientOf(svc, data.dir);
+    const delivered = await Promise.all([1, 2, 3].map((i) => q.publish({ url: `${sink.url}/ok/${i}`, body: `b${i}`, headers: { 'X-Src': `s${i}` } })));
+    const failed = await q.publish({ url: `${sink.url}/fail`, body: 'f', retries: 0, callback: `${sink.url}/cb`, failureCallback: `${sink.url}/fcb` });
+    const flip = await q.publish({ url: `${sink.url}/flip`, body: 'flip', retries: 0 });
+    const delayed = await q.publish({ url: `${sink.url}/delayed`, body: 'later', delay: 20, labels: ['late'] } as never);
+    const far = await q.publish({ url: `${sink.url}/far`, body: 'far', delay: 86_400 });
+    const schedule = await q.schedules.create({ destination: `${sink.url}/cron`, cron: '0 0 1 1 *', body: 'yearly' });
+    await q.queue({ queueName: 'upq' }).upsert({ parallelism: 2 });
+    await waitFor('deliveries, DLQ and failure callback on the previous release', async () =>
+      sink.at('/fcb').length === 1 && (await allDlq(q)).length === 2 && delivered.every((_, i) => sink.at(`/ok/${i + 1}`).length === 1) ? true : undefined, 60_000);
+    const redis = new Redis({ url: svc.url('kv'), token: credentials(data.dir)['kv.token'] });
+    await redis.set('upgrade:k', 'v1');
+    const vec = new Index({ url: svc.url('vector'), token: credentials(data.dir)['vector.default.token'] });
+    const records = {
+      a: [{ id: 'a1', vector: [1, 0, 0, 0], metadata: { n: 1 }, data: 'one' }, { id: 'a2', vector: [0, 1, 0, 0], metadata: { n: 2 } }],
+      b: [{ id: 'b1', vector: [0, 0, 1, 0], metadata: { tag: 'x' }, data: 'three' }],
+    };
+    for (const [ns, rs] of Object.entries(records)) await vec.namespace(ns).upsert(rs);
+
+    const before = {
+      dlq: await allDlq(q),
+      logs: await allLogs(q),
+      delayed: await q.messages.get(delayed.messageId),
+      far: await q.messages.get(far.messageId),
+      schedule: await q.schedules.get(schedule.scheduleId),
+      queue: await q.queue({ queueName: 'upq' }).get(),
+      vectors: Object.fromEntries(await Promise.all(Object.keys(records).map(async (ns) => [ns, await vec.namespace(ns).fetch(records[ns as 'a'].map((r) => r.id), { includeVectors: true, includeMetadata: true, includeData: true })]))),
+      query: await vec.namespace('a').query({ vector: [1, 0.1, 0, 0], topK: 2, includeMetadata: true }),
+    };
+    const firstPage = (await q.logs({ count: 3 } as never)) as unknown as { logs: Json[]; cursor?: string };
+    assert.ok(firstPage.cursor, 'more than one page of logs');
+    assert.ok(sink.at('/delayed').length === 0, 'the delayed message is not due before the upgrade');
+    await stopSvc(svc);
+    svc = undefined;
+    assert.equal(userVersion(path.join(data.dir, 'queue.sqlite')), PREVIOUS_QUEUE_SCHEMA);
+
+    // ---- this svc on the same data directory
+    svc = await serveFrom(undefined, data.dir, 'queue,kv,vector');
+    assert.equal(userVersion(path.join(data.dir, 'queue.sqlite')), latestVersion());
+    q = clientOf(svc, data.dir);
+    // the cursor of the previous release continues after its first page, nothing lost or repeated
+    // (latest first: entries this svc adds come before the cursor's place)
+    const rest = await allLogs(q, firstPage.cursor);
+    assert.deepEqual([...firstPage.logs, ...rest], before.logs);
+    assert.deepEqual(await allDlq(q), before.dlq);
+    assert.deepEqual(await q.schedules.get(schedule.scheduleId), before.schedule);
+    assert.deepEqual(await q.queue({ queueName: 'upq' }).get(), before.queue);
+    assert.deepEqual(await q.messages.get(far.messageId), before.far);
+    assert.deepEqual(await q.messages.get(delayed.messageId), before.delayed);
+
+    // the delayed message is delivered once, when due
+    await waitFor('the delayed message', () => (sink.at('/delayed').length ? true : undefined), 90_000);
+    const got = sink.at('/delayed')[0];
+    assert.equal(got.body.toString(), 'later');
+    assert.equal(got.headers['upstash-message-id'], delayed.messageId);
+    assert.ok(got.time >= before.delayed.notBefore! - 50, 'not before its time');
+    // the DLQ entries: retry the one whose destination now answers 200, delete the other
+    const flipEntry = before.dlq.find((e) => e.messageId === flip.messageId)!;
+    const failEntry = before.dlq.find((e) => e.messageId === failed.messageId)!;
+    assert.equal(failEntry.responseStatus, 500);
+    assert.equal(failEntry.responseBody, 'always fails');
+    assert.equal(failEntry.failureCallback ?? `${sink.url}/fcb`, `${sink.url}/fcb`);
+    const retry = await fetch(`${svc.url('queue')}/v2/dlq/retry/${flipEntry.dlqId}`, { method: 'POST', headers: { authorization: `Bearer ${credentials(data.dir)['queue.token']}` } });
+    assert.equal(retry.status, 201, await retry.clone().text());
+    await waitFor('the retried DLQ message', () => (sink.at('/flip').length === 2 ? true : undefined), 60_000);
+    await q.dlq.delete(failEntry.dlqId);
+    assert.deepEqual((await allDlq(q)).map((e) => e.dlqId), []);
+    // new messages get new, larger sequence numbers: nothing collides with the old rows
+    const after = await q.publish({ url: `${sink.url}/ok/new`, body: 'new' });
+    await waitFor('a message published after the upgrade', () => (sink.at('/ok/new').length ? true : undefined), 60_000);
+    assert.ok(!before.logs.some((l) => l.messageId === after.messageId));
+    const latest = (await allLogs(q)).filter((l) => l.messageId === after.messageId).map((l) => l.state);
+    assert.ok(latest.includes('DELIVERED'), String(latest));
+    // each message of the previous release was delivered once (its retries aside)
+    for (let i = 1; i <= 3; i++) assert.equal(sink.at(`/ok/${i}`).length, 1);
+    assert.equal(sink.at('/delayed').length, 1);
+
+    assert.equal(await new Redis({ url: svc.url('kv'), token: credentials(data.dir)['kv.token'] }).get('upgrade:k'), 'v1');
+    const vec2 = new Index({ url: svc.url('vector'), token: credentials(data.dir)['vector.default.token'] });
+    for (const [ns, rs] of Object.entries(records)) {
+      assert.deepEqual(await vec2.namespace(ns).fetch(rs.map((r) => r.id), { includeVectors: true, includeMetadata: true, includeData: true }), before.vectors[ns]);
+    }
+    assert.deepEqual(await vec2.namespace('a').query({ vector: [1, 0.1, 0, 0], topK: 2, includeMetadata: true }), before.query);
+  } finally {
+    if (svc) await stopSvc(svc);
+    await sink.close();
+    data.cleanup();
+    prev.cleanup();
+  }
+});
