@@ -116,7 +116,7 @@ test('a data directory written by the previous release: every record, same answe
     const delivered = await Promise.all([1, 2, 3].map((i) => q.publish({ url: `${sink.url}/ok/${i}`, body: `b${i}`, headers: { 'X-Src': `s${i}` } })));
     const failed = await q.publish({ url: `${sink.url}/fail`, body: 'f', retries: 0, callback: `${sink.url}/cb`, failureCallback: `${sink.url}/fcb` });
     const flip = await q.publish({ url: `${sink.url}/flip`, body: 'flip', retries: 0 });
-    const delayed = await q.publish({ url: `${sink.url}/delayed`, body: 'later', delay: 20, labels: ['late'] } as never);
+    const delayed = await q.publish({ url: `${sink.url}/delayed`, body: 'later', delay: 20 });
     const far = await q.publish({ url: `${sink.url}/far`, body: 'far', delay: 86_400 });
     const schedule = await q.schedules.create({ destination: `${sink.url}/cron`, cron: '0 0 1 1 *', body: 'yearly' });
     await q.queue({ queueName: 'upq' }).upsert({ parallelism: 2 });
@@ -195,6 +195,117 @@ test('a data directory written by the previous release: every record, same answe
       assert.deepEqual(await vec2.namespace(ns).fetch(rs.map((r) => r.id), { includeVectors: true, includeMetadata: true, includeData: true }), before.vectors[ns]);
     }
     assert.deepEqual(await vec2.namespace('a').query({ vector: [1, 0.1, 0, 0], topK: 2, includeMetadata: true }), before.query);
+  } finally {
+    if (svc) await stopSvc(svc);
+    await sink.close();
+    data.cleanup();
+    prev.cleanup();
+  }
+});
+
+/** Row counts of the tables the schema-6/7 migrations copy, and the file's consistency checks. */
+function queueFileState(file: string): { version: number; messages: number; logs: number; dlq: number; integrity: string; brokenKeys: number } {
+  const db = new Database(file, { readonly: true });
+  try {
+    const count = (t: string) => Number(db.prepare(`SELECT count(*) FROM ${t}`).pluck().get());
+    return {
+      version: Number(db.pragma('user_version', { simple: true })),
+      messages: count('messages'),
+      logs: count(`logs WHERE message_seq != 0`), // schema 6's marker row holds no entry
+      dlq: count('dlq'),
+      integrity: String(db.pragma('integrity_check', { simple: true })),
+      brokenKeys: (db.pragma('foreign_key_check') as unknown[]).length,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Grows the tables of a schema-5 queue file with copies of its rows (so migrations 0006/0007 copy
+ * for seconds): `n` finished messages each with two log rows and, for every second one, a DLQ entry.
+ */
+function grow(file: string, n: number): void {
+  const db = new Database(file);
+  try {
+    const cols = (t: string) => (db.pragma(`table_info(${t})`) as { name: string }[]).map((c) => c.name).filter((c) => c !== 'seq');
+    const m = cols('messages').filter((c) => c !== 'id');
+    const failed = Number(db.prepare('SELECT message_seq FROM dlq ORDER BY seq LIMIT 1').pluck().get());
+    const d = cols('dlq').filter((c) => c !== 'dlq_id' && c !== 'message_seq');
+    const l = cols('logs').filter((c) => c !== 'message_seq');
+    const first = Number(db.prepare('SELECT max(seq) FROM messages').pluck().get()) + 1;
+    db.transaction(() => {
+      db.exec(`WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ${n})
+        INSERT INTO messages (seq, id, ${m.join(', ')}) SELECT ${first} + k.i, 'msg_bulk' || k.i, ${m.map((c) => `x.${c}`).join(', ')} FROM k, messages x WHERE x.seq = ${failed}`);
+      db.exec(`INSERT INTO dlq (dlq_id, message_seq, ${d.join(', ')}) SELECT 'bulk-' || y.seq, y.seq, ${d.map((c) => `x.${c}`).join(', ')}
+        FROM messages y, dlq x WHERE y.seq >= ${first} AND y.seq % 2 = 0 AND x.message_seq = ${failed}`);
+      db.exec(`INSERT INTO logs (message_seq, ${l.join(', ')}) SELECT y.seq, ${l.map((c) => `x.${c}`).join(', ')}
+        FROM messages y, (SELECT * FROM logs WHERE message_seq = ${failed} ORDER BY seq LIMIT 2) x WHERE y.seq >= ${first}`);
+    })();
+  } finally {
+    db.close();
+  }
+}
+
+test('the previous release killed mid-load, then this svc killed mid-migration: the file stays a consistent older schema and the next start completes it', { timeout: 300_000 }, async () => {
+  const prev = previousRelease();
+  const data = tempDir('svc-upgrade-kill-');
+  const sink: Sink = await startSink((r) => (r.url.startsWith('/fail') ? { status: 500, body: 'no' } : { delayMs: 50 }));
+  const file = path.join(data.dir, 'queue.sqlite');
+  let svc: LaunchedSvc | undefined;
+  try {
+    svc = await serveFrom(prev.root, data.dir, 'queue');
+    const q = clientOf(svc, data.dir);
+    const failed = await q.publish({ url: `${sink.url}/fail`, body: 'f', retries: 0 });
+    await waitFor('the DLQ entry', async () => ((await allDlq(q)).length ? true : undefined), 60_000);
+    // a burst of publishes, SIGKILLed once 40 were accepted
+    const acked: string[] = [];
+    const burst = Array.from({ length: 150 }, (_, i) => q.publish({ url: `${sink.url}/burst`, body: `m${i}` }).then((r) => void acked.push(r.messageId)));
+    await waitFor('40 accepted publishes', () => (acked.length >= 40 ? true : undefined), 60_000);
+    svc.child.kill('SIGKILL');
+    await svc.exited;
+    svc = undefined;
+    await Promise.allSettled(burst);
+    const accepted = [...acked];
+
+    grow(file, 150_000);
+    const old = queueFileState(file);
+    assert.equal(old.version, PREVIOUS_QUEUE_SCHEMA);
+    assert.ok(old.logs > 300_000 && old.dlq > 75_000, JSON.stringify(old));
+
+    // first start of this svc, SIGKILLed while it copies the tables (after its pre-upgrade backup)
+    const backups = path.join(data.dir, 'backups');
+    const wal = `${file}-wal`;
+    const first = launchSvc(data.dir, { ...ENV, SVC_AREAS: 'queue' });
+    const seenState = await waitFor('the migration copying', () => {
+      if (first.child.exitCode !== null) return 'exited';
+      const backedUp = fs.existsSync(backups) && fs.readdirSync(backups).some((b) => fs.existsSync(path.join(backups, b, 'manifest.json')));
+      return backedUp && fs.existsSync(wal) && fs.statSync(wal).size > 8 * 1024 * 1024 ? 'copying' : undefined;
+    }, 120_000);
+    assert.equal(seenState, 'copying', first.output());
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const mid = queueFileState(file);
+    assert.ok(mid.version < latestVersion(), `killed before the last migration committed (version ${mid.version})`);
+    assert.ok(mid.version >= PREVIOUS_QUEUE_SCHEMA);
+    assert.deepEqual({ ...mid, version: 0 }, { ...old, version: 0 }, 'every row is there, the file is consistent');
+
+    // the next start completes the migration and serves the records
+    svc = await serveFrom(undefined, data.dir, 'queue');
+    const done = queueFileState(file);
+    assert.equal(done.version, latestVersion());
+    assert.equal(done.dlq, old.dlq);
+    assert.equal(done.integrity, 'ok');
+    assert.equal(done.brokenKeys, 0);
+    const q2 = clientOf(svc, data.dir);
+    const entry = (await q2.dlq.listMessages({ filter: { messageId: failed.messageId } } as never)).messages[0] as unknown as Json;
+    assert.equal(entry?.responseBody, 'no');
+    // every publish the previous release accepted before its SIGKILL is delivered
+    const seen = () => new Set(sink.at('/burst').map((r) => String(r.headers['upstash-message-id'])));
+    await waitFor('every accepted message delivered', () => (accepted.every((id) => seen().has(id)) ? true : undefined), 120_000);
+    await stopSvc(svc);
+    svc = undefined;
+    assert.ok(queueFileState(file).messages >= old.messages);
   } finally {
     if (svc) await stopSvc(svc);
     await sink.close();
