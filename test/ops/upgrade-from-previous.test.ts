@@ -29,10 +29,12 @@ import Database from 'better-sqlite3';
 import { Client } from '@upstash/qstash';
 import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
+import { Client as WorkflowClient } from '@upstash/workflow';
 import { latestVersion } from '../../src/queue/store/migrate.js';
 import { tempDir } from '../helpers/env.js';
 import { launchSvc, stopSvc, type LaunchedSvc } from '../helpers/svc-process.js';
 import { startSink, waitFor, type Sink } from '../queue/helpers.js';
+import { startWorkflowApp, waitForRunState, workflowRunLog, type WorkflowApp, type WorkflowEnv } from '../queue/workflow-helpers.js';
 import { credentials, ROOT, started } from './backup-helpers.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -79,6 +81,12 @@ const userVersion = (file: string) => {
   }
 };
 
+/** The workflow SDK's QStash env for `svc` (its URL changes on every start; keys and token stay). */
+function workflowEnv(svc: LaunchedSvc, dataDir: string): WorkflowEnv {
+  const c = credentials(dataDir);
+  return { QSTASH_URL: svc.url('queue'), QSTASH_TOKEN: c['queue.token'], QSTASH_CURRENT_SIGNING_KEY: c['queue.currentSigningKey'], QSTASH_NEXT_SIGNING_KEY: c['queue.nextSigningKey'] };
+}
+
 function clientOf(svc: LaunchedSvc, dataDir: string): Client {
   return new Client({ baseUrl: svc.url('queue'), token: credentials(dataDir)['queue.token'], retry: false });
 }
@@ -109,14 +117,29 @@ test('a data directory written by the previous release: every record, same answe
     return undefined;
   });
   let svc: LaunchedSvc | undefined;
+  let app: WorkflowApp | undefined;
   try {
     // ---- the previous release writes
     svc = await serveFrom(prev.root, data.dir, 'queue,kv,vector');
     let q = clientOf(svc, data.dir);
+    app = await startWorkflowApp(workflowEnv(svc, data.dir), {
+      '/three': [async (c) => {
+        const a = await c.run('s1', () => (c.requestPayload as { n: number }).n + 1);
+        return { result: await c.run('s2', () => a * 10) };
+      }, {}],
+      '/waiter': [async (c) => {
+        const r = await c.waitForEvent('wait', 'upgrade-event', { timeout: '1d' });
+        await c.run('after', () => ({ got: r.eventData ?? null, timeout: r.timeout }));
+      }, {}],
+    });
+    let wf = new WorkflowClient({ baseUrl: svc.url('queue'), token: credentials(data.dir)['queue.token'] });
+    const finishedRun = await wf.trigger({ url: `${app.url}/three`, body: { n: 4 } });
+    const waitingRun = await wf.trigger({ url: `${app.url}/waiter`, body: {} });
+    await waitForRunState(wf, finishedRun.workflowRunId, 'RUN_SUCCESS', 60_000);
+    await waitFor('the waiter', async () => ((await wf.getWaiters({ eventId: 'upgrade-event' })) as unknown[]).length > 0, 60_000);
     const delivered = await Promise.all([1, 2, 3].map((i) => q.publish({ url: `${sink.url}/ok/${i}`, body: `b${i}`, headers: { 'X-Src': `s${i}` } })));
     const failed = await q.publish({ url: `${sink.url}/fail`, body: 'f', retries: 0, callback: `${sink.url}/cb`, failureCallback: `${sink.url}/fcb` });
     const flip = await q.publish({ url: `${sink.url}/flip`, body: 'flip', retries: 0 });
-    const delayed = await q.publish({ url: `${sink.url}/delayed`, body: 'later', delay: 20 });
     const far = await q.publish({ url: `${sink.url}/far`, body: 'far', delay: 86_400 });
     const schedule = await q.schedules.create({ destination: `${sink.url}/cron`, cron: '0 0 1 1 *', body: 'yearly' });
     await q.queue({ queueName: 'upq' }).upsert({ parallelism: 2 });
@@ -130,6 +153,8 @@ test('a data directory written by the previous release: every record, same answe
       b: [{ id: 'b1', vector: [0, 0, 1, 0], metadata: { tag: 'x' }, data: 'three' }],
     };
     for (const [ns, rs] of Object.entries(records)) await vec.namespace(ns).upsert(rs);
+    // published last: due 20 s later, after the upgrade
+    const delayed = await q.publish({ url: `${sink.url}/delayed`, body: 'later', delay: 20 });
 
     const before = {
       dlq: await allDlq(q),
@@ -140,7 +165,11 @@ test('a data directory written by the previous release: every record, same answe
       queue: await q.queue({ queueName: 'upq' }).get(),
       vectors: Object.fromEntries(await Promise.all(Object.keys(records).map(async (ns) => [ns, await vec.namespace(ns).fetch(records[ns as 'a'].map((r) => r.id), { includeVectors: true, includeMetadata: true, includeData: true })]))),
       query: await vec.namespace('a').query({ vector: [1, 0.1, 0, 0], topK: 2, includeMetadata: true }),
+      finishedRun: await workflowRunLog(wf, finishedRun.workflowRunId),
+      waitingRun: await workflowRunLog(wf, waitingRun.workflowRunId),
+      waiters: await wf.getWaiters({ eventId: 'upgrade-event' }),
     };
+    assert.equal(before.waitingRun?.workflowState, 'RUN_STARTED');
     const firstPage = (await q.logs({ count: 3 } as never)) as unknown as { logs: Json[]; cursor?: string };
     assert.ok(firstPage.cursor, 'more than one page of logs');
     assert.ok(sink.at('/delayed').length === 0, 'the delayed message is not due before the upgrade');
@@ -161,6 +190,17 @@ test('a data directory written by the previous release: every record, same answe
     assert.deepEqual(await q.queue({ queueName: 'upq' }).get(), before.queue);
     assert.deepEqual(await q.messages.get(far.messageId), before.far);
     assert.deepEqual(await q.messages.get(delayed.messageId), before.delayed);
+    app.env = workflowEnv(svc, data.dir);
+    wf = new WorkflowClient({ baseUrl: svc.url('queue'), token: credentials(data.dir)['queue.token'] });
+    assert.deepEqual(await workflowRunLog(wf, finishedRun.workflowRunId), before.finishedRun);
+    assert.deepEqual(await workflowRunLog(wf, waitingRun.workflowRunId), before.waitingRun);
+    assert.deepEqual(await wf.getWaiters({ eventId: 'upgrade-event' }), before.waiters);
+    // the run that waited on the previous release completes when notified on this one
+    const notified = await wf.notify({ eventId: 'upgrade-event', eventData: { v: 2 } });
+    assert.equal((notified as unknown[]).length, 1);
+    const resumed = await waitForRunState(wf, waitingRun.workflowRunId, 'RUN_SUCCESS', 90_000);
+    const outs = (resumed.steps as Json[]).flatMap((g) => (g.steps as Json[]) ?? []).filter((x) => x.stepName === 'after').map((x) => x.out);
+    assert.deepEqual(outs.map((o) => JSON.parse(String(o))), [{ got: { v: 2 }, timeout: false }]);
 
     // the delayed message is delivered once, when due
     await waitFor('the delayed message', () => (sink.at('/delayed').length ? true : undefined), 90_000);
@@ -197,6 +237,7 @@ test('a data directory written by the previous release: every record, same answe
     assert.deepEqual(await vec2.namespace('a').query({ vector: [1, 0.1, 0, 0], topK: 2, includeMetadata: true }), before.query);
   } finally {
     if (svc) await stopSvc(svc);
+    await app?.close();
     await sink.close();
     data.cleanup();
     prev.cleanup();
