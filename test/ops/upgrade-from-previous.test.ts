@@ -31,6 +31,7 @@ import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
 import { Client as WorkflowClient } from '@upstash/workflow';
 import { latestVersion } from '../../src/queue/store/migrate.js';
+import { startTestPostgres, withPg } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/env.js';
 import { launchSvc, stopSvc, type LaunchedSvc } from '../helpers/svc-process.js';
 import { startSink, waitFor, type Sink } from '../queue/helpers.js';
@@ -351,6 +352,82 @@ test('the previous release killed mid-load, then this svc killed mid-migration: 
     if (svc) await stopSvc(svc);
     await sink.close();
     data.cleanup();
+    prev.cleanup();
+  }
+});
+
+/** The pino JSON lines of `svc`'s output with message `msg`. */
+function logLines(svc: LaunchedSvc, msg: string): Json[] {
+  return svc
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Json)
+    .filter((l) => l.msg === msg);
+}
+
+/** The publications of index `default` (seq and whether `expectations` is recorded, once the column exists). */
+async function publications(url: string): Promise<{ seq: number; expectations: boolean | null }[]> {
+  return withPg(url, async (c) => {
+    const cols = await c.query("SELECT 1 FROM information_schema.columns WHERE table_name = 'vector_publications' AND column_name = 'expectations'");
+    const r = await c.query<{ seq: string; e: boolean | null }>(
+      `SELECT p.seq, ${cols.rowCount ? 'p.expectations IS NOT NULL' : 'NULL'} AS e FROM vector_publications p JOIN vector_indexes i ON i.name = p.index_name AND i.incarnation = p.incarnation WHERE p.index_name = 'default' ORDER BY p.seq`,
+    );
+    return r.rows.map((x) => ({ seq: Number(x.seq), expectations: x.e }));
+  });
+}
+
+test('vector on PostgreSQL: a node of this svc joins from the previous release\'s publication and then publishes with expectations', { timeout: 300_000 }, async () => {
+  const prev = previousRelease();
+  const pg = await startTestPostgres();
+  const dirs = tempDir('svc-upgrade-pg-');
+  const nodes: LaunchedSvc[] = [];
+  const vectorEnv = (url: string) => ({ ...ENV, SVC_AREAS: 'vector', SVC_VECTOR_DATABASE_URL: url, SVC_VECTOR_DATABASE_SCHEMA: 'public', SVC_VECTOR_TOKEN: 'upgrade-token', SVC_VECTOR_PUBLISH_MS: '300', SVC_LOG_LEVEL: 'info' });
+  const start = async (root: string | undefined, dir: string, url: string) => {
+    const n = launchSvc(path.join(dirs.dir, dir), vectorEnv(url), [], root);
+    nodes.push(n);
+    await started(n);
+    return n;
+  };
+  const index = (n: LaunchedSvc) => new Index({ url: n.url('vector'), token: 'upgrade-token', retry: false, enableTelemetry: false });
+  try {
+    const url = await pg.newDatabase();
+    const old = await start(prev.root, 'old', url);
+    const records = {
+      '': Array.from({ length: 60 }, (_, i) => ({ id: `r${i}`, vector: [1, i / 60, (i % 7) / 7, 0.5], metadata: { i } })),
+      other: Array.from({ length: 30 }, (_, i) => ({ id: `o${i}`, vector: [0.2, 1, i / 30, (i % 3) / 3], data: `d${i}` })),
+    };
+    for (const [ns, rs] of Object.entries(records)) await index(old).namespace(ns).upsert(rs);
+    await waitFor('the previous release\'s publication', async () => ((await publications(url)).length ? true : undefined), 120_000);
+    assert.deepEqual((await publications(url)).map((p) => p.expectations), [null], 'the previous release has no expectations column');
+    const fetchAll = async (n: LaunchedSvc) =>
+      Object.fromEntries(await Promise.all(Object.entries(records).map(async ([ns, rs]) => [ns, await index(n).namespace(ns).fetch(rs.map((r) => r.id), { includeVectors: true, includeMetadata: true, includeData: true })])));
+    const query = (n: LaunchedSvc) => index(n).namespace('').query({ vector: [1, 0.3, 0.2, 0.5], topK: 5, includeMetadata: true });
+    const want = { records: await fetchAll(old), query: await query(old) };
+    await stopSvc(old);
+
+    // this svc, empty data dir: migrates the database, joins from the old publication
+    const joiner = await start(undefined, 'new', url);
+    await waitFor('the index loaded (log)', () => (logLines(joiner, 'vector index loaded').length ? true : undefined), 60_000);
+    const fetched = logLines(joiner, 'vector index fetched from the published snapshot');
+    assert.equal(fetched.length, 1, `joined from the previous release's publication: ${joiner.output()}`);
+    const loaded = logLines(joiner, 'vector index loaded')[0];
+    assert.equal(loaded.rebuilt, 0, JSON.stringify(loaded));
+    assert.equal(loaded.fromSnapshot, 2, JSON.stringify(loaded));
+    assert.equal(loaded.loadedWhileDownloading, 0, 'no expectations recorded: graphs loaded after the SQLite copy');
+    assert.deepEqual(await fetchAll(joiner), want.records);
+    assert.deepEqual(await query(joiner), want.query);
+    // a change, then this svc's own publication, with expectations
+    await index(joiner).upsert({ id: 'new1', vector: [0, 0, 1, 1] });
+    await waitFor('a publication with expectations', async () => ((await publications(url)).some((p) => p.expectations === true) ? true : undefined), 120_000);
+    // the previous release's own data dir, restarted on this svc
+    const again = await start(undefined, 'old', url);
+    assert.deepEqual(await fetchAll(again), want.records);
+    assert.equal((await index(again).fetch(['new1']))[0]?.id, 'new1');
+  } finally {
+    for (const n of nodes) await stopSvc(n);
+    await pg.stop();
+    dirs.cleanup();
     prev.cleanup();
   }
 });
