@@ -236,6 +236,23 @@ test('a data directory written by the previous release: every record, same answe
       assert.deepEqual(await vec2.namespace(ns).fetch(rs.map((r) => r.id), { includeVectors: true, includeMetadata: true, includeData: true }), before.vectors[ns]);
     }
     assert.deepEqual(await vec2.namespace('a').query({ vector: [1, 0.1, 0, 0], topK: 2, includeMetadata: true }), before.query);
+    await stopSvc(svc);
+    svc = undefined;
+
+    // ---- refusals: going back to the previous release on the upgraded directory, and this svc
+    // on a directory of a newer schema (exit 2, a clear message, the file unchanged)
+    const file = path.join(data.dir, 'queue.sqlite');
+    const back = launchSvc(data.dir, { ...ENV, SVC_AREAS: 'queue,kv,vector' }, [], prev.root);
+    assert.equal(await back.exited, 2, back.output());
+    assert.match(back.output(), new RegExp(`queue\\.sqlite has queue schema version ${latestVersion()}, this svc \\(\\S+\\) supports up to ${PREVIOUS_QUEUE_SCHEMA}; upgrade svc`));
+    assert.equal(userVersion(file), latestVersion());
+    const db = new Database(file);
+    db.pragma(`user_version = ${latestVersion() + 1}`);
+    db.close();
+    const newer = launchSvc(data.dir, { ...ENV, SVC_AREAS: 'queue,kv,vector' });
+    assert.equal(await newer.exited, 2, newer.output());
+    assert.match(newer.output(), new RegExp(`queue\\.sqlite has queue schema version ${latestVersion() + 1}, this svc \\(\\S+\\) supports up to ${latestVersion()}; upgrade svc`));
+    assert.equal(userVersion(file), latestVersion() + 1);
   } finally {
     if (svc) await stopSvc(svc);
     await app?.close();
@@ -302,7 +319,12 @@ test('the previous release killed mid-load, then this svc killed mid-migration: 
     await waitFor('the DLQ entry', async () => ((await allDlq(q)).length ? true : undefined), 60_000);
     // a burst of publishes, SIGKILLed once 40 were accepted
     const acked: string[] = [];
-    const burst = Array.from({ length: 150 }, (_, i) => q.publish({ url: `${sink.url}/burst`, body: `m${i}` }).then((r) => void acked.push(r.messageId)));
+    // (raw HTTP: the SDK would print every publish the kill cuts off)
+    const publish = async (i: number) => {
+      const r = await fetch(`${svc!.url('queue')}/v2/publish/${sink.url}/burst`, { method: 'POST', headers: { authorization: `Bearer ${credentials(data.dir)['queue.token']}` }, body: `m${i}` });
+      if (r.ok) acked.push(((await r.json()) as { messageId: string }).messageId);
+    };
+    const burst = Array.from({ length: 150 }, (_, i) => publish(i));
     await waitFor('40 accepted publishes', () => (acked.length >= 40 ? true : undefined), 60_000);
     svc.child.kill('SIGKILL');
     await svc.exited;
