@@ -104,6 +104,23 @@ async function allLogs(q: Client, start?: string, count = 3): Promise<Json[]> {
   }
 }
 
+/**
+ * Every entry of `GET /v2/<kind>?<query>` (kind `logs` or `events`), raw HTTP, pages of 3 from
+ * cursor `start`; `first` only the first page, with its cursor.
+ */
+async function rawPages(base: string, token: string, kind: 'logs' | 'events', query: string, start?: string, first = false): Promise<{ entries: Json[]; cursor?: string }> {
+  const entries: Json[] = [];
+  let cursor = start;
+  for (;;) {
+    const r = await fetch(`${base}/v2/${kind}?count=3&${query}${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(r.status, 200);
+    const page = (await r.json()) as Json;
+    entries.push(...(page[kind] as Json[]));
+    if (!page.cursor || first) return { entries, cursor: page.cursor as string | undefined };
+    cursor = page.cursor as string;
+  }
+}
+
 async function allDlq(q: Client): Promise<Json[]> {
   return (await q.dlq.listMessages({ count: 100 } as never)).messages as unknown as Json[];
 }
@@ -173,6 +190,14 @@ test('a data directory written by the previous release: every record, same answe
     assert.equal(before.waitingRun?.workflowState, 'RUN_STARTED');
     const firstPage = (await q.logs({ count: 3 } as never)) as unknown as { logs: Json[]; cursor?: string };
     assert.ok(firstPage.cursor, 'more than one page of logs');
+    // earliest first (new entries come after the cursor's place) and the events list
+    const token = credentials(data.dir)['queue.token'];
+    const oldRaw = {
+      earliest: (await rawPages(svc.url('queue'), token, 'logs', 'order=earliestFirst')).entries,
+      earliestFirst: await rawPages(svc.url('queue'), token, 'logs', 'order=earliestFirst', undefined, true),
+      events: (await rawPages(svc.url('queue'), token, 'events', '')).entries,
+      eventsFirst: await rawPages(svc.url('queue'), token, 'events', '', undefined, true),
+    };
     assert.ok(sink.at('/delayed').length === 0, 'the delayed message is not due before the upgrade');
     await stopSvc(svc);
     svc = undefined;
@@ -186,6 +211,12 @@ test('a data directory written by the previous release: every record, same answe
     // (latest first: entries this svc adds come before the cursor's place)
     const rest = await allLogs(q, firstPage.cursor);
     assert.deepEqual([...firstPage.logs, ...rest], before.logs);
+    const rawRest = await rawPages(svc.url('queue'), token, 'events', '', oldRaw.eventsFirst.cursor);
+    assert.deepEqual([...oldRaw.eventsFirst.entries, ...rawRest.entries], oldRaw.events);
+    const earliestRest = (await rawPages(svc.url('queue'), token, 'logs', 'order=earliestFirst', oldRaw.earliestFirst.cursor)).entries;
+    assert.deepEqual([...oldRaw.earliestFirst.entries, ...earliestRest].slice(0, oldRaw.earliest.length), oldRaw.earliest);
+    const oldKeys = new Set(oldRaw.earliest.map((e) => JSON.stringify(e)));
+    assert.ok(earliestRest.slice(oldRaw.earliest.length - 3).every((e) => !oldKeys.has(JSON.stringify(e))), 'no entry repeated');
     assert.deepEqual(await allDlq(q), before.dlq);
     assert.deepEqual(await q.schedules.get(schedule.scheduleId), before.schedule);
     assert.deepEqual(await q.queue({ queueName: 'upq' }).get(), before.queue);
