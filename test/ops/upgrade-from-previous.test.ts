@@ -409,6 +409,10 @@ test('the previous release killed mid-load, then this svc killed mid-migration: 
     assert.equal(done.dlq, old.dlq);
     assert.equal(done.integrity, 'ok');
     assert.equal(done.brokenKeys, 0);
+    // each start that found an older schema took its own pre-upgrade backup (docs/operations.md)
+    const pre = fs.readdirSync(backups).filter((b) => b.startsWith('pre-upgrade-')).sort();
+    assert.equal(pre.length, 3, pre.join(', '));
+    assert.deepEqual(pre.map((b) => userVersion(path.join(backups, b, 'queue.sqlite'))), [5, 5, 6]);
     const q2 = clientOf(svc, data.dir);
     const entry = (await q2.dlq.listMessages({ filter: { messageId: failed.messageId } } as never)).messages[0] as unknown as Json;
     assert.equal(entry?.responseBody, 'no');
