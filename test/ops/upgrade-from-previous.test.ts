@@ -178,11 +178,13 @@ test('a data directory written by the previous release: every record, same answe
     for (const [ns, rs] of Object.entries(records)) await vec.namespace(ns).upsert(rs);
     // published last: due 20 s later, after the upgrade
     const delayed = await q.publish({ url: `${sink.url}/delayed`, body: 'later', delay: 20 });
+    const queued = await q.queue({ queueName: 'upq' }).enqueue({ url: `${sink.url}/queued`, body: 'in the queue', delay: 20 });
 
     const before = {
       dlq: await allDlq(q),
       logs: await allLogs(q),
       delayed: await q.messages.get(delayed.messageId),
+      queued: await q.messages.get(queued.messageId),
       far: await q.messages.get(far.messageId),
       schedule: await q.schedules.get(schedule.scheduleId),
       queue: await q.queue({ queueName: 'upq' }).get(),
@@ -203,7 +205,7 @@ test('a data directory written by the previous release: every record, same answe
       events: (await rawPages(svc.url('queue'), token, 'events', '')).entries,
       eventsFirst: await rawPages(svc.url('queue'), token, 'events', '', undefined, true),
     };
-    assert.ok(sink.at('/delayed').length === 0, 'the delayed message is not due before the upgrade');
+    assert.ok(sink.at('/delayed').length + sink.at('/queued').length === 0, 'the delayed messages are not due before the upgrade');
     await stopSvc(svc);
     svc = undefined;
     assert.equal(userVersion(path.join(data.dir, 'queue.sqlite')), PREVIOUS_QUEUE_SCHEMA);
@@ -227,6 +229,8 @@ test('a data directory written by the previous release: every record, same answe
     assert.deepEqual(await q.queue({ queueName: 'upq' }).get(), before.queue);
     assert.deepEqual(await q.messages.get(far.messageId), before.far);
     assert.deepEqual(await q.messages.get(delayed.messageId), before.delayed);
+    assert.deepEqual(await q.messages.get(queued.messageId), before.queued);
+    assert.equal(before.queued.queueName, 'upq');
     app.env = workflowEnv(svc, data.dir);
     wf = new WorkflowClient({ baseUrl: svc.url('queue'), token: credentials(data.dir)['queue.token'] });
     assert.deepEqual(await workflowRunLog(wf, finishedRun.workflowRunId), before.finishedRun);
@@ -265,6 +269,8 @@ test('a data directory written by the previous release: every record, same answe
     // each message of the previous release was delivered once (its retries aside)
     for (let i = 1; i <= 3; i++) assert.equal(sink.at(`/ok/${i}`).length, 1);
     assert.equal(sink.at('/delayed').length, 1);
+    await waitFor('the message of the queue', () => (sink.at('/queued').length ? true : undefined), 60_000);
+    assert.equal(sink.at('/queued')[0].headers['upstash-message-id'], queued.messageId);
 
     assert.equal(await new Redis({ url: svc.url('kv'), token: credentials(data.dir)['kv.token'] }).get('upgrade:k'), 'v1');
     const vec2 = new Index({ url: svc.url('vector'), token: credentials(data.dir)['vector.default.token'] });
