@@ -61,10 +61,11 @@ export interface LaunchedSvc {
  * Launches `node bin/svc.js serve` on `dataDir` (127.0.0.1, log level warn, kv workers off; `env`
  * adds or overrides; `nodeArgs` go before the script) without waiting for it: for tests of
  * start-up errors, crash points and restarts on the same data. The data dir is the caller's.
+ * `root`: the checkout whose `bin/svc.js` runs (default this one; another release's for upgrades).
  */
-export function launchSvc(dataDir: string, env: Record<string, string> = {}, nodeArgs: string[] = []): LaunchedSvc {
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin/svc.js'), 'serve'], {
-    cwd: ROOT,
+export function launchSvc(dataDir: string, env: Record<string, string> = {}, nodeArgs: string[] = [], root = ROOT): LaunchedSvc {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'bin/svc.js'), 'serve'], {
+    cwd: root,
     env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_KV_WORKERS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
