@@ -10,7 +10,7 @@
 import { queueError } from './errors.js';
 import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from './model.js';
 import { compileExpression } from './delivery/expr.js';
-import { blockedHost } from './delivery/address.js';
+import { blockedHost } from '../private-address.js';
 import { parseDuration } from './delivery/backoff.js';
 import { NOT_FORWARDED } from './delivery/http.js';
 import { MAX_TIMEOUT_MS } from './delivery/dispatcher.js';
