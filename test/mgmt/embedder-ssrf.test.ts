@@ -14,10 +14,9 @@ import { after, describe, it } from 'node:test';
 import { Index } from '@upstash/vector';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { isBlockedAddress } from '../../src/private-address.js';
-import { mgmt } from './helpers.js';
+import { mgmt, post, sdkError } from './helpers.js';
 
 const LOCAL = { SVC_VECTOR_DATABASE_URL: '' };
-const post = (body: unknown) => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
 /** A listener counting its requests; answers an embedding of dimension 3, or a redirect to `redirectTo`. */
 async function listener(redirectTo?: string): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
@@ -40,14 +39,6 @@ async function listener(redirectTo?: string): Promise<{ url: string; hits: () =>
   return { url: `http://127.0.0.1:${port}/v1/embeddings`, hits: () => hits, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-async function sdkError(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as Error).message;
-  }
-  return 'no error';
-}
 
 describe('embedder URLs of indexes created through the management API', () => {
   const dirs: { cleanup(): void }[] = [];
