@@ -26,7 +26,7 @@ import { dlqJson } from '../message-json.js';
 import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/run-engine.js';
 import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, type RecoveredRun } from '../workflows/recovery.js';
 import { runLogJson, workflowDlqFields } from '../workflows/run-json.js';
-import { notify, wait, waiterJson, webhookEventData } from '../workflows/events.js';
+import { notify, wait, waitersJson, webhookEventData } from '../workflows/events.js';
 import { sdkQueueToken } from '../token.js';
 import { CREDENTIALS, type QueueApiContext } from './context.js';
 import { checkQueryFields, QUERY_FIELDS, queryValues, UNSUPPORTED_FIELDS, type Query } from './query.js';
@@ -289,6 +289,6 @@ export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiC
     return notify(engine, eventId, runId, data, ctx.clock.now());
   });
   app.get('/v2/waiters/:eventId', async (req: FastifyRequest<{ Params: { eventId: string } }>) =>
-    (await engine.runs.waiters(req.params.eventId)).map(waiterJson),
+    waitersJson(engine, req.params.eventId),
   );
 }
