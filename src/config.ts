@@ -92,7 +92,7 @@ export interface Config {
     /** Maximum message body in bytes. */
     maxMessageBytes: number;
     /**
-     * Byte bound of one page of `GET /v2/logs`, `/v2/events`, `/v2/dlq` (`SVC_QUEUE_MAX_PAGE_BYTES`,
+     * Byte bound of one page of `GET /v2/logs`, `/v2/events`, `/v2/dlq`, `/v2/workflows/logs` (`SVC_QUEUE_MAX_PAGE_BYTES`,
      * default 1 MiB): message and response bodies counted; a page holds at least one entry and
      * its cursor continues after the last one it holds.
      */

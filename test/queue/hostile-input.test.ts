@@ -7,7 +7,8 @@
  * answers 200 with a body past the message limit and never ends it has taken the message (the
  * attempt ends at the limit, not at the timeout); delays, not-before times, flow-control numbers
  * and periods and workflow wait timeouts past their bounds are 400, never a deadline of `Infinity`
- * (shown as null) or past PostgreSQL's columns. Through @upstash/qstash and raw HTTP.
+ * (shown as null) or past PostgreSQL's columns; a page of workflow logs of large runs stops at
+ * `SVC_QUEUE_MAX_PAGE_BYTES` and its cursor continues. Through @upstash/qstash and raw HTTP.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -218,5 +219,32 @@ describe('hostile input', () => {
     } finally {
       await hang.close();
     }
+  });
+
+  test('a page of workflow logs stops at SVC_QUEUE_MAX_PAGE_BYTES (1 MiB) of runs; the cursor reaches every run once', async () => {
+    const payload = JSON.stringify({ pad: 'p'.repeat(600 * 1024) });
+    const url = `${sink.url}/big-runs`;
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = await raw('POST', `/v2/trigger/${url}`, { 'content-type': 'application/json' }, payload);
+      assert.equal(t.status, 200, await t.clone().text());
+      ids.push(((await t.json()) as { workflowRunId: string }).workflowRunId);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const r = await raw('GET', `/v2/workflows/logs?count=100&workflowUrl=${encodeURIComponent(url)}${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(r.status, 200);
+      const text = await r.text();
+      const body = JSON.parse(text) as { runs: { workflowRunId: string }[]; cursor?: string };
+      assert.ok(body.runs.length >= 1);
+      // at most one run past the bound: 600 KB runs come two to a page, never three
+      assert.ok(body.runs.length <= 2, `${body.runs.length} runs, ${text.length} bytes in one page`);
+      seen.push(...body.runs.map((x) => x.workflowRunId));
+      cursor = body.cursor;
+      pages++;
+    } while (cursor && pages < 10);
+    assert.deepEqual([...seen].sort(), [...ids].sort());
   });
 });
