@@ -406,13 +406,18 @@ export function vectorIndexAdmin(deps: AdminDeps): VectorIndexAdminImpl {
       }),
     follow: () =>
       serial(async () => {
+        // an index created while SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS was off is held to it once it is on
+        const guarded = (d: IndexDefinition): IndexDefinition =>
+          ctx.config.vector.blockPrivateEmbedders && d.embedder.dense && !d.embedder.dense.publicOnly
+            ? { ...d, embedder: { ...d.embedder, dense: { ...d.embedder.dense, publicOnly: true } } }
+            : d;
         const store = deps.runtime();
         if (!store) return;
         const now = await store.list();
         const ids = new Set(now.map((e) => e.id));
         for (const e of now) {
           if (served.has(e.id)) continue;
-          const index = await deps.open(e.definition);
+          const index = await deps.open(guarded(e.definition));
           indexes.set(e.id, index);
           served.add(e.id);
           deps.added(e.id, index);

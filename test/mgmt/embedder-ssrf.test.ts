@@ -3,7 +3,8 @@
  * management token would aim it: with `SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS` on (by default it
  * follows `SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS`) a loopback/private embedder URL is refused at
  * create (400), and a DNS name resolving to loopback is refused at connect time (no request
- * reaches the listener); redirects of an embedder are never followed.
+ * reaches the listener), also for an index created before the switch was turned on; redirects of
+ * an embedder are never followed.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -76,7 +77,7 @@ describe('embedder URLs of indexes created through the management API', () => {
     }
   });
 
-  it('does not follow an embedder redirect (blocking off, loopback embedder allowed)', async () => {
+  it('does not follow an embedder redirect (blocking off, loopback embedder allowed); turning blocking on holds that index to it', async () => {
     const tmp = tempDir();
     dirs.push(tmp);
     const target = await listener();
@@ -97,8 +98,20 @@ describe('embedder URLs of indexes created through the management API', () => {
       const ok = new Index({ url: direct.body.endpoint, token: direct.body.token });
       await ok.upsert({ id: 'a', data: 'hello' });
       assert.equal(target.hits(), 1);
-    } finally {
       await svc.close();
+
+      // the same data dir with SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS on: the index created before is held to it
+      const again = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: { ...LOCAL, SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS: 'true' } });
+      try {
+        const ix = new Index({ url: `${again.urls.vector}/${direct.body.id}`, token: direct.body.token });
+        assert.match(await sdkError(ix.upsert({ id: 'b', data: 'again' })), /not a public address/);
+        assert.equal(target.hits(), 1, 'no request reached the loopback embedder');
+        assert.equal((await ix.fetch(['a']))[0]?.id, 'a', 'the index still serves');
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await svc.close().catch(() => undefined);
       await redirector.close();
       await target.close();
     }
