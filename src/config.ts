@@ -92,7 +92,7 @@ export interface Config {
     /** Maximum message body in bytes. */
     maxMessageBytes: number;
     /**
-     * Byte bound of one page of `GET /v2/logs`, `/v2/events`, `/v2/dlq` (`SVC_QUEUE_MAX_PAGE_BYTES`,
+     * Byte bound of one page of `GET /v2/logs`, `/v2/events`, `/v2/dlq`, `/v2/workflows/logs` (`SVC_QUEUE_MAX_PAGE_BYTES`,
      * default 1 MiB): message and response bodies counted; a page holds at least one entry and
      * its cursor continues after the last one it holds.
      */
@@ -159,6 +159,13 @@ export interface Config {
     databaseUrl?: string;
     /** `SVC_VECTOR_DATABASE_SCHEMA`: PostgreSQL schema of the vector tables (default `public`; created when missing). */
     databaseSchema: string;
+    /**
+     * `SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS` (default: `SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS`): the
+     * dense embedder URL of an index created through the management API must not be a loopback or
+     * private address, at create time and on every connection (SSRF protection). Indexes from
+     * `SVC_VECTOR_INDEXES` are the operator's and may use any address.
+     */
+    blockPrivateEmbedders: boolean;
     /**
      * `SVC_VECTOR_PUBLISH_MS`: with the PostgreSQL store, how often (ms) a node publishes a copy of
      * its cache of each changed index (SQLite file + graph snapshots) for joining nodes; 0 = never.
@@ -325,6 +332,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (problem) problems.push(`SVC_VECTOR_DATABASE_URL: ${problem}`); // never the value: it holds the password
   }
   const vectorDatabaseSchema = schemaName('SVC_VECTOR_DATABASE_SCHEMA');
+  const blockPrivateDestinations = bool('SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS', false);
 
   const backupDir = str('SVC_BACKUP_DIR');
   const intervalRaw = str('SVC_BACKUP_INTERVAL');
@@ -383,7 +391,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxMessageBytes: int('SVC_QUEUE_MAX_MESSAGE_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
       maxPageBytes: int('SVC_QUEUE_MAX_PAGE_BYTES', 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
       maxRetries: int('SVC_QUEUE_MAX_RETRIES', 20, 0, 1000),
-      blockPrivateDestinations: bool('SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS', false),
+      blockPrivateDestinations,
       egressAddress: egress,
       dedupWindowMs: int('SVC_QUEUE_DEDUP_WINDOW_MS', 10 * 60 * 1000, 0, 365 * 86_400_000),
       logRetentionMs: int('SVC_QUEUE_LOG_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
@@ -405,6 +413,7 @@ export function loadConfig(env: Env = process.env): Config {
       indexesFile: str('SVC_VECTOR_INDEXES'),
       databaseUrl: vectorDatabaseUrl,
       databaseSchema: vectorDatabaseSchema,
+      blockPrivateEmbedders: bool('SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS', blockPrivateDestinations),
       publishMs: int('SVC_VECTOR_PUBLISH_MS', 300_000, 0, 86_400_000),
       maxTopK: int('SVC_VECTOR_MAX_TOP_K', 10_000, 1, 1_000_000),
       maxRangeLimit: int('SVC_VECTOR_MAX_RANGE_LIMIT', 10_000, 1, 1_000_000),

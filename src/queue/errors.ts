@@ -66,8 +66,8 @@ export const QUEUE_ERRORS = {
   /** A message body over `SVC_QUEUE_MAX_MESSAGE_BYTES`. */
   messageTooLarge: { status: 413, message: (size: number, max: number) => `message size ${size} bytes exceeds the limit of ${max} bytes` },
   invalidMethod: header('Method', 'expected GET, POST, PUT, PATCH or DELETE'),
-  invalidNotBefore: header('Not-Before', 'expected unix seconds'),
-  invalidDelay: header('Delay', 'expected a duration such as 10s, 5m, 2h, 1d or 1d10h30m'),
+  invalidNotBefore: header('Not-Before', 'expected unix seconds, at most 253402300799 (9999-12-31)'),
+  invalidDelay: header('Delay', 'expected a duration such as 10s, 5m, 2h, 1d or 1d10h30m, of at most 100 years'),
   invalidRetries: header('Retries', 'expected a non-negative integer'),
   /** A retry count above `SVC_QUEUE_MAX_RETRIES` (412, as QStash answers a count over the plan's maximum). */
   retriesAboveMax: {
@@ -86,8 +86,8 @@ export const QUEUE_ERRORS = {
   },
   /** `Upstash-Flow-Control-Value` that is neither `rate=X`, `parallelism=Y` nor both. */
   invalidFlowControlValue: { status: 400, message: 'Upstash-Flow-Control-Value should be either rate=X or parallelism=Y, or both as comma-separated values' },
-  invalidFlowControlPeriod: { status: 400, message: (value: string) => `invalid flow control period ${JSON.stringify(value)}` },
-  invalidFlowControlNumber: { status: 400, message: (name: string, value: string) => `invalid flow control ${name} ${JSON.stringify(value)}` },
+  invalidFlowControlPeriod: { status: 400, message: (value: string) => `invalid flow control period ${JSON.stringify(value)}: expected a duration of 1s to 2147483647s` },
+  invalidFlowControlNumber: { status: 400, message: (name: string, value: string) => `invalid flow control ${name} ${JSON.stringify(value)}: expected an integer from 1 to 2147483647` },
   flowControlKeyRequired: { status: 400, message: 'Upstash-Flow-Control-Value needs a flow control key (Upstash-Flow-Control-Key)' },
   flowControlValueRequired: { status: 400, message: 'Upstash-Flow-Control-Key needs a value (Upstash-Flow-Control-Value)' },
 
@@ -125,8 +125,8 @@ export const QUEUE_ERRORS = {
   cronRequired: { status: 400, message: 'the Upstash-Cron header is required' },
   /** `Upstash-Cron` that does not parse (`why`: field count, bad field, unknown zone). */
   invalidCron: { status: 400, message: (value: string, why: string) => `invalid Upstash-Cron ${JSON.stringify(value)}: ${why}` },
-  invalidPinNumber: { status: 400, message: (name: string, value: string) => `invalid ${name} ${JSON.stringify(value)}: expected a positive integer` },
-  invalidPinPeriod: { status: 400, message: (value: string) => `invalid period ${JSON.stringify(value)}: expected seconds or a duration` },
+  invalidPinNumber: { status: 400, message: (name: string, value: string) => `invalid ${name} ${JSON.stringify(value)}: expected an integer from 1 to 2147483647` },
+  invalidPinPeriod: { status: 400, message: (value: string) => `invalid period ${JSON.stringify(value)}: expected seconds or a duration, from 1s to 2147483647s` },
   emptyPin: { status: 400, message: 'pin needs parallelism and/or rate' },
 
   // --- listings and bulk operations (query strings, bodies)
@@ -170,7 +170,7 @@ export const QUEUE_ERRORS = {
   invalidWaitBody: { status: 400, message: 'wait body must be {url, timeout, step, ...}' },
   waitBodyTooDeep: { status: 400, message: (max: number) => `wait body nests deeper than ${max} levels` },
   missingRunId: { status: 400, message: 'missing Upstash-Workflow-RunId header' },
-  invalidWaitTimeout: { status: 400, message: (value: unknown) => `invalid wait timeout ${JSON.stringify(value)}` },
+  invalidWaitTimeout: { status: 400, message: (value: unknown) => `invalid wait timeout ${JSON.stringify(value)}: expected a duration (10s, 1h, 7d) of at most 100 years` },
   invokeBodyNotJson: { status: 400, message: (why: string) => `workflow invoke body must be JSON: ${why}` },
   invalidInvokeBody: { status: 400, message: 'workflow invoke body must be {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}' },
   invalidDlqId: { status: 400, message: (id: string) => `invalid DLQ id ${JSON.stringify(id)}: expected <timestamp>-<sequence>` },

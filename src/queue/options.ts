@@ -10,7 +10,7 @@
 import { queueError } from './errors.js';
 import type { FlowControl, HeaderMap, PublishOptions, RedactSpec } from './model.js';
 import { compileExpression } from './delivery/expr.js';
-import { blockedHost } from './delivery/address.js';
+import { blockedHost } from '../private-address.js';
 import { parseDuration } from './delivery/backoff.js';
 import { NOT_FORWARDED } from './delivery/http.js';
 import { MAX_TIMEOUT_MS } from './delivery/dispatcher.js';
@@ -38,6 +38,15 @@ export function parseRetries(raw: string, max: number): number {
 }
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 const MAX_DEPTH = 4;
+
+/**
+ * The largest flow-control parallelism, rate and period (s), and pinned ones: PostgreSQL's
+ * INTEGER, the columns that keep them (2^31 - 1). A larger value is refused (400).
+ */
+export const MAX_FLOW_CONTROL_NUMBER = 2_147_483_647;
+
+/** The latest `Upstash-Not-Before` (unix seconds): 9999-12-31T23:59:59Z, the last ISO 8601 second. */
+export const MAX_NOT_BEFORE_S = 253_402_300_799;
 
 /** How {@link parseOptions} checks what it parses. */
 export interface ParseSettings {
@@ -74,7 +83,7 @@ export function parseOptions(cfg: Record<string, string>, contentType: string | 
 
   if (cfg['not-before'] !== undefined) {
     const v = cfg['not-before'].trim();
-    if (!/^\d+$/.test(v)) throw queueError('invalidNotBefore', v);
+    if (!/^\d+$/.test(v) || Number(v) > MAX_NOT_BEFORE_S) throw queueError('invalidNotBefore', v);
     opts.notBefore = Number(v) * 1000;
   } else if (cfg['delay'] !== undefined) {
     const ms = parseDuration(cfg['delay']);
@@ -165,10 +174,10 @@ export function parseFlowControl(v: string): FlowControl {
     if (!m) throw queueError('invalidFlowControlValue');
     if (m[1] === 'period') {
       const ms = parseDuration(m[2]);
-      if (ms === undefined || ms <= 0) throw queueError('invalidFlowControlPeriod', m[2]);
+      if (ms === undefined || ms <= 0 || Math.round(ms / 1000) > MAX_FLOW_CONTROL_NUMBER) throw queueError('invalidFlowControlPeriod', m[2]);
       fc.period = Math.round(ms / 1000);
     } else {
-      if (!/^\d+$/.test(m[2]) || Number(m[2]) <= 0) throw queueError('invalidFlowControlNumber', m[1], m[2]);
+      if (!/^\d+$/.test(m[2]) || Number(m[2]) <= 0 || Number(m[2]) > MAX_FLOW_CONTROL_NUMBER) throw queueError('invalidFlowControlNumber', m[1], m[2]);
       fc[m[1] as 'parallelism' | 'rate'] = Number(m[2]);
     }
   }

@@ -25,6 +25,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AreaContext, VectorIndexResult, VectorIndexView } from '../area.js';
 import { generateSecret } from '../credentials.js';
+import { blockedHost } from '../private-address.js';
 import { Catalogue, NameTakenError, removeIndexFiles, type CatalogueEntry } from './catalogue.js';
 import type { PgVectorStore } from './engine/store-pg.js';
 import { DEFAULT_HNSW, ENDPOINTS, type IndexDefinition, type IndexType, type Metric, type Quantization } from './definitions.js';
@@ -67,7 +68,7 @@ const CREATE_FIELDS = new Set([
  * Checks a create body; returns the definition (its `name` is set by the caller to the key) and
  * the display name, or an `invalid` refusal naming the first bad field.
  */
-export function parseCreate(body: unknown): { def: Omit<IndexDefinition, 'name'>; name: string } | Fail {
+export function parseCreate(body: unknown, blockPrivate = false): { def: Omit<IndexDefinition, 'name'>; name: string } | Fail {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return fail('invalid', 'expected a JSON object {name, similarity_function, dimension_count, type?, …}');
   const o = body as Record<string, unknown>;
   for (const k of Object.keys(o)) if (!CREATE_FIELDS.has(k)) return fail('invalid', `${k}: unknown field`);
@@ -94,6 +95,17 @@ export function parseCreate(body: unknown): { def: Omit<IndexDefinition, 'name'>
     }
     if (e.api_key !== undefined && typeof e.api_key !== 'string') return fail('invalid', 'embedder.api_key: expected a string');
     embedder.dense = { url: e.url, model: e.model, apiKey: e.api_key as string | undefined };
+    let host: string;
+    try {
+      host = new URL(e.url).hostname;
+    } catch {
+      return fail('invalid', `embedder.url ${JSON.stringify(e.url.slice(0, 200))}: not a valid URL`);
+    }
+    if (blockPrivate) {
+      const why = blockedHost(host);
+      if (why) return fail('invalid', `embedder.url ${JSON.stringify(e.url.slice(0, 200))} refused: ${why}; this server refuses loopback and private embedder addresses (SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS)`);
+      embedder.dense.publicOnly = true;
+    }
   }
   if (o.embedding_model !== undefined) {
     if (typeof o.embedding_model !== 'string' || !o.embedding_model) return fail('invalid', 'embedding_model: expected a string');
@@ -342,7 +354,7 @@ export function vectorIndexAdmin(deps: AdminDeps): VectorIndexAdminImpl {
       serial(async () => {
         const store = deps.runtime();
         if (!store) return notLoaded();
-        const parsed = parseCreate(body);
+        const parsed = parseCreate(body, ctx.config.vector.blockPrivateEmbedders);
         if ('ok' in parsed) return parsed;
         const id = randomUUID();
         const def: IndexDefinition = { ...parsed.def, name: id };
@@ -394,13 +406,18 @@ export function vectorIndexAdmin(deps: AdminDeps): VectorIndexAdminImpl {
       }),
     follow: () =>
       serial(async () => {
+        // an index created while SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS was off is held to it once it is on
+        const guarded = (d: IndexDefinition): IndexDefinition =>
+          ctx.config.vector.blockPrivateEmbedders && d.embedder.dense && !d.embedder.dense.publicOnly
+            ? { ...d, embedder: { ...d.embedder, dense: { ...d.embedder.dense, publicOnly: true } } }
+            : d;
         const store = deps.runtime();
         if (!store) return;
         const now = await store.list();
         const ids = new Set(now.map((e) => e.id));
         for (const e of now) {
           if (served.has(e.id)) continue;
-          const index = await deps.open(e.definition);
+          const index = await deps.open(guarded(e.definition));
           indexes.set(e.id, index);
           served.add(e.id);
           deps.added(e.id, index);

@@ -36,6 +36,12 @@ export interface DenseEmbedderConfig {
   apiKey?: string;
   /** Name reported as `denseIndex.embeddingModel` in `info` (default: `model`). */
   name?: string;
+  /**
+   * Connect only to public addresses (the host's every DNS answer is checked at connect time):
+   * set on indexes created through the management API while `SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS`
+   * is on, and kept with the definition.
+   */
+  publicOnly?: boolean;
 }
 
 export interface IndexDefinition {

@@ -109,3 +109,16 @@ export function sendLargeBody(base: string, reqPath: string, headers: Record<str
     });
   });
 }
+
+/** Init of a JSON POST of `body`. */
+export const post = (body: unknown) => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+/** The message an SDK call rejects with, or `no error`. */
+export async function sdkError(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return 'no error';
+}

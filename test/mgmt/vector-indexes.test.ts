@@ -13,7 +13,7 @@ import { startTestSvc, tempDir } from '../helpers/env.js';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.js';
 import { waitFor } from '../helpers/wait.js';
 import { cli, credentials } from '../ops/backup-helpers.js';
-import { basic, mgmt } from './helpers.js';
+import { basic, mgmt, post, sdkError } from './helpers.js';
 
 /**
  * These cases run on the local store even when the suite runs with `SVC_VECTOR_DATABASE_URL`
@@ -21,16 +21,7 @@ import { basic, mgmt } from './helpers.js';
  */
 const LOCAL = { SVC_VECTOR_DATABASE_URL: '' };
 
-const post = (body: unknown) => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
-async function sdkError(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as Error).message;
-  }
-  return 'no error';
-}
 
 describe('vector indexes through the management API', () => {
   const dirs: { cleanup(): void }[] = [];

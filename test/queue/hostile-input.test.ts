@@ -5,7 +5,10 @@
  * trigger) body that HTTP cannot carry (CR/LF, NUL, a character above U+00FF, a name that is not a
  * token) is refused at publish instead of failing every delivery attempt; a destination that
  * answers 200 with a body past the message limit and never ends it has taken the message (the
- * attempt ends at the limit, not at the timeout). Through @upstash/qstash and raw HTTP.
+ * attempt ends at the limit, not at the timeout); delays, not-before times, flow-control numbers
+ * and periods and workflow wait timeouts past their bounds are 400, never a deadline of `Infinity`
+ * (shown as null) or past PostgreSQL's columns; a page of workflow logs of large runs stops at
+ * `SVC_QUEUE_MAX_PAGE_BYTES` and its cursor continues. Through @upstash/qstash and raw HTTP.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -154,5 +157,94 @@ describe('hostile input', () => {
       endless.closeAllConnections();
       endless.close();
     }
+  });
+
+  test('delays, not-before, flow control and wait timeouts past their bounds are 400; at the bound they are taken', async () => {
+    const publish = (headers: Record<string, string>) => raw('POST', `/v2/publish/${sink.url}/bounds`, headers, 'b');
+    const huge = '9'.repeat(400);
+    const refused: Record<string, string>[] = [
+      { 'upstash-delay': `${huge}d` },
+      { 'upstash-delay': '99999999999999999999' },
+      { 'upstash-delay': '36501d' },
+      { 'upstash-not-before': '9'.repeat(30) },
+      { 'upstash-not-before': '253402300800' },
+      { 'upstash-flow-control-key': 'fb', 'upstash-flow-control-value': `parallelism=1, period=${huge}d` },
+      { 'upstash-flow-control-key': 'fb', 'upstash-flow-control-value': 'rate=1, period=2147483648' },
+      { 'upstash-flow-control-key': 'fb', 'upstash-flow-control-value': 'rate=2147483648' },
+      { 'upstash-flow-control-key': 'fb', 'upstash-flow-control-value': `parallelism=${'9'.repeat(30)}` },
+    ];
+    for (const h of refused) {
+      const r = await publish(h);
+      assert.equal(r.status, 400, `${JSON.stringify(h).slice(0, 80)}: ${await r.clone().text()}`);
+      assert.match(((await r.json()) as { error: string }).error, /at most|from 1|to 2147483647/);
+    }
+    const taken: Record<string, string>[] = [
+      { 'upstash-delay': '36500d' },
+      { 'upstash-not-before': '253402300799' },
+      { 'upstash-flow-control-key': 'fb', 'upstash-flow-control-value': 'parallelism=2147483647, rate=2147483647, period=2147483647' },
+    ];
+    for (const h of taken) {
+      const r = await publish(h);
+      assert.equal(r.status, 200, `${JSON.stringify(h)}: ${await r.clone().text()}`);
+      const { messageId } = (await r.json()) as { messageId: string };
+      const m = (await (await raw('GET', `/v2/messages/${messageId}`)).json()) as { notBefore: number };
+      assert.ok(Number.isSafeInteger(m.notBefore), `notBefore ${m.notBefore}`);
+    }
+    const pin = await raw('POST', '/v2/flowControl/fb/pin?rate=2147483648');
+    assert.equal(pin.status, 400, await pin.text());
+    const pinPeriod = await raw('POST', `/v2/flowControl/fb/pin?rate=1&period=${huge}`);
+    assert.equal(pinPeriod.status, 400, await pinPeriod.text());
+    const keys = (await (await raw('GET', '/v2/flowControl')).json()) as { flowControlKey: string; ratePeriod: number }[];
+    assert.equal(keys.find((k) => k.flowControlKey === 'fb')?.ratePeriod, 2147483647);
+
+    // a workflow run held at its first step (its endpoint never answers) waits for events
+    const hang = await startSink(() => ({ delayMs: 120_000 }));
+    try {
+      const t = await raw('POST', `/v2/trigger/${hang.url}/wf`, { 'content-type': 'application/json', 'upstash-workflow-runid': 'wfr_bounds' }, '{}');
+      assert.equal(t.status, 200, await t.clone().text());
+      const wait = (timeout: unknown) =>
+        raw('POST', '/v2/wait/ev-bounds', { 'content-type': 'application/json', 'upstash-workflow-runid': 'wfr_bounds' }, JSON.stringify({ url: `${sink.url}/w`, timeout, step: { stepId: 1, stepName: 'w', stepType: 'Wait', concurrent: 1 } }));
+      for (const timeout of ['99999999999999999999', `${huge}d`, '36501d', -1, '1e20']) {
+        const r = await wait(timeout);
+        assert.equal(r.status, 400, `${String(timeout).slice(0, 30)}: ${await r.clone().text()}`);
+        assert.match(((await r.json()) as { error: string }).error, /invalid wait timeout/);
+      }
+      for (const timeout of ['36500d', 0, '1h']) {
+        const r = await wait(timeout);
+        assert.equal(r.status, 200, `${timeout}: ${await r.clone().text()}`);
+      }
+      const waiters = (await (await raw('GET', '/v2/waiters/ev-bounds')).json()) as { deadline: number }[];
+      assert.ok(waiters.length >= 1);
+      for (const w of waiters) assert.ok(Number.isSafeInteger(w.deadline) && w.deadline < 253402300800, `deadline ${w.deadline}`);
+    } finally {
+      await hang.close();
+    }
+  });
+
+  test('a page of workflow logs stops at SVC_QUEUE_MAX_PAGE_BYTES (1 MiB) of runs; the cursor reaches every run once', async () => {
+    const payload = JSON.stringify({ pad: 'p'.repeat(600 * 1024) });
+    const url = `${sink.url}/big-runs`;
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = await raw('POST', `/v2/trigger/${url}`, { 'content-type': 'application/json' }, payload);
+      assert.equal(t.status, 200, await t.clone().text());
+      ids.push(((await t.json()) as { workflowRunId: string }).workflowRunId);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const r = await raw('GET', `/v2/workflows/logs?count=100&workflowUrl=${encodeURIComponent(url)}${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(r.status, 200);
+      const text = await r.text();
+      const body = JSON.parse(text) as { runs: { workflowRunId: string }[]; cursor?: string };
+      assert.ok(body.runs.length >= 1);
+      // at most one run past the bound: 600 KB runs come two to a page, never three
+      assert.ok(body.runs.length <= 2, `${body.runs.length} runs, ${text.length} bytes in one page`);
+      seen.push(...body.runs.map((x) => x.workflowRunId));
+      cursor = body.cursor;
+      pages++;
+    } while (cursor && pages < 10);
+    assert.deepEqual([...seen].sort(), [...ids].sort());
   });
 });

@@ -14,7 +14,10 @@
  * "sleepFor": null, "sleepUntil": null, "concurrent": 1, "targetStep": null, "callUrl": null,
  * "callMethod": null, "callBody": null, "callHeaders": null}`, its trigger with `publish_json`
  * (`workflow_requests.py` _trigger_first_invocation) and its end with
- * `DELETE /v2/workflows/runs/{id}?cancel=false` (no body).
+ * `DELETE /v2/workflows/runs/{id}?cancel=false` (no body). Its `Client` (`client.py`): `notify`
+ * posts the event data as JSON to `/v2/notify/{runId}/{eventId}` and reads `messageId`, `url` and
+ * `workflowRunId` of every answer entry; `get_waiters` reads `workflowRunId` and `eventId` of
+ * every `GET /v2/waiters/{eventId}` entry; `cancel` is `DELETE /v2/workflows/runs/{id}?cancel=true`.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -210,6 +213,43 @@ describe('Python SDK request shapes (raw HTTP)', () => {
     } finally {
       endpoint.closeAllConnections();
       await new Promise<void>((resolve) => endpoint.close(() => resolve()));
+    }
+  });
+
+  test('upstash-workflow (Python) Client: get_waiters and notify find the fields they read; cancel ends the run', async () => {
+    // a run held at its first step (its endpoint never answers), waiting for an event
+    const hang = await startSink(() => ({ delayMs: 120_000 }));
+    try {
+      const runId = 'wfr_py_client';
+      const t = await post(`/v2/trigger/${hang.url}/wf`, {}, { 'upstash-workflow-runid': runId });
+      assert.equal(t.status, 200, await t.clone().text());
+      const w = await post('/v2/wait/py-event', { url: `${sink.url}/wf`, timeout: '1h', step: { stepId: 1, stepName: 'w', stepType: 'Wait', concurrent: 1 } }, { 'upstash-workflow-runid': runId });
+      assert.equal(w.status, 200, await w.clone().text());
+
+      // get_waiters: Waiter(workflow_run_id=item["workflowRunId"], event_id=item["eventId"], ...)
+      const waiters = (await (await q.api('/v2/waiters/py-event')).json()) as Json[];
+      assert.equal(waiters.length, 1);
+      assert.equal(waiters[0].workflowRunId, runId);
+      assert.equal(waiters[0].eventId, 'py-event');
+
+      // notify(event_id, event_data, workflow_run_id): json.dumps of the data, Content-Type application/json
+      const n = await q.api(`/v2/notify/${runId}/py-event`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ok: 1 }) });
+      assert.equal(n.status, 200);
+      const answers = (await n.json()) as Json[];
+      assert.equal(answers.length, 1);
+      // NotifyResponse(message_id=item["messageId"], url=item["url"], workflow_run_id=item["workflowRunId"])
+      assert.match(answers[0].messageId, /^msg_/);
+      assert.equal(answers[0].url, `${sink.url}/wf`);
+      assert.equal(answers[0].workflowRunId, runId);
+      assert.equal(answers[0].waiter.url, `${sink.url}/wf`, 'the JS SDK\'s shape stays');
+
+      // cancel(workflow_run_id): DELETE ...?cancel=true, no body
+      const c = await q.api(`/v2/workflows/runs/${runId}?cancel=true`, { method: 'DELETE' });
+      assert.ok(c.status >= 200 && c.status < 300, `cancel ${c.status}`);
+      const logs = (await (await q.api(`/v2/workflows/logs?workflowRunId=${runId}`)).json()) as Json;
+      assert.equal(logs.runs[0].workflowState, 'RUN_CANCELED');
+    } finally {
+      await hang.close();
     }
   });
 });

@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@upstash/qstash';
 import { createLogger } from '../../src/logger.js';
 import { createContext } from '../../src/main.js';
-import { blockedHost, isBlockedAddress } from '../../src/queue/delivery/address.js';
+import { blockedHost, isBlockedAddress } from '../../src/private-address.js';
 import { createQueueServer } from '../../src/queue/server.js';
 import { tempDir, testConfig } from '../helpers/env.js';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';

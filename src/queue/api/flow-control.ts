@@ -8,6 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseDuration } from '../delivery/backoff.js';
 import { queueError } from '../errors.js';
+import { MAX_FLOW_CONTROL_NUMBER } from '../options.js';
 import { effectiveLimits, type AdmissionGate } from '../flow-control/gate.js';
 import type { FlowKeyState, FlowControlStore } from '../store/resource-types.js';
 import type { QueueApiContext } from './context.js';
@@ -18,7 +19,7 @@ const one = (q: Q, k: string) => (Array.isArray(q[k]) ? (q[k] as string[])[0] : 
 function positiveInt(q: Q, k: string): number | undefined {
   const v = one(q, k);
   if (v === undefined || v === '') return undefined;
-  if (!/^\d+$/.test(v) || Number(v) <= 0) throw queueError('invalidPinNumber', k, v);
+  if (!/^\d+$/.test(v) || Number(v) <= 0 || Number(v) > MAX_FLOW_CONTROL_NUMBER) throw queueError('invalidPinNumber', k, v);
   return Number(v);
 }
 
@@ -67,7 +68,7 @@ export function registerFlowControlRoutes(app: FastifyInstance, ctx: QueueApiCon
     let periodS: number | undefined;
     if (p !== undefined && p !== '') {
       const ms = /^\d+$/.test(p) ? Number(p) * 1000 : parseDuration(p);
-      if (ms === undefined || ms <= 0) throw queueError('invalidPinPeriod', p);
+      if (ms === undefined || ms <= 0 || Math.round(ms / 1000) > MAX_FLOW_CONTROL_NUMBER) throw queueError('invalidPinPeriod', p);
       periodS = Math.round(ms / 1000);
     }
     if (parallelism === undefined && rate === undefined) throw queueError('emptyPin');

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Span } from '@opentelemetry/api';
 import { svcHeadersWithPrefix } from '../../http/headers.js';
 import { buildMessage, type Target } from '../build.js';
-import { blockedHost } from '../delivery/address.js';
+import { blockedHost } from '../../private-address.js';
 import { endPublishSpan, publishTraceContext, tracePublish } from '../delivery/trace.js';
 import { splitUrl } from '../delivery/url-cache.js';
 import { queueError } from '../errors.js';

@@ -26,7 +26,7 @@ import { dlqJson } from '../message-json.js';
 import { rawSteps, triggerId, type WorkflowEngine } from '../workflows/run-engine.js';
 import { deleteFailedRun, DLQ_ID, failedRun, recoverRun, retryFailureCallback, type RecoveredRun } from '../workflows/recovery.js';
 import { runLogJson, workflowDlqFields } from '../workflows/run-json.js';
-import { notify, wait, waiterJson, webhookEventData } from '../workflows/events.js';
+import { notify, wait, waitersJson, webhookEventData } from '../workflows/events.js';
 import { sdkQueueToken } from '../token.js';
 import { CREDENTIALS, type QueueApiContext } from './context.js';
 import { checkQueryFields, QUERY_FIELDS, queryValues, UNSUPPORTED_FIELDS, type Query } from './query.js';
@@ -217,10 +217,18 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
     const messageId = queryValues(q, 'messageId')?.[0];
     const { runs, cursor } = await runPage(engine, q, f, 10);
     const out: Record<string, unknown>[] = [];
+    // a page ends before the run that would pass SVC_QUEUE_MAX_PAGE_BYTES of JSON (at least one
+    // run): 100 runs of many large steps would otherwise be built into one answer of gigabytes
+    let bytes = 0;
+    let seen: WorkflowRun | undefined;
     for (const run of runs) {
+      if (out.length > 0 && bytes >= ctx.config.maxPageBytes) return { runs: out, cursor: String(seen!.seq) };
+      seen = run;
       const steps = await engine.runs.steps(run.seq);
       if (messageId && triggerId(run) !== messageId && !steps.some((s) => s.messageId === messageId)) continue;
-      out.push(runLogJson(run, steps));
+      const json = runLogJson(run, steps);
+      bytes += JSON.stringify(json).length;
+      out.push(json);
     }
     return { runs: out, ...(cursor ? { cursor } : {}) };
   };
@@ -289,6 +297,6 @@ export function registerWorkflowEventRoutes(app: FastifyInstance, ctx: QueueApiC
     return notify(engine, eventId, runId, data, ctx.clock.now());
   });
   app.get('/v2/waiters/:eventId', async (req: FastifyRequest<{ Params: { eventId: string } }>) =>
-    (await engine.runs.waiters(req.params.eventId)).map(waiterJson),
+    waitersJson(engine, req.params.eventId),
   );
 }

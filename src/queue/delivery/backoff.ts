@@ -76,16 +76,26 @@ export function parseRetryAfter(v: string, now: number): number | undefined {
 }
 
 /**
- * Parses a publish duration (`Upstash-Delay`, `Upstash-Timeout`): `<n><unit>` with units
- * `ms s m h d`, compound allowed (`1d10h30m`), or a bare number = seconds (workflow `context.call`
- * sends `"10"`). Returns ms, or undefined when malformed.
+ * The longest duration {@link parseDuration} accepts: 100 years in ms. Past it a delay, wait
+ * timeout or flow-control period is refused, not turned into a deadline beyond any calendar
+ * (`9…9d` reached `Infinity`, stored as null) or beyond PostgreSQL's BIGINT columns.
+ */
+export const MAX_DURATION_MS = 100 * 365 * 86_400_000;
+
+/**
+ * Parses a publish duration (`Upstash-Delay`, `Upstash-Timeout`, a workflow wait timeout, a
+ * flow-control period): `<n><unit>` with units `ms s m h d`, compound allowed (`1d10h30m`), or a
+ * bare number = seconds (workflow `context.call` sends `"10"`). Returns ms (an integer), or
+ * undefined when malformed or longer than {@link MAX_DURATION_MS}.
  */
 export function parseDuration(v: string): number | undefined {
   const s = v.trim();
-  if (/^\d+$/.test(s)) return Number(s) * 1000;
-  if (!/^(\d+(\.\d+)?(ms|s|m|h|d))+$/.test(s)) return undefined;
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
   let total = 0;
-  for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) total += Number(m[1]) * units[m[2]];
-  return Math.round(total);
+  if (/^\d+$/.test(s)) total = Number(s) * 1000;
+  else {
+    if (!/^(\d+(\.\d+)?(ms|s|m|h|d))+$/.test(s)) return undefined;
+    const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+    for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) total += Number(m[1]) * units[m[2]];
+  }
+  return total <= MAX_DURATION_MS ? Math.round(total) : undefined;
 }

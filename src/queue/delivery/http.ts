@@ -18,7 +18,7 @@ import dns from 'node:dns';
 import { Agent, type Dispatcher } from 'undici';
 import type { AttemptOutcome, HeaderMap } from '../model.js';
 import { canonicalHeader } from '../message-json.js';
-import { blockedHost, isBlockedAddress } from './address.js';
+import { blockedHost, publicOnlyLookup } from '../../private-address.js';
 import { splitUrl } from './url-cache.js';
 
 export interface HttpSenderOptions {
@@ -182,19 +182,7 @@ export class HttpSender {
   private readonly agent: Agent;
 
   constructor(private readonly opts: HttpSenderOptions) {
-    const resolve = opts.lookup ?? dns.lookup;
-    // every answer is checked (not only the first): the connection may use any of them
-    const lookup: typeof dns.lookup = ((hostname: string, options: dns.LookupOptions, cb: (...a: unknown[]) => void) => {
-      resolve(hostname, { ...options, all: true }, (err, addrs) => {
-        if (err) return cb(err);
-        const list = addrs as dns.LookupAddress[];
-        if (list.length === 0) return cb(new Error(`destination ${hostname} has no address`));
-        const bad = list.find((a) => isBlockedAddress(a.address));
-        if (bad) return cb(new Error(`destination ${hostname} resolves to ${bad.address}, which is not a public address; refused`));
-        if (options.all) return cb(null, list);
-        cb(null, list[0].address, list[0].family);
-      });
-    }) as typeof dns.lookup;
+    const lookup = publicOnlyLookup(opts.lookup ?? dns.lookup);
     this.agent = new Agent({
       connections: opts.connectionsPerOrigin,
       pipelining: 1,

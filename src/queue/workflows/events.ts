@@ -35,9 +35,15 @@ export function nestedDeeperThan(v: unknown, max: number): boolean {
   return false;
 }
 
-/** Wire `Waiter` (`GET /v2/waiters/{eventId}`): deadline in seconds. */
-export function waiterJson(w: Waiter): Record<string, unknown> {
+/**
+ * Wire `Waiter` (`GET /v2/waiters/{eventId}`): deadline in seconds; `workflowRunId` (the waiting
+ * run, undefined when it is gone) and `eventId` are read by upstash-workflow's Python client
+ * (`get_waiters`), the JS SDK ignores them.
+ */
+export function waiterJson(w: Waiter, workflowRunId: string | undefined): Record<string, unknown> {
   return {
+    workflowRunId,
+    eventId: w.eventId,
     url: w.url,
     deadline: Math.floor(w.deadline / 1000),
     headers: w.timeoutHeaders ?? {},
@@ -82,6 +88,13 @@ export async function wait(engine: WorkflowEngine, eventId: string, runId: strin
   });
 }
 
+/** The waiters of `eventId` as `GET /v2/waiters/{eventId}` answers them ({@link waiterJson}). */
+export async function waitersJson(engine: WorkflowEngine, eventId: string): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for (const w of await engine.runs.waiters(eventId)) out.push(waiterJson(w, (await engine.runs.getRun(w.runSeq))?.runId));
+  return out;
+}
+
 /** Resumes `w` with the event data (or its timeout when `data` is undefined); undefined when already taken. */
 async function release(engine: WorkflowEngine, w: Waiter, data: Buffer | undefined, now: number): Promise<string | undefined> {
   if (!(await engine.runs.takeWaiter(w.seq))) return undefined;
@@ -100,12 +113,11 @@ export async function notify(engine: WorkflowEngine, eventId: string, runId: str
   return engine.serialEvent(eventId, async () => {
     const out: Record<string, unknown>[] = [];
     for (const w of await engine.runs.waiters(eventId)) {
-      if (runId) {
-        const run = await engine.runs.getRun(w.runSeq);
-        if (run?.runId !== runId) continue;
-      }
+      const run = await engine.runs.getRun(w.runSeq);
+      if (runId && run?.runId !== runId) continue;
       const messageId = await release(engine, w, data, now);
-      if (messageId) out.push({ waiter: waiterJson(w), messageId });
+      // `workflowRunId` and `url` beside `waiter`: upstash-workflow's Python client reads them
+      if (messageId) out.push({ waiter: waiterJson(w, run?.runId), messageId, workflowRunId: run?.runId, url: w.url });
     }
     if (out.length === 0 && engine.notifyLookbackMs > 0) await engine.runs.addNotify({ eventId, runId, data, createdAt: now });
     return out;

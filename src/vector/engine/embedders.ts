@@ -8,6 +8,9 @@
  *   b = 0.75, avgdl = 32 (fixed, as Upstash); queries carry 1 per distinct token and get IDF at
  *   query time.
  */
+import dns from 'node:dns';
+import { Agent, fetch } from 'undici';
+import { blockedHost, publicOnlyLookup } from '../../private-address.js';
 import { vectorError } from '../errors.js';
 import type { DenseEmbedderConfig } from '../definitions.js';
 import type { SparseVector } from './store.js';
@@ -15,14 +18,29 @@ import type { SparseVector } from './store.js';
 /** Embedding call timeout in ms. */
 export const EMBED_TIMEOUT_MS = 30_000;
 
+/** Connections of embedders that may reach only public addresses (every DNS answer checked at connect). */
+let publicOnlyAgent: Agent | undefined;
+
 export class HttpDenseEmbedder {
   constructor(readonly config: DenseEmbedderConfig) {}
 
-  /** Embeds `texts` in one request. @throws VectorError 422 when the endpoint fails or answers badly. */
+  /**
+   * Embeds `texts` in one request. A redirect is not followed (it answers `embeddingStatus` with
+   * the 3xx status): the embedder URL is the endpoint itself. With `config.publicOnly` a loopback
+   * or private address (literal, or any DNS answer at connect time) is refused.
+   * @throws VectorError 422 when the endpoint fails, is refused, or answers badly.
+   */
   async embed(texts: string[]): Promise<number[][]> {
-    let res: Response;
+    let res: Awaited<ReturnType<typeof fetch>>;
+    if (this.config.publicOnly) {
+      const why = blockedHost(new URL(this.config.url).hostname);
+      if (why) throw vectorError('embeddingRequestFailed', `embedder address refused: ${why}`);
+      publicOnlyAgent ??= new Agent({ connect: { lookup: publicOnlyLookup(dns.lookup) } });
+    }
     try {
       res = await fetch(this.config.url, {
+        redirect: 'manual',
+        ...(this.config.publicOnly ? { dispatcher: publicOnlyAgent } : {}),
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -32,7 +50,8 @@ export class HttpDenseEmbedder {
         signal: AbortSignal.timeout(EMBED_TIMEOUT_MS),
       });
     } catch (err) {
-      throw vectorError('embeddingRequestFailed', (err as Error).message);
+      const e = err as Error & { cause?: Error };
+      throw vectorError('embeddingRequestFailed', e.cause?.message ? `${e.message}: ${e.cause.message}` : e.message);
     }
     const text = await res.text();
     if (!res.ok) throw vectorError('embeddingStatus', res.status, text.slice(0, 200));

@@ -1,5 +1,7 @@
 /**
- * Which destination addresses the SSRF switch (`SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS`) refuses.
+ * Which destination addresses the SSRF switches refuse (`SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS` for queue
+ * deliveries, `SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS` for the embedders of indexes created through the
+ * management API).
  * Classification is ipaddr.js's (its IANA special-purpose ranges), not a hand-written list: an
  * address is allowed only when ipaddr.js calls it global `unicast`. IPv4-mapped (`::ffff:a.b.c.d`)
  * and IPv4-compatible (`::a.b.c.d`) IPv6 addresses are judged by the IPv4 address they carry;
@@ -8,8 +10,9 @@
  * refused. The rules are applied twice: to the URL's host at publish time ({@link blockedHost}; a
  * WHATWG `URL` has already turned numeric forms such as `2130706433`, `0x7f.1` and `127.1` into
  * dotted IPv4) and to every address a destination name resolves to at connect time
- * (`delivery/http.ts`), so a DNS answer that changes after publish cannot reach a private address.
+ * ({@link publicOnlyLookup}), so a DNS answer that changes after publish cannot reach a private address.
  */
+import type dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 
@@ -52,4 +55,23 @@ export function blockedHost(hostname: string): string | undefined {
   if (name === 'localhost' || name.endsWith('.localhost')) return 'localhost';
   if (net.isIP(host)) return isBlockedAddress(host) ? `${host} is not a public address` : undefined;
   return undefined;
+}
+
+/**
+ * A `dns.lookup` (undici `connect.lookup` shape) that resolves through `resolve` and fails when any
+ * answer is not a public address ({@link isBlockedAddress}): every answer is checked, not only the
+ * first, because the connection may use any of them. Errors name the host and the refused address.
+ */
+export function publicOnlyLookup(resolve: typeof dns.lookup): typeof dns.lookup {
+  return ((hostname: string, options: dns.LookupOptions, cb: (...a: unknown[]) => void) => {
+    resolve(hostname, { ...options, all: true }, (err, addrs) => {
+      if (err) return cb(err);
+      const list = addrs as dns.LookupAddress[];
+      if (list.length === 0) return cb(new Error(`destination ${hostname} has no address`));
+      const bad = list.find((a) => isBlockedAddress(a.address));
+      if (bad) return cb(new Error(`destination ${hostname} resolves to ${bad.address}, which is not a public address; refused`));
+      if (options.all) return cb(null, list);
+      cb(null, list[0].address, list[0].family);
+    });
+  }) as typeof dns.lookup;
 }
