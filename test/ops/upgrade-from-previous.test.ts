@@ -235,7 +235,13 @@ test('a data directory written by the previous release: every record, same answe
     wf = new WorkflowClient({ baseUrl: svc.url('queue'), token: credentials(data.dir)['queue.token'] });
     assert.deepEqual(await workflowRunLog(wf, finishedRun.workflowRunId), before.finishedRun);
     assert.deepEqual(await workflowRunLog(wf, waitingRun.workflowRunId), before.waitingRun);
-    assert.deepEqual(await wf.getWaiters({ eventId: 'upgrade-event' }), before.waiters);
+    // the same waiters; this release also names each one's run and event (the fields the Python
+    // workflow client reads), which the previous release did not send
+    const waitersNow = await wf.getWaiters({ eventId: 'upgrade-event' });
+    assert.deepEqual(
+      waitersNow,
+      before.waiters.map((w) => ({ ...w, workflowRunId: waitingRun.workflowRunId, eventId: 'upgrade-event' })),
+    );
     // the run that waited on the previous release completes when notified on this one
     const notified = await wf.notify({ eventId: 'upgrade-event', eventData: { v: 2 } });
     assert.equal((notified as unknown[]).length, 1);
