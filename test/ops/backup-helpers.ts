@@ -1,11 +1,13 @@
 /**
  * Helpers of the backup tests: `svc serve` / `svc backup` / `svc restore` as real child processes,
- * the management API's backup route, and reading a data directory's credentials.
+ * the management API's backup route, reading a data directory's credentials and a SQLite file's
+ * schema version.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { launchSvc, stopSvc, type LaunchedSvc } from '../helpers/svc-process.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -64,4 +66,14 @@ export async function postBackup(mgmtUrl: string, creds: Record<string, string>,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+/** The `PRAGMA user_version` (schema version) of the SQLite file `file`, opened read-only. */
+export function userVersion(file: string): number {
+  const db = new Database(file, { readonly: true });
+  try {
+    return Number(db.pragma('user_version', { simple: true }));
+  } finally {
+    db.close();
+  }
 }

@@ -22,7 +22,7 @@ import { SchemaTooNewError } from '../../src/backup.js';
 import { latestVersion } from '../../src/queue/store/migrate.js';
 import { VECTOR_SCHEMA_VERSION } from '../../src/vector/engine/store.js';
 import { startTestSvc, tempDir } from '../helpers/env.js';
-import { ROOT, serve } from './backup-helpers.js';
+import { ROOT, serve, userVersion } from './backup-helpers.js';
 
 const FIXTURE = path.join(ROOT, 'test/fixtures/data-v1');
 const INDEXES_FILE = path.join(ROOT, 'test/fixtures/data-v1-indexes.json');
@@ -55,15 +55,6 @@ function fingerprint(dir: string): Map<string, string> {
   }
   return out;
 }
-
-const userVersion = (file: string) => {
-  const db = new Database(file, { readonly: true });
-  try {
-    return Number(db.pragma('user_version', { simple: true }));
-  } finally {
-    db.close();
-  }
-};
 
 test('the current svc starts on the fixture data directory and serves every record of it', { timeout: 300_000 }, async () => {
   const copy = copyFixture();

@@ -36,7 +36,7 @@ import { tempDir } from '../helpers/env.js';
 import { launchSvc, stopSvc, type LaunchedSvc } from '../helpers/svc-process.js';
 import { startSink, waitFor, type Sink } from '../queue/helpers.js';
 import { startWorkflowApp, waitForRunState, workflowRunLog, type WorkflowApp, type WorkflowEnv } from '../queue/workflow-helpers.js';
-import { credentials, ROOT, started } from './backup-helpers.js';
+import { credentials, ROOT, started, userVersion } from './backup-helpers.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -77,15 +77,6 @@ async function serveFrom(root: string | undefined, dataDir: string, areas: strin
   await started(svc);
   return svc;
 }
-
-const userVersion = (file: string) => {
-  const db = new Database(file, { readonly: true });
-  try {
-    return Number(db.pragma('user_version', { simple: true }));
-  } finally {
-    db.close();
-  }
-};
 
 /** The workflow SDK's QStash env for `svc` (its URL changes on every start; keys and token stay). */
 function workflowEnv(svc: LaunchedSvc, dataDir: string): WorkflowEnv {
