@@ -15,9 +15,7 @@ import { after, describe, it } from 'node:test';
 import { Index } from '@upstash/vector';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { isBlockedAddress } from '../../src/private-address.js';
-import { mgmt, post, sdkError } from './helpers.js';
-
-const LOCAL = { SVC_VECTOR_DATABASE_URL: '' };
+import { mgmt, post, sdkError, LOCAL_VECTOR_STORE } from './helpers.js';
 
 /** A listener counting its requests; answers an embedding of dimension 3, or a redirect to `redirectTo`. */
 async function listener(redirectTo?: string): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
@@ -40,7 +38,6 @@ async function listener(redirectTo?: string): Promise<{ url: string; hits: () =>
   return { url: `http://127.0.0.1:${port}/v1/embeddings`, hits: () => hits, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-
 describe('embedder URLs of indexes created through the management API', () => {
   const dirs: { cleanup(): void }[] = [];
   after(() => dirs.forEach((d) => d.cleanup()));
@@ -51,7 +48,7 @@ describe('embedder URLs of indexes created through the management API', () => {
     const target = await listener();
     const port = new URL(target.url).port;
     // the default follows SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS
-    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: { ...LOCAL, SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS: 'true' } });
+    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: { ...LOCAL_VECTOR_STORE, SVC_QUEUE_BLOCK_PRIVATE_DESTINATIONS: 'true' } });
     try {
       for (const host of ['127.0.0.1', 'localhost', '[::1]', '2130706433', '0x7f.1', '10.0.0.1', '169.254.169.254', '[::ffff:127.0.0.1]', 'x.localhost']) {
         const r = await mgmt(svc, '/v2/vector/index', post({ name: 'e', similarity_function: 'COSINE', dimension_count: 3, embedder: { url: `http://${host}:${port}/v1/embeddings`, model: 'm' } }));
@@ -82,7 +79,7 @@ describe('embedder URLs of indexes created through the management API', () => {
     dirs.push(tmp);
     const target = await listener();
     const redirector = await listener(target.url);
-    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL });
+    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL_VECTOR_STORE });
     try {
       const created = await mgmt(svc, '/v2/vector/index', post({ name: 'r', similarity_function: 'COSINE', dimension_count: 3, embedder: { url: redirector.url, model: 'm' } }));
       assert.equal(created.status, 200, JSON.stringify(created.body));
@@ -101,7 +98,7 @@ describe('embedder URLs of indexes created through the management API', () => {
       await svc.close();
 
       // the same data dir with SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS on: the index created before is held to it
-      const again = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: { ...LOCAL, SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS: 'true' } });
+      const again = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: { ...LOCAL_VECTOR_STORE, SVC_VECTOR_BLOCK_PRIVATE_EMBEDDERS: 'true' } });
       try {
         const ix = new Index({ url: `${again.urls.vector}/${direct.body.id}`, token: direct.body.token });
         assert.match(await sdkError(ix.upsert({ id: 'b', data: 'again' })), /not a public address/);

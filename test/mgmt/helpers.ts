@@ -110,6 +110,9 @@ export function sendLargeBody(base: string, reqPath: string, headers: Record<str
   });
 }
 
+/** The env of a test svc whose vector indexes stay in SQLite whatever the run points `SVC_VECTOR_DATABASE_URL` at (runtime-created indexes need it). */
+export const LOCAL_VECTOR_STORE = { SVC_VECTOR_DATABASE_URL: '' };
+
 /** Init of a JSON POST of `body`. */
 export const post = (body: unknown) => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 

@@ -13,15 +13,12 @@ import { startTestSvc, tempDir } from '../helpers/env.js';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.js';
 import { waitFor } from '../helpers/wait.js';
 import { cli, credentials } from '../ops/backup-helpers.js';
-import { basic, mgmt, post, sdkError } from './helpers.js';
+import { basic, mgmt, post, sdkError, LOCAL_VECTOR_STORE } from './helpers.js';
 
 /**
  * These cases run on the local store even when the suite runs with `SVC_VECTOR_DATABASE_URL`
  * (indexes are not created at run time on PostgreSQL: `vector-indexes-pg.test.ts`).
  */
-const LOCAL = { SVC_VECTOR_DATABASE_URL: '' };
-
-
 
 describe('vector indexes through the management API', () => {
   const dirs: { cleanup(): void }[] = [];
@@ -30,7 +27,7 @@ describe('vector indexes through the management API', () => {
   it('creates an index that serves at once, survives a restart, renames, re-keys and deletes', async () => {
     const tmp = tempDir();
     dirs.push(tmp);
-    let svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL });
+    let svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL_VECTOR_STORE });
     try {
       const created = await mgmt(svc, '/v2/vector/index', post({ name: 'docs', similarity_function: 'COSINE', dimension_count: 3 }));
       assert.equal(created.status, 200, JSON.stringify(created.body));
@@ -62,7 +59,7 @@ describe('vector indexes through the management API', () => {
 
       // restart: the index is back with its data and tokens
       await svc.close();
-      svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL });
+      svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL_VECTOR_STORE });
       const again = (await mgmt(svc, `/v2/vector/index/${ix.id}`)).body;
       assert.equal(again.name, 'docs');
       assert.equal(again.token, ix.token);
@@ -116,7 +113,7 @@ describe('vector indexes through the management API', () => {
   it('refuses bad fields with 400 naming the field, and every route without the management account', async () => {
     const tmp = tempDir();
     dirs.push(tmp);
-    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL });
+    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env: LOCAL_VECTOR_STORE });
     try {
       const ok = { name: 'n1', similarity_function: 'COSINE', dimension_count: 4 };
       const cases: [unknown, RegExp][] = [
@@ -193,7 +190,7 @@ describe('vector indexes through the management API', () => {
     dirs.push(tmp);
     const file = path.join(tmp.dir, 'indexes.json');
     fs.writeFileSync(file, JSON.stringify([{ name: 'fromfile', dimension: 2 }]));
-    const env = { SVC_VECTOR_INDEXES: file, ...LOCAL };
+    const env = { SVC_VECTOR_INDEXES: file, ...LOCAL_VECTOR_STORE };
     const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: tmp.dir, env });
     let made: { id: string; token: string };
     try {
@@ -218,7 +215,7 @@ describe('vector indexes through the management API', () => {
   it('an online backup holds the created indexes; the restored data directory serves them', async () => {
     const tmp = tempDir();
     dirs.push(tmp);
-    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: path.join(tmp.dir, 'data'), env: LOCAL });
+    const svc = await startTestSvc(['vector', 'mgmt'], { dataDir: path.join(tmp.dir, 'data'), env: LOCAL_VECTOR_STORE });
     let made: { id: string; token: string };
     const backupDir = path.join(tmp.dir, 'backup');
     try {
@@ -234,7 +231,7 @@ describe('vector indexes through the management API', () => {
     const restored = path.join(tmp.dir, 'restored');
     const out = await cli(['restore', backupDir, '--data-dir', restored]);
     assert.equal(out.code, 0, out.stderr);
-    const again = await startTestSvc(['vector', 'mgmt'], { dataDir: restored, env: LOCAL });
+    const again = await startTestSvc(['vector', 'mgmt'], { dataDir: restored, env: LOCAL_VECTOR_STORE });
     try {
       const one = (await mgmt(again, `/v2/vector/index/${made.id}`)).body;
       assert.equal(one.name, 'kept');
@@ -306,7 +303,7 @@ const indexFiles = (dataDir: string, id: string) => fs.readdirSync(path.join(dat
 
 /** `node bin/svc.js serve` with vector and mgmt on `dataDir`; resolves once the vector indexes are loaded. */
 async function serve(dataDir: string, env: Record<string, string> = {}): Promise<SvcProcess> {
-  const node = await spawnSvc(['vector', 'mgmt'], { SVC_DATA_DIR: dataDir, ...LOCAL, ...env });
+  const node = await spawnSvc(['vector', 'mgmt'], { SVC_DATA_DIR: dataDir, ...LOCAL_VECTOR_STORE, ...env });
   // the vector indexes load after the banner: wait until the API answers
   await waitFor('vector indexes loaded', async () => ((await call(node, 'GET', '/v2/vector/index')).status === 200 ? true : undefined), 120_000);
   return node;
