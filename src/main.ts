@@ -52,7 +52,7 @@ export function createContext(config: Config, opts: { logger?: Logger; env?: Rec
     logger,
     health: new Map(),
     urls: new Map(),
-    metrics: new Metrics(config.metrics.enabled),
+    metrics: new Metrics(config.metrics.enabled, { nameLabels: config.metrics.token !== undefined }),
   };
 }
 
