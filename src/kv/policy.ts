@@ -26,6 +26,17 @@ export type Verdict =
 /** Commands refused for every token because they would hand over the host or the database process. */
 const FORBIDDEN = new Set(['shutdown', 'debug', 'module', 'replicaof', 'slaveof', 'sync', 'psync', 'failover', 'migrate']);
 const FORBIDDEN_SUB = new Set(['config|set', 'config|rewrite', 'config|resetstat']);
+/**
+ * Server introspection and process-level commands refused for every token, besides every command or
+ * subcommand the server's own `COMMAND` table flags `admin` (CONFIG GET, SAVE, BGSAVE,
+ * BGREWRITEAOF, SLOWLOG, LATENCY, PFDEBUG, PFSELFTEST, ...; ACL is the exception, see
+ * {@link CommandPolicy.check}): allocator and memory reports (MEMORY USAGE of a key stays), and
+ * the commands that reach past the one logical database svc serves (SELECT is refused as a
+ * connection command; SWAPDB and MOVE would swap or move data into another database number, which
+ * on a shared external server belongs to someone else).
+ */
+const SERVER_ONLY = new Set(['swapdb', 'move']);
+const SERVER_ONLY_SUB = new Set(['memory|stats', 'memory|doctor', 'memory|malloc-stats', 'memory|purge']);
 const ENDPOINT_ONLY: Record<string, string> = {
   subscribe: 'use the /subscribe/<channel> endpoint',
   psubscribe: 'use the /psubscribe/<pattern> endpoint',
@@ -124,7 +135,7 @@ export class CommandPolicy {
     const name = a0.toLowerCase();
     const v = this.decide(args, name);
     const info = this.table.get(name);
-    if (info !== undefined && info.subcommands.size === 0 && !info.flags.has('blocking') && name !== 'acl') {
+    if (info !== undefined && info.subcommands.size === 0 && !info.flags.has('blocking') && name !== 'acl' && name !== 'copy') {
       if (this.verdicts.size >= VERDICT_CACHE_MAX) this.verdicts.clear();
       this.verdicts.set(a0, v);
     }
@@ -149,13 +160,15 @@ export class CommandPolicy {
     if ((info.categories.has('connection') || CONNECTION_REFUSED.has(name)) && !CONNECTION_ALLOWED.has(name)) {
       return refuse('connectionCommand', name);
     }
+    if (SERVER_ONLY.has(name) || (info.flags.has('admin') && name !== 'acl')) return refuse('commandNotAllowed', name);
+    if (name === 'copy' && hasDbOption(args)) return refuse('commandNotAllowed', 'copy … db');
     if (info.flags.has('blocking')) {
       if ((name === 'xread' || name === 'xreadgroup') && !hasBlockOption(args)) return { kind: 'forward', info, write: name === 'xreadgroup' };
       return refuse('blockingCommand', name);
     }
     if (info.subcommands.size && args.length > 1) {
       const sub = lower(args[1]);
-      if (FORBIDDEN_SUB.has(`${name}|${sub}`)) return refuse('commandNotAllowed', `${name} ${sub}`);
+      if (FORBIDDEN_SUB.has(`${name}|${sub}`) || SERVER_ONLY_SUB.has(`${name}|${sub}`)) return refuse('commandNotAllowed', `${name} ${sub}`);
       if (name === 'acl') {
         if (sub === 'resttoken') return args.length === 4 ? { kind: 'resttoken' } : refuse('wrongArity', 'acl|resttoken');
         if ((sub === 'setuser' || sub === 'deluser') && args.length > 2) {
@@ -167,6 +180,7 @@ export class CommandPolicy {
         }
       }
       const subInfo = info.subcommands.get(sub);
+      if (subInfo?.flags.has('admin') && name !== 'acl') return refuse('commandNotAllowed', `${name} ${sub}`);
       if (subInfo) return { kind: 'forward', info: subInfo, write: !subInfo.flags.has('readonly') };
     }
     return { kind: 'forward', info, write: !info.flags.has('readonly') };
@@ -184,6 +198,12 @@ export class CommandPolicy {
 /** The verdict refusing a command with catalogue error `code`. */
 function refuse<C extends KvErrorCode>(code: C, ...args: KvMessageArgs<C>): Verdict {
   return { kind: 'refuse', code, error: kvMessage(code, ...args) };
+}
+
+/** True when a COPY names a destination database (`COPY src dst DB <n>`): another database number. */
+function hasDbOption(args: readonly Arg[]): boolean {
+  for (let i = 3; i < args.length; i++) if (lower(args[i]) === 'db') return true;
+  return false;
 }
 
 function hasBlockOption(args: readonly Arg[]): boolean {
