@@ -8,12 +8,14 @@
  * attempt ends at the limit, not at the timeout); delays, not-before times, flow-control numbers
  * and periods and workflow wait timeouts past their bounds are 400, never a deadline of `Infinity`
  * (shown as null) or past PostgreSQL's columns; a page of workflow logs of large runs stops at
- * `SVC_QUEUE_MAX_PAGE_BYTES` and its cursor continues. Through @upstash/qstash and raw HTTP.
+ * `SVC_QUEUE_MAX_PAGE_BYTES` and its cursor continues; a batch of more than MAX_BATCH_ENTRIES
+ * entries is 400 and stores nothing. Through @upstash/qstash and raw HTTP.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { MAX_BATCH_ENTRIES } from '../../src/queue/api/publish.js';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
 
 describe('hostile input', () => {
@@ -29,6 +31,26 @@ describe('hostile input', () => {
   });
   const raw = (method: string, p: string, headers: Record<string, string> = {}, body?: string) =>
     fetch(`${q.url}${p}`, { method, headers: { authorization: `Bearer ${q.token}`, ...headers }, body });
+
+  test('a batch of more than MAX_BATCH_ENTRIES entries is 400 and stores nothing; MAX_BATCH_ENTRIES are taken', async () => {
+    const entries = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ url: `${sink.url}/${tag}/${i}`, body: { i }, delay: '1d' as const }));
+    await assert.rejects(q.client.batchJSON(entries(MAX_BATCH_ENTRIES + 1, 'over')), new RegExp(`${MAX_BATCH_ENTRIES + 1} entries; at most ${MAX_BATCH_ENTRIES}`));
+    // 200 000 minimal entries fit the default body limit (11 MiB): refused before any is planned
+    const many = '[' + Array.from({ length: 200_000 }, () => `{"destination":"${sink.url}/m"}`).join(',') + ']';
+    const res = await raw('POST', '/v2/batch', { 'content-type': 'application/json' }, many);
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { error: string }).error, /200000 entries; at most 1000/);
+    const ok = await q.client.batchJSON(entries(MAX_BATCH_ENTRIES, 'at'));
+    assert.equal(ok.length, MAX_BATCH_ENTRIES);
+    const ids = new Set(ok.map((r) => (r as { messageId: string }).messageId));
+    assert.equal(ids.size, MAX_BATCH_ENTRIES);
+    assert.match((await q.client.messages.get([...ids][0])).url, /\/at\/\d+$/);
+    // the refused batches left no message: the logs know the accepted entries only
+    const logs = async (url: string) => ((await (await raw('GET', `/v2/logs?url=${encodeURIComponent(url)}`)).json()) as { logs: unknown[] }).logs.length;
+    assert.equal(await logs(`${sink.url}/at/0`), 1);
+    assert.equal(await logs(`${sink.url}/over/0`), 0);
+    assert.equal(await logs(`${sink.url}/m`), 0);
+  });
 
   test('a malformed queue name is 400, through raw HTTP and the SDK', async () => {
     const res = await raw('POST', '/v2/enqueue/?%:9:/x', {}, 'b');
