@@ -269,4 +269,39 @@ describe('hostile input', () => {
     } while (cursor && pages < 10);
     assert.deepEqual([...seen].sort(), [...ids].sort());
   });
+
+  test('one run of many large steps is cut to SVC_QUEUE_MAX_PAGE_BYTES in the logs (oldest steps left out, stepsOmitted); the SDK\'s step list is whole', async () => {
+    // the run's endpoint never answers: the run stays active while its steps are stored
+    const hang = await startSink(() => ({ delayMs: 120_000 }));
+    const url = `${hang.url}/long-run`;
+    const runId = 'wfr_long-run';
+    try {
+      const t = await raw('POST', `/v2/trigger/${url}`, { 'content-type': 'application/json', 'upstash-workflow-runid': runId }, '{"start":1}');
+      assert.equal(t.status, 200, await t.clone().text());
+      const steps = Array.from({ length: 12 }, (_, i) => ({
+        destination: url,
+        headers: { 'content-type': 'application/json', 'upstash-workflow-runid': runId, 'upstash-workflow-init': 'false' },
+        body: JSON.stringify({ stepId: i + 1, stepName: `s${i + 1}`, stepType: 'Run', out: JSON.stringify('o'.repeat(200 * 1024)), concurrent: 1 }),
+      }));
+      for (const entry of steps) {
+        const r = await raw('POST', '/v2/batch', { 'content-type': 'application/json' }, JSON.stringify([entry]));
+        assert.equal(r.status, 200, await r.clone().text());
+      }
+      const r = await raw('GET', `/v2/workflows/logs?workflowRunId=${runId}`);
+      assert.equal(r.status, 200);
+      const text = await r.text();
+      assert.ok(text.length < 1024 * 1024 + 256 * 1024, `${text.length} bytes for one run (1 MiB bound + one group)`);
+      const [log] = (JSON.parse(text) as { runs: { steps: { type: string; steps: { stepId: number; stepName: string }[] }[]; stepsOmitted?: number }[] }).runs;
+      assert.equal(log.steps[0].steps[0].stepName, 'init', 'the initial group stays');
+      const kept = log.steps.slice(1).flatMap((g) => g.steps.map((s) => s.stepId));
+      assert.ok((log.stepsOmitted ?? 0) >= 1, `stepsOmitted ${log.stepsOmitted}`);
+      assert.equal(kept.length + log.stepsOmitted!, 12, 'every step is shown or counted');
+      assert.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => 13 - kept.length + i), 'the newest steps, in order');
+      // the lazy-fetch list the SDK replays from is never cut
+      const all = (await (await raw('GET', `/v2/workflows/runs/${runId}`)).json()) as unknown[];
+      assert.equal(all.length, 13);
+    } finally {
+      await hang.close();
+    }
+  });
 });
