@@ -194,3 +194,37 @@ test('a data directory from a newer svc is refused and left unchanged', { timeou
     copy.cleanup();
   }
 });
+
+test('repeated starts that find the same older schema keep two pre-upgrade backups of it (the first and the newest), others untouched', { timeout: 300_000 }, async () => {
+  const copy = copyFixture();
+  try {
+    const q = new Database(path.join(copy.dir, 'queue.sqlite'));
+    q.exec('DROP TABLE workflow_notifies; DROP INDEX workflow_runs_completed; DROP INDEX workflow_waiters_run;');
+    q.pragma('user_version = 3');
+    q.close();
+    const backups = path.join(copy.dir, 'backups');
+    // an earlier upgrade's backup (other versions) and a scheduled backup: not this rule's
+    const earlier = path.join(backups, 'pre-upgrade-20200101T000000000Z');
+    fs.mkdirSync(earlier, { recursive: true });
+    fs.writeFileSync(path.join(earlier, 'manifest.json'), JSON.stringify({ reason: 'pre-upgrade', files: [{ path: 'queue.sqlite', schemaVersion: 2 }] }));
+    const scheduled = path.join(backups, 'svc-backup-20200101T000000000Z');
+    fs.mkdirSync(scheduled);
+    fs.writeFileSync(path.join(scheduled, 'manifest.json'), JSON.stringify({ reason: 'schedule', files: [] }));
+    // the queue area is not enabled, so its store is never migrated: every start finds version 3
+    // again (as a migration failing on every start would leave it)
+    const taken: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const before = new Set(fs.readdirSync(backups));
+      const svc = await startTestSvc(['mgmt'], { dataDir: copy.dir, env });
+      await svc.close();
+      const made = fs.readdirSync(backups).filter((n) => !before.has(n));
+      assert.equal(made.length, 1, `start ${i} took one pre-upgrade backup: ${made.join(', ')}`);
+      taken.push(made[0]);
+    }
+    const left = fs.readdirSync(backups).filter((n) => !n.startsWith('.')).sort();
+    assert.deepEqual(left, [path.basename(earlier), taken[0], taken[3], path.basename(scheduled)].sort());
+    for (const n of [taken[0], taken[3]]) assert.equal(userVersion(path.join(backups, n, 'queue.sqlite')), 3, `${n} holds the file as it was`);
+  } finally {
+    copy.cleanup();
+  }
+});
