@@ -112,6 +112,14 @@ export class CommandPolicy {
   setTable(table: Map<string, CommandInfo>): void {
     this.table = table;
     this.verdicts.clear();
+    this.refused = undefined;
+  }
+
+  private refused: RefusedUnits | undefined;
+
+  /** The commands svc refuses for every token, as ACL units, from the current table (cached). */
+  private refusedUnits(): RefusedUnits {
+    return (this.refused ??= refusedUnits(this.table));
   }
 
   /** Looks up a command (lower-case name). */
@@ -177,6 +185,10 @@ export class CommandPolicy {
             const u = typeof t === 'string' ? t : t.toString('utf8');
             if (this.protectedUsers.has(u)) return refuse('protectedUser', u);
           }
+          if (sub === 'setuser') {
+            const granted = grantsRefused(args.slice(3).map((a) => (typeof a === 'string' ? a : a.toString('utf8'))), this.refusedUnits());
+            if (granted.length) return refuse('aclGrantRefused', granted.slice(0, 5).map((g) => `'${g.replace('|', ' ')}'`).join(', ') + (granted.length > 5 ? ` and ${granted.length - 5} more` : ''));
+          }
         }
       }
       const subInfo = info.subcommands.get(sub);
@@ -193,6 +205,77 @@ export class CommandPolicy {
     if (name === 'scan' || name === 'keys') return false;
     return info.categories.has('read') && !info.categories.has('dangerous');
   }
+}
+
+/**
+ * The commands svc refuses for every token as ACL units (`name`, or `name|sub` for a command with
+ * subcommands), and per ACL category the units in it: what an ACL user created through the
+ * gateway must not be granted, since such a user can also log in to the database directly (a
+ * supervised redis-server on a loopback port when the data directory's socket path is too long,
+ * or an external server), where svc's policy does not apply.
+ */
+interface RefusedUnits {
+  units: Set<string>;
+  /** Refused units of each command (for `+name`, `-name`): its own name, or its refused subcommands. */
+  byCommand: Map<string, string[]>;
+  byCategory: Map<string, string[]>;
+}
+
+function refusedUnits(table: Map<string, CommandInfo>): RefusedUnits {
+  const out: RefusedUnits = { units: new Set(), byCommand: new Map(), byCategory: new Map() };
+  const add = (unit: string, command: string, info: CommandInfo) => {
+    out.units.add(unit);
+    out.byCommand.set(command, [...(out.byCommand.get(command) ?? []), unit]);
+    for (const c of info.categories) out.byCategory.set(c, [...(out.byCategory.get(c) ?? []), unit]);
+  };
+  for (const [name, info] of table) {
+    if (name.startsWith('json.')) continue;
+    const whole = FORBIDDEN.has(name) || SERVER_ONLY.has(name) || name === 'select';
+    if (info.subcommands.size === 0) {
+      if (whole || info.flags.has('admin')) add(name, name, info);
+      continue;
+    }
+    for (const [sub, subInfo] of info.subcommands) {
+      const unit = `${name}|${sub}`;
+      if (whole || subInfo.flags.has('admin') || FORBIDDEN_SUB.has(unit) || SERVER_ONLY_SUB.has(unit)) add(unit, name, subInfo);
+    }
+  }
+  return out;
+}
+
+/**
+ * The refused units an `ACL SETUSER <user> <rules...>` would leave granted: each rule applied in
+ * order (`+@cat`/`-@cat`, `+name[|sub]`/`-name[|sub]`, `allcommands`/`nocommands`, `reset`), for
+ * the root permissions and for each `(...)` selector on its own. Rules about keys, channels,
+ * passwords and flags grant no command. Units granted before this call are not known here; every
+ * earlier SETUSER through the gateway was held to the same rule.
+ */
+function grantsRefused(rules: string[], r: RefusedUnits): string[] {
+  const sets: Set<string>[] = [];
+  const apply = (granted: Set<string>, rule: string) => {
+    const x = rule.toLowerCase();
+    if (x === 'allcommands' || x === '+@all') for (const u of r.units) granted.add(u);
+    else if (x === 'nocommands' || x === '-@all' || x === 'reset') granted.clear();
+    else if (x.startsWith('+@')) for (const u of r.byCategory.get(x.slice(2)) ?? []) granted.add(u);
+    else if (x.startsWith('-@')) for (const u of r.byCategory.get(x.slice(2)) ?? []) granted.delete(u);
+    else if (x.startsWith('+') || x.startsWith('-')) {
+      const name = x.slice(1);
+      const units = name.includes('|') ? (r.units.has(name) ? [name] : []) : r.byCommand.get(name) ?? [];
+      for (const u of units) (x[0] === '+' ? granted.add(u) : granted.delete(u));
+    }
+  };
+  const root = new Set<string>();
+  sets.push(root);
+  for (const rule of rules) {
+    const sel = /^\((.*)\)$/s.exec(rule.trim());
+    if (sel) {
+      const s = new Set<string>();
+      for (const part of sel[1].split(/\s+/).filter(Boolean)) apply(s, part);
+      sets.push(s);
+    } else if (rule.toLowerCase() === 'clearselectors') sets.splice(1);
+    else apply(root, rule);
+  }
+  return [...new Set(sets.flatMap((s) => [...s]))].sort();
 }
 
 /** The verdict refusing a command with catalogue error `code`. */

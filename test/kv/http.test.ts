@@ -7,7 +7,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { JSON_LIBRARY } from '../../src/kv/json/index.js';
 import { startTestSvc } from '../helpers/env.js';
-import { call } from './helpers.js';
+import { ACL_ALLOWED_COMMANDS, call } from './helpers.js';
 
 let svc: Awaited<ReturnType<typeof startTestSvc>>;
 let base: string;
@@ -381,6 +381,23 @@ describe('command policy', () => {
     assert.match((await post('/', ['info', 'server'])).json.result, /redis_version/);
     assert.deepEqual((await post('/', ['acl', 'setuser', 'other', 'on', '>pw', '~*', '+get'])).json, { result: 'OK' });
     assert.deepEqual((await post('/', ['acl', 'deluser', 'other'])).json, { result: 1 });
+  });
+
+  test('ACL SETUSER may not grant what svc refuses for every token (such a user could log in to the database directly)', async () => {
+    const users = async () => (await post('/', ['acl', 'users'])).json.result as string[];
+    for (const rules of [['+@all'], ['allcommands'], ['+@admin'], ['+@slow'], ['+config'], ['+config|set'], ['+module'], ['+@write'], ['+select'], ['+get', '(+@all ~*)'], ['nocommands', '+debug']]) {
+      const r = await post('/', ['acl', 'setuser', 'grabber', 'on', '>pw-grab', '~*', ...rules]);
+      assert.equal(r.status, 400, JSON.stringify(rules));
+      assert.match(r.json.error, /^ERR ACL SETUSER would let the user run '/, JSON.stringify(rules));
+    }
+    assert.ok(!(await users()).includes('grabber'), 'no refused SETUSER created the user');
+    // the error names what to take away; with those rules the same grant is taken
+    assert.match((await post('/', ['acl', 'setuser', 'grabber', 'on', '>pw-grab', '~*', '+@write'])).json.error, /'migrate', 'move', 'pfdebug', 'swapdb'/);
+    assert.deepEqual((await post('/', ['acl', 'setuser', 'grabber', 'on', '>pw-grab', '~*', '+@read', '+@write', '-migrate', '-move', '-pfdebug', '-swapdb'])).json, { result: 'OK' });
+    assert.deepEqual((await post('/', ['acl', 'setuser', 'grabber', ...ACL_ALLOWED_COMMANDS, '(+get ~x)'])).json, { result: 'OK' });
+    // rules apply in order: a later + undoes an earlier -
+    assert.equal((await post('/', ['acl', 'setuser', 'grabber', '-config', '+config|get'])).status, 400);
+    assert.deepEqual((await post('/', ['acl', 'deluser', 'grabber'])).json, { result: 1 });
   });
 
   test('server introspection, persistence control and other databases are refused for every token, alone, in a pipeline and in a transaction', async () => {
