@@ -427,6 +427,41 @@ export function pruneBackups(dir: string, keep: number): string[] {
   return gone;
 }
 
+/** Name prefix of the backups taken before a schema upgrade (`pre-upgrade-<stamp>`). */
+export const PRE_UPGRADE_PREFIX = 'pre-upgrade-';
+
+/**
+ * Bounds the pre-upgrade backups of `dir` after `latest` (one of them, by name) was written: of
+ * the complete `pre-upgrade-*` backups that copied the same files at the same schema versions as
+ * `latest` (repeated attempts of one upgrade step: a migration that fails or is killed on every
+ * start, or a store whose area is disabled and so is never migrated), the first one (the files as
+ * they were before the first attempt) and `latest` (the newest state, with anything written in
+ * between, e.g. by the previous svc during a roll-back) are kept, the ones between them removed.
+ * Backups of other files or versions, other backups and partial directories are left alone, so
+ * each upgrade step keeps at most two copies however often start-up is retried.
+ * Returns the removed names; a backup whose manifest cannot be read is kept.
+ */
+export function prunePreUpgradeBackups(dir: string, latest: string): string[] {
+  const key = (name: string): string | undefined => {
+    try {
+      const m = JSON.parse(fs.readFileSync(path.join(dir, name, MANIFEST_FILE), 'utf8')) as Manifest;
+      if (m.reason !== 'pre-upgrade' || !Array.isArray(m.files)) return undefined;
+      return JSON.stringify(m.files.map((f) => [f.path, f.schemaVersion ?? null]).sort());
+    } catch {
+      return undefined;
+    }
+  };
+  const want = key(latest);
+  if (want === undefined) return [];
+  const same = fs
+    .readdirSync(dir)
+    .filter((n) => n.startsWith(PRE_UPGRADE_PREFIX) && n !== latest && key(n) === want)
+    .sort();
+  const gone = same.slice(1).filter((n) => n < latest);
+  for (const n of gone) fs.rmSync(path.join(dir, n), { recursive: true, force: true });
+  return gone;
+}
+
 /**
  * Reads and checks a backup: the manifest's shape and format, every listed file's size and
  * SHA-256, and each store's schema version against `supported` (store name -> newest version

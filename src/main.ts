@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { AreaContext, AreaModule, AreaServer } from './area.js';
-import { backupStamp, BackupRunner, CREDENTIALS_SCHEMA_VERSION, registerBackupMetrics, scheduleBackups, SchemaTooNewError, writeBackup, type Manifest, type StoredSchema } from './backup.js';
+import { backupStamp, BackupRunner, PRE_UPGRADE_PREFIX, prunePreUpgradeBackups, CREDENTIALS_SCHEMA_VERSION, registerBackupMetrics, scheduleBackups, SchemaTooNewError, writeBackup, type Manifest, type StoredSchema } from './backup.js';
 import type { AreaName, Config } from './config.js';
 import { CredentialStore } from './credentials.js';
 import { prepareDataDir } from './data-dir.js';
@@ -52,7 +52,7 @@ export function createContext(config: Config, opts: { logger?: Logger; env?: Rec
     logger,
     health: new Map(),
     urls: new Map(),
-    metrics: new Metrics(config.metrics.enabled),
+    metrics: new Metrics(config.metrics.enabled, { nameLabels: config.metrics.token !== undefined }),
   };
 }
 
@@ -93,8 +93,9 @@ export function supportedSchemas(): Record<string, number> {
  * The upgrade rule, applied before any area opens a store: every store file of the data directory
  * whose recorded schema version is newer than this build's stops start-up with
  * {@link SchemaTooNewError} (nothing changed); files with an older one are first copied into a
- * pre-upgrade backup (`<SVC_BACKUP_DIR or dataDir/backups>/pre-upgrade-<time>`), then the areas
- * migrate them when they open them. Resolves to that backup's manifest, if one was taken.
+ * pre-upgrade backup (`<SVC_BACKUP_DIR or dataDir/backups>/pre-upgrade-<time>`; of repeated ones
+ * at the same versions only the first and the newest are kept, `prunePreUpgradeBackups`), then
+ * the areas migrate them when they open them. Resolves to that backup's manifest, if one was taken.
  * Every area module is asked, enabled or not (a newer file is refused even if unused now).
  * @throws SchemaTooNewError; an I/O error of the pre-upgrade backup (start-up then fails unchanged)
  */
@@ -105,7 +106,8 @@ export async function checkStoredSchemas(ctx: AreaContext): Promise<Manifest | u
   if (newer.length) throw new SchemaTooNewError(newer);
   const older = found.filter((s) => s.version < s.supported);
   if (!older.length) return undefined;
-  const dir = path.join(ctx.config.backup.dir ?? path.join(ctx.config.dataDir, 'backups'), `pre-upgrade-${backupStamp(new Date())}`);
+  const parent = ctx.config.backup.dir ?? path.join(ctx.config.dataDir, 'backups');
+  const dir = path.join(parent, `${PRE_UPGRADE_PREFIX}${backupStamp(new Date())}`);
   const manifest = await writeBackup(dir, { dataDir: ctx.config.dataDir, reason: 'pre-upgrade' }, async (target) => {
     for (const s of older) {
       const rel = path.relative(ctx.config.dataDir, s.file).split(path.sep).join('/');
@@ -114,6 +116,8 @@ export async function checkStoredSchemas(ctx: AreaContext): Promise<Manifest | u
     }
   });
   ctx.logger.warn({ backup: dir, stores: older.map((s) => `${path.relative(ctx.config.dataDir, s.file)}: ${s.version} -> ${s.supported}`) }, 'upgrading stored schemas; the files as they were are in a pre-upgrade backup');
+  const pruned = prunePreUpgradeBackups(parent, path.basename(dir));
+  if (pruned.length) ctx.logger.info({ removed: pruned }, 'pre-upgrade backups of the same files and schema versions between the first and this one removed');
   return manifest;
 }
 

@@ -232,13 +232,23 @@ export class Metrics {
   private http?: { requests: CounterFamily; duration: HistogramFamily };
 
   /**
+   * True when label values may carry names chosen by API clients (e.g. vector namespaces): only
+   * when the exposition is behind a bearer token (`SVC_METRICS_TOKEN`). An unauthenticated
+   * `/metrics` must not tell whoever reaches the management port what the tenants named their
+   * data, and must not grow a series per name a client invents.
+   */
+  readonly nameLabels: boolean;
+
+  /**
    * @param enabled false (`SVC_METRICS=false`): every cell is a no-op and nothing is collected
    * @param opts.defaultMetrics collect prom-client's Node.js process metrics (default true when enabled)
+   * @param opts.nameLabels see {@link nameLabels} (default false)
    */
   constructor(
     readonly enabled: boolean,
-    opts: { defaultMetrics?: boolean } = {},
+    opts: { defaultMetrics?: boolean; nameLabels?: boolean } = {},
   ) {
+    this.nameLabels = opts.nameLabels ?? false;
     if (enabled && (opts.defaultMetrics ?? true)) collectDefaultMetrics({ register: this.registry });
   }
 

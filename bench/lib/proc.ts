@@ -6,7 +6,8 @@
  * Every child is spawned `detached` (its own process group), so a server that itself spawns
  * children (svc supervising redis-server) is stopped as a whole: SIGTERM to the group, then SIGKILL
  * to the group after a grace period. Temp directories made by {@link makeTempDir} are removed at the
- * end. Call {@link installCleanupHandlers} once at the start of a bench script.
+ * end. {@link installCleanupHandlers} (installed by the first process or temp dir started here)
+ * makes Ctrl-C a clean stop: children stopped, temp dirs removed, exit 130, no stack trace.
  *
  * Rule source: `/work/briefs/common.md` ("never leave background processes running").
  */
@@ -64,6 +65,7 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 
 /** A fresh directory under the OS temp dir, removed by {@link cleanupAll}. */
 export function makeTempDir(prefix = 'svc-bench-'): string {
+  installCleanupHandlers();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   tempDirs.add(dir);
   return dir;
@@ -87,6 +89,7 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
  *   first; the error message carries its last output).
  */
 export async function startProcess(opts: StartOptions): Promise<ManagedProcess> {
+  installCleanupHandlers();
   const spawnOpts: SpawnOptions = {
     cwd: opts.cwd,
     env: opts.env ?? process.env,
@@ -177,6 +180,7 @@ export interface RunResult {
  * check `code`.
  */
 export async function runToCompletion(name: string, cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<RunResult> {
+  installCleanupHandlers();
   const child = spawn(cmd, args, { env: env ?? process.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -247,33 +251,81 @@ function killAllSync(): void {
 }
 
 let installed = false;
+/** The exit code of the signal that interrupted the bench (130 SIGINT, 143 SIGTERM), once one did. */
+let interruptedWith: number | undefined;
+/** How long the bench's own code may unwind (its `finally` blocks) once its children are stopped. */
+const UNWIND_MS = 300;
 
 /**
  * Makes SIGINT, SIGTERM, an uncaught exception or an unhandled rejection stop every child and
- * remove the temp dirs before the bench exits (exit code 130 / 143 / 1). Idempotent.
+ * remove the temp dirs before the bench exits (exit code 130 / 143 / 1). Idempotent; called by
+ * {@link startProcess}, {@link runToCompletion} and {@link makeTempDir}, so every bench that starts
+ * its processes through this module has it.
+ *
+ * A signal is a clean stop, not a failure: one line says so, then the bench's output is muted (its
+ * pending requests fail as its servers stop, and its `catch` would print those errors with their
+ * stack traces), its own `process.exit(1)` / `process.exitCode = 1` cannot end it early or change
+ * the code, every started process group is stopped, the temp dirs removed, the bench's `finally`
+ * blocks get {@link UNWIND_MS} to run, and it exits 128 + the signal number. A second Ctrl-C
+ * kills every group at once and exits.
  */
 export function installCleanupHandlers(): void {
   if (installed) return;
   installed = true;
+  const realExit = process.exit.bind(process) as (code?: number) => never;
+  const write = process.stderr.write.bind(process.stderr);
   let exiting = false;
   const bail = (code: number, why: string, err?: unknown) => {
     if (exiting) {
       killAllSync();
-      process.exit(code);
+      realExit(interruptedWith ?? code);
     }
     exiting = true;
-    if (err) process.stderr.write(`\n${why}: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-    else process.stderr.write(`\n${why}: stopping every started process...\n`);
+    if (err) write(`\n${why}: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    else write(`\n${why}: stopping every started process...\n`);
     const hard = setTimeout(() => {
       killAllSync();
-      process.exit(code);
+      realExit(code);
     }, 10_000);
     hard.unref();
-    cleanupAll().finally(() => process.exit(code));
+    cleanupAll().finally(() => realExit(code));
   };
-  process.on('SIGINT', () => bail(130, 'SIGINT'));
-  process.on('SIGTERM', () => bail(143, 'SIGTERM'));
-  process.on('uncaughtException', (err) => bail(1, 'uncaught exception', err));
-  process.on('unhandledRejection', (err) => bail(1, 'unhandled rejection', err));
-  process.on('exit', killAllSync);
+  const interrupt = (code: number, signal: string) => {
+    if (interruptedWith !== undefined) {
+      killAllSync();
+      realExit(interruptedWith);
+    }
+    interruptedWith = code;
+    exiting = true;
+    write(`\n${signal}: stopping every started process and removing temp dirs...\n`);
+    const mute = ((_chunk: unknown, enc?: unknown, cb?: unknown) => {
+      const done = typeof enc === 'function' ? enc : cb;
+      if (typeof done === 'function') (done as () => void)();
+      return true;
+    }) as typeof process.stdout.write;
+    process.stdout.write = mute;
+    process.stderr.write = mute;
+    process.exit = (() => undefined) as unknown as typeof process.exit;
+    const hard = setTimeout(() => {
+      killAllSync();
+      realExit(code);
+    }, 10_000);
+    hard.unref();
+    void cleanupAll()
+      .catch(() => undefined)
+      .then(() => new Promise((r) => setTimeout(r, UNWIND_MS)))
+      .then(() => {
+        killAllSync();
+        write(`${signal}: stopped\n`);
+        realExit(code);
+      });
+  };
+  process.on('SIGINT', () => interrupt(130, 'SIGINT'));
+  process.on('SIGTERM', () => interrupt(143, 'SIGTERM'));
+  process.on('uncaughtException', (err) => (interruptedWith === undefined ? bail(1, 'uncaught exception', err) : undefined));
+  process.on('unhandledRejection', (err) => (interruptedWith === undefined ? bail(1, 'unhandled rejection', err) : undefined));
+  process.on('exit', () => {
+    killAllSync();
+    if (interruptedWith !== undefined) process.exitCode = interruptedWith;
+  });
 }

@@ -76,6 +76,7 @@ export const KV_ERRORS = {
     message: (name: string) => `ERR Command is not supported: '${name}' (blocking commands are not available over REST)`,
   },
   /** `ACL SETUSER/DELUSER` of one of the users svc manages. */
+  aclGrantRefused: { status: 400, message: (names: string) => `ERR ACL SETUSER would let the user run ${names}, which svc refuses for every token (the user could log in to the database directly); add a '-' rule for each` },
   protectedUser: { status: 400, message: (user: string) => `ERR ACL user '${user}' is managed by svc and cannot be changed` },
   /** Redis's arity error, for the commands svc checks itself (JSON.* in library mode, ACL RESTTOKEN). */
   wrongArity: { status: 400, message: (name: string) => `ERR wrong number of arguments for '${name}' command` },

@@ -26,6 +26,17 @@ export type Verdict =
 /** Commands refused for every token because they would hand over the host or the database process. */
 const FORBIDDEN = new Set(['shutdown', 'debug', 'module', 'replicaof', 'slaveof', 'sync', 'psync', 'failover', 'migrate']);
 const FORBIDDEN_SUB = new Set(['config|set', 'config|rewrite', 'config|resetstat']);
+/**
+ * Server introspection and process-level commands refused for every token, besides every command or
+ * subcommand the server's own `COMMAND` table flags `admin` (CONFIG GET, SAVE, BGSAVE,
+ * BGREWRITEAOF, SLOWLOG, LATENCY, PFDEBUG, PFSELFTEST, ...; ACL is the exception, see
+ * {@link CommandPolicy.check}): allocator and memory reports (MEMORY USAGE of a key stays), and
+ * the commands that reach past the one logical database svc serves (SELECT is refused as a
+ * connection command; SWAPDB and MOVE would swap or move data into another database number, which
+ * on a shared external server belongs to someone else).
+ */
+const SERVER_ONLY = new Set(['swapdb', 'move']);
+const SERVER_ONLY_SUB = new Set(['memory|stats', 'memory|doctor', 'memory|malloc-stats', 'memory|purge']);
 const ENDPOINT_ONLY: Record<string, string> = {
   subscribe: 'use the /subscribe/<channel> endpoint',
   psubscribe: 'use the /psubscribe/<pattern> endpoint',
@@ -101,6 +112,14 @@ export class CommandPolicy {
   setTable(table: Map<string, CommandInfo>): void {
     this.table = table;
     this.verdicts.clear();
+    this.refused = undefined;
+  }
+
+  private refused: RefusedUnits | undefined;
+
+  /** The commands svc refuses for every token, as ACL units, from the current table (cached). */
+  private refusedUnits(): RefusedUnits {
+    return (this.refused ??= refusedUnits(this.table));
   }
 
   /** Looks up a command (lower-case name). */
@@ -124,7 +143,7 @@ export class CommandPolicy {
     const name = a0.toLowerCase();
     const v = this.decide(args, name);
     const info = this.table.get(name);
-    if (info !== undefined && info.subcommands.size === 0 && !info.flags.has('blocking') && name !== 'acl') {
+    if (info !== undefined && info.subcommands.size === 0 && !info.flags.has('blocking') && name !== 'acl' && name !== 'copy') {
       if (this.verdicts.size >= VERDICT_CACHE_MAX) this.verdicts.clear();
       this.verdicts.set(a0, v);
     }
@@ -149,13 +168,15 @@ export class CommandPolicy {
     if ((info.categories.has('connection') || CONNECTION_REFUSED.has(name)) && !CONNECTION_ALLOWED.has(name)) {
       return refuse('connectionCommand', name);
     }
+    if (SERVER_ONLY.has(name) || (info.flags.has('admin') && name !== 'acl')) return refuse('commandNotAllowed', name);
+    if (name === 'copy' && hasDbOption(args)) return refuse('commandNotAllowed', 'copy … db');
     if (info.flags.has('blocking')) {
       if ((name === 'xread' || name === 'xreadgroup') && !hasBlockOption(args)) return { kind: 'forward', info, write: name === 'xreadgroup' };
       return refuse('blockingCommand', name);
     }
     if (info.subcommands.size && args.length > 1) {
       const sub = lower(args[1]);
-      if (FORBIDDEN_SUB.has(`${name}|${sub}`)) return refuse('commandNotAllowed', `${name} ${sub}`);
+      if (FORBIDDEN_SUB.has(`${name}|${sub}`) || SERVER_ONLY_SUB.has(`${name}|${sub}`)) return refuse('commandNotAllowed', `${name} ${sub}`);
       if (name === 'acl') {
         if (sub === 'resttoken') return args.length === 4 ? { kind: 'resttoken' } : refuse('wrongArity', 'acl|resttoken');
         if ((sub === 'setuser' || sub === 'deluser') && args.length > 2) {
@@ -164,9 +185,14 @@ export class CommandPolicy {
             const u = typeof t === 'string' ? t : t.toString('utf8');
             if (this.protectedUsers.has(u)) return refuse('protectedUser', u);
           }
+          if (sub === 'setuser') {
+            const granted = grantsRefused(args.slice(3).map((a) => (typeof a === 'string' ? a : a.toString('utf8'))), this.refusedUnits());
+            if (granted.length) return refuse('aclGrantRefused', granted.slice(0, 5).map((g) => `'${g.replace('|', ' ')}'`).join(', ') + (granted.length > 5 ? ` and ${granted.length - 5} more` : ''));
+          }
         }
       }
       const subInfo = info.subcommands.get(sub);
+      if (subInfo?.flags.has('admin') && name !== 'acl') return refuse('commandNotAllowed', `${name} ${sub}`);
       if (subInfo) return { kind: 'forward', info: subInfo, write: !subInfo.flags.has('readonly') };
     }
     return { kind: 'forward', info, write: !info.flags.has('readonly') };
@@ -181,9 +207,86 @@ export class CommandPolicy {
   }
 }
 
+/**
+ * The commands svc refuses for every token as ACL units (`name`, or `name|sub` for a command with
+ * subcommands), and per ACL category the units in it: what an ACL user created through the
+ * gateway must not be granted, since such a user can also log in to the database directly (a
+ * supervised redis-server on a loopback port when the data directory's socket path is too long,
+ * or an external server), where svc's policy does not apply.
+ */
+interface RefusedUnits {
+  units: Set<string>;
+  /** Refused units of each command (for `+name`, `-name`): its own name, or its refused subcommands. */
+  byCommand: Map<string, string[]>;
+  byCategory: Map<string, string[]>;
+}
+
+function refusedUnits(table: Map<string, CommandInfo>): RefusedUnits {
+  const out: RefusedUnits = { units: new Set(), byCommand: new Map(), byCategory: new Map() };
+  const add = (unit: string, command: string, info: CommandInfo) => {
+    out.units.add(unit);
+    out.byCommand.set(command, [...(out.byCommand.get(command) ?? []), unit]);
+    for (const c of info.categories) out.byCategory.set(c, [...(out.byCategory.get(c) ?? []), unit]);
+  };
+  for (const [name, info] of table) {
+    if (name.startsWith('json.')) continue;
+    const whole = FORBIDDEN.has(name) || SERVER_ONLY.has(name) || name === 'select';
+    if (info.subcommands.size === 0) {
+      if (whole || info.flags.has('admin')) add(name, name, info);
+      continue;
+    }
+    for (const [sub, subInfo] of info.subcommands) {
+      const unit = `${name}|${sub}`;
+      if (whole || subInfo.flags.has('admin') || FORBIDDEN_SUB.has(unit) || SERVER_ONLY_SUB.has(unit)) add(unit, name, subInfo);
+    }
+  }
+  return out;
+}
+
+/**
+ * The refused units an `ACL SETUSER <user> <rules...>` would leave granted: each rule applied in
+ * order (`+@cat`/`-@cat`, `+name[|sub]`/`-name[|sub]`, `allcommands`/`nocommands`, `reset`), for
+ * the root permissions and for each `(...)` selector on its own. Rules about keys, channels,
+ * passwords and flags grant no command. Units granted before this call are not known here; every
+ * earlier SETUSER through the gateway was held to the same rule.
+ */
+function grantsRefused(rules: string[], r: RefusedUnits): string[] {
+  const sets: Set<string>[] = [];
+  const apply = (granted: Set<string>, rule: string) => {
+    const x = rule.toLowerCase();
+    if (x === 'allcommands' || x === '+@all') for (const u of r.units) granted.add(u);
+    else if (x === 'nocommands' || x === '-@all' || x === 'reset') granted.clear();
+    else if (x.startsWith('+@')) for (const u of r.byCategory.get(x.slice(2)) ?? []) granted.add(u);
+    else if (x.startsWith('-@')) for (const u of r.byCategory.get(x.slice(2)) ?? []) granted.delete(u);
+    else if (x.startsWith('+') || x.startsWith('-')) {
+      const name = x.slice(1);
+      const units = name.includes('|') ? (r.units.has(name) ? [name] : []) : r.byCommand.get(name) ?? [];
+      for (const u of units) (x[0] === '+' ? granted.add(u) : granted.delete(u));
+    }
+  };
+  const root = new Set<string>();
+  sets.push(root);
+  for (const rule of rules) {
+    const sel = /^\((.*)\)$/s.exec(rule.trim());
+    if (sel) {
+      const s = new Set<string>();
+      for (const part of sel[1].split(/\s+/).filter(Boolean)) apply(s, part);
+      sets.push(s);
+    } else if (rule.toLowerCase() === 'clearselectors') sets.splice(1);
+    else apply(root, rule);
+  }
+  return [...new Set(sets.flatMap((s) => [...s]))].sort();
+}
+
 /** The verdict refusing a command with catalogue error `code`. */
 function refuse<C extends KvErrorCode>(code: C, ...args: KvMessageArgs<C>): Verdict {
   return { kind: 'refuse', code, error: kvMessage(code, ...args) };
+}
+
+/** True when a COPY names a destination database (`COPY src dst DB <n>`): another database number. */
+function hasDbOption(args: readonly Arg[]): boolean {
+  for (let i = 3; i < args.length; i++) if (lower(args[i]) === 'db') return true;
+  return false;
 }
 
 function hasBlockOption(args: readonly Arg[]): boolean {

@@ -93,6 +93,7 @@ export const QUEUE_ERRORS = {
 
   // --- batch publish
   batchNotArray: { status: 400, message: 'batch body must be a JSON array of {destination, headers?, body?}' },
+  batchTooManyEntries: { status: 400, message: (n: number, max: number) => `batch has ${n} entries; at most ${max} are accepted in one request: split it` },
   batchEntryNotObject: { status: 400, message: (i: number) => `batch entry ${i} must be an object` },
   batchEntryDestination: { status: 400, message: (i: number) => `batch entry ${i}: "destination" must be a non-empty string` },
   batchEntryBody: { status: 400, message: (i: number) => `batch entry ${i}: "body" must be a string` },

@@ -4,7 +4,16 @@
  *   svc_http_requests_total{area="vector",route,status_class}, svc_http_request_duration_seconds{area="vector",route}
  *       route: the endpoint (`query`, `upsert`, `fetch`, ...); requests refused before an endpoint
  *       is known (bad token, unknown path) count as `unmatched`
- *   svc_vector_vectors{index,namespace}             records per namespace, read at scrape time
+ *   svc_vector_vectors{index}                       records per index (all namespaces), read at scrape time
+ *   svc_vector_namespaces{index}                    namespaces per index, read at scrape time
+ *   svc_vector_namespace_vectors{index,namespace}   records of the {@link MAX_NAMESPACE_SERIES}
+ *                                                   largest namespaces of each index; only with
+ *                                                   `SVC_METRICS_TOKEN` set (`Metrics.nameLabels`):
+ *                                                   namespace names are chosen by API clients, so
+ *                                                   an open `/metrics` would show them to anyone
+ *                                                   reaching the management port, and a client
+ *                                                   upserting into ever new namespaces would add
+ *                                                   a series each
  *   svc_vector_query_duration_seconds{index}        one query request (`query`, `query-data`,
  *                                                   resumable starts), embedding included
  *   svc_vector_upsert_duration_seconds{index}       one upsert request until its group commit
@@ -12,6 +21,9 @@
  */
 import type { HistogramCell, HttpMeter, Metrics, RouteMeter } from '../metrics.js';
 import type { VectorIndex } from './engine/vector-index.js';
+
+/** Per index, at most this many namespaces get their own `svc_vector_namespace_vectors` series (the largest, ties by name). */
+export const MAX_NAMESPACE_SERIES = 20;
 
 const QUERY_ENDPOINTS = new Set(['query', 'query-data', 'resumable-query', 'resumable-query-data']);
 const UPSERT_ENDPOINTS = new Set(['upsert', 'upsert-data']);
@@ -43,11 +55,25 @@ export class VectorMetrics {
       this.timers.set(name, byEndpoint);
       this.snapshots.set(name, snapshot.labels(name));
     }
-    metrics.gauge('svc_vector_vectors', 'Vectors (records) per index and namespace', ['index', 'namespace']).addReader(() => {
+    metrics.gauge('svc_vector_vectors', 'Vectors (records) per index, all namespaces', ['index']).addReader(() => {
       const out: [string[], number][] = [];
-      for (const [name, index] of indexes) for (const ns of index.namespaces.values()) out.push([[name, ns.name], ns.count]);
+      for (const [name, index] of indexes) {
+        let n = 0;
+        for (const ns of index.namespaces.values()) n += ns.count;
+        out.push([[name], n]);
+      }
       return out;
     });
+    metrics.gauge('svc_vector_namespaces', 'Namespaces per index', ['index']).addReader(() => [...indexes].map(([name, index]) => [[name], index.namespaces.size] as const));
+    if (metrics.nameLabels) {
+      metrics.gauge('svc_vector_namespace_vectors', `Vectors (records) of the ${MAX_NAMESPACE_SERIES} largest namespaces of each index`, ['index', 'namespace']).addReader(() => {
+        const out: [string[], number][] = [];
+        for (const [name, index] of indexes) {
+          for (const ns of largest(index.namespaces.values(), MAX_NAMESPACE_SERIES)) out.push([[name, ns.name], ns.count]);
+        }
+        return out;
+      });
+    }
   }
 
   /** The request meter of an endpoint, or of requests refused before routing (`undefined`). */
@@ -64,4 +90,18 @@ export class VectorMetrics {
   snapshot(index: string): HistogramCell | undefined {
     return this.snapshots.get(index);
   }
+}
+
+/** The `k` namespaces with the most records (ties: the smaller name first), largest first. */
+function largest<N extends { name: string; count: number }>(all: Iterable<N>, k: number): N[] {
+  const order = (a: N, b: N): number => b.count - a.count || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  const top: N[] = [];
+  for (const ns of all) {
+    if (top.length === k && order(ns, top[k - 1]) >= 0) continue;
+    let i = top.length;
+    while (i > 0 && order(ns, top[i - 1]) < 0) i--;
+    top.splice(i, 0, ns);
+    if (top.length > k) top.pop();
+  }
+  return top;
 }

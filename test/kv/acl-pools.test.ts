@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from '@upstash/redis';
 import { startTestSvc } from '../helpers/env.js';
-import { call } from './helpers.js';
+import { ACL_ALLOWED_COMMANDS, call } from './helpers.js';
 
 let svc: Awaited<ReturnType<typeof startTestSvc>>;
 let admin: Redis;
@@ -30,7 +30,7 @@ async function command(...args: string[]): Promise<unknown> {
 
 /** Creates ACL user `name` with `password` (all keys, all commands) and returns a client of its REST token. */
 async function aclClient(name: string, password: string): Promise<Redis> {
-  assert.equal(await command('ACL', 'SETUSER', name, 'reset', 'on', `>${password}`, '~*', '&*', '+@all'), 'OK');
+  assert.equal(await command('ACL', 'SETUSER', name, 'reset', 'on', `>${password}`, '~*', '&*', ...ACL_ALLOWED_COMMANDS), 'OK');
   const token = (await command('ACL', 'RESTTOKEN', name, password)) as string;
   return new Redis({ url: svc.urls.kv!, token, retry: false });
 }

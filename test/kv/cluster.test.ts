@@ -14,7 +14,7 @@ import { startTestSvc, tempDir } from '../helpers/env.js';
 import { keySlot } from '../../src/kv/redis/keys.js';
 import { RedisConnection } from '../../src/kv/redis/connection.js';
 import { RespError } from '../../src/kv/resp.js';
-import { call, startKv, until, type KvUnderTest } from './helpers.js';
+import { ACL_ALLOWED_COMMANDS, call, startKv, until, type KvUnderTest } from './helpers.js';
 import { nodeCommand, replyText, startRedisCluster, type RedisClusterUnderTest } from './topology-helpers.js';
 
 let cluster: RedisClusterUnderTest;
@@ -239,7 +239,7 @@ describe('kv on Redis Cluster', () => {
     const ro = new Redis({ url: kv.base, token: kv.svc.ctx.credentials.get('kv.readonlyToken'), enableTelemetry: false });
     for (const k of keys) assert.deepEqual(await ro.json.get(k), { k, n: 1 });
     await assert.rejects(ro.set(keys[0], 'x'), /NOPERM/);
-    const setuser = await kv.post('/', ['ACL', 'SETUSER', 'alice', 'on', '>alicepw', '~*', '+@all']);
+    const setuser = await kv.post('/', ['ACL', 'SETUSER', 'alice', 'on', '>alicepw', '~*', ...ACL_ALLOWED_COMMANDS]);
     assert.equal(setuser.status, 200);
     const minted = await kv.post('/', ['ACL', 'RESTTOKEN', 'alice', 'alicepw']);
     assert.equal(minted.status, 200);

@@ -3,6 +3,12 @@ import { Redis } from '@upstash/redis';
 import { startTestSvc } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 
+/**
+ * ACL rules for a user of every command the gateway allows (`+@all` is refused: it would grant what
+ * svc refuses for every token, and such a user can log in to the database directly).
+ */
+export const ACL_ALLOWED_COMMANDS = ['+@all', '-@admin', '-migrate', '-swapdb', '-move', '-select', '-memory', '-module'];
+
 export interface Res {
   status: number;
   headers: Headers;

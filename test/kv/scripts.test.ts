@@ -10,7 +10,7 @@ import { Redis } from '@upstash/redis';
 import type { KvServer } from '../../src/kv/index.js';
 import { RedisConnection } from '../../src/kv/redis/connection.js';
 import { startTestSvc } from '../helpers/env.js';
-import { call, until } from './helpers.js';
+import { ACL_ALLOWED_COMMANDS, call, until } from './helpers.js';
 
 type Svc = Awaited<ReturnType<typeof startTestSvc>>;
 
@@ -44,7 +44,7 @@ async function freshToken(base: string, token: string, user: string): Promise<st
     assert.equal(r.status, 200, r.text);
     return r.json.result;
   };
-  assert.equal(await run('ACL', 'SETUSER', user, 'reset', 'on', `>${user}-pw`, '~*', '&*', '+@all'), 'OK');
+  assert.equal(await run('ACL', 'SETUSER', user, 'reset', 'on', `>${user}-pw`, '~*', '&*', ...ACL_ALLOWED_COMMANDS), 'OK');
   return (await run('ACL', 'RESTTOKEN', user, `${user}-pw`)) as string;
 }
 

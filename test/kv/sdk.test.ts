@@ -247,7 +247,10 @@ describe('@upstash/redis default config', () => {
     assert.ok((await redis.dbsize()) > 0);
     const [sec] = await redis.time();
     assert.ok(Math.abs(sec - Date.now() / 1000) < 60);
-    assert.equal(await redis.exec<string>(['CONFIG', 'GET', 'maxmemory']).then((r) => (r as unknown as string[])[0]), 'maxmemory');
+    assert.equal(typeof (await redis.exec<number>(['LASTSAVE'])), 'number');
+    await assert.rejects(redis.exec(['CONFIG', 'GET', 'maxmemory']), /not allowed: 'config get'/);
+    await assert.rejects(redis.exec(['MEMORY', 'DOCTOR']), /not allowed: 'memory doctor'/);
+    await assert.rejects(redis.exec(['BGSAVE']), /not allowed: 'bgsave'/);
     await assert.rejects(redis.exec(['SELECT', '1']), /only PING and ECHO/);
     await assert.rejects(redis.exec(['CONFIG', 'SET', 'maxmemory', '1']), /not allowed/);
     assert.equal(await redis.flushdb(), 'OK');

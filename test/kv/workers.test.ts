@@ -18,7 +18,7 @@ import type { KvServer } from '../../src/kv/index.js';
 import { RedisConnection } from '../../src/kv/redis/connection.js';
 import { alive } from '../../src/kv/redis/supervisor.js';
 import { startTestSvc, tempDir } from '../helpers/env.js';
-import { until } from './helpers.js';
+import { ACL_ALLOWED_COMMANDS, until } from './helpers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WORKERS = { SVC_KV_WORKERS: '2' };
@@ -148,7 +148,7 @@ test('a credential rotation through the management API reaches every worker at o
     const store = svc.ctx.credentials;
     const old = { token: store.get('kv.token'), ro: store.get('kv.readonlyToken') };
     for (let i = 0; i < 6; i++) conns.push(await RawConn.open(svc.urls.kv!));
-    const minted = await conns[0].request('POST', '/', { ...auth(old.token), 'content-type': 'application/json' }, '["ACL","SETUSER","wk-user","on",">pw-1","~*","&*","+@all"]');
+    const minted = await conns[0].request('POST', '/', { ...auth(old.token), 'content-type': 'application/json' }, JSON.stringify(['ACL', 'SETUSER', 'wk-user', 'on', '>pw-1', '~*', '&*', ...ACL_ALLOWED_COMMANDS]));
     assert.equal(minted.status, 200, minted.body);
     const acl = JSON.parse((await conns[1].request('POST', '/', { ...auth(old.token), 'content-type': 'application/json' }, '["ACL","RESTTOKEN","wk-user","pw-1"]')).body).result as string;
     for (const c of conns) {

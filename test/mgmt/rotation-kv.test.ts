@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AREA_MODULES } from '../../src/main.js';
 import { startTestSvc, tempDir } from '../helpers/env.js';
+import { ACL_ALLOWED_COMMANDS } from '../kv/helpers.js';
 import { bearerStatus, mgmt } from './helpers.js';
 
 const skip = AREA_MODULES.kv ? false : 'kv area module not registered in AREA_MODULES';
@@ -41,7 +42,7 @@ test('kv reset-password: old standard, read-only and ACL REST tokens 401; new on
       assert.equal(await ping(kv, old.readonlyToken), 200);
 
       // An access-control user and its REST token (ACL RESTTOKEN).
-      const setuser = await kvCommand(kv, old.token, ['ACL', 'SETUSER', 'mgmt-test-user', 'on', '>s3cret-pw', '~*', '&*', '+@all']);
+      const setuser = await kvCommand(kv, old.token, ['ACL', 'SETUSER', 'mgmt-test-user', 'on', '>s3cret-pw', '~*', '&*', ...ACL_ALLOWED_COMMANDS]);
       assert.equal(setuser.status, 200, JSON.stringify(setuser.body));
       const minted = await kvCommand(kv, old.token, ['ACL', 'RESTTOKEN', 'mgmt-test-user', 's3cret-pw']);
       assert.equal(minted.status, 200, JSON.stringify(minted.body));

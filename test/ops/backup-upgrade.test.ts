@@ -46,6 +46,14 @@ function copyFixture(): { dir: string; cleanup(): void } {
   return { dir, cleanup: tmp.cleanup };
 }
 
+/** Turns the queue store of data directory `dir` into what schema 3 wrote (before workflow_notifies). */
+function queueAsSchema3(dir: string): void {
+  const q = new Database(path.join(dir, 'queue.sqlite'));
+  q.exec('DROP TABLE workflow_notifies; DROP INDEX workflow_runs_completed; DROP INDEX workflow_waiters_run;');
+  q.pragma('user_version = 3');
+  q.close();
+}
+
 /** Every file under `dir` (relative path -> size, mtime and SHA-256). */
 function fingerprint(dir: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -127,11 +135,8 @@ test('the current svc starts on the fixture data directory and serves every reco
 test('older stored schema versions are migrated at start-up after a pre-upgrade backup', { timeout: 300_000 }, async () => {
   const copy = copyFixture();
   try {
-    // the queue as schema 3 wrote it (before workflow_notifies), a vector index from before versions
-    const q = new Database(path.join(copy.dir, 'queue.sqlite'));
-    q.exec('DROP TABLE workflow_notifies; DROP INDEX workflow_runs_completed; DROP INDEX workflow_waiters_run;');
-    q.pragma('user_version = 3');
-    q.close();
+    // the queue as schema 3 wrote it, a vector index from before versions
+    queueAsSchema3(copy.dir);
     const v = new Database(path.join(copy.dir, 'vector', 'default.sqlite'));
     v.pragma('user_version = 0');
     v.close();
@@ -190,6 +195,37 @@ test('a data directory from a newer svc is refused and left unchanged', { timeou
       return true;
     });
     assert.deepEqual(fingerprint(copy.dir), again);
+  } finally {
+    copy.cleanup();
+  }
+});
+
+test('repeated starts that find the same older schema keep two pre-upgrade backups of it (the first and the newest), others untouched', { timeout: 300_000 }, async () => {
+  const copy = copyFixture();
+  try {
+    queueAsSchema3(copy.dir);
+    const backups = path.join(copy.dir, 'backups');
+    // an earlier upgrade's backup (other versions) and a scheduled backup: not this rule's
+    const earlier = path.join(backups, 'pre-upgrade-20200101T000000000Z');
+    fs.mkdirSync(earlier, { recursive: true });
+    fs.writeFileSync(path.join(earlier, 'manifest.json'), JSON.stringify({ reason: 'pre-upgrade', files: [{ path: 'queue.sqlite', schemaVersion: 2 }] }));
+    const scheduled = path.join(backups, 'svc-backup-20200101T000000000Z');
+    fs.mkdirSync(scheduled);
+    fs.writeFileSync(path.join(scheduled, 'manifest.json'), JSON.stringify({ reason: 'schedule', files: [] }));
+    // the queue area is not enabled, so its store is never migrated: every start finds version 3
+    // again (as a migration failing on every start would leave it)
+    const taken: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const before = new Set(fs.readdirSync(backups));
+      const svc = await startTestSvc(['mgmt'], { dataDir: copy.dir, env });
+      await svc.close();
+      const made = fs.readdirSync(backups).filter((n) => !before.has(n));
+      assert.equal(made.length, 1, `start ${i} took one pre-upgrade backup: ${made.join(', ')}`);
+      taken.push(made[0]);
+    }
+    const left = fs.readdirSync(backups).filter((n) => !n.startsWith('.')).sort();
+    assert.deepEqual(left, [path.basename(earlier), taken[0], taken[3], path.basename(scheduled)].sort());
+    for (const n of [taken[0], taken[3]]) assert.equal(userVersion(path.join(backups, n, 'queue.sqlite')), 3, `${n} holds the file as it was`);
   } finally {
     copy.cleanup();
   }

@@ -17,6 +17,7 @@ import { Index } from '@upstash/vector';
 import type { KvServer } from '../../src/kv/index.js';
 import type { SupervisedBackend } from '../../src/kv/redis/supervisor.js';
 import type { VectorServer } from '../../src/vector/index.js';
+import { MAX_NAMESPACE_SERIES } from '../../src/vector/metrics.js';
 import { startTestSvc } from '../helpers/env.js';
 import { startSink, waitFor } from '../queue/helpers.js';
 
@@ -82,6 +83,8 @@ const FAMILIES: Record<string, string> = {
   svc_kv_sse_streams: 'gauge',
   // vector
   svc_vector_vectors: 'gauge',
+  svc_vector_namespaces: 'gauge',
+  svc_vector_namespace_vectors: 'gauge',
   svc_vector_query_duration_seconds: 'histogram',
   svc_vector_upsert_duration_seconds: 'histogram',
   svc_vector_snapshot_duration_seconds: 'histogram',
@@ -189,8 +192,10 @@ test('/metrics under load: every family, counters move, kv worker merged, gauges
     moved('svc_vector_snapshot_duration_seconds_count', { index: 'default' });
     moved('svc_mgmt_sign_in_failures_total', { reason: 'invalid' });
     assert.ok(value(b, 'svc_vector_upsert_duration_seconds_count', { index: 'default' }) >= 2, 'upserts timed');
-    assert.equal(value(b, 'svc_vector_vectors', { index: 'default', namespace: '' }), 20);
-    assert.equal(value(b, 'svc_vector_vectors', { index: 'default', namespace: 'other' }), 1);
+    assert.equal(value(b, 'svc_vector_vectors', { index: 'default' }), 21);
+    assert.equal(value(b, 'svc_vector_namespaces', { index: 'default' }), 2);
+    assert.equal(value(b, 'svc_vector_namespace_vectors', { index: 'default', namespace: '' }), 20);
+    assert.equal(value(b, 'svc_vector_namespace_vectors', { index: 'default', namespace: 'other' }), 1);
     assert.ok(value(b, 'svc_queue_dlq_messages') >= 1, 'DLQ size');
     assert.equal(value(b, 'svc_kv_backend_up'), 1);
     for (const state of ['ready', 'delayed', 'held', 'in_flight']) assert.ok(b.some((s) => s.name === 'svc_queue_messages' && s.labels.state === state), state);
@@ -243,5 +248,47 @@ test('SVC_METRICS=false: no /metrics route (404 behind the management sign-in); 
     assert.equal(types.get('svc_mgmt_sign_in_failures_total'), 'counter');
   } finally {
     await open.close();
+  }
+});
+
+test('namespace names (chosen by vector clients) are label values only behind SVC_METRICS_TOKEN, and at most MAX_NAMESPACE_SERIES per index', async () => {
+  const extra = MAX_NAMESPACE_SERIES + 5;
+  const fill = async (svc: Awaited<ReturnType<typeof startTestSvc>>) => {
+    const index = new Index({ url: svc.urls.vector!, token: svc.ctx.credentials.get('vector.default.token') });
+    // namespace i holds i + 1 records: the largest are the last ones
+    for (let i = 0; i < extra; i++) {
+      await index.upsert(Array.from({ length: i + 1 }, (_, j) => ({ id: `v${j}`, vector: [i, j, 1, 1] })), { namespace: `tenant-alice-${i}` });
+    }
+  };
+  const total = (extra * (extra + 1)) / 2;
+  const open = await startTestSvc(['vector', 'mgmt']);
+  try {
+    await fill(open);
+    const r = await fetch(`${open.urls.mgmt}/metrics`);
+    assert.equal(r.status, 200);
+    const text = await r.text();
+    assert.ok(!text.includes('tenant-alice'), 'an unauthenticated scrape names no namespace');
+    const { samples, types } = parse(text);
+    assert.equal(types.has('svc_vector_namespace_vectors'), false);
+    assert.equal(value(samples, 'svc_vector_vectors', { index: 'default' }), total);
+    assert.equal(value(samples, 'svc_vector_namespaces', { index: 'default' }), extra + 1, 'the tenants and the (empty) default namespace');
+    assert.ok(samples.every((s) => s.labels.namespace === undefined), 'no namespace label at all');
+  } finally {
+    await open.close();
+  }
+  const closed = await startTestSvc(['vector', 'mgmt'], { env: { SVC_METRICS_TOKEN: 'scrape-secret' } });
+  try {
+    await fill(closed);
+    const r = await fetch(`${closed.urls.mgmt}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
+    assert.equal(r.status, 200);
+    const { samples } = parse(await r.text());
+    const series = samples.filter((s) => s.name === 'svc_vector_namespace_vectors');
+    assert.equal(series.length, MAX_NAMESPACE_SERIES, 'one series per namespace up to the cap');
+    const expected = Array.from({ length: MAX_NAMESPACE_SERIES }, (_, k) => `tenant-alice-${extra - 1 - k}`).sort();
+    assert.deepEqual(series.map((s) => s.labels.namespace).sort(), expected, 'the largest namespaces');
+    for (const s of series) assert.equal(s.value, Number(s.labels.namespace.split('-').pop()) + 1);
+    assert.equal(value(samples, 'svc_vector_vectors', { index: 'default' }), total);
+  } finally {
+    await closed.close();
   }
 });

@@ -8,12 +8,14 @@
  * attempt ends at the limit, not at the timeout); delays, not-before times, flow-control numbers
  * and periods and workflow wait timeouts past their bounds are 400, never a deadline of `Infinity`
  * (shown as null) or past PostgreSQL's columns; a page of workflow logs of large runs stops at
- * `SVC_QUEUE_MAX_PAGE_BYTES` and its cursor continues. Through @upstash/qstash and raw HTTP.
+ * `SVC_QUEUE_MAX_PAGE_BYTES` and its cursor continues; a batch of more than MAX_BATCH_ENTRIES
+ * entries is 400 and stores nothing. Through @upstash/qstash and raw HTTP.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { MAX_BATCH_ENTRIES } from '../../src/queue/api/publish.js';
 import { startQueue, startSink, waitFor, type Sink } from './helpers.js';
 
 describe('hostile input', () => {
@@ -29,6 +31,26 @@ describe('hostile input', () => {
   });
   const raw = (method: string, p: string, headers: Record<string, string> = {}, body?: string) =>
     fetch(`${q.url}${p}`, { method, headers: { authorization: `Bearer ${q.token}`, ...headers }, body });
+
+  test('a batch of more than MAX_BATCH_ENTRIES entries is 400 and stores nothing; MAX_BATCH_ENTRIES are taken', async () => {
+    const entries = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ url: `${sink.url}/${tag}/${i}`, body: { i }, delay: '1d' as const }));
+    await assert.rejects(q.client.batchJSON(entries(MAX_BATCH_ENTRIES + 1, 'over')), new RegExp(`${MAX_BATCH_ENTRIES + 1} entries; at most ${MAX_BATCH_ENTRIES}`));
+    // 200 000 minimal entries fit the default body limit (11 MiB): refused before any is planned
+    const many = '[' + Array.from({ length: 200_000 }, () => `{"destination":"${sink.url}/m"}`).join(',') + ']';
+    const res = await raw('POST', '/v2/batch', { 'content-type': 'application/json' }, many);
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { error: string }).error, /200000 entries; at most 1000/);
+    const ok = await q.client.batchJSON(entries(MAX_BATCH_ENTRIES, 'at'));
+    assert.equal(ok.length, MAX_BATCH_ENTRIES);
+    const ids = new Set(ok.map((r) => (r as { messageId: string }).messageId));
+    assert.equal(ids.size, MAX_BATCH_ENTRIES);
+    assert.match((await q.client.messages.get([...ids][0])).url, /\/at\/\d+$/);
+    // the refused batches left no message: the logs know the accepted entries only
+    const logs = async (url: string) => ((await (await raw('GET', `/v2/logs?url=${encodeURIComponent(url)}`)).json()) as { logs: unknown[] }).logs.length;
+    assert.equal(await logs(`${sink.url}/at/0`), 1);
+    assert.equal(await logs(`${sink.url}/over/0`), 0);
+    assert.equal(await logs(`${sink.url}/m`), 0);
+  });
 
   test('a malformed queue name is 400, through raw HTTP and the SDK', async () => {
     const res = await raw('POST', '/v2/enqueue/?%:9:/x', {}, 'b');
@@ -246,5 +268,40 @@ describe('hostile input', () => {
       pages++;
     } while (cursor && pages < 10);
     assert.deepEqual([...seen].sort(), [...ids].sort());
+  });
+
+  test('one run of many large steps is cut to SVC_QUEUE_MAX_PAGE_BYTES in the logs (oldest steps left out, stepsOmitted); the SDK\'s step list is whole', async () => {
+    // the run's endpoint never answers: the run stays active while its steps are stored
+    const hang = await startSink(() => ({ delayMs: 120_000 }));
+    const url = `${hang.url}/long-run`;
+    const runId = 'wfr_long-run';
+    try {
+      const t = await raw('POST', `/v2/trigger/${url}`, { 'content-type': 'application/json', 'upstash-workflow-runid': runId }, '{"start":1}');
+      assert.equal(t.status, 200, await t.clone().text());
+      const steps = Array.from({ length: 12 }, (_, i) => ({
+        destination: url,
+        headers: { 'content-type': 'application/json', 'upstash-workflow-runid': runId, 'upstash-workflow-init': 'false' },
+        body: JSON.stringify({ stepId: i + 1, stepName: `s${i + 1}`, stepType: 'Run', out: JSON.stringify('o'.repeat(200 * 1024)), concurrent: 1 }),
+      }));
+      for (const entry of steps) {
+        const r = await raw('POST', '/v2/batch', { 'content-type': 'application/json' }, JSON.stringify([entry]));
+        assert.equal(r.status, 200, await r.clone().text());
+      }
+      const r = await raw('GET', `/v2/workflows/logs?workflowRunId=${runId}`);
+      assert.equal(r.status, 200);
+      const text = await r.text();
+      assert.ok(text.length < 1024 * 1024 + 256 * 1024, `${text.length} bytes for one run (1 MiB bound + one group)`);
+      const [log] = (JSON.parse(text) as { runs: { steps: { type: string; steps: { stepId: number; stepName: string }[] }[]; stepsOmitted?: number }[] }).runs;
+      assert.equal(log.steps[0].steps[0].stepName, 'init', 'the initial group stays');
+      const kept = log.steps.slice(1).flatMap((g) => g.steps.map((s) => s.stepId));
+      assert.ok((log.stepsOmitted ?? 0) >= 1, `stepsOmitted ${log.stepsOmitted}`);
+      assert.equal(kept.length + log.stepsOmitted!, 12, 'every step is shown or counted');
+      assert.deepEqual(kept, Array.from({ length: kept.length }, (_, i) => 13 - kept.length + i), 'the newest steps, in order');
+      // the lazy-fetch list the SDK replays from is never cut
+      const all = (await (await raw('GET', `/v2/workflows/runs/${runId}`)).json()) as unknown[];
+      assert.equal(all.length, 13);
+    } finally {
+      await hang.close();
+    }
   });
 });

@@ -163,6 +163,14 @@ export async function publishTo(
   return { status: results.every((r) => r.deduplicated) ? 202 : 200, payload: publishResponse(targets, results, isUrl) };
 }
 
+/**
+ * Most entries one `POST /v2/batch` takes (400 `batchTooManyEntries` past it, nothing stored). The
+ * hosted service documents no count, only its body size; this bounds what one request makes svc
+ * plan and write in one go (a 11 MiB body of minimal entries is ~300 000 messages) while leaving
+ * room for the SDKs' batches (a workflow's parallel steps are one entry each).
+ */
+export const MAX_BATCH_ENTRIES = 1000;
+
 /** Registers the publish routes. */
 export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext): void {
   app.post('/v2/publish/*', async (req: FastifyRequest, reply) => {
@@ -181,6 +189,7 @@ export function registerPublishRoutes(app: FastifyInstance, ctx: QueueApiContext
       throw queueError('invalidJson', (err as Error).message);
     }
     if (!Array.isArray(entries)) throw queueError('batchNotArray');
+    if (entries.length > MAX_BATCH_ENTRIES) throw queueError('batchTooManyEntries', entries.length, MAX_BATCH_ENTRIES);
     const now = ctx.clock.now();
     const plan: { targets: Target[]; isUrl: boolean; msgs: NewMessage[]; span?: Span }[] = [];
     for (const [i, e] of entries.entries()) {

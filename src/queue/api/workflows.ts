@@ -11,7 +11,9 @@
  *   DELETE /v2/workflows/dlq?dlqIds=..|filters                            -> {deleted, cursor?}
  *   DELETE /v2/workflows/runs/{id}?cancel=true|false                      end of a run (SDK) / cancel
  *   DELETE /v2/workflows/runs?workflowRunIds=..|filters                   bulk cancel -> {cancelled}
- *   GET    /v2/workflows/runs/{id}                                        step list (lazy fetch); 404 when ended
+ *   GET    /v2/workflows/runs/{id}                                        step list (lazy fetch); 404 when ended;
+ *                                                                          never cut: the SDK replays the run from it
+ *                                                                          (its getSteps reads one array, no cursor)
  *   POST   /v2/workflows/dlq/callback/{dlqId}                             re-run a failed failure function
  *   GET    /v2/workflows/events, /v2/workflows/logs                       -> {runs, cursor?}
  * Override headers of restart/resume: `Svc-`/`Upstash-` `Workflow-RunId`, `Retries`,
@@ -226,7 +228,8 @@ export function registerWorkflowRoutes(app: FastifyInstance, ctx: QueueApiContex
       seen = run;
       const steps = await engine.runs.steps(run.seq);
       if (messageId && triggerId(run) !== messageId && !steps.some((s) => s.messageId === messageId)) continue;
-      const json = runLogJson(run, steps);
+      // one run of many steps is cut too (its oldest steps left out, `stepsOmitted`)
+      const json = runLogJson(run, steps, ctx.config.maxPageBytes);
       bytes += JSON.stringify(json).length;
       out.push(json);
     }

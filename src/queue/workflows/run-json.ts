@@ -50,8 +50,14 @@ function parseStep(s: WorkflowStep): Record<string, unknown> | undefined {
  * that is the branch: `STEP_RETRY`, `STEP_FAILED`), and its result step once one is stored, also
  * after the run ended (an invoked child that finishes after its parent failed). Result steps
  * without a plan in the list (older runs) are grouped by `concurrent` as they come.
+ *
+ * `maxBytes` bounds the JSON of the step groups (`SVC_QUEUE_MAX_PAGE_BYTES` for the logs API: a
+ * run of 100 000 steps would otherwise be one answer of its whole history): past it the oldest
+ * groups after the initial one are left out, the newest kept (at least the initial group and the
+ * last one), and `stepsOmitted` says how many steps were left out. `GET /v2/workflows/runs/{id}`
+ * (the SDK's replay) is not cut: it needs every step.
  */
-export function runLogJson(run: WorkflowRun, steps: WorkflowStep[]): Record<string, unknown> {
+export function runLogJson(run: WorkflowRun, steps: WorkflowStep[], maxBytes = Infinity): Record<string, unknown> {
   const retries = run.config.retries ?? 3;
   const base = (s: WorkflowStep) => ({ messageId: s.messageId, callType: s.callType, createdAt: s.createdAt, retries, state: 'STEP_SUCCESS', headers: {} });
   const groups: Record<string, unknown>[] = [
@@ -174,6 +180,23 @@ export function runLogJson(run: WorkflowRun, steps: WorkflowStep[]): Record<stri
           },
         }
       : {}),
-    steps: groups,
+    ...bounded(groups, maxBytes),
   };
+}
+
+/** `{steps}`: `groups` whole, or without the oldest groups after the first past `maxBytes` of JSON, with `stepsOmitted`. */
+function bounded(groups: Record<string, unknown>[], maxBytes: number): { steps: Record<string, unknown>[]; stepsOmitted?: number } {
+  if (maxBytes === Infinity || groups.length <= 2) return { steps: groups };
+  const sizes = groups.map((g) => JSON.stringify(g).length + 1);
+  let total = sizes.reduce((a, b) => a + b, 0);
+  if (total <= maxBytes) return { steps: groups };
+  // drop from the oldest after the initial group while over budget, keeping the last group
+  let from = 1;
+  let omitted = 0;
+  while (total > maxBytes && from < groups.length - 1) {
+    total -= sizes[from];
+    omitted += (groups[from].steps as unknown[]).length;
+    from++;
+  }
+  return { steps: [groups[0], ...groups.slice(from)], stepsOmitted: omitted };
 }
