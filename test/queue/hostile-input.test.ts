@@ -32,7 +32,7 @@ describe('hostile input', () => {
   const raw = (method: string, p: string, headers: Record<string, string> = {}, body?: string) =>
     fetch(`${q.url}${p}`, { method, headers: { authorization: `Bearer ${q.token}`, ...headers }, body });
 
-  test('a batch of more than MAX_BATCH_ENTRIES entries is 400 and stores nothing; MAX_BATCH_ENTRIES are taken', async () => {
+  test('a batch (or batch trigger) of more than MAX_BATCH_ENTRIES entries is 400 and stores nothing; MAX_BATCH_ENTRIES are taken', async () => {
     const entries = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ url: `${sink.url}/${tag}/${i}`, body: { i }, delay: '1d' as const }));
     await assert.rejects(q.client.batchJSON(entries(MAX_BATCH_ENTRIES + 1, 'over')), new RegExp(`${MAX_BATCH_ENTRIES + 1} entries; at most ${MAX_BATCH_ENTRIES}`));
     // 200 000 minimal entries fit the default body limit (11 MiB): refused before any is planned
@@ -50,6 +50,12 @@ describe('hostile input', () => {
     assert.equal(await logs(`${sink.url}/at/0`), 1);
     assert.equal(await logs(`${sink.url}/over/0`), 0);
     assert.equal(await logs(`${sink.url}/m`), 0);
+    // the batch trigger of workflow runs has the same bound: no run is started
+    const runs = JSON.stringify(Array.from({ length: MAX_BATCH_ENTRIES + 1 }, (_, i) => ({ destination: `${sink.url}/wf-over/${i}` })));
+    const trig = await raw('POST', '/v2/batch/trigger', { 'content-type': 'application/json' }, runs);
+    assert.equal(trig.status, 400);
+    assert.match(((await trig.json()) as { error: string }).error, new RegExp(`${MAX_BATCH_ENTRIES + 1} entries; at most ${MAX_BATCH_ENTRIES}`));
+    assert.equal(await logs(`${sink.url}/wf-over/0`), 0);
   });
 
   test('a malformed queue name is 400, through raw HTTP and the SDK', async () => {

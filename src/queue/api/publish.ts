@@ -164,7 +164,7 @@ export async function publishTo(
 }
 
 /**
- * Most entries one `POST /v2/batch` takes (400 `batchTooManyEntries` past it, nothing stored). The
+ * Most entries one `POST /v2/batch` (or `POST /v2/batch/trigger`) takes (400 `batchTooManyEntries` past it, nothing stored). The
  * hosted service documents no count, only its body size; this bounds what one request makes svc
  * plan and write in one go (a 11 MiB body of minimal entries is ~300 000 messages) while leaving
  * room for the SDKs' batches (a workflow's parallel steps are one entry each).

@@ -25,7 +25,7 @@ import { newRunId } from '../workflows/recovery.js';
 import type { QueueApiContext } from './context.js';
 import { withoutNulls } from './messages.js';
 import { parseOptions } from '../options.js';
-import { checkDestination, checkHeaderField, destinationFromRawUrl } from './publish.js';
+import { checkDestination, checkHeaderField, destinationFromRawUrl, MAX_BATCH_ENTRIES } from './publish.js';
 
 /** The trigger message of a new run to `url` with the (lower-case) request headers `h`. */
 function triggerMessage(ctx: QueueApiContext, url: string, h: Record<string, string>, body: Buffer, callerIp: string | undefined, now: number) {
@@ -94,6 +94,7 @@ export function registerWorkflowTriggerRoutes(app: FastifyInstance, ctx: QueueAp
       throw queueError('invalidJson', (err as Error).message);
     }
     if (!Array.isArray(entries)) throw queueError('triggerBatchNotArray');
+    if (entries.length > MAX_BATCH_ENTRIES) throw queueError('batchTooManyEntries', entries.length, MAX_BATCH_ENTRIES);
     const now = ctx.clock.now();
     const runs = entries.map((e, i) => {
       if (!e || typeof e !== 'object' || Array.isArray(e)) throw queueError('triggerEntryNotObject', i);
