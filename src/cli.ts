@@ -139,7 +139,7 @@ async function backupCommand(args: string[], config: Config): Promise<number> {
     process.stderr.write(`svc: no management credentials: set SVC_MGMT_USER and SVC_MGMT_PASSWORD, or SVC_DATA_DIR to the running svc's data directory\n`);
     return 2;
   }
-  const url = (process.env.SVC_MGMT_URL?.trim() || baseUrl(config.host, config.ports.mgmt)).replace(/\/+$/, '');
+  const url = (process.env.SVC_MGMT_URL?.trim() || baseUrl(config.mgmtHost, config.ports.mgmt)).replace(/\/+$/, '');
   // a backup of a large data directory takes minutes: no header or body timeout
   const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
   try {

@@ -15,7 +15,10 @@ export const AREAS = ['queue', 'kv', 'vector', 'mgmt'] as const;
 export type AreaName = (typeof AREAS)[number];
 
 export interface Config {
+  /** Bind address of the queue, kv and vector listeners (`SVC_HOST`). */
   host: string;
+  /** Bind address of the management listener (`SVC_MGMT_HOST`; default {@link host}): the console, `/metrics` and the management API can stay on a private address while the SDK ports are public. */
+  mgmtHost: string;
   dataDir: string;
   areas: AreaName[];
   logLevel: string;
@@ -347,6 +350,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   const config: Config = {
     host: str('SVC_HOST') ?? '127.0.0.1',
+    mgmtHost: str('SVC_MGMT_HOST') ?? str('SVC_HOST') ?? '127.0.0.1',
     dataDir: path.resolve(str('SVC_DATA_DIR') ?? './data'),
     areas,
     logLevel: oneOf('SVC_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),

@@ -67,7 +67,7 @@ export function configuredEnvBlock(ctx: AreaContext): string {
   for (const name of ctx.config.areas) {
     const m = AREA_MODULES[name];
     if (!m) continue;
-    Object.assign(vars, m.env(ctx, baseUrl(ctx.config.host, ctx.config.ports[name])));
+    Object.assign(vars, m.env(ctx, baseUrl(name === 'mgmt' ? ctx.config.mgmtHost : ctx.config.host, ctx.config.ports[name])));
   }
   return formatEnv(vars);
 }

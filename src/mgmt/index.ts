@@ -76,7 +76,7 @@ export const mgmtArea: AreaModule = {
     let closing: Promise<void> | undefined;
     return {
       async listen() {
-        const url = await listenOn(app, ctx.config.host, ctx.config.ports.mgmt);
+        const url = await listenOn(app, ctx.config.mgmtHost, ctx.config.ports.mgmt);
         listening = true;
         return url;
       },
