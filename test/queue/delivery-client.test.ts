@@ -63,6 +63,9 @@ function onRequests(s: net.Socket, fn: (raw: string, nth: number) => void): void
   });
 }
 
+/** Node 24's trust-store calls (newer than the installed `@types/node`). */
+const tlsCa = tls as typeof tls & { getCACertificates(type: 'default'): string[]; setDefaultCACertificates(certs: string[]): void };
+
 const senders: HttpSender[] = [];
 function sender(o: Partial<HttpSenderOptions> = {}): HttpSender {
   const s = new HttpSender({ blockPrivate: false, maxResponseBytes: 1024 * 1024, connectionsPerOrigin: 4, ...o });
@@ -320,7 +323,7 @@ describe('delivery client', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
-    const defaults = tls.getCACertificates('default');
+    const defaults = tlsCa.getCACertificates('default');
     // a name the certificate does not carry, resolving to the same server
     const lookup = ((_h: string, _o: unknown, cb: (e: Error | null, a: { address: string; family: number }[]) => void) =>
       cb(null, [{ address: '127.0.0.1', family: 4 }])) as unknown as HttpSenderOptions['lookup'];
@@ -330,7 +333,7 @@ describe('delivery client', () => {
       const refused = await s.send(post(`https://localhost:${port}/t`));
       assert.equal(refused.status, undefined);
       assert.match(refused.error ?? '', /^delivery failed: self[- ]signed certificate/);
-      tls.setDefaultCACertificates([...defaults, fs.readFileSync(cert, 'utf8')]);
+      tlsCa.setDefaultCACertificates([...defaults, fs.readFileSync(cert, 'utf8')]);
       for (const host of ['localhost', '127.0.0.1']) {
         const o = await s2.send(post(`https://${host}:${port}/t`));
         assert.equal(o.status, 200, o.error);
@@ -341,7 +344,7 @@ describe('delivery client', () => {
       assert.equal(wrongName.status, undefined);
       assert.match(wrongName.error ?? '', /^delivery failed: .*wrong\.test.*altnames/);
     } finally {
-      tls.setDefaultCACertificates(defaults);
+      tlsCa.setDefaultCACertificates(defaults);
       await s.close();
       await s2.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -91,6 +91,22 @@ const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const BAD_PATH = /[^\u0021-\u00ff]/;
 const EXPECTS_BODY = new Set(['POST', 'PUT', 'PATCH', 'QUERY', 'PROPFIND', 'PROPPATCH']);
 
+/**
+ * `count` header lines (`name: value\r\n`), each name a token and each value without CR, LF or
+ * another control but HTAB (latin1): the rules of {@link TOKEN} and {@link BAD_VALUE} for a whole
+ * header block at once. Linear: a name cannot hold `:` or a space, a value cannot hold CR.
+ * Cached per count (deliveries have 15-40 headers).
+ */
+const linesByCount: RegExp[] = [];
+function headerLines(count: number): RegExp {
+  let re = linesByCount[count];
+  if (re === undefined) {
+    re = new RegExp(`^(?:[!#$%&'*+\\-.^_\`|~0-9A-Za-z]+: [\\t\\x20-\\x7e\\x80-\\xff]*\\r\\n){${count}}$`);
+    if (count < 1000) linesByCount[count] = re;
+  }
+  return re;
+}
+
 /** Header names checked once (bounded): the same few names repeat. */
 const goodNames = new Set<string>();
 function validName(name: string): boolean {
@@ -230,6 +246,20 @@ const enum CS {
 }
 
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
+const CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
+const TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
+const CONNECTION = Buffer.from('connection', 'latin1');
+const KEEP_ALIVE = Buffer.from('keep-alive', 'latin1');
+
+/**
+ * Whether `buf[start, start + lower.length)` is the header name `lower` in any case. `| 0x20`
+ * lower-cases ASCII letters; the only other byte it could turn into a letter or `-` is a control
+ * byte, which a name never holds (the parser refuses it first).
+ */
+function nameIs(buf: Buffer, start: number, lower: Buffer): boolean {
+  for (let k = 0; k < lower.length; k++) if ((buf[start + k] | 0x20) !== lower[k]) return false;
+  return true;
+}
 
 /** One connection of an origin's pool. */
 class Conn {
@@ -527,27 +557,32 @@ class Conn {
       }
       if (buf[pos + 1] !== 10 || colon <= start) return this.protocolError('invalid response header');
       const nameLen = colon - start;
-      if (nameLen === 14 || nameLen === 17 || nameLen === 10) {
-        const name = buf.toString('latin1', start, colon).toLowerCase();
-        if (name === 'content-length' || name === 'transfer-encoding' || name === 'connection' || name === 'keep-alive') {
-          const value = buf.toString('latin1', colon + 1, pos).trim();
-          if (name === 'content-length') {
-            if (!/^\d{1,15}$/.test(value)) return this.protocolError('invalid response content-length');
-            const v = Number(value);
-            if (length >= 0 && length !== v) return this.protocolError('conflicting response content-length');
-            length = v;
-          } else if (name === 'transfer-encoding') {
-            hasTe = true;
-            const codings = value.toLowerCase().split(',');
-            chunked = codings[codings.length - 1].trim() === 'chunked';
-          } else if (name === 'connection') {
-            if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) close = true;
-            else if (minor === 0 && /(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) close = false;
-          } else {
-            const m = /(?:^|[,;\s])timeout\s*=\s*(\d+)/i.exec(value);
-            if (m) keepAliveHint = Number(m[1]) * 1000;
-          }
+      if (nameLen === 14 && nameIs(buf, start, CONTENT_LENGTH)) {
+        // digits only (OWS around them), as Node's parser
+        let vs = colon + 1;
+        let ve = pos;
+        while (vs < ve && (buf[vs] === 32 || buf[vs] === 9)) vs++;
+        while (ve > vs && (buf[ve - 1] === 32 || buf[ve - 1] === 9)) ve--;
+        if (ve === vs || ve - vs > 15) return this.protocolError('invalid response content-length');
+        let v = 0;
+        for (let k = vs; k < ve; k++) {
+          const d = buf[k] - 48;
+          if (d < 0 || d > 9) return this.protocolError('invalid response content-length');
+          v = v * 10 + d;
         }
+        if (length >= 0 && length !== v) return this.protocolError('conflicting response content-length');
+        length = v;
+      } else if (nameLen === 17 && nameIs(buf, start, TRANSFER_ENCODING)) {
+        hasTe = true;
+        const codings = buf.toString('latin1', colon + 1, pos).toLowerCase().split(',');
+        chunked = codings[codings.length - 1].trim() === 'chunked';
+      } else if (nameLen === 10 && nameIs(buf, start, CONNECTION)) {
+        const value = buf.toString('latin1', colon + 1, pos);
+        if (/(?:^|,)[ \t]*close[ \t]*(?:,|$)/i.test(value)) close = true;
+        else if (minor === 0 && /(?:^|,)[ \t]*keep-alive[ \t]*(?:,|$)/i.test(value)) close = false;
+      } else if (nameLen === 10 && nameIs(buf, start, KEEP_ALIVE)) {
+        const m = /(?:^|[,;\s])timeout\s*=\s*(\d+)/i.exec(buf.toString('latin1', colon + 1, pos));
+        if (m) keepAliveHint = Number(m[1]) * 1000;
       }
       pos += 2;
     }
@@ -754,7 +789,10 @@ class Pool {
       const now = Date.now();
       while (this.idle.length > 0) {
         const c = this.idle.pop()!;
-        if (!c.dead && !c.socket.destroyed && now - c.idleAt < c.idleMs) return c.start(a);
+        if (!c.dead && !c.socket.destroyed && now - c.idleAt < c.idleMs) {
+          c.socket.ref();
+          return c.start(a);
+        }
         c.destroy();
       }
     }
@@ -780,6 +818,7 @@ class Pool {
     const a = this.next();
     if (a !== undefined) return c.start(a);
     c.idleAt = Date.now();
+    c.socket.unref(); // an idle connection does not keep the process alive (as undici's)
     this.idle.push(c);
     this.client.sweepSoon();
   }
@@ -841,14 +880,17 @@ export class DeliveryClient {
       this.pools.set(req.origin, pool);
     }
     const isHead = method === 'HEAD';
-    let head = `${method} ${req.path} HTTP/1.1\r\n${pool.hostLine}${isHead ? 'connection: close\r\n' : 'connection: keep-alive\r\n'}`;
     const h = req.headers;
-    for (let k = 0; k + 1 < h.length; k += 2) {
-      const name = h[k];
-      const value = h[k + 1];
-      if (!validName(name) || BAD_VALUE.test(value)) return settle({ error: `delivery failed: invalid ${name} header` });
-      head += `${name}: ${value}\r\n`;
+    const count = h.length >> 1;
+    let lines = '';
+    for (let k = 0; k < 2 * count; k += 2) lines += `${h[k]}: ${h[k + 1]}\r\n`;
+    // one regular expression over all the lines (exactly `count` of them: a CR or LF inside a value
+    // would add one), instead of a call per name and per value; which header failed is found after
+    if (count > 0 && !headerLines(count).test(lines)) {
+      for (let k = 0; k < 2 * count; k += 2) if (!validName(h[k]) || BAD_VALUE.test(h[k + 1])) return settle({ error: `delivery failed: invalid ${h[k]} header` });
+      return settle({ error: 'delivery failed: invalid header' });
     }
+    let head = `${method} ${req.path} HTTP/1.1\r\n${pool.hostLine}${isHead ? 'connection: close\r\n' : 'connection: keep-alive\r\n'}${lines}`;
     const expects = EXPECTS_BODY.has(method);
     const bodyLen = body === null ? 0 : body.length;
     let closeAfter = isHead;
