@@ -21,6 +21,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { HttpSender, type HttpSenderOptions } from '../../src/queue/delivery/http.js';
 import type { AttemptOutcome } from '../../src/queue/model.js';
 import { waitFor } from '../helpers/wait.js';
+import { startQueue } from './helpers.js';
 
 /** A raw TCP server on port 0; `onConn` gets every socket; `sockets` counts them. */
 async function rawServer(onConn: (s: net.Socket, nth: number) => void): Promise<{ url: string; sockets: net.Socket[]; close(): Promise<void> }> {
@@ -93,7 +94,7 @@ describe('delivery client', () => {
     }));
     const agent = new Agent({ connections: 2, pipelining: 1, keepAliveTimeout: 30_000 });
     try {
-      const headers = ['Upstash-Forward-X', 'a b', 'content-type', 'application/json', 'User-Agent', 'Upstash-QStash', 'Upstash-Signature', 'eyJ.x.y', 'Svc-Signature', 'eyJ.x.y', 'X-Multi', '1', 'X-Multi', '2'];
+      const headers = ['Upstash-Forward-X', 'a b', 'content-type', 'application/json', 'User-Agent', 'Upstash-QStash', 'Upstash-Signature', 'eyJ.x.y', 'Svc-Signature', 'eyJ.x.y', 'X-Multi', '1', 'X-Multi', '2', 'X-Latin1', 'caf\u00e9\tb\u00ff', 'X-Empty', ''];
       const cases: [string, string, Buffer | null][] = [
         ['POST', '/p?q=1&r=%C3%A4', Buffer.from('{"a":1}')],
         ['POST', '/empty', Buffer.alloc(0)],
@@ -362,6 +363,35 @@ describe('delivery client', () => {
       for (const o of await Promise.all(pending)) assert.equal(o.error, 'delivery failed: the sender is closed');
       assert.equal((await s.send(post(`${srv.url}/3`))).error, 'delivery failed: the sender is closed');
     } finally {
+      await srv.close();
+    }
+  });
+
+  test('end to end: messages to a destination that closes each kept-alive connection at its next request are delivered once each, on the first attempt', async () => {
+    const got: string[] = [];
+    const srv = await rawServer((s) => onRequests(s, (raw, k) => {
+      if (k === 2) return s.destroy(); // a stale keep-alive connection: closed, nothing answered
+      got.push(raw.slice(raw.indexOf('\r\n\r\n') + 4));
+      s.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+    }));
+    const q = await startQueue();
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        ids.push((await q.client.publish({ url: `${srv.url}/m${i}`, body: `body ${i}`, retries: 0 })).messageId);
+        await waitFor(`delivery ${i}`, () => got.includes(`body ${i}`), 120_000);
+      }
+      for (const messageId of ids) {
+        const states = await waitFor(`logs of ${messageId}`, async () => {
+          const l = (await q.client.logs({ filter: { messageId } } as never)).logs.map((e) => e.state);
+          return l.includes('DELIVERED') ? l : undefined;
+        }, 60_000);
+        assert.deepEqual([...states].reverse(), ['CREATED', 'ACTIVE', 'DELIVERED'], messageId);
+      }
+      assert.deepEqual(got, ['body 0', 'body 1', 'body 2', 'body 3']);
+      assert.ok(srv.sockets.length >= 4, 'a new connection after each closed one');
+    } finally {
+      await q.close();
       await srv.close();
     }
   });
