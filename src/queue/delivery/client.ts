@@ -818,6 +818,8 @@ class Pool {
       const a = this.next();
       if (a !== undefined) this.all.add(new Conn(this, a));
     }
+    // nothing left (e.g. an origin whose connects all fail): forgotten, so origins do not pile up
+    if (this.all.size === 0 && this.queue.length === 0) this.client.forget(this);
   }
 
   /** Closes connections idle past their time; true when the pool is empty (may be dropped). */
@@ -899,6 +901,11 @@ export class DeliveryClient {
       if (bodyLen > 0) tail = body!;
     }
     pool.dispatch(new Attempt(data, tail, isHead, closeAfter, req.timeoutMs, settle), false);
+  }
+
+  /** Drops `pool` from the origin map (when it is still the one there). */
+  forget(pool: Pool): void {
+    if (this.pools.get(pool.origin) === pool) this.pools.delete(pool.origin);
   }
 
   /** Starts the idle sweep (once a second, not keeping the process alive) if it is not running. */

@@ -43,10 +43,13 @@ export interface OutgoingRequest {
   method: string;
   /** Flat `[name, value, ...]` list, written in this order and spelling (a name repeats for each of its values). */
   headers: string[];
+  /** Sent for every method but GET and HEAD (as before). */
   body: Buffer;
+  /** The whole attempt's limit (ms). */
   timeoutMs: number;
 }
 
+/** Sends delivery attempts ({@link OutgoingRequest}) and turns each into an {@link AttemptOutcome}. */
 export class HttpSender {
   private readonly client: DeliveryClient;
 
