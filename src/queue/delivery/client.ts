@@ -114,7 +114,7 @@ function canonical(raw: string): string {
 }
 
 /**
- * The outcome of an attempt that got a response. Its `headers` are decoded from a copy of the
+ * The outcome of an attempt that got a response. Its `headers` are decoded from the text of the
  * response's header lines at their first read, not per response: a delivered message's response
  * headers are read only when something needs them (a callback, a failed attempt's log row, a
  * workflow step, `Retry-After`).
@@ -123,8 +123,8 @@ export class ResponseOutcome implements AttemptOutcome {
   private decoded: HeaderMap | undefined;
   constructor(
     readonly status: number,
-    /** The header lines, `name: value\r\n` each (already checked by the parser). */
-    private raw: Buffer | undefined,
+    /** The header lines as latin1 text, `name: value\r\n` each (already checked by the parser). */
+    private raw: string | undefined,
     public body: Buffer,
     public error: string | undefined,
   ) {}
@@ -132,9 +132,8 @@ export class ResponseOutcome implements AttemptOutcome {
   get headers(): HeaderMap {
     if (this.decoded === undefined) {
       const h: HeaderMap = {};
-      const raw = this.raw;
-      if (raw !== undefined) {
-        const text = raw.toString('latin1');
+      const text = this.raw;
+      if (text !== undefined) {
         let pos = 0;
         while (pos < text.length) {
           let le = text.indexOf('\r\n', pos);
@@ -262,7 +261,7 @@ class Conn {
   private gotByte = false;
   private pend: Buffer | undefined;
   private status = 0;
-  private headLines: Buffer | undefined;
+  private headLines: string | undefined;
   private left = 0;
   private cs = CS.Size;
   private digits = 0;
@@ -523,6 +522,8 @@ class Conn {
     }
     const linesFrom = pos + 2;
     // header lines: find the framing ones; the rest are decoded only when read (ResponseOutcome)
+    // from this text (one latin1 decode of all the lines; a value is a slice of it)
+    const text = linesFrom < end ? buf.toString('latin1', linesFrom, end + 2) : undefined;
     let length = -1;
     let chunked = false;
     let hasTe = false;
@@ -559,14 +560,14 @@ class Conn {
         length = v;
       } else if (nameLen === 17 && nameIs(buf, start, TRANSFER_ENCODING)) {
         hasTe = true;
-        const codings = buf.toString('latin1', colon + 1, pos).toLowerCase().split(',');
+        const codings = text!.slice(colon + 1 - linesFrom, pos - linesFrom).toLowerCase().split(',');
         chunked = codings[codings.length - 1].trim() === 'chunked';
       } else if (nameLen === 10 && nameIs(buf, start, CONNECTION)) {
-        const value = buf.toString('latin1', colon + 1, pos);
+        const value = text!.slice(colon + 1 - linesFrom, pos - linesFrom);
         if (/(?:^|,)[ \t]*close[ \t]*(?:,|$)/i.test(value)) close = true;
         else if (minor === 0 && /(?:^|,)[ \t]*keep-alive[ \t]*(?:,|$)/i.test(value)) close = false;
       } else if (nameLen === 10 && nameIs(buf, start, KEEP_ALIVE)) {
-        const m = /(?:^|[,;\s])timeout\s*=\s*(\d+)/i.exec(buf.toString('latin1', colon + 1, pos));
+        const m = /(?:^|[,;\s])timeout\s*=\s*(\d+)/i.exec(text!.slice(colon + 1 - linesFrom, pos - linesFrom));
         if (m) keepAliveHint = Number(m[1]) * 1000;
       }
       pos += 2;
@@ -576,7 +577,7 @@ class Conn {
       return true; // informational: the final head follows (state stays Head)
     }
     this.status = status;
-    this.headLines = linesFrom < end ? Buffer.from(buf.subarray(linesFrom, end + 2)) : undefined; // a copy, with the last CRLF
+    this.headLines = text; // with the last CRLF
     if (close) this.reuse = false;
     if (keepAliveHint >= 0) {
       const ms = Math.min(keepAliveHint - KEEP_ALIVE_THRESHOLD_MS, KEEP_ALIVE_MAX_MS);
