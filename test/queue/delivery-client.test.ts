@@ -1,13 +1,15 @@
 /**
  * The delivery HTTP client (`src/queue/delivery/client.ts`, through `HttpSender`) against real
  * sockets: raw `node:net` servers that answer with chunked bodies, close-delimited bodies, 1xx
- * heads, bodies past the limit, nothing at all, or one byte at a time; a server that closes a
- * kept-alive connection when the next request comes (the request is sent again once, on a new
- * connection; never on a new connection, never after a response byte); the per-origin connection
- * limit; https with a self-signed certificate (refused until it is trusted, as Node's default trust
- * store decides); the request head byte for byte as undici wrote it (the previous delivery client,
- * still a dependency of other areas), header values HTTP cannot carry refused before anything is
- * sent; `close()` settling attempts in flight. Bounds, not timings, are asserted.
+ * heads, malformed heads, bodies past the limit, nothing at all, or one byte at a time; a server
+ * that closes a kept-alive connection while it is idle (the next request opens a new one) or when
+ * the next request comes (the request is sent again once, on a new connection; never a request
+ * sent on a new connection, never after a response byte; end to end through the queue too); the
+ * per-origin connection limit; https with a self-signed certificate (refused until it is trusted,
+ * as Node's default trust store decides, and for a name the certificate does not carry); the
+ * request head byte for byte as undici wrote it (the previous delivery client, still a dependency
+ * of other areas); header values HTTP cannot carry refused before anything is sent; blocked
+ * destinations; `close()` settling attempts in flight. Bounds, not timings, are asserted.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -184,6 +186,25 @@ describe('delivery client', () => {
       assert.equal(o.body?.toString(), 'ok');
       assert.equal(requests, 3, 'the second request reached the server twice');
       assert.equal(srv.sockets.length, 2);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  test('a kept-alive connection the server closes while idle: the next request goes on a new connection', async () => {
+    const closed: net.Socket[] = [];
+    const srv = await rawServer((s) => onRequests(s, () => {
+      s.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+      setTimeout(() => s.end(() => closed.push(s)), 20); // no `Connection: close`: closed between requests
+    }));
+    try {
+      const s = sender();
+      for (let i = 0; i < 3; i++) {
+        const o = await s.send(post(`${srv.url}/idle${i}`));
+        assert.equal(o.status, 200, o.error);
+        await waitFor(`connection ${i} closed by the server`, () => closed.length === i + 1, 60_000);
+      }
+      assert.equal(srv.sockets.length, 3);
     } finally {
       await srv.close();
     }
