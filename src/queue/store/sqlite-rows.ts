@@ -151,9 +151,9 @@ export const MESSAGE_COLUMNS = [
  * bit mask of the columns kept (bit `i` = `MESSAGE_COLUMNS[i]`), for {@link insertMessageSqlFor}:
  * positional parameters (the publish hot path: binding named parameters from an object costs a
  * property lookup each). Every column that can be NULL has no DEFAULT (NULL), so an INSERT that
- * leaves a NULL column out stores the same row; a typical message leaves 16 of the 31 out, and better-sqlite3 binds each
- * parameter with a type check and a `sqlite3_bind_*` call (~400 CPU instructions a value, measured
- * with callgrind, `docs/readme/queue-bench.md` "Sixth pass").
+ * leaves a NULL column out stores the same row; a typical message leaves 16-17 of the 31 out, and
+ * better-sqlite3 binds each parameter with a type check and a `sqlite3_bind_*` call (~200 CPU
+ * instructions a value, measured with callgrind, `docs/readme/queue-bench.md` "Sixth pass").
  */
 export function presentMessageValues(values: unknown[]): number {
   let mask = 0;
