@@ -160,8 +160,8 @@ export async function publishTo(
   const now = ctx.clock.now();
   const cfg = svcHeadersWithPrefix(headers, '');
   const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations, maxRetries: ctx.config.maxRetries });
-  const t = targetsFor(ctx, dest);
-  const { targets, isUrl } = t instanceof Promise ? await t : t;
+  const found = targetsFor(ctx, dest);
+  const { targets, isUrl } = found instanceof Promise ? await found : found;
   const workflowPublish = workflowPublishInfo(cfg);
   const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, workflowPublish }));
   const span = tracePublish(msgs, publishTraceContext(headers, opts.headers), queueName ?? dest);
