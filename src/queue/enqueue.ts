@@ -22,9 +22,13 @@ import type { Dispatcher } from './delivery/dispatcher.js';
 import type { EnqueueResult, NewMessage, StoredMessage } from './model.js';
 import type { QueueStore } from './store/types.js';
 
-/** A step run on new messages before they are stored; may change them; throws QueueError to refuse them. */
+/**
+ * A step run on new messages before they are stored; may change them; throws QueueError (or
+ * rejects with one) to refuse them. Returns undefined when it had nothing to do, which it decided
+ * synchronously: the publish hot path then awaits nothing for it.
+ */
 export interface EnqueueHook {
-  prepare(msgs: NewMessage[], now: number): Promise<void>;
+  prepare(msgs: NewMessage[], now: number): Promise<void> | undefined;
 }
 
 /** The admission gate's hook: `prepare` marks held messages, `kick` tells it new ones were stored. */
@@ -59,10 +63,14 @@ export class EnqueueService {
 
   constructor(private readonly o: EnqueueServiceOptions) {}
 
-  /** Runs the prepare hooks (workflow runs first, then admission) on `msgs`. @throws QueueError from a hook. */
-  async prepare(msgs: NewMessage[], now: number): Promise<void> {
-    if (this.workflows) await this.workflows.prepare(msgs, now);
-    if (this.admission) await this.admission.prepare(msgs, now);
+  /**
+   * Runs the prepare hooks (workflow runs first, then admission) on `msgs`; undefined when neither
+   * had anything to do ({@link EnqueueHook}). @throws QueueError from a hook (or rejects with it).
+   */
+  prepare(msgs: NewMessage[], now: number): Promise<void> | undefined {
+    const w = this.workflows?.prepare(msgs, now);
+    if (w) return w.then(() => this.admission?.prepare(msgs, now));
+    return this.admission?.prepare(msgs, now);
   }
 
   /**
@@ -73,7 +81,10 @@ export class EnqueueService {
    */
   async enqueue(msgs: NewMessage[], opts: EnqueueOptions = {}): Promise<EnqueueResult[]> {
     const now = opts.now ?? this.o.clock.now();
-    if (opts.prepare !== false) await this.prepare(msgs, now);
+    if (opts.prepare !== false) {
+      const p = this.prepare(msgs, now);
+      if (p) await p;
+    }
     const { dispatcher } = this.o;
     const claim = dispatcher.reserve(msgs, now);
     let results: EnqueueResult[];

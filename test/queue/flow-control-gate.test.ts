@@ -51,3 +51,46 @@ test('flow-control gate: an attempt whose outcome is committed but not yet ended
   await round();
   assert.equal(released.length, 3);
 });
+
+test('enqueue hooks: messages outside queues, flow control and workflows are prepared synchronously (nothing to await); the others as before', async () => {
+  const { AdmissionGate } = await import('../../src/queue/flow-control/gate.js');
+  const { EnqueueService } = await import('../../src/queue/enqueue.js');
+  const { buildMessage } = await import('../../src/queue/build.js');
+  const ensured: string[][] = [];
+  const gate = new AdmissionGate({
+    queues: { ensureQueues: async (names: string[]) => void ensured.push(names) } as never,
+    flows: { recordFlowControl: async () => undefined } as never,
+    clock: { now: () => 0 },
+    logger: { error() {}, warn() {}, info() {} } as never,
+    onRelease: () => undefined,
+  });
+  const service = new EnqueueService({ store: {} as never, dispatcher: {} as never, clock: { now: () => 0 }, dedupWindowMs: 0 });
+  service.admission = gate;
+  const opts = { method: 'POST', headers: {}, maxRetries: 0 };
+  const plain = buildMessage(opts, { url: 'https://example.com/a' }, Buffer.alloc(0), 0);
+  assert.equal(gate.prepare([plain], 0), undefined);
+  assert.equal(service.prepare([plain], 0), undefined);
+  assert.equal(plain.held, undefined);
+  const queued = buildMessage(opts, { url: 'https://example.com/a', queueName: 'q1' }, Buffer.alloc(0), 0);
+  const p = service.prepare([plain, queued], 0);
+  assert.ok(p instanceof Promise);
+  await p;
+  assert.equal(queued.held, true);
+  assert.equal(plain.held, undefined);
+  assert.deepEqual(ensured, [['q1']]);
+  // a workflow hook that has work runs before admission, which then sees its result
+  const order: string[] = [];
+  service.workflows = {
+    prepare: (msgs) => {
+      order.push('workflows');
+      return Promise.resolve().then(() => {
+        msgs[0].queueName = 'q2';
+      });
+    },
+  };
+  const later = buildMessage(opts, { url: 'https://example.com/b' }, Buffer.alloc(0), 0);
+  await service.prepare([later], 0);
+  assert.equal(later.held, true);
+  assert.deepEqual(ensured, [['q1'], ['q2']]);
+  assert.deepEqual(order, ['workflows']);
+});

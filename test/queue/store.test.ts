@@ -12,6 +12,7 @@ import { buildMessage } from '../../src/queue/build.js';
 import { GroupCommitter } from '../../src/queue/store/group-commit.js';
 import { openSqliteQueueStore } from '../../src/queue/store/sqlite.js';
 import { loadMigrations } from '../../src/queue/store/migrate.js';
+import { insertMessageSqlFor, MESSAGE_COLUMNS, messageValues, presentMessageValues } from '../../src/queue/store/sqlite-rows.js';
 import { openPgQueueStore } from '../../src/queue/store/pg.js';
 import { tempDir } from '../helpers/env.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -130,6 +131,65 @@ describe('SQLite store specifics', () => {
     const states = (await store.listLogs({}, { count: 10, order: 'earliestFirst' })).items.map((l) => l.state);
     assert.deepEqual(states, ['CREATED', 'ACTIVE', 'CREATED', 'ACTIVE']);
     await store.close();
+  });
+
+  test('sqlite: a message INSERT names only its non-NULL columns; messages with every option, none, or held read back the same', async () => {
+    const now = Date.now();
+    const plain = buildMessage({ method: 'POST', headers: { 'Content-Type': ['text/plain'] }, maxRetries: 3 }, { url: 'https://example.com/a' }, Buffer.from('x'), now);
+    const values = messageValues(plain, { owner: 'w', leaseUntil: now + 1000 });
+    const mask = presentMessageValues(values);
+    const sql = insertMessageSqlFor(mask);
+    const named = MESSAGE_COLUMNS.filter((c) => sql.includes(`${c},`) || sql.includes(`${c})`));
+    assert.deepEqual(named, ['id', 'kind', 'url', 'url_host', 'url_path', 'origin', 'method', 'headers', 'body', 'created_at', 'due_at', 'max_retries', 'claimed_by', 'lease_until']);
+    assert.equal(values.length, named.length);
+    assert.ok(!values.includes(null));
+
+    const f = open();
+    const full = buildMessage(
+      {
+        method: 'PUT',
+        headers: { 'X-A': ['1'] },
+        maxRetries: 5,
+        delayMs: 60_000,
+        retryDelay: '1000 * retried',
+        timeoutMs: 2500,
+        callback: 'https://example.com/cb',
+        callbackOptions: { method: 'POST', headers: {}, maxRetries: 1 },
+        failureCallback: 'https://example.com/fcb',
+        failureCallbackOptions: { method: 'POST', headers: {}, maxRetries: 2 },
+        labels: ['l1'],
+        redact: { body: true },
+        flowControlKey: 'k',
+        flowControl: { parallelism: 2 },
+      },
+      { url: 'https://example.com/b?q=1', topicName: 't', endpointName: 'e', queueName: 'q', scheduleId: 's' },
+      Buffer.from('y'),
+      now,
+      { callerIp: '10.0.0.1', workflow: { runId: 'wfr_1', url: 'https://example.com/wf' } as never },
+    );
+    const held = { ...buildMessage({ method: 'POST', headers: {}, maxRetries: 0 }, { url: 'https://example.com/c', queueName: 'q' }, Buffer.from('z'), now), held: true };
+    const r = await f.store.enqueue([plain, full, held], now, 0, { owner: 'w', leaseUntil: now + 1000, ids: new Set([plain.id]) });
+    assert.equal(r[0].claimed?.seq !== undefined, true);
+    for (const m of [full, held]) {
+      const got = await f.store.getMessage(m.id);
+      assert.ok(got);
+      const { held: _held, dedupKey: _d, workflowPublish: _w, ...want } = m as typeof m & { held?: boolean };
+      for (const [k, v] of Object.entries(want)) {
+        if (v !== undefined) assert.deepEqual((got as unknown as Record<string, unknown>)[k], v, k);
+      }
+    }
+    await f.store.close();
+    const db = new Database(f.file);
+    const rows = db.prepare('SELECT * FROM messages ORDER BY seq').all() as Record<string, unknown>[];
+    db.close();
+    assert.equal(rows.length, 3);
+    // the plain message: every column it leaves out is NULL (or its DEFAULT)
+    const p = rows[0];
+    for (const c of MESSAGE_COLUMNS) if (!named.includes(c)) assert.equal(p[c], null, c);
+    assert.deepEqual([p.status, p.retried, p.cancel_requested, p.claimed_by], ['pending', 0, 0, 'w']);
+    // the full one names every column (lease_until is NULL: not handed off)
+    for (const c of MESSAGE_COLUMNS) if (c !== 'lease_until' && c !== 'claimed_by') assert.notEqual(rows[1][c], null, c);
+    assert.deepEqual([rows[2].claimed_by, rows[2].lease_until, rows[2].queue_name], ['held', null, 'q']);
   });
 
   test('sqlite: logs has no AUTOINCREMENT; a log cursor held across the pruning of every row loses and repeats nothing', async () => {

@@ -63,12 +63,24 @@ export function checkDestination(dest: string, blockPrivate: boolean): void {
   if (why) throw queueError('privateDestination', 'destination', dest, why);
 }
 
-/** The targets of a publish destination: the URL itself, or a URL group's endpoints (`resolveDestination`). */
-export async function targetsFor(ctx: QueueApiContext, dest: string): Promise<{ targets: Target[]; isUrl: boolean }> {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(dest)) {
+/** A destination that is a URL (`scheme://...`) rather than a URL group or endpoint name. */
+const URL_DESTINATION = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * The targets of a publish destination: the URL itself, or a URL group's endpoints (`resolveDestination`).
+ * A URL is answered synchronously (the publish hot path awaits nothing for it); a name needs the store.
+ * @throws QueueError for an invalid or unknown destination (thrown, or the promise rejects)
+ */
+export function targetsFor(ctx: QueueApiContext, dest: string): { targets: Target[]; isUrl: boolean } | Promise<{ targets: Target[]; isUrl: boolean }> {
+  if (URL_DESTINATION.test(dest)) {
     checkDestination(dest, ctx.config.blockPrivateDestinations);
     return { targets: [{ url: dest }], isUrl: true };
   }
+  return groupTargets(ctx, dest);
+}
+
+/** {@link targetsFor} of a URL group or endpoint name. */
+async function groupTargets(ctx: QueueApiContext, dest: string): Promise<{ targets: Target[]; isUrl: boolean }> {
   const resolved = await ctx.resolveDestination(dest);
   if (!resolved) throw queueError('unknownDestination', dest);
   for (const t of resolved) checkDestination(t.url, ctx.config.blockPrivateDestinations);
@@ -148,7 +160,8 @@ export async function publishTo(
   const now = ctx.clock.now();
   const cfg = svcHeadersWithPrefix(headers, '');
   const opts = parseOptions(cfg, headers['content-type'], now, { blockPrivate: ctx.config.blockPrivateDestinations, maxRetries: ctx.config.maxRetries });
-  const { targets, isUrl } = await targetsFor(ctx, dest);
+  const found = targetsFor(ctx, dest);
+  const { targets, isUrl } = found instanceof Promise ? await found : found;
   const workflowPublish = workflowPublishInfo(cfg);
   const msgs = targets.map((t) => buildMessage(opts, queueName === undefined ? t : { ...t, queueName }, body, now, { callerIp, workflowPublish }));
   const span = tracePublish(msgs, publishTraceContext(headers, opts.headers), queueName ?? dest);

@@ -477,11 +477,18 @@ export class Dispatcher {
    * `recordRetryMs` while it throws (e.g. SQLITE_FULL); rethrows after the last wait, or at once
    * when the dispatcher is stopping.
    */
-  private async record(m: StoredMessage, write: () => Promise<boolean>): Promise<boolean> {
+  private record(m: StoredMessage, write: () => Promise<boolean>): Promise<boolean> {
+    // the first write's promise as is (no async frame per outcome); the retries only on a failure
+    return write().catch((err: unknown) => this.recordAgain(m, write, err));
+  }
+
+  /** {@link record} after its first write failed with `first`. */
+  private async recordAgain(m: StoredMessage, write: () => Promise<boolean>, first: unknown): Promise<boolean> {
     const waits = this.o.recordRetryMs ?? RECORD_RETRY_MS;
     for (let i = 0; ; i++) {
       try {
-        return await write();
+        if (i > 0) return await write();
+        throw first;
       } catch (err) {
         if (i >= waits.length || this.stopped) throw err;
         this.o.logger.warn({ err, messageId: m.id, retryInMs: waits[i] }, 'queue: recording a delivery outcome failed; writing it again');

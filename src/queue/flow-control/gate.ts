@@ -92,7 +92,14 @@ export class AdmissionGate {
    * Marks `msgs` that need a slot as held, creates their missing queues and records the limits
    * of their flow-control keys (pinned fields are kept by the effective-limit rule).
    */
-  async prepare(msgs: NewMessage[], now: number): Promise<void> {
+  prepare(msgs: NewMessage[], now: number): Promise<void> | undefined {
+    // messages outside queues and flow control (the common case): nothing to do, nothing awaited
+    for (const m of msgs) if (m.queueName !== undefined || m.flowControlKey !== undefined) return this.prepareHeld(msgs, now);
+    return undefined;
+  }
+
+  /** {@link prepare} when some of `msgs` are in a queue or under flow control. */
+  private async prepareHeld(msgs: NewMessage[], now: number): Promise<void> {
     const queues = new Set<string>();
     const keys = new Map<string, FlowControl>();
     for (const m of msgs) {

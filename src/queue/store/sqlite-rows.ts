@@ -138,7 +138,7 @@ export function messageParams(m: NewMessage): Record<string, unknown> {
   };
 }
 
-/** The columns of {@link INSERT_MESSAGE_VALUES_SQL}, in order. */
+/** The columns a new message is stored with, in the order of {@link messageValues}. */
 export const MESSAGE_COLUMNS = [
   'id', 'kind', 'url', 'url_host', 'url_path', 'origin', 'method', 'headers', 'body', 'created_at', 'not_before',
   'due_at', 'max_retries', 'retry_delay', 'timeout_ms', 'callback', 'callback_opts', 'failure_callback',
@@ -147,17 +147,40 @@ export const MESSAGE_COLUMNS = [
 ] as const;
 
 /**
- * The INSERT of a new message with positional parameters (the publish hot path: binding 31 named
- * parameters from an object costs a property lookup each); values from {@link messageValues}.
+ * Drops the NULLs from `values` (a {@link messageValues} list, changed in place) and returns the
+ * bit mask of the columns kept (bit `i` = `MESSAGE_COLUMNS[i]`), for {@link insertMessageSqlFor}:
+ * positional parameters (the publish hot path: binding named parameters from an object costs a
+ * property lookup each). Every column that can be NULL has no DEFAULT (NULL), so an INSERT that
+ * leaves a NULL column out stores the same row; a typical message leaves 16-17 of the 31 out, and
+ * better-sqlite3 binds each parameter with a type check and a `sqlite3_bind_*` call (~200 CPU
+ * instructions a value, measured with callgrind, `docs/readme/queue-bench.md` "Sixth pass").
  */
-export const INSERT_MESSAGE_VALUES_SQL = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES (${MESSAGE_COLUMNS.map(() => '?').join(', ')})`;
+export function presentMessageValues(values: unknown[]): number {
+  let mask = 0;
+  let k = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === null) continue;
+    mask |= 1 << i;
+    values[k++] = v;
+  }
+  values.length = k;
+  return mask;
+}
+
+/** The INSERT of a new message naming only the columns of `mask` ({@link presentMessageValues}), positional parameters in column order. */
+export function insertMessageSqlFor(mask: number): string {
+  const cols = MESSAGE_COLUMNS.filter((_, i) => (mask & (1 << i)) !== 0);
+  return `INSERT INTO messages (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;
+}
 
 /** Parsed `host`/`pathname`/`origin` of recent URLs (the same few destinations repeat). */
 const urlParts = new Map<string, [string, string, string]>();
 
 /**
- * Positional values for {@link INSERT_MESSAGE_VALUES_SQL}; `claim` stores the message leased to
- * its owner (enqueue hand-off), else it is unclaimed (or 'held', waiting for admission).
+ * Positional values of {@link MESSAGE_COLUMNS} (SQLite: {@link presentMessageValues}; PostgreSQL:
+ * one array per column); `claim` stores the message leased to its owner (enqueue hand-off), else
+ * it is unclaimed (or 'held', waiting for admission).
  */
 export function messageValues(m: NewMessage, claim?: { owner: string; leaseUntil: number }): unknown[] {
   let parts = urlParts.get(m.url);

@@ -213,7 +213,14 @@ export class WorkflowEngine {
   }
 
   /** Publish-time hook (see the module comment). @throws QueueError 400 for a step of an inactive run. */
-  async prepare(msgs: NewMessage[], now: number): Promise<void> {
+  prepare(msgs: NewMessage[], now: number): Promise<void> | undefined {
+    // no workflow headers (the common case): nothing to do, nothing awaited
+    for (const m of msgs) if (m.workflowPublish) return this.prepareRuns(msgs, now);
+    return undefined;
+  }
+
+  /** {@link prepare} when some of `msgs` carry workflow headers. */
+  private async prepareRuns(msgs: NewMessage[], now: number): Promise<void> {
     for (const m of msgs) {
       const p = m.workflowPublish;
       if (!p) continue;
