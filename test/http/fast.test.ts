@@ -240,7 +240,7 @@ describe('identical heads on one connection', () => {
         out.send(200, 'application/json', JSON.stringify({ x: h.headers['x-v'], url: h.url, body: body?.toString('latin1') ?? null, auth: h.auth ?? null }), '');
       },
     };
-    const server = createFastServer(handler, http.createServer(), { keepAliveMs: 60_000, bodyLimit: 1024, headersTimeoutMs: 60_000, requestTimeoutMs: 300_000, maxConnections: 100, busyBody: '{}' });
+    const server = createFastServer(handler, http.createServer(), { keepAliveMs: 60_000, bodyLimit: 65_536, headersTimeoutMs: 60_000, requestTimeoutMs: 300_000, maxConnections: 100, busyBody: '{}' });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     return { server, seen, port: (server.address() as net.AddressInfo).port };
   };
@@ -274,8 +274,10 @@ describe('identical heads on one connection', () => {
       const a = req('one', 'abc');
       // the same head again (alone, pipelined, split inside the head), then heads that differ in a
       // header value, the body length, the target, and the first head once more
-      const pieces = [a, a, a + a, a.slice(0, 20), a.slice(20), req('onf', 'abc'), req('one', 'abcd'), req('one', 'abc', '/u'), a];
-      const bodies = await send(p, pieces, 9);
+      // last, twice the same head with a 5,000-byte body: a buffer that large is not kept
+      const big = req('one', 'x'.repeat(5000));
+      const pieces = [a, a, a + a, a.slice(0, 20), a.slice(20), req('onf', 'abc'), req('one', 'abcd'), req('one', 'abc', '/u'), a, big, big];
+      const bodies = await send(p, pieces, 11);
       assert.deepEqual(
         bodies.map((b) => JSON.parse(b) as unknown),
         [
@@ -284,12 +286,15 @@ describe('identical heads on one connection', () => {
           { x: 'one', url: '/t', body: 'abcd', auth: 7 },
           { x: 'one', url: '/u', body: 'abc', auth: 8 },
           { x: 'one', url: '/t', body: 'abc', auth: 9 },
+          { x: 'one', url: '/t', body: 'x'.repeat(5000), auth: 10 },
+          { x: 'one', url: '/t', body: 'x'.repeat(5000), auth: 11 },
         ],
       );
       // requests 1-5 share the first parse; each change is a new one; the last head is parsed again
       for (let i = 1; i < 5; i++) assert.equal(seen[i].headers, seen[0].headers, `request ${i + 1} shares the first head's headers`);
       for (let i = 5; i < 9; i++) for (let k = 0; k < i; k++) assert.notEqual(seen[i].headers, seen[k].headers, `request ${i + 1} is parsed anew`);
-      assert.deepEqual(seen.map((s) => s.bodyLength), [3, 3, 3, 3, 3, 3, 4, 3, 3]);
+      assert.notEqual(seen[10].headers, seen[9].headers, 'a head received in a buffer above 4 KiB is parsed each time');
+      assert.deepEqual(seen.map((s) => s.bodyLength), [3, 3, 3, 3, 3, 3, 4, 3, 3, 5000, 5000]);
     } finally {
       server.closeAll();
       server.close();
