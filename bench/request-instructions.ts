@@ -42,7 +42,9 @@
  * 10 ms: timer work; what the metrics cost per request is `bench:metrics`'s subject). Kernel time
  * (system calls: socket reads and writes, fdatasync) is not counted: callgrind sees user space only.
  *
- * Flags: `--n <default 600>` `--warmup <default 1500>` `--rounds <default 3>` `--idle <s, default 20>`
+ * Flags: `--node-flags "<flags>"` (Node.js/V8 flags of both variants, e.g.
+ * `--no-concurrent-recompilation`: optimized code is compiled on the main thread, so a round does
+ * not depend on when a compiler thread, slow under valgrind, finishes) `--n <default 600>` `--warmup <default 1500>` `--rounds <default 3>` `--idle <s, default 20>`
  * `--store sqlite|pg` `--scenarios <list>` `--concurrency <kv, default 1>` `--no-build` `--keep`
  * (leave the callgrind files for `callgrind_annotate`; their directory is printed) `--out <file>`.
  */
@@ -72,6 +74,8 @@ const flag = (name: string) => process.argv.includes(`--${name}`);
 const N = argNum('n', 600);
 const WARMUP = argNum('warmup', 1500);
 const ROUNDS = argNum('rounds', 3);
+/** `--node-flags "<flags>"`: Node.js/V8 flags for both variants (e.g. `--no-concurrent-recompilation`, which NODE_OPTIONS refuses). */
+const NODE_FLAGS = (arg('node-flags') ?? '').split(' ').filter((f) => f !== '');
 const CONCURRENCY = argNum('concurrency', 1);
 const STORE = (arg('store') ?? 'sqlite') as 'sqlite' | 'pg';
 const KV_TOKEN = 'bench-kv-token';
@@ -134,7 +138,7 @@ async function startTraced(v: Variant, areas: string, redisUrl: string, dir: str
   const proc = await startProcess({
     name: `svc-callgrind-${v.name}`,
     cmd: 'valgrind',
-    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, v.node, '--import', VALGRIND_CPU_PRELOAD, path.join(v.root, 'dist/cli.js'), 'serve'],
+    args: ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${outBase}`, v.node, ...NODE_FLAGS, '--import', VALGRIND_CPU_PRELOAD, path.join(v.root, 'dist/cli.js'), 'serve'],
     cwd: v.root,
     env: {
       ...process.env,

@@ -55,6 +55,8 @@ export function createKvFront(gateway: KvGateway, config: Config, logger: Logger
       return undefined;
     },
     meter: metrics.metrics.enabled ? (head) => metrics.route(head.url) : undefined,
+    // the kv routes only read the headers (routes.ts): identical heads share one parse
+    sharedHeaders: true,
   };
   const server = createFastServer(fast, nodeServer, {
     keepAliveMs: FAST_KEEP_ALIVE_MS,

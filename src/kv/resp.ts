@@ -131,6 +131,12 @@ export class RespParser {
       let value: Reply;
       switch (type) {
         case 43: /* + */ {
+          if (eol === start + 3 && buf[start + 1] === 79 && buf[start + 2] === 75) {
+            // `+OK`, the usual answer to a write: no string made
+            value = OK;
+            this.pos = eol + 2;
+            break;
+          }
           const s = buf.toString('utf8', start + 1, eol);
           value = s === 'OK' ? OK : s === 'QUEUED' ? QUEUED : s === 'PONG' ? PONG : new SimpleString(s);
           this.pos = eol + 2;
@@ -187,17 +193,17 @@ export class RespParser {
   /** Adds a completed value to the open array (if any); true when a top-level reply completed. */
   private push(value: Reply): boolean {
     let v = value;
-    for (;;) {
-      const top = this.stack[this.stack.length - 1];
-      if (!top) {
-        this.completed = v;
-        return true;
-      }
+    const stack = this.stack;
+    // (an index in range only: reading `stack[-1]` is a keyed lookup of the property "-1")
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
       top.arr[top.arr.length - top.need] = v;
       if (--top.need > 0) return false;
-      this.stack.pop();
+      stack.pop();
       v = top.arr;
     }
+    this.completed = v;
+    return true;
   }
 
   private finish(): void {

@@ -222,6 +222,99 @@ describe('idle connections', () => {
   });
 });
 
+describe('identical heads on one connection', () => {
+  /** A fast server whose handler records each head it serves and answers its headers, body and precheck mark. */
+  const recorder = async (sharedHeaders: boolean) => {
+    const seen: { headers: http.IncomingHttpHeaders; url: string; bodyLength: number; auth: unknown }[] = [];
+    let prechecks = 0;
+    const handler: FastHandler = {
+      sharedHeaders,
+      accepts: () => true,
+      precheck: (h) => {
+        assert.equal(h.auth, undefined, 'a head reaches precheck without the mark of an earlier request');
+        h.auth = ++prechecks;
+        return undefined;
+      },
+      handle: (h, body, out) => {
+        seen.push({ headers: h.headers, url: h.url, bodyLength: h.bodyLength, auth: h.auth });
+        out.send(200, 'application/json', JSON.stringify({ x: h.headers['x-v'], url: h.url, body: body?.toString('latin1') ?? null, auth: h.auth ?? null }), '');
+      },
+    };
+    const server = createFastServer(handler, http.createServer(), { keepAliveMs: 60_000, bodyLimit: 65_536, headersTimeoutMs: 60_000, requestTimeoutMs: 300_000, maxConnections: 100, busyBody: '{}' });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { server, seen, port: (server.address() as net.AddressInfo).port };
+  };
+  /** Writes each piece (a pause between them) on one connection; resolves with the `n` answers' bodies. */
+  const send = (p: number, pieces: string[], n: number) =>
+    new Promise<string[]>((resolve, reject) => {
+      const s = net.connect(p, '127.0.0.1');
+      const chunks: Buffer[] = [];
+      const timer = setTimeout(() => reject(new Error(`timed out: ${Buffer.concat(chunks).toString('latin1')}`)), 30_000);
+      s.on('data', (d) => {
+        chunks.push(d);
+        const r = parseResponses(Buffer.concat(chunks));
+        if (r.length >= n) {
+          clearTimeout(timer);
+          s.destroy();
+          resolve(r.map((x) => x.body));
+        }
+      });
+      s.on('connect', async () => {
+        for (const piece of pieces) {
+          s.write(piece);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      });
+    });
+  const req = (v: string, body: string, target = '/t') => `POST ${target} HTTP/1.1\r\nHost: x\r\nX-V: ${v}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+
+  test('share one parse (the headers object) when the handler only reads headers; any other byte is parsed anew', async () => {
+    const { server, seen, port: p } = await recorder(true);
+    try {
+      const a = req('one', 'abc');
+      // the same head again (alone, pipelined, split inside the head), then heads that differ in a
+      // header value, the body length, the target, and the first head once more
+      // last, twice the same head with a 5,000-byte body: a buffer that large is not kept
+      const big = req('one', 'x'.repeat(5000));
+      const pieces = [a, a, a + a, a.slice(0, 20), a.slice(20), req('onf', 'abc'), req('one', 'abcd'), req('one', 'abc', '/u'), a, big, big];
+      const bodies = await send(p, pieces, 11);
+      assert.deepEqual(
+        bodies.map((b) => JSON.parse(b) as unknown),
+        [
+          ...[1, 2, 3, 4, 5].map((auth) => ({ x: 'one', url: '/t', body: 'abc', auth })),
+          { x: 'onf', url: '/t', body: 'abc', auth: 6 },
+          { x: 'one', url: '/t', body: 'abcd', auth: 7 },
+          { x: 'one', url: '/u', body: 'abc', auth: 8 },
+          { x: 'one', url: '/t', body: 'abc', auth: 9 },
+          { x: 'one', url: '/t', body: 'x'.repeat(5000), auth: 10 },
+          { x: 'one', url: '/t', body: 'x'.repeat(5000), auth: 11 },
+        ],
+      );
+      // requests 1-5 share the first parse; each change is a new one; the last head is parsed again
+      for (let i = 1; i < 5; i++) assert.equal(seen[i].headers, seen[0].headers, `request ${i + 1} shares the first head's headers`);
+      for (let i = 5; i < 9; i++) for (let k = 0; k < i; k++) assert.notEqual(seen[i].headers, seen[k].headers, `request ${i + 1} is parsed anew`);
+      assert.notEqual(seen[10].headers, seen[9].headers, 'a head received in a buffer above 4 KiB is parsed each time');
+      assert.deepEqual(seen.map((s) => s.bodyLength), [3, 3, 3, 3, 3, 3, 4, 3, 3, 5000, 5000]);
+    } finally {
+      server.closeAll();
+      server.close();
+    }
+  });
+
+  test('are parsed each time for a handler that may change its headers', async () => {
+    const { server, seen, port: p } = await recorder(false);
+    try {
+      const a = req('one', 'abc');
+      await send(p, [a, a + a], 3);
+      assert.notEqual(seen[1].headers, seen[0].headers);
+      assert.notEqual(seen[2].headers, seen[1].headers);
+    } finally {
+      server.closeAll();
+      server.close();
+    }
+  });
+});
+
 describe('parseHead', () => {
   const kvLike: FastHandler = { accepts: (_m, path) => !isStreamPath(path), handle: () => undefined };
   const head = (s: string, handler = kvLike, host = '\r\nHost: x') => {

@@ -35,6 +35,11 @@ const replies = [
   '*0\r\n',
   '*3\r\n$1\r\na\r\n*2\r\n:1\r\n$-1\r\n+x\r\n',
   '$4\r\na\r\nb\r\n',
+  // simple strings next to the `+OK` the parser recognises without making a string
+  '+OKAY\r\n',
+  '+O\r\n',
+  '+ok\r\n',
+  '*2\r\n+OK\r\n*1\r\n+OK\r\n',
 ];
 const stream = Buffer.from(replies.join(''));
 
@@ -55,6 +60,9 @@ describe('RESP parser', () => {
     assert.deepEqual(r[10], []);
     assert.deepEqual(r[11], [Buffer.from('a'), [1, null], new SimpleString('x')]);
     assert.deepEqual(r[12], Buffer.from('a\r\nb'));
+    assert.deepEqual(r.slice(13, 16), [new SimpleString('OKAY'), new SimpleString('O'), new SimpleString('ok')]);
+    assert.deepEqual(r[16], [OK, [OK]]);
+    assert.equal((r[16] as Reply[])[0], OK);
   });
 
   test('same result and exact raw bytes for every split point (two and three chunks)', () => {

@@ -69,6 +69,39 @@ export interface BatchResult {
   raws: Buffer[] | undefined;
 }
 
+/** Where the chunks of one socket read by {@link readInto} go: `sink` once set, `chunks` until then. */
+interface ReadSink {
+  sink: ((chunk: Buffer) => void) | undefined;
+  chunks: Buffer[];
+}
+
+/** Bytes of {@link sharedReadBuffer}: what Node's stream reads ask of libuv per read. */
+const READ_BUFFER_BYTES = 64 * 1024;
+let sharedReadBuffer: Buffer | undefined;
+
+/**
+ * The `onread` option of `net.connect` for a Redis socket: libuv reads into one buffer shared by
+ * every connection of the process (reads run one at a time on the event loop, and each is copied
+ * out before the next), and each read's bytes are copied into a buffer of their exact size
+ * (`Buffer.allocUnsafe`: a slice of Node's pool when small) for `to`. Against a `'data'` listener
+ * this saves, per read, the read buffer Node allocates (64 KiB, shrunk to the bytes read) and the
+ * `Readable` stream's work (`push`, the `'data'` event, a `nextTick` to read more); `'end'`,
+ * `'close'` and `'error'` come as before (Node's documented `onread`, `net.Socket` options).
+ */
+function readInto(to: ReadSink): net.OnReadOpts {
+  sharedReadBuffer ??= Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  return {
+    buffer: sharedReadBuffer,
+    callback(n: number, buf: Uint8Array): boolean {
+      const chunk = Buffer.allocUnsafe(n);
+      chunk.set(n === buf.length ? buf : buf.subarray(0, n));
+      if (to.sink !== undefined) to.sink(chunk);
+      else to.chunks.push(chunk);
+      return true;
+    },
+  };
+}
+
 const NO_REPLIES: Reply[] = [];
 /** The bytes of a {@link ForwardCallback} of a lost connection. */
 const NOTHING_HELD = Buffer.alloc(0);
@@ -96,7 +129,10 @@ export class RedisConnection {
   /** With {@link rtt}: the requests written since the cork, whose write time is the uncork's. */
   private readonly corkedPending: Pending[] = [];
 
-  private constructor(private readonly socket: net.Socket) {
+  private constructor(
+    private readonly socket: net.Socket,
+    early?: ReadSink,
+  ) {
     this.parser = new RespParser(
       (reply, raw) => this.onReply(reply, raw),
       () => {
@@ -105,20 +141,28 @@ export class RedisConnection {
       },
     );
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      if (this.rtt !== undefined) this.readAt = performance.now();
-      try {
-        if (this.framed) this.feedFramed(chunk);
-        else this.parser.feed(chunk);
-      } catch (err) {
-        this.fail(err instanceof KvError ? err : kvError('databaseProtocolError', (err as Error).message));
-        socket.destroy();
-      }
-    });
+    if (early === undefined) socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    else {
+      // read by `onread` (see {@link connect}): what arrived before this object existed first
+      early.sink = (chunk) => this.receive(chunk);
+      for (const chunk of early.chunks.splice(0)) this.receive(chunk);
+    }
     socket.on('error', () => {
       /* 'close' follows */
     });
     socket.on('close', () => this.fail(kvError('databaseConnectionLost')));
+  }
+
+  /** Parses one chunk read from the socket (its own memory: kept views stay valid). */
+  private receive(chunk: Buffer): void {
+    if (this.rtt !== undefined) this.readAt = performance.now();
+    try {
+      if (this.framed) this.feedFramed(chunk);
+      else this.parser.feed(chunk);
+    } catch (err) {
+      this.fail(err instanceof KvError ? err : kvError('databaseProtocolError', (err as Error).message));
+      this.socket.destroy();
+    }
   }
 
   /**
@@ -130,7 +174,10 @@ export class RedisConnection {
     return new Promise((resolve, reject) => {
       let socket: net.Socket;
       const event = endpoint.tls ? 'secureConnect' : 'connect';
-      if (endpoint.path) socket = net.connect({ path: endpoint.path });
+      // plain sockets are read with `onread` (TLS ones through their stream)
+      const early: ReadSink | undefined = endpoint.tls ? undefined : { sink: undefined, chunks: [] };
+      const onread = early === undefined ? undefined : readInto(early);
+      if (endpoint.path) socket = net.connect({ path: endpoint.path, onread });
       else if (endpoint.tls) {
         socket = tls.connect({
           host: endpoint.host,
@@ -139,7 +186,7 @@ export class RedisConnection {
           ca: endpoint.ca ? [...tls.rootCertificates, endpoint.ca.toString('utf8')] : undefined,
         });
       }
-      else socket = net.connect({ host: endpoint.host ?? '127.0.0.1', port: endpoint.port ?? 6379 });
+      else socket = net.connect({ host: endpoint.host ?? '127.0.0.1', port: endpoint.port ?? 6379, onread });
       const timer = setTimeout(() => {
         socket.destroy();
         reject(kvError('databaseTimeout'));
@@ -152,7 +199,7 @@ export class RedisConnection {
       socket.once(event, () => {
         socket.off('error', onError);
         clearTimeout(timer);
-        const conn = new RedisConnection(socket);
+        const conn = new RedisConnection(socket, early);
         const hello: Arg[][] = [];
         if (who.password !== undefined) hello.push(who.user ? ['AUTH', who.user, who.password] : ['AUTH', who.password]);
         if (endpoint.db) hello.push(['SELECT', String(endpoint.db)]);
@@ -295,8 +342,10 @@ export class RedisConnection {
       const p = this.queue[this.head];
       if (p !== undefined && p.fwd !== undefined && buf[pos] !== 45) {
         this.answered++;
-        if (--p.n === 0) this.shift(p);
+        const last = --p.n === 0;
+        if (last) this.shift(p);
         this.forward(p.fwd, null, undefined, buf, pos, end);
+        if (last && this.rtt !== undefined) this.observe(p);
       }
       else this.parser.feed(pos === 0 && end === len ? buf : buf.subarray(pos, end));
       if (this.isClosed) return;
@@ -385,10 +434,18 @@ export class RedisConnection {
       if (p.raws !== undefined && raw !== undefined) p.raws.push(raw);
       if (p.replies.length < p.n) return;
     }
-    if (p.fwd === undefined || --p.n === 0) this.shift(p);
+    const last = p.fwd === undefined || --p.n === 0;
+    if (last) this.shift(p);
     if (p.cb !== undefined) this.deliver(p.cb, null, reply, raw, p.tag);
     else if (p.fwd !== undefined) this.forward(p.fwd, null, reply as RespError, raw!, 0, raw!.length);
     else p.done!(null, p);
+    // observed after the callback, which writes the answer: not part of the client's wait
+    if (last && this.rtt !== undefined) this.observe(p);
+  }
+
+  /** Observes the round trip of the answered request `p` ({@link rtt}). */
+  private observe(p: Pending): void {
+    this.rtt!.observe((this.readAt - p.t) / 1000);
   }
 
   /** Takes the answered request `p` off the head of the queue. */
@@ -402,7 +459,6 @@ export class RedisConnection {
       this.queue.splice(0, this.head);
       this.head = 0;
     }
-    if (this.rtt !== undefined) this.rtt.observe((this.readAt - p.t) / 1000);
   }
 
   /** Runs a {@link ForwardCallback}; its exceptions never reach the reply parser. */
