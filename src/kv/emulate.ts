@@ -9,6 +9,10 @@
  *   (its refusal is answered as `NOPERM …`).
  * - `COPY k k` (same source and destination, same database): `0` instead of Redis's
  *   `ERR source and destination objects are the same`.
+ * - `FLUSHALL [ASYNC|SYNC]` -> `FLUSHDB [ASYNC|SYNC]`: a hosted database is one logical database,
+ *   and FLUSHALL empties that one; on a Redis server it would empty every database number, which
+ *   on an external server (`SVC_KV_REDIS_URL` with `/<db>`) belong to others. svc serves one
+ *   database number (SELECT, SWAPDB and MOVE are refused), so FLUSHDB is the same command here.
  */
 import { kvMessage } from './errors.js';
 import { RespError, type Arg, type Reply } from './resp.js';
@@ -23,7 +27,7 @@ export interface Rewrite {
 }
 
 /** Lower-case names {@link emulate} looks at. */
-export const EMULATED: ReadonlySet<string> = new Set(['scan', 'copy']);
+export const EMULATED: ReadonlySet<string> = new Set(['scan', 'copy', 'flushall']);
 
 const SCAN_WITH_TYPES = `local r = redis.call('SCAN', unpack(ARGV))
 local out = {}
@@ -40,6 +44,7 @@ const lower = (a: Arg): string => (typeof a === 'string' ? a : a.toString('latin
 /** The rewrite of `args` (command `name`, lower-case), or undefined when it is sent as it is. */
 export function emulate(name: string, args: Arg[]): Rewrite | undefined {
   if (name === 'scan') return scanWithType(args);
+  if (name === 'flushall') return { args: ['FLUSHDB', ...args.slice(1)] };
   if (name === 'copy' && args.length >= 3 && Buffer.compare(asBuffer(args[1]), asBuffer(args[2])) === 0) {
     return { args, fix: (r) => (r instanceof RespError && r.message.startsWith(SAME_OBJECT) ? 0 : r) };
   }

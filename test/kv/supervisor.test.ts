@@ -201,6 +201,26 @@ describe('external mode', () => {
   });
 });
 
+test('external server: FLUSHALL empties the database number svc serves, not the server\'s other ones', async () => {
+  const dir = tempDir();
+  cleanups.push(() => dir.cleanup());
+  const port = await freePort();
+  await startPlainRedis(port, dir.dir, ['--port', String(port)]);
+  const cli = (...args: string[]) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).trim();
+  cli('-n', '0', 'set', 'someone-else', 'kept');
+  const svc = await startTestSvc(['kv'], { env: { SVC_KV_REDIS_URL: `redis://127.0.0.1:${port}/3` } });
+  cleanups.push(() => svc.close());
+  const token = svc.ctx.credentials.get('kv.token');
+  for (const form of ['/flushall', '/flushall/async']) {
+    assert.deepEqual((await call(svc.urls.kv!, '/set/mine/1', { token })).json, { result: 'OK' });
+    assert.equal(cli('-n', '3', 'dbsize'), '1');
+    assert.deepEqual((await call(svc.urls.kv!, form, { token })).json, { result: 'OK' }, form);
+    await until(async () => cli('-n', '3', 'dbsize') === '0');
+    assert.equal(cli('-n', '0', 'get', 'someone-else'), 'kept', `${form} left database 0 alone`);
+  }
+  await svc.close();
+});
+
 /** Starts a throw-away redis-server with `args`; resolves once `port` accepts connections. */
 async function startPlainRedis(port: number, dir: string, args: string[]): Promise<void> {
   const child = spawn('redis-server', ['--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
