@@ -389,13 +389,17 @@ export class VectorStore {
   /**
    * Fills the dense vectors of `rows` (as the shared store has them) into records of `ns` that
    * still hold the same write (same id and sequence number) and have none yet; a record written,
-   * deleted or reset since keeps what it has. Not captured. Resolves to the number filled.
+   * deleted or reset since keeps what it has. Not captured; not synced (a fill lost to a crash is
+   * done again: the marker stays until after it in the WAL). Resolves to the number filled.
    */
   fillVectors(ns: number, rows: { id: string; seq: number; vector: Buffer }[]): number {
     let n = 0;
     this.transaction(() => {
       for (const r of rows) n += this.st.fill.run(r.vector, ns, r.id, r.seq).changes;
     });
+    // checkpointed like a write (automatic checkpoints are off): the WAL would otherwise keep
+    // every page each of these transactions rewrote (gigabytes at 1M records)
+    if (n > 0) this.checkpointer.committed();
     return n;
   }
   /** Database size in bytes (pages x page size). */
