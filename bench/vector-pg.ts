@@ -303,7 +303,7 @@ async function latencies(n: Node, queries: number[][], until: Promise<unknown> |
 /** Prints the start-up log lines of `n` that time its phases (download, catch-up, graph load). */
 function phases(what: string, n: Node): void {
   for (const l of n.log().split('\n')) {
-    if (/"msg":"vector (index (fetched|loaded|cache caught up|reloaded|download synced)|snapshot not usable|vectors fill)/.test(l)) console.log(`${what}: ${l}`);
+    if (/"msg":"vector (index (fetched|loaded|published graphs loaded|cache caught up|reloaded|download synced)|snapshot not usable|vectors fill)/.test(l)) console.log(`${what}: ${l}`);
   }
 }
 

@@ -113,7 +113,7 @@ export class VectorIndex {
    * what they were checked against: used by start-up's load when that is what the SQLite file
    * expects then ({@link loadAsync}), dropped after it.
    */
-  private preloaded: Map<number, { expect: SnapshotExpectation; result: SnapshotResult }> | undefined;
+  private preloaded: Map<number, { expect: SnapshotExpectation; result: Promise<SnapshotResult> }> | undefined;
   readonly denseEmbedder?: HttpDenseEmbedder;
   readonly sparseEmbedder?: Bm25Embedder;
   /** Group commits (SQLite transactions of the write queue) since start. */
@@ -200,6 +200,7 @@ export class VectorIndex {
     }
     let idx = new VectorIndex(def, dataDir, logger, true);
     let fetched: string[] | undefined;
+    let settled: Promise<void> | undefined;
     try {
       if (shared) {
         // the SQLite file is a cache of the shared store: brought to its state before loading
@@ -209,6 +210,7 @@ export class VectorIndex {
           idx.store.close();
           const got = await VectorIndex.fetchPublished(def, dataDir, logger, shared);
           fetched = got?.files;
+          settled = got?.settled;
           idx = new VectorIndex(def, dataDir, logger, true);
           idx.shared = shared;
           idx.preloaded = got?.preloaded;
@@ -218,7 +220,9 @@ export class VectorIndex {
         logger.info({ index: def.name, ...r, ms: Date.now() - t0 }, r.reloaded ? 'vector index reloaded from PostgreSQL' : 'vector index cache caught up from PostgreSQL');
       }
       await idx.loadAsync();
+      await settled;
     } catch (err) {
+      await settled;
       idx.store.close();
       throw err;
     }
@@ -262,25 +266,29 @@ export class VectorIndex {
    * ids and generations of its SQLite copy) has each graph snapshot loaded as soon as its graph
    * file and header are downloaded and verified, while the SQLite copy still downloads
    * (`snapshot.ts` `readSnapshotAsync` against those expectations, the download's SHA-256 trusted
-   * instead of hashing the file again); it is refused (reloaded from PostgreSQL) when a graph
-   * snapshot does not match them or the SQLite copy holds other values. Resolves to the paths of
-   * the files put in place and the graphs loaded meanwhile, or undefined (the local files deleted)
-   * when there is none or it was refused. Never rejects: a failure is logged and the caller
-   * reloads the records (`syncLocal`).
+   * instead of hashing the file again); it is refused (reloaded from PostgreSQL) when the SQLite
+   * copy holds other values than them. The reads are not waited for: they go on while the
+   * catch-up and the record heads run ({@link loadAsync} awaits each; a graph that turns out not
+   * usable is rebuilt from the local copy, as at a restart), the graph files linked into the
+   * snapshot directory meanwhile and `.joining/` removed once every read ended (`settled`, which
+   * {@link open} awaits). Resolves to the paths of the files put in place, the graph reads by
+   * namespace id and `settled`, or undefined (the local files deleted) when there is none or it
+   * was refused. Never rejects: a failure is logged and the caller reloads the records (`syncLocal`).
    */
   private static async fetchPublished(
     def: IndexDefinition,
     dataDir: string,
     logger: Logger,
     shared: PgIndexLog,
-  ): Promise<{ files: string[]; preloaded: Map<number, { expect: SnapshotExpectation; result: SnapshotResult }> } | undefined> {
+  ): Promise<{ files: string[]; preloaded: Map<number, { expect: SnapshotExpectation; result: Promise<SnapshotResult> }>; settled: Promise<void> } | undefined> {
     const cache = VectorIndex.cachePaths(dataDir, def.name);
     VectorIndex.clearCache(cache);
     const t0 = Date.now();
     const joiningSnapshots = path.join(cache.joining, 'snapshots');
     /** Downloaded files (name → verified SHA-256) and the graph reads started, by namespace id. */
     const downloaded = new Map<string, string>();
-    const reads = new Map<number, Promise<{ expect: SnapshotExpectation; result: SnapshotResult }>>();
+    const reads = new Map<number, { expect: SnapshotExpectation; result: Promise<SnapshotResult> }>();
+    const allRead = () => Promise.all([...reads.values()].map((r) => r.result)); // never rejects (readSnapshotAsync)
     let graphMs = 0;
     const onFile = (name: string, sha256: string, expects: PublishedExpectations | null) => {
       downloaded.set(name, sha256);
@@ -300,11 +308,12 @@ export class VectorIndex {
         if (sum === undefined || !ns) continue;
         const expect: SnapshotExpectation = { dimension: expects.dimension, metric: def.metric, params: def.hnsw, generation: ns.generation, quantization: def.quantization ?? 'none' };
         const started = Date.now();
-        reads.set(nsId, readSnapshotAsync(joiningSnapshots, nsId, expect, sum).then((result) => ((graphMs = Math.max(graphMs, Date.now() - started)), { expect, result })));
+        reads.set(nsId, { expect, result: readSnapshotAsync(joiningSnapshots, nsId, expect, sum).then((result) => ((graphMs = Math.max(graphMs, Date.now() - started)), result)) });
       }
     };
-    const refuse = (reason: string) => {
+    const refuse = async (reason: string) => {
       logger.warn({ index: def.name, reason }, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL');
+      await allRead();
       VectorIndex.clearCache(cache);
       return undefined;
     };
@@ -319,17 +328,18 @@ export class VectorIndex {
       let got: Awaited<ReturnType<PgIndexLog['download']>>;
       try {
         got = await shared.download(cache.joining, onFile);
-      } finally {
-        await Promise.all(reads.values()); // never rejects (readSnapshotAsync)
+      } catch (err) {
+        await allRead();
+        throw err;
       }
       if (!got) {
+        await allRead();
         VectorIndex.clearCache(cache);
         return undefined;
       }
       if ('rejected' in got) return refuse(got.rejected);
       // `cache.sqlite`, or the copy without the vectors the graphs carry (filled after ready)
       const copyName = got.files.includes(VECTORLESS_FILE) ? VECTORLESS_FILE : 'cache.sqlite';
-      const preloaded = new Map<number, { expect: SnapshotExpectation; result: SnapshotResult }>();
       if (got.expectations) {
         // the graphs, the SQLite copy and the row must agree: one of them altered is refused
         const state = storedState(path.join(cache.joining, copyName));
@@ -338,23 +348,28 @@ export class VectorIndex {
         if (state.dimension !== e.dimension || e.namespaces.some((n) => generations.get(n.id) !== n.generation)) {
           return refuse('the SQLite copy differs from the publication\'s expectations (dimension, namespaces)');
         }
-        for (const [nsId, read] of reads) {
-          const r = await read;
-          if ('rejected' in r.result) return refuse(`graph snapshot of namespace ${nsId}: ${r.result.rejected}${r.result.detail ? ` (${r.result.detail})` : ''}, not what the publication expects`);
-          preloaded.set(nsId, r);
-        }
       }
-      if (fs.existsSync(joiningSnapshots)) fs.renameSync(joiningSnapshots, cache.snapshots);
+      // the graph reads still running use the files under `.joining/`: the snapshots are linked
+      // into place (both names valid) and `.joining/` removed once every read ended (`settled`)
+      if (fs.existsSync(joiningSnapshots)) {
+        fs.mkdirSync(cache.snapshots, { recursive: true });
+        for (const f of fs.readdirSync(joiningSnapshots)) fs.linkSync(path.join(joiningSnapshots, f), path.join(cache.snapshots, f));
+      }
       fs.renameSync(path.join(cache.joining, copyName), cache.file);
-      fs.rmSync(cache.joining, { recursive: true, force: true });
       logger.info(
-        { index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0, graphsLoaded: preloaded.size, graphLoadMs: graphMs, vectorless: copyName === VECTORLESS_FILE },
+        { index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0, graphsLoading: reads.size, vectorless: copyName === VECTORLESS_FILE },
         'vector index fetched from the published snapshot',
       );
+      const settled = allRead().then((results) => {
+        fs.rmSync(cache.joining, { recursive: true, force: true });
+        const loaded = results.filter((r) => !('rejected' in r)).length;
+        logger.info({ index: def.name, graphsLoaded: loaded, graphLoadMs: graphMs, ms: Date.now() - t0 }, 'vector index published graphs loaded');
+      });
       const files = got.files.map((f) => (f === copyName ? cache.file : path.join(cache.snapshots, f.slice('snapshots/'.length))));
-      return { files, preloaded };
+      return { files, preloaded: reads, settled };
     } catch (err) {
       logger.warn({ index: def.name, err: (err as Error)?.message ?? String(err) }, 'vector: downloading the published snapshot failed: reloading the records from PostgreSQL');
+      await allRead();
       VectorIndex.clearCache(cache);
       return undefined;
     }
@@ -461,7 +476,8 @@ export class VectorIndex {
       const pre = this.preloaded?.get(row.id);
       const usable = pre && expect && sameExpectation(pre.expect, expect);
       if (usable && row.next_pos > 0) this.loadedWhileDownloading++;
-      const snap = expect && row.next_pos > 0 ? (usable ? Promise.resolve(pre.result) : readSnapshotAsync(this.snapshotDir, row.id, expect)) : undefined;
+      // (read while the heads are: the graph on the thread pool, the heads on this thread)
+      const snap = expect && row.next_pos > 0 ? (usable ? pre.result : readSnapshotAsync(this.snapshotDir, row.id, expect)) : undefined;
       let t = Date.now();
       this.loadHeads(ns);
       phases.headsMs += Date.now() - t;
