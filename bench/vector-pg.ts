@@ -13,7 +13,12 @@
  * - joining ({@link joinRows}): with no publication (the records reloaded and the graph rebuilt),
  *   from the copy another node published (`SVC_VECTOR_PUBLISH_MS`), and a restart on the local
  *   snapshot the joiner then has; the time the publication took and its size; the serving node's
- *   query latency p50/p99 (2 clients) while idle and during each of them.
+ *   query latency p50/p99 (2 clients) while idle and during each of them; for a publication
+ *   without the vectors the graph carries (`vectorless.ts`), the joiner's background fill of them
+ *   after ready (its duration from the joiner's log) and the serving node's p50/p99 during it
+ *   (the restart is measured after the fill). With `BENCH_PG_REBUILD=0` the serving node is
+ *   restarted as the publisher and the previous publication deleted, so each run measures a
+ *   publication made by the code under test (a kept load made by an older release included).
  *
  * Sizes: `BENCH_PG_N` vectors at 128-d (default 20,000; a quarter at 768-d). `BENCH_PG_ONLY=join`
  * runs the join rows alone (for 1M: `BENCH_PG_N=1000000`); `BENCH_PG_REBUILD=0` skips the join
@@ -298,7 +303,23 @@ async function latencies(n: Node, queries: number[][], until: Promise<unknown> |
 /** Prints the start-up log lines of `n` that time its phases (download, catch-up, graph load). */
 function phases(what: string, n: Node): void {
   for (const l of n.log().split('\n')) {
-    if (/"msg":"vector (index (fetched|loaded|cache caught up|reloaded|download synced)|snapshot not usable)/.test(l)) console.log(`${what}: ${l}`);
+    if (/"msg":"vector (index (fetched|loaded|published graphs loaded|cache caught up|reloaded|download synced)|snapshot not usable|vectors fill)/.test(l)) console.log(`${what}: ${l}`);
+  }
+}
+
+/**
+ * Waits for the end of `n`'s background fill of vectors (`vector-index.ts` `fill`, its log line);
+ * resolves to its duration (ms, from the line), or undefined when `n` fills nothing (a publication
+ * with every vector, or a node of an earlier release).
+ */
+async function fillDone(n: Node): Promise<{ ms: number } | undefined> {
+  const line = (msg: string) => n.log().split('\n').find((l) => l.includes(`"msg":"${msg}"`));
+  for (let waited = 0; ; waited += 100) {
+    const done = line('vector vectors filled from PostgreSQL');
+    if (done) return { ms: Number(JSON.parse(done).ms) };
+    // the fill starts once the index is loaded (before the banner): no line by then, none comes
+    if (waited >= 2000 && !line('vector vectors filling from PostgreSQL')) return undefined;
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -347,12 +368,13 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
     await stop(a);
     // a publication left by an earlier run (BENCH_PG_KEEP) is not measured: the publisher makes a new one
     await withPg(db, (c) => c.query("DELETE FROM vector_publications WHERE index_name = 'default'"));
-    a = p = await start(aDir, 128, db, { SVC_VECTOR_PUBLISH_MS: '1000' });
+    a = p = await start(aDir, 128, db, { SVC_VECTOR_PUBLISH_MS: '1000', SVC_LOG_LEVEL: 'info' });
   }
   await waitIndexed(p, Number(count));
   const t = performance.now();
   const bytes = await published(db);
   add(`publication of ${size} (SQLite copy + graph snapshot, idle publisher): time to publish after ready, ms; size`, '—', `${fmt(performance.now() - t)}; ${fmt(bytes / 2 ** 20)} MiB`);
+  for (const l of p.log().split('\n')) if (/"msg":"vector (copy without|index snapshot published)/.test(l)) console.log(`publisher: ${l}`);
   if (p !== a) await stop(p);
   // BENCH_PG_JOIN_ROUNDS (1) joins and restarts, alternating, each joiner on a new data dir
   const rounds = Number(process.env.BENCH_PG_JOIN_ROUNDS ?? 1);
@@ -363,6 +385,14 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
     phases('joiner', join.node);
     add(`time to ready, node joining ${size} from an empty data dir, from the published snapshot, ms`, '—', fmt(join.ms));
     add('query p50 / p99 ms on the serving node meanwhile', '—', lat(join.during));
+    // a copy without the vectors the graph carries (vectorless.ts): the joiner fills them after ready
+    const fill = fillDone(join.node);
+    const duringFill = await latencies(a, queries, fill);
+    const filled = await fill;
+    if (filled) {
+      add('vectors filled from PostgreSQL after ready (background), ms', '—', fmt(filled.ms));
+      add('query p50 / p99 ms on the serving node during the fill', '—', lat(duringFill));
+    }
     await waitIndexed(join.node, Number(count));
     await stop(join.node);
     phases('joiner (after stop)', join.node);

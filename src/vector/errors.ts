@@ -136,6 +136,15 @@ export const VECTOR_ERRORS = {
     status: 503,
     message: 'Service unavailable: the vector database (PostgreSQL) cannot be reached; nothing of this request was stored, retry shortly',
   },
+  /**
+   * A record's dense vector is not in this node's copy yet (a node that joined from a publication
+   * without them fills them in the background) and the shared store cannot be reached to read it
+   * (with `Retry-After`).
+   */
+  vectorsUnavailable: {
+    status: 503,
+    message: 'Service unavailable: a vector of this answer is still being copied from the vector database (PostgreSQL), which cannot be reached; retry shortly',
+  },
 
   // --- resumable queries
   invalidMaxIdle: { status: 400, message: 'maxIdle must be a positive number of seconds' },
@@ -163,6 +172,21 @@ export type VectorMessageArgs<C extends VectorErrorCode> = MessageArgs<(typeof V
 
 /** A catalogued vector failure: answered as `{error, status}` with HTTP `status`. */
 export class VectorError extends CatalogueError<VectorErrorCode> {}
+
+/**
+ * Thrown by a reader of records' dense vectors (`query/records.ts`, `query/execute.ts`, an update
+ * keeping its vector) that found some not filled yet (`engine/vector-index.ts` `fill`): the
+ * records of namespace id `ns` at `positions`. `http/routes.ts` reads them from the shared store
+ * and runs the request again; escaping, it is answered as `vectorsUnavailable` (503).
+ */
+export class VectorsMissing extends VectorError {
+  constructor(
+    readonly ns: number,
+    readonly positions: number[],
+  ) {
+    super('vectorsUnavailable', VECTOR_ERRORS.vectorsUnavailable.status, VECTOR_ERRORS.vectorsUnavailable.message);
+  }
+}
 
 /** `vectorMessage(code, ...args)`: the text of entry `code`; `vectorError(code, ...args)`: the entry as a {@link VectorError}. */
 export const { message: vectorMessage, error: vectorError } = catalogue(VECTOR_ERRORS, (code, status, message) => new VectorError(code, status, message));

@@ -18,7 +18,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Index } from '@upstash/vector';
 import pgLib from 'pg';
-import { PUBLISH_LOCK_CLASS } from '../../src/vector/engine/store-pg.js';
+import Database from 'better-sqlite3';
+import { FILL_LOCK_CLASS, PUBLISH_LOCK_CLASS } from '../../src/vector/engine/store-pg.js';
 import { startTestPostgres, withPg, type TestPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
@@ -108,8 +109,11 @@ async function assertJoined(n: Child, fromPublication: boolean): Promise<void> {
     assert.equal(fetched.length, 1, `the joiner downloaded the publication: ${n.log()}`);
     assert.equal(loaded[0].rebuilt, 0, `no graph rebuilt: ${JSON.stringify(loaded[0])}`);
     assert.equal(loaded[0].fromSnapshot, 2, `both namespaces' graphs loaded: ${JSON.stringify(loaded[0])}`);
-    // each graph was loaded as soon as its files were downloaded, while the SQLite copy still downloaded
-    assert.equal(fetched[0].graphsLoaded, 2, JSON.stringify(fetched[0]));
+    // each graph was read as soon as its files were downloaded, while the SQLite copy still
+    // downloaded and then the record heads were read
+    assert.equal(fetched[0].graphsLoading, 2, JSON.stringify(fetched[0]));
+    await waitFor('the graphs loaded (log)', () => lines(n, 'vector index published graphs loaded').length === 1, 30_000);
+    assert.equal(lines(n, 'vector index published graphs loaded')[0].graphsLoaded, 2);
     assert.equal(loaded[0].loadedWhileDownloading, 2, JSON.stringify(loaded[0]));
   } else {
     assert.ok(Number(loaded[0].rebuilt) >= 1, `the graph was rebuilt: ${JSON.stringify(loaded[0])}`);
@@ -124,6 +128,61 @@ async function holdPublishLock(url: string): Promise<() => Promise<void>> {
   await c.query("SELECT pg_advisory_lock($1, hashtext('default'))", [PUBLISH_LOCK_CLASS]);
   let ended: Promise<void> | undefined;
   return () => (ended ??= c.end());
+}
+
+/** Holds the fill lock of index `default` (every node's background fill of vectors pauses) until the returned function is called. */
+async function holdFillLock(url: string): Promise<() => Promise<void>> {
+  const c = new pgLib.Client({ connectionString: url });
+  c.on('error', () => undefined); // the cluster stopped by the test
+  await c.connect();
+  await c.query("SELECT pg_advisory_lock($1, hashtext('default'))", [FILL_LOCK_CLASS]);
+  let ended: Promise<void> | undefined;
+  return () => (ended ??= c.end().catch(() => undefined));
+}
+
+type Stored = { vector?: number[]; metadata?: unknown };
+
+/** Every record of `namespace` on `n` with vectors and metadata (range, pages of 100), by id. */
+async function allRecords(n: Child, namespace: string): Promise<Map<string, Stored>> {
+  const out = new Map<string, Stored>();
+  let cursor: string | number = 0;
+  do {
+    const page: { nextCursor: string; vectors: { id: string | number; vector?: number[]; metadata?: unknown }[] } = await client(n)
+      .namespace(namespace)
+      .range({ cursor, limit: 100, includeVectors: true, includeMetadata: true });
+    for (const r of page.vectors) out.set(String(r.id), { vector: r.vector, metadata: r.metadata });
+    cursor = page.nextCursor;
+  } while (cursor !== '');
+  return out;
+}
+
+/** Asserts that `b` serves the same records, vectors and metadata as `a` in namespaces '' and 'ns1'. */
+async function sameRecords(a: Child, b: Child, what: string): Promise<void> {
+  for (const namespace of ['', 'ns1']) {
+    const [ra, rb] = [await allRecords(a, namespace), await allRecords(b, namespace)];
+    assert.ok([...ra.values()].every((r) => r.vector?.length === 8), `every record has its vector on the serving node (${what})`);
+    assert.deepEqual(rb, ra, `${what}, namespace '${namespace}'`);
+  }
+}
+
+/**
+ * The SQLite copy of the current publication of `default` (assembled from its chunks into `dir`),
+ * opened read-only, and the sequence number each published graph snapshot covers, by namespace id.
+ */
+async function publishedCopy(url: string, dir: string): Promise<{ name: string; db: Database.Database; graphs: Map<number, number> }> {
+  return withPg(url, async (c) => {
+    const p = (await c.query<{ id: string; files: { name: string }[] }>("SELECT id, files FROM vector_publications WHERE index_name = 'default'")).rows[0];
+    const file = async (name: string) =>
+      Buffer.concat((await c.query<{ data: Buffer }>('SELECT data FROM vector_publication_chunks WHERE publication = $1 AND file = $2 ORDER BY no', [p.id, name])).rows.map((r) => r.data));
+    const name = p.files.map((f) => f.name).find((f) => f.startsWith('cache'))!;
+    const graphs = new Map<number, number>();
+    for (const f of p.files.map((x) => x.name).filter((x) => /^snapshots\/ns-\d+\.json$/.test(x))) {
+      graphs.set(Number(/\d+/.exec(f)![0]), (JSON.parse((await file(f)).toString('utf8')) as { seq: number }).seq);
+    }
+    const copy = path.join(dir, 'copy.sqlite');
+    fs.writeFileSync(copy, await file(name));
+    return { name, db: new Database(copy, { readonly: true }), graphs };
+  });
 }
 
 async function stop(...nodes: (Child | undefined)[]): Promise<void> {
@@ -245,7 +304,7 @@ test('a publication of another incarnation, of an older generation (reset), with
     count++;
     await withPg(url, (c) =>
       c.query(
-        "DELETE FROM vector_publication_chunks WHERE (publication, file, no) = (SELECT publication, file, max(no) FROM vector_publication_chunks WHERE index_name = 'default' AND file = 'cache.sqlite' GROUP BY publication, file)",
+        "DELETE FROM vector_publication_chunks WHERE (publication, file, no) = (SELECT publication, file, max(no) FROM vector_publication_chunks WHERE index_name = 'default' AND file LIKE 'cache%.sqlite' GROUP BY publication, file)",
       ),
     );
     // an upload that stopped half-way: chunks of a publication no row names
@@ -257,7 +316,7 @@ test('a publication of another incarnation, of an older generation (reset), with
     // 2b. a byte of a chunk of the graph file altered, then a chunk of the SQLite copy cut short
     for (const [what, sql] of [
       ['altered', "UPDATE vector_publication_chunks SET data = set_byte(data, 5, (get_byte(data, 5) + 1) % 256) WHERE index_name = 'default' AND no = 0 AND file = (SELECT min(file) FROM vector_publication_chunks WHERE index_name = 'default' AND file LIKE 'snapshots/%.hnsw')"],
-      ['cut short', "UPDATE vector_publication_chunks SET data = substring(data from 1 for length(data) - 1) WHERE index_name = 'default' AND file = 'cache.sqlite' AND no = 0"],
+      ['cut short', "UPDATE vector_publication_chunks SET data = substring(data from 1 for length(data) - 1) WHERE index_name = 'default' AND file LIKE 'cache%.sqlite' AND no = 0"],
       ['renamed out of the directory', "UPDATE vector_publications SET files = jsonb_set(files, '{0,name}', '\"snapshots/..\"') WHERE index_name = 'default'"],
       // the row's expectations (what the graphs are loaded against while the SQLite copy
       // downloads) disagreeing with the graph files, or with the SQLite copy
@@ -294,5 +353,177 @@ test('a publication of another incarnation, of an older generation (reset), with
     await release().catch(() => undefined);
     await stop(a, ...joiners);
     dirs.cleanup();
+  }
+});
+
+/** Waits until `n` has inserted every queued point into its graphs (`indexingVectorCount`, not in the SDK's info). */
+async function indexed(n: Child): Promise<void> {
+  await waitFor(`graph insertion done on ${n.url}`, async () => {
+    const r = await fetch(`${n.url}/info`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    return ((await r.json()) as { result: { indexingVectorCount: number } }).result.indexingVectorCount === 0;
+  }, 60_000);
+}
+
+/**
+ * Asserts that `n` joined from a publication without the vectors its graphs carry, with at least
+ * one graph loaded (a namespace whose snapshot was being rewritten when the publisher staged its
+ * files is published without a graph, and with its vectors: rebuilt, as before).
+ */
+async function assertJoinedVectorless(n: Child): Promise<void> {
+  await waitFor('the index loaded (log)', () => lines(n, 'vector index loaded').length > 0, 30_000);
+  const fetched = lines(n, 'vector index fetched from the published snapshot');
+  assert.equal(fetched.length, 1, n.log());
+  assert.equal(fetched[0].vectorless, true, JSON.stringify(fetched[0]));
+  assert.ok(Number(lines(n, 'vector index loaded')[0].fromSnapshot) >= 1, n.log());
+}
+
+/** Loads 600 + 200 vectors on a new node publishing every 300 ms, and waits for a publication made once they are all in its graphs. */
+async function loadAndPublish(dir: string, url: string, seed: number): Promise<{ a: Child; vecs: number[][] }> {
+  const a = await node(dir, url, 300);
+  const vecs = randomVectors(600, 8, seed);
+  await write(a, vecs, 'v');
+  await caughtUp(a, 598 + 200);
+  await indexed(a);
+  // one more write: the next publication's graphs cover every record but (perhaps) this one
+  await client(a).upsert({ id: 'last', vector: vecs[599] });
+  await published(url);
+  return { a, vecs };
+}
+
+test('the publication leaves out the vectors its graphs carry; a joiner fills them from PostgreSQL after ready and answers with the same vectors during and after the fill; writes meanwhile are kept', { timeout: 600_000 }, async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  let a: Child | undefined;
+  let b: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    const loaded = await loadAndPublish(path.join(dirs.dir, 'a'), url, 21);
+    a = loaded.a;
+    const vecs = loaded.vecs;
+    // the copy: no dense vector bytes for the records the graph snapshots cover, and the marker
+    const copy = await publishedCopy(url, dirs.dir);
+    try {
+      assert.equal(copy.name, 'cache.vectorless.sqlite', 'a file name nodes of earlier releases refuse (they reload from PostgreSQL)');
+      const total = copy.db.prepare('SELECT count(*) FROM records').pluck().get() as number;
+      assert.equal(total, 799);
+      assert.ok(copy.graphs.size >= 1, 'a graph snapshot is published');
+      // no record a published graph covers keeps its vector's bytes
+      for (const [ns, seq] of copy.graphs) {
+        const kept = copy.db.prepare('SELECT count(*) AS n, coalesce(sum(length(vector)), 0) AS bytes FROM records WHERE ns = ? AND seq <= ? AND vector IS NOT NULL').get(ns, seq);
+        assert.deepEqual(kept, { n: 0, bytes: 0 }, `namespace ${ns}`);
+      }
+      const withVector = copy.db.prepare('SELECT count(*) FROM records WHERE vector IS NOT NULL').pluck().get() as number;
+      assert.ok(withVector <= total / 2, `most records without their vector: ${withVector} of ${total} keep it`);
+      assert.equal(copy.db.prepare("SELECT value FROM meta WHERE key = 'vectors_to_fill'").pluck().get(), '1');
+    } finally {
+      copy.db.close();
+    }
+    const before = await allRecords(a, '');
+
+    // the fill paused (its lock held): what the joiner serves now is read on demand
+    release = await holdFillLock(url);
+    b = await node(path.join(dirs.dir, 'b'), url, 0);
+    await assertJoinedVectorless(b);
+    await waitFor('the fill started (log)', () => lines(b!, 'vector vectors filling from PostgreSQL').length === 1, 30_000);
+
+    // writes on the joiner before its records' vectors are filled: never overwritten by the fill
+    const fresh = randomVectors(2, 8, 24);
+    await client(b).upsert({ id: 'v10', vector: fresh[0], metadata: { rewritten: true } });
+    await client(b).delete('v11');
+    assert.deepEqual(await client(b).update({ id: 'v12', metadata: { changed: true } }), { updated: 1 });
+    await client(b).upsert({ id: 'fresh', vector: fresh[1] });
+    await client(b).namespace('ns1').reset();
+    const [v12] = await client(b).fetch(['v12'], { includeVectors: true, includeMetadata: true });
+    assert.deepEqual(v12?.vector, before.get('v12')!.vector, 'a metadata-only update keeps the vector');
+    assert.deepEqual(v12?.metadata, { changed: true });
+    await caughtUp(a, 599);
+
+    // reads during the fill: the same vectors as the serving node
+    const ids = ['v2', 'v10', 'v77', 'v598', 'nope'];
+    assert.deepEqual(await client(b).fetch(ids, { includeVectors: true, includeMetadata: true }), await client(a).fetch(ids, { includeVectors: true, includeMetadata: true }));
+    assert.deepEqual(await client(b).fetch({ prefix: 'v3' }, { includeVectors: true }), await client(a).fetch({ prefix: 'v3' }, { includeVectors: true }));
+    const page = { cursor: 0, limit: 25, includeVectors: true, includeMetadata: true };
+    assert.deepEqual(await client(b).range(page), await client(a).range(page));
+    for (const q of randomVectors(3, 8, 23)) {
+      const qa: unknown = await client(a!).query({ vector: q, topK: 5, includeVectors: true });
+      const qb: unknown = await client(b!).query({ vector: q, topK: 5, includeVectors: true });
+      assert.deepEqual(qb, qa, 'query with vectors during the fill');
+    }
+    // a near-duplicate's score is computed from its stored vector (read on demand): 1 for itself
+    const [dup] = await client(b).query({ vector: vecs[30], topK: 1 });
+    assert.deepEqual(dup, (await client(a).query({ vector: vecs[30], topK: 1 }))[0]);
+    const resumable = await client(b).resumableQuery({ vector: vecs[40], topK: 3, includeVectors: true, maxIdle: 60 });
+    const next = await resumable.fetchNext(3);
+    await resumable.stop();
+    for (const r of [...resumable.result, ...next]) assert.deepEqual(r.vector, before.get(String(r.id))?.vector, `resumable query, ${r.id}`);
+    assert.equal(lines(b, 'vector vectors filled from PostgreSQL').length, 0, 'the fill is still paused');
+
+    await release();
+    await waitFor('the fill done (log)', () => lines(b!, 'vector vectors filled from PostgreSQL').length === 1, 120_000);
+    assert.ok(Number(lines(b, 'vector vectors filled from PostgreSQL')[0].filled) >= 100, 'the background fill filled vectors');
+    await caughtUp(b, 599);
+    await sameRecords(a, b, 'after the fill');
+    const after = await allRecords(b, '');
+    assert.notDeepEqual(after.get('v10')!.vector, before.get('v10')!.vector, 'the rewritten vector stays');
+    assert.deepEqual(after.get('v10')!.metadata, { rewritten: true });
+    assert.equal(after.has('v11'), false);
+    assert.deepEqual(after.get('v12')!.vector, before.get('v12')!.vector);
+    assert.equal((await allRecords(b, 'ns1')).size, 0);
+    await sameAnswers([a, b], randomVectors(4, 8, 25));
+    await stop(b);
+    const local = new Database(path.join(dirs.dir, 'b', 'vector', 'default.sqlite'), { readonly: true });
+    try {
+      assert.equal(local.prepare('SELECT count(*) FROM records WHERE vector IS NULL').pluck().get(), 0, 'every vector filled');
+      assert.equal(local.prepare("SELECT count(*) FROM meta WHERE key = 'vectors_to_fill'").pluck().get(), 0, 'the marker removed');
+    } finally {
+      local.close();
+    }
+  } finally {
+    await release();
+    await stop(a, b);
+    dirs.cleanup();
+  }
+});
+
+test('a joiner restarted before its fill ends resumes it; with PostgreSQL stopped, a vector not filled yet answers 503 with Retry-After, and the fill completes once it is back', { timeout: 600_000 }, async () => {
+  const own = await startTestPostgres({ own: true });
+  const url = await own.newDatabase();
+  const dirs = tempDir();
+  let a: Child | undefined;
+  let c: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 31)).a;
+    release = await holdFillLock(url);
+    c = await node(path.join(dirs.dir, 'c'), url, 0);
+    await assertJoinedVectorless(c);
+    await waitFor('the downloaded cache synced to disk', () => lines(c!, 'vector index download synced to disk').length === 1, 60_000);
+    await stop(c);
+    assert.equal(lines(c, 'vector vectors filled from PostgreSQL').length, 0);
+
+    c = await node(path.join(dirs.dir, 'c'), url, 0);
+    await waitFor('the index loaded (log)', () => lines(c!, 'vector index loaded').length > 0, 30_000);
+    assert.equal(lines(c, 'vector index fetched from the published snapshot').length, 0, 'the local copy is used');
+    await waitFor('the fill resumed (log)', () => lines(c!, 'vector vectors filling from PostgreSQL').length === 1, 30_000);
+
+    // the database stopped (the lock's session with it): a vector not filled yet cannot be read
+    own.kill();
+    const r = await fetch(`${c.url}/fetch`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ ids: ['v7'], includeVectors: true }) });
+    const text = await r.text();
+    assert.equal(r.status, 503, text);
+    assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    assert.match((JSON.parse(text) as { error: string }).error, /still being copied/);
+    // without vectors: answered from memory
+    const q = await fetch(`${c.url}/query`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ vector: randomVectors(1, 8, 32)[0], topK: 3, includeMetadata: true }) });
+    assert.equal(q.status, 200);
+    own.start();
+    await waitFor('the fill done (log)', () => lines(c!, 'vector vectors filled from PostgreSQL').length === 1, 180_000);
+    assert.ok(Number(lines(c, 'vector vectors filled from PostgreSQL')[0].filled) >= 100, 'the resumed fill filled the vectors');
+    await sameRecords(a, c, 'after the fill');
+  } finally {
+    await release();
+    await stop(a, c);
+    dirs.cleanup();
+    await own.stop();
   }
 });

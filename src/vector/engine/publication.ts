@@ -18,6 +18,7 @@ import type pg from 'pg';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { VECTORLESS_FILE } from './vectorless.js';
 
 /** Class (first key) of the per-index publication locks (session locks); the second key is `hashtext(index name)`. */
 export const PUBLISH_LOCK_CLASS = 73_164_522;
@@ -69,10 +70,11 @@ export interface PublicationTarget {
 
 /**
  * Order in which downloaded files are put in place: graph files, then snapshot headers (which name
- * them, `snapshot.ts`), then the SQLite copy (whose presence means the download is complete).
+ * them, `snapshot.ts`), then the SQLite copy (`cache.sqlite`, or {@link VECTORLESS_FILE} without
+ * the vectors the graphs carry; its presence means the download is complete).
  */
 function rank(name: string): number {
-  if (name === 'cache.sqlite') return 2;
+  if (name === 'cache.sqlite' || name === VECTORLESS_FILE) return 2;
   return name.endsWith('.json') ? 1 : 0;
 }
 
@@ -399,7 +401,8 @@ export async function download(
     if (!p) return undefined;
     if (p.incarnation !== p.current) return { rejected: `published for incarnation ${p.incarnation}, the index is ${p.current}` };
     // names svc writes: never a path out of `dir` (no `..`, no leading dot)
-    const bad = p.files.find((f) => !/^(cache\.sqlite|snapshots\/[A-Za-z0-9_-][A-Za-z0-9._-]*)$/.test(f.name));
+    // (`cache.vectorless.sqlite`: the copy without the vectors the graphs carry, `vectorless.ts`)
+    const bad = p.files.find((f) => !/^(cache\.sqlite|cache\.vectorless\.sqlite|snapshots\/[A-Za-z0-9_-][A-Za-z0-9._-]*)$/.test(f.name));
     if (bad) return { rejected: `unexpected file name ${bad.name}` };
     const order = [...p.files].sort((a, b) => rank(a.name) - rank(b.name));
     for (const f of order) {

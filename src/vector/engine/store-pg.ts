@@ -64,6 +64,13 @@ export const RELOAD_PAGE = 2000;
 export const QUERY_TIMEOUT_MS = 15_000;
 /** Changes kept per index (older ones are pruned; a node further behind reloads the index whole). */
 export const CHANGES_KEPT = 1_000_000;
+/**
+ * Class (first key) of the per-index fill locks (second key `hashtext(index name)`): each batch of
+ * a node's background fill of dense vectors (`vector-index.ts` `fill`) takes the shared form for
+ * its statement; a session holding the exclusive form pauses every node's fill of that index
+ * (reads of a missing vector on demand do not take it).
+ */
+export const FILL_LOCK_CLASS = 73_164_523;
 /** Local meta key of the cache tag (the index's incarnation in this database). */
 export const CACHE_TAG = 'pg_incarnation';
 /** Local meta key set while a whole reload runs (a cache, not a file of the SQLite store). */
@@ -620,6 +627,23 @@ export class PgIndexLog implements SharedLog {
   /** Publishes a copy of this node's local cache for joining nodes: `publication.ts` {@link publish}. */
   publish(since: number, minAgeMs: number, stage: Parameters<typeof publish>[3]): ReturnType<typeof publish> {
     return publish(this.target, since, minAgeMs, stage);
+  }
+
+  /**
+   * Dense vectors of the records of namespace `ns` at positions `from` <= pos < `to` (`positions`:
+   * at those positions instead), with the id and sequence number of the write they belong to.
+   * `pausable`: the statement first takes the shared {@link FILL_LOCK_CLASS} lock of the index (the
+   * background fill). @throws the database error.
+   */
+  async vectorsAt(ns: number, at: { from: number; to: number } | { positions: number[] }, pausable = false): Promise<{ id: string; seq: number; pos: number; vector: Buffer }[]> {
+    const where = 'positions' in at ? 'r.pos = ANY($3::bigint[])' : 'r.pos >= $3 AND r.pos < $4';
+    const params: unknown[] = 'positions' in at ? [this.name, ns, at.positions] : [this.name, ns, at.from, at.to];
+    const lock = pausable ? `CROSS JOIN (SELECT pg_advisory_xact_lock_shared(${FILL_LOCK_CLASS}, hashtext($1))) l` : '';
+    const r = await this.db.query<{ id: string; seq: string; pos: string; vector: Buffer }>(
+      `SELECT r.id, r.seq, r.pos, r.vector FROM vector_records r ${lock} WHERE r.index_name = $1 AND r.ns = $2 AND ${where} AND r.vector IS NOT NULL`,
+      params,
+    );
+    return r.rows.map((x) => ({ id: x.id, seq: Number(x.seq), pos: Number(x.pos), vector: x.vector }));
   }
 
   /** Downloads this index's current publication into `dir`: `publication.ts` {@link download}. */

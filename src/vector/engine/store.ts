@@ -27,6 +27,12 @@ import { WalCheckpointer, WalSyncer } from '../../sqlite-wal-sync.js';
 export const VECTOR_SCHEMA_VERSION = 1;
 
 /**
+ * Meta key of a local copy whose dense vectors are (partly) left out (`vectorless.ts`): present
+ * until every record's vector was filled from the shared store (`vector-index.ts` `fill`).
+ */
+export const FILL_MARK = 'vectors_to_fill';
+
+/**
  * What the closed index file `file` (a copy: `VectorStore.backup`) holds that a graph snapshot is
  * checked against: its sequence number (`meta.seq`, 0 when none), its dimension (`meta.dimension`,
  * null when none yet) and each namespace's id and generation (`snapshot.ts` `SnapshotExpectation`).
@@ -210,6 +216,9 @@ export class VectorStore {
       clearMeta: p('DELETE FROM meta'),
       putNs: p('INSERT INTO namespaces (id, name, next_pos, generation) VALUES (?, ?, ?, ?)'),
       pageInfo: p('SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size()) AS size'),
+      unfilled: p('SELECT pos FROM records WHERE ns = ? AND pos >= ? AND pos < ? AND vector IS NULL').pluck(),
+      fill: p('UPDATE records SET vector = ? WHERE ns = ? AND id = ? AND seq = ? AND vector IS NULL'),
+      maxPos: p('SELECT max(pos) FROM records WHERE ns = ?').pluck(),
     };
   }
 
@@ -365,6 +374,33 @@ export class VectorStore {
   range(ns: number, from: number, limit: number, prefix?: string): RecordRow[] {
     if (prefix) return this.st.rangePrefix.all(ns, from, prefix.length, prefix, limit) as RecordRow[];
     return this.st.range.all(ns, from, limit) as RecordRow[];
+  }
+  /**
+   * Positions in `[from, to)` of namespace `ns` whose dense vector is not filled yet (a copy
+   * published without them, {@link FILL_MARK}); one range of the position index, a row read each.
+   */
+  unfilled(ns: number, from: number, to: number): number[] {
+    return this.st.unfilled.all(ns, from, to) as number[];
+  }
+  /** Highest position of a record of `ns` (undefined: none). */
+  maxPos(ns: number): number | undefined {
+    return (this.st.maxPos.get(ns) as number | null) ?? undefined;
+  }
+  /**
+   * Fills the dense vectors of `rows` (as the shared store has them) into records of `ns` that
+   * still hold the same write (same id and sequence number) and have none yet; a record written,
+   * deleted or reset since keeps what it has. Not captured; not synced (a fill lost to a crash is
+   * done again: the marker stays until after it in the WAL). Resolves to the number filled.
+   */
+  fillVectors(ns: number, rows: { id: string; seq: number; vector: Buffer }[]): number {
+    let n = 0;
+    this.transaction(() => {
+      for (const r of rows) n += this.st.fill.run(r.vector, ns, r.id, r.seq).changes;
+    });
+    // checkpointed like a write (automatic checkpoints are off): the WAL would otherwise keep
+    // every page each of these transactions rewrote (gigabytes at 1M records)
+    if (n > 0) this.checkpointer.committed();
+    return n;
   }
   /** Database size in bytes (pages x page size). */
   size(): number {

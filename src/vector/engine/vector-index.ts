@@ -39,12 +39,13 @@ import { graphSearchedWithin, HnswDense, QuantizedDense, type NamespaceDense } f
 import { Bm25Embedder, HttpDenseEmbedder } from './embedders.js';
 import { hnswlibBuild } from './hnswlib.js';
 import { isDiskFull } from '../../disk-full.js';
-import { VectorError, vectorError } from '../errors.js';
+import { VectorError, vectorError, VectorsMissing } from '../errors.js';
 import { f32ToBlob, blobToF32 } from './float32.js';
 import { NamespaceState } from './namespace.js';
 import { dropSnapshot, fsyncPathAsync, readSnapshot, readSnapshotAsync, writeSnapshot, writeSnapshotAsync, type SnapshotExpectation, type SnapshotResult } from './snapshot.js';
 import { SparseIndex } from './sparse.js';
-import { blobToSparse, sparseToBlob, storedState, VectorStore, type ChangeRow } from './store.js';
+import { blobToSparse, FILL_MARK, sparseToBlob, storedState, VectorStore, type ChangeRow } from './store.js';
+import { copyWithoutVectors, VECTORLESS_FILE } from './vectorless.js';
 import { CHANGES_PAGE, type PgIndexLog, type WriteTx } from './store-pg.js';
 import type { PublishedExpectations } from './publication.js';
 import type { Metadata, UpsertItem } from '../validate.js';
@@ -81,6 +82,18 @@ export const PENDING_LIMIT = 256_000;
  * instead of waiting for it, and a finished point leaves the exact scan of queries soon.
  */
 export const BATCH_ELEMENTS = PENDING_LIMIT / 4;
+/**
+ * Positions per batch of the background fill of dense vectors ({@link VectorIndex.fill}): one
+ * PostgreSQL statement each (~0.5 MB of 128-d vectors).
+ */
+export const FILL_BATCH = 1000;
+/**
+ * Vectors written per local transaction of the fill, one event-loop turn each: an update that
+ * grows a row costs ~17 µs here (200k × 512 B measured), so ~4 ms.
+ */
+export const FILL_APPLY = 250;
+/** Wait (ms) before the fill tries again after a failure, or a pass that left records behind the database. */
+export const FILL_RETRY_MS = 1000;
 
 export class VectorIndex {
   readonly store: VectorStore;
@@ -100,7 +113,7 @@ export class VectorIndex {
    * what they were checked against: used by start-up's load when that is what the SQLite file
    * expects then ({@link loadAsync}), dropped after it.
    */
-  private preloaded: Map<number, { expect: SnapshotExpectation; result: SnapshotResult }> | undefined;
+  private preloaded: Map<number, { expect: SnapshotExpectation; result: Promise<SnapshotResult> }> | undefined;
   readonly denseEmbedder?: HttpDenseEmbedder;
   readonly sparseEmbedder?: Bm25Embedder;
   /** Group commits (SQLite transactions of the write queue) since start. */
@@ -139,6 +152,20 @@ export class VectorIndex {
   shared: PgIndexLog | undefined;
   /** The fsync of a downloaded cache after the index became ready ({@link syncDownloaded}); close waits for it. */
   private downloadSynced: Promise<void> | undefined;
+  /**
+   * True while the local copy lacks dense vectors (joined from a publication without them,
+   * `vectorless.ts`; meta {@link FILL_MARK}): readers of a record's vector that find none throw
+   * `VectorsMissing` ({@link vectorPending}) and the vectors are filled in the background ({@link fill}).
+   */
+  filling = false;
+  /** The running background fill ({@link startFill}). */
+  private fillRun: Promise<void> | undefined;
+  /**
+   * Positions (by namespace id) whose graph point may not hold the record's current vector: a
+   * record restored from the local copy while its vector was not filled yet ({@link restoreRecord});
+   * queued for the graph again once filled ({@link regraph}).
+   */
+  private unsettled = new Map<number, Set<number>>();
   /** Tail of the shared-store operations, which run one at a time ({@link exclusive}). */
   private tail: Promise<unknown> = Promise.resolve();
 
@@ -173,6 +200,7 @@ export class VectorIndex {
     }
     let idx = new VectorIndex(def, dataDir, logger, true);
     let fetched: string[] | undefined;
+    let settled: Promise<void> | undefined;
     try {
       if (shared) {
         // the SQLite file is a cache of the shared store: brought to its state before loading
@@ -182,6 +210,7 @@ export class VectorIndex {
           idx.store.close();
           const got = await VectorIndex.fetchPublished(def, dataDir, logger, shared);
           fetched = got?.files;
+          settled = got?.settled;
           idx = new VectorIndex(def, dataDir, logger, true);
           idx.shared = shared;
           idx.preloaded = got?.preloaded;
@@ -191,11 +220,14 @@ export class VectorIndex {
         logger.info({ index: def.name, ...r, ms: Date.now() - t0 }, r.reloaded ? 'vector index reloaded from PostgreSQL' : 'vector index cache caught up from PostgreSQL');
       }
       await idx.loadAsync();
+      await settled;
     } catch (err) {
+      await settled;
       idx.store.close();
       throw err;
     }
     if (fetched) idx.downloadSynced = idx.syncDownloaded(cache, fetched);
+    idx.startFill();
     return idx;
   }
 
@@ -234,25 +266,29 @@ export class VectorIndex {
    * ids and generations of its SQLite copy) has each graph snapshot loaded as soon as its graph
    * file and header are downloaded and verified, while the SQLite copy still downloads
    * (`snapshot.ts` `readSnapshotAsync` against those expectations, the download's SHA-256 trusted
-   * instead of hashing the file again); it is refused (reloaded from PostgreSQL) when a graph
-   * snapshot does not match them or the SQLite copy holds other values. Resolves to the paths of
-   * the files put in place and the graphs loaded meanwhile, or undefined (the local files deleted)
-   * when there is none or it was refused. Never rejects: a failure is logged and the caller
-   * reloads the records (`syncLocal`).
+   * instead of hashing the file again); it is refused (reloaded from PostgreSQL) when the SQLite
+   * copy holds other values than them. The reads are not waited for: they go on while the
+   * catch-up and the record heads run ({@link loadAsync} awaits each; a graph that turns out not
+   * usable is rebuilt from the local copy, as at a restart), the graph files linked into the
+   * snapshot directory meanwhile and `.joining/` removed once every read ended (`settled`, which
+   * {@link open} awaits). Resolves to the paths of the files put in place, the graph reads by
+   * namespace id and `settled`, or undefined (the local files deleted) when there is none or it
+   * was refused. Never rejects: a failure is logged and the caller reloads the records (`syncLocal`).
    */
   private static async fetchPublished(
     def: IndexDefinition,
     dataDir: string,
     logger: Logger,
     shared: PgIndexLog,
-  ): Promise<{ files: string[]; preloaded: Map<number, { expect: SnapshotExpectation; result: SnapshotResult }> } | undefined> {
+  ): Promise<{ files: string[]; preloaded: Map<number, { expect: SnapshotExpectation; result: Promise<SnapshotResult> }>; settled: Promise<void> } | undefined> {
     const cache = VectorIndex.cachePaths(dataDir, def.name);
     VectorIndex.clearCache(cache);
     const t0 = Date.now();
     const joiningSnapshots = path.join(cache.joining, 'snapshots');
     /** Downloaded files (name → verified SHA-256) and the graph reads started, by namespace id. */
     const downloaded = new Map<string, string>();
-    const reads = new Map<number, Promise<{ expect: SnapshotExpectation; result: SnapshotResult }>>();
+    const reads = new Map<number, { expect: SnapshotExpectation; result: Promise<SnapshotResult> }>();
+    const allRead = () => Promise.all([...reads.values()].map((r) => r.result)); // never rejects (readSnapshotAsync)
     let graphMs = 0;
     const onFile = (name: string, sha256: string, expects: PublishedExpectations | null) => {
       downloaded.set(name, sha256);
@@ -272,11 +308,12 @@ export class VectorIndex {
         if (sum === undefined || !ns) continue;
         const expect: SnapshotExpectation = { dimension: expects.dimension, metric: def.metric, params: def.hnsw, generation: ns.generation, quantization: def.quantization ?? 'none' };
         const started = Date.now();
-        reads.set(nsId, readSnapshotAsync(joiningSnapshots, nsId, expect, sum).then((result) => ((graphMs = Math.max(graphMs, Date.now() - started)), { expect, result })));
+        reads.set(nsId, { expect, result: readSnapshotAsync(joiningSnapshots, nsId, expect, sum).then((result) => ((graphMs = Math.max(graphMs, Date.now() - started)), result)) });
       }
     };
-    const refuse = (reason: string) => {
+    const refuse = async (reason: string) => {
       logger.warn({ index: def.name, reason }, 'vector: the published snapshot is not usable: reloading the records from PostgreSQL');
+      await allRead();
       VectorIndex.clearCache(cache);
       return undefined;
     };
@@ -291,40 +328,48 @@ export class VectorIndex {
       let got: Awaited<ReturnType<PgIndexLog['download']>>;
       try {
         got = await shared.download(cache.joining, onFile);
-      } finally {
-        await Promise.all(reads.values()); // never rejects (readSnapshotAsync)
+      } catch (err) {
+        await allRead();
+        throw err;
       }
       if (!got) {
+        await allRead();
         VectorIndex.clearCache(cache);
         return undefined;
       }
       if ('rejected' in got) return refuse(got.rejected);
-      const preloaded = new Map<number, { expect: SnapshotExpectation; result: SnapshotResult }>();
+      // `cache.sqlite`, or the copy without the vectors the graphs carry (filled after ready)
+      const copyName = got.files.includes(VECTORLESS_FILE) ? VECTORLESS_FILE : 'cache.sqlite';
       if (got.expectations) {
         // the graphs, the SQLite copy and the row must agree: one of them altered is refused
-        const state = storedState(path.join(cache.joining, 'cache.sqlite'));
+        const state = storedState(path.join(cache.joining, copyName));
         const e = got.expectations;
         const generations = new Map(state.namespaces.map((n) => [n.id, n.generation]));
         if (state.dimension !== e.dimension || e.namespaces.some((n) => generations.get(n.id) !== n.generation)) {
           return refuse('the SQLite copy differs from the publication\'s expectations (dimension, namespaces)');
         }
-        for (const [nsId, read] of reads) {
-          const r = await read;
-          if ('rejected' in r.result) return refuse(`graph snapshot of namespace ${nsId}: ${r.result.rejected}${r.result.detail ? ` (${r.result.detail})` : ''}, not what the publication expects`);
-          preloaded.set(nsId, r);
-        }
       }
-      if (fs.existsSync(joiningSnapshots)) fs.renameSync(joiningSnapshots, cache.snapshots);
-      fs.renameSync(path.join(cache.joining, 'cache.sqlite'), cache.file);
-      fs.rmSync(cache.joining, { recursive: true, force: true });
+      // the graph reads still running use the files under `.joining/`: the snapshots are linked
+      // into place (both names valid) and `.joining/` removed once every read ended (`settled`)
+      if (fs.existsSync(joiningSnapshots)) {
+        fs.mkdirSync(cache.snapshots, { recursive: true });
+        for (const f of fs.readdirSync(joiningSnapshots)) fs.linkSync(path.join(joiningSnapshots, f), path.join(cache.snapshots, f));
+      }
+      fs.renameSync(path.join(cache.joining, copyName), cache.file);
       logger.info(
-        { index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0, graphsLoaded: preloaded.size, graphLoadMs: graphMs },
+        { index: def.name, seq: got.seq, bytes: got.bytes, ms: Date.now() - t0, graphsLoading: reads.size, vectorless: copyName === VECTORLESS_FILE },
         'vector index fetched from the published snapshot',
       );
-      const files = got.files.map((f) => (f === 'cache.sqlite' ? cache.file : path.join(cache.snapshots, f.slice('snapshots/'.length))));
-      return { files, preloaded };
+      const settled = allRead().then((results) => {
+        fs.rmSync(cache.joining, { recursive: true, force: true });
+        const loaded = results.filter((r) => !('rejected' in r)).length;
+        logger.info({ index: def.name, graphsLoaded: loaded, graphLoadMs: graphMs, ms: Date.now() - t0 }, 'vector index published graphs loaded');
+      });
+      const files = got.files.map((f) => (f === copyName ? cache.file : path.join(cache.snapshots, f.slice('snapshots/'.length))));
+      return { files, preloaded: reads, settled };
     } catch (err) {
       logger.warn({ index: def.name, err: (err as Error)?.message ?? String(err) }, 'vector: downloading the published snapshot failed: reloading the records from PostgreSQL');
+      await allRead();
       VectorIndex.clearCache(cache);
       return undefined;
     }
@@ -364,7 +409,8 @@ export class VectorIndex {
    * removed. Resolves to what was published (undefined: nothing). @throws the database or file error.
    */
   async publish(minAgeMs = 0): Promise<{ seq: number; bytes: number } | undefined> {
-    if (!this.shared || this.closed || this.seq === 0) return undefined;
+    // a node still filling its vectors publishes nothing (its copy lacks vectors its graphs may not carry)
+    if (!this.shared || this.closed || this.seq === 0 || this.filling) return undefined;
     const staging = path.join(path.dirname(this.snapshotDir), `${this.def.name}.publishing`);
     try {
       return await this.shared.publish(this.seq, minAgeMs, async () => {
@@ -373,26 +419,35 @@ export class VectorIndex {
         await this.maintain(1);
         if (this.closed) return undefined;
         const names = fs.existsSync(this.snapshotDir) ? fs.readdirSync(this.snapshotDir) : [];
-        const graphs: { nsId: number; generation: number; files: { name: string; path: string }[] }[] = [];
+        const graphs: { nsId: number; generation: number; seq: number; files: { name: string; path: string }[] }[] = [];
         for (const h of names.filter((n) => /^ns-\d+\.json$/.test(n))) {
           try {
-            const header = JSON.parse(fs.readFileSync(path.join(this.snapshotDir, h), 'utf8')) as { file: string; generation: number };
+            const header = JSON.parse(fs.readFileSync(path.join(this.snapshotDir, h), 'utf8')) as { file: string; generation: number; seq: number };
             const linked = path.join(staging, 'snapshots', header.file);
             fs.linkSync(path.join(this.snapshotDir, header.file), linked);
             fs.copyFileSync(path.join(this.snapshotDir, h), path.join(staging, 'snapshots', h));
             const files = [{ name: `snapshots/${header.file}`, path: linked }, { name: `snapshots/${h}`, path: path.join(staging, 'snapshots', h) }];
-            graphs.push({ nsId: Number(/\d+/.exec(h)![0]), generation: header.generation, files });
+            graphs.push({ nsId: Number(/\d+/.exec(h)![0]), generation: header.generation, seq: header.seq, files });
           } catch {
             // replaced by a newer snapshot meanwhile: this namespace is published without a graph
           }
         }
-        const copy = path.join(staging, 'cache.sqlite');
-        await this.store.backup(copy);
+        // without the vectors the published graphs carry (`vectorless.ts`), unless the index has no
+        // float graph (int8 codes re-rank every query on the original vectors; sparse has none)
+        const vectorless = this.hasDense && this.def.quantization !== 'int8';
+        const copy = path.join(staging, vectorless ? VECTORLESS_FILE : 'cache.sqlite');
+        const t0 = Date.now();
+        if (vectorless) {
+          const { nulled } = await copyWithoutVectors(this.store.file, copy, graphs.map((g) => ({ ns: g.nsId, seq: g.seq })));
+          this.logger.info({ index: this.def.name, nulled, bytes: fs.statSync(copy).size, ms: Date.now() - t0 }, 'vector copy without the vectors the graphs carry made for publishing');
+        } else await this.store.backup(copy);
         const { seq, dimension, namespaces } = storedState(copy);
-        // a graph of a namespace reset after its snapshot (another generation than the copy's) is left out
+        // a graph of a namespace reset after its snapshot (another generation than the copy's) is
+        // left out; the copy then has that namespace's vectors (they were nulled by generation-less
+        // sequence numbers only for records the graph covers, and a reset deletes those records)
         const generations = new Map(namespaces.map((n) => [n.id, n.generation]));
         const files = graphs.filter((g) => generations.get(g.nsId) === g.generation).flatMap((g) => g.files);
-        files.push({ name: 'cache.sqlite', path: copy });
+        files.push({ name: path.basename(copy), path: copy });
         return { seq, files, expectations: { dimension, namespaces } };
       });
     } finally {
@@ -421,13 +476,21 @@ export class VectorIndex {
       const pre = this.preloaded?.get(row.id);
       const usable = pre && expect && sameExpectation(pre.expect, expect);
       if (usable && row.next_pos > 0) this.loadedWhileDownloading++;
-      const snap = expect && row.next_pos > 0 ? (usable ? Promise.resolve(pre.result) : readSnapshotAsync(this.snapshotDir, row.id, expect)) : undefined;
+      // (read while the heads are: the graph on the thread pool, the heads on this thread)
+      const snap = expect && row.next_pos > 0 ? (usable ? pre.result : readSnapshotAsync(this.snapshotDir, row.id, expect)) : undefined;
       let t = Date.now();
       this.loadHeads(ns);
       phases.headsMs += Date.now() - t;
       t = Date.now();
       const got = snap && (await snap);
       phases.snapshotWaitMs += Date.now() - t;
+      if (this.filling && expect && ns.count > 0 && (!got || 'rejected' in got || got.header.seq > this.seq)) {
+        // the graph is rebuilt from the local copy: its vectors are filled first (before ready)
+        t = Date.now();
+        const r = await this.fillNamespace(ns, false);
+        this.logger.info({ index: this.def.name, namespace: ns.name, ...r, ms: Date.now() - t }, 'vector vectors of a namespace without a usable graph filled from PostgreSQL before rebuilding it');
+        if (r.left > 0) throw new Error(`vector index ${this.def.name}: ${r.left} vectors of namespace '${ns.name}' could not be filled from PostgreSQL`);
+      }
       t = Date.now();
       replayed += this.loadIndexes(ns, ns.count > 0 ? got : undefined);
       phases.indexesMs += Date.now() - t;
@@ -439,6 +502,152 @@ export class VectorIndex {
     // after loading, not while the snapshot is read: the graph read and the hashing need the cores
     this.scheduleMetadataParse();
     this.scheduleIndexing();
+  }
+
+  /**
+   * Starts the background fill of the dense vectors the local copy lacks ({@link filling}), unless
+   * it runs or nothing is missing. Called once the index is loaded ({@link open}).
+   */
+  startFill(): void {
+    if (!this.filling || !this.shared || this.fillRun || this.closed) return;
+    this.fillRun = this.fill().finally(() => (this.fillRun = undefined));
+  }
+
+  /**
+   * The background fill: passes over every namespace in position order ({@link fillNamespace},
+   * batches of {@link FILL_BATCH} positions, each batch's statement pausable by the
+   * `FILL_LOCK_CLASS` lock, `store-pg.ts`), until a pass finds no record without its vector; then
+   * the marker {@link FILL_MARK} is removed (in the same order in the WAL as the fills, so a
+   * crash never leaves the marker removed before them). A record whose vector the database has
+   * for another write (this node is behind) is left to the catch-up, run between passes; a
+   * failure (the database unreachable) is retried after {@link FILL_RETRY_MS}. A restart before
+   * the end finds the marker and starts again, skipping the batches already filled. Never rejects.
+   */
+  private async fill(): Promise<void> {
+    const t0 = Date.now();
+    let filled = 0;
+    let passes = 0;
+    const pause = () => new Promise((r) => setTimeout(r, FILL_RETRY_MS).unref());
+    this.logger.info({ index: this.def.name }, 'vector vectors filling from PostgreSQL');
+    while (!this.closed && this.filling) {
+      let left = 0;
+      passes++;
+      try {
+        for (const ns of [...this.namespaces.values()]) {
+          const r = await this.fillNamespace(ns, true);
+          filled += r.filled;
+          left += r.left;
+          if (this.closed) return;
+        }
+      } catch (err) {
+        if (this.closed) return;
+        this.shared!.warn(err, 'filling the vectors failed (retried)');
+        await pause();
+        continue;
+      }
+      if (left === 0) {
+        await this.exclusive(async () => {
+          if (this.closed) return;
+          this.store.deleteMeta(FILL_MARK);
+          this.store.checkpointer.committed();
+          this.filling = false;
+        });
+        this.logger.info({ index: this.def.name, filled, passes, ms: Date.now() - t0 }, 'vector vectors filled from PostgreSQL');
+        return;
+      }
+      await this.catchUp().catch(() => undefined); // the records left are behind the database's
+      await pause();
+    }
+  }
+
+  /**
+   * Fills the dense vectors of namespace `ns` missing in the local copy from the shared store, in
+   * windows of {@link FILL_BATCH} positions (a window with none missing costs one local index
+   * range and no statement), each written only into a record that still holds the same write
+   * (`store.ts` `fillVectors`: a write, delete or reset applied meanwhile is never overwritten),
+   * under {@link exclusive} (never inside a group commit's open transaction). Resolves to the
+   * vectors filled and the records still without one (behind the database, or not there any
+   * more). `pausable`: the batches take the shared fill lock. @throws the database error.
+   */
+  private async fillNamespace(ns: NamespaceState, pausable: boolean): Promise<{ filled: number; left: number }> {
+    let filled = 0;
+    let left = 0;
+    if (this.closed) return { filled, left };
+    const top = this.store.maxPos(ns.row.id);
+    for (let from = 0; top !== undefined && from <= top; from += FILL_BATCH) {
+      if (this.closed || this.namespaces.get(ns.name) !== ns) break; // closing, or the namespace deleted
+      const to = from + FILL_BATCH;
+      const missing = this.store.unfilled(ns.row.id, from, to).length;
+      if (missing === 0) continue;
+      const rows = await this.shared!.vectorsAt(ns.row.id, { from, to }, pausable);
+      let n = 0;
+      for (let i = 0; i < rows.length && !this.closed; i += FILL_APPLY) {
+        await this.exclusive(async () => {
+          if (!this.closed) n += this.store.fillVectors(ns.row.id, rows.slice(i, i + FILL_APPLY));
+        });
+        await new Promise((r) => setImmediate(r));
+      }
+      filled += n;
+      // (read again only when some were not filled here: on demand meanwhile, or behind the database)
+      if (n < missing && !this.closed) {
+        left += await this.exclusive(async () => (this.closed ? 0 : this.store.unfilled(ns.row.id, from, to).length));
+      }
+      if (this.unsettled.has(ns.row.id)) await this.exclusive(async () => this.regraph(ns.row.id));
+    }
+    return { filled, left };
+  }
+
+  /**
+   * True when `vector` (a record's dense vector as the local copy has it) is missing because it is
+   * not filled yet ({@link filling}): the reader throws `VectorsMissing` instead of answering.
+   */
+  vectorPending(vector: Buffer | null | undefined): boolean {
+    return vector == null && this.filling && this.hasDense;
+  }
+
+  /**
+   * Reads the dense vectors of the records of namespace id `nsId` at `positions` from the shared
+   * store into the local copy (records that hold the same write only, as {@link fillNamespace});
+   * when some are still missing (this node is behind the database), catches up. A request that
+   * found them missing (`VectorsMissing`) then runs again (`http/routes.ts`).
+   * @throws VectorError 503 `vectorsUnavailable` when the database cannot be reached.
+   */
+  async fetchMissing(nsId: number, positions: number[]): Promise<void> {
+    if (!this.shared) return;
+    const want = [...new Set(positions)];
+    try {
+      const rows = await this.shared.vectorsAt(nsId, { positions: want });
+      const filled = await this.exclusive(async () => {
+        const n = this.store.fillVectors(nsId, rows);
+        this.regraph(nsId);
+        return n;
+      });
+      if (filled < want.length) await this.catchUp();
+    } catch (err) {
+      this.shared.warn(err, 'reading vectors not filled yet failed');
+      throw vectorError('vectorsUnavailable');
+    }
+  }
+
+  /**
+   * Queues again for the graph the filled vectors of the positions of `nsId` that
+   * {@link restoreRecord} left unsettled (their graph point may hold another write's vector).
+   */
+  private regraph(nsId: number): void {
+    const set = this.unsettled.get(nsId);
+    if (!set || this.closed) return;
+    const ns = [...this.namespaces.values()].find((n) => n.row.id === nsId);
+    for (const pos of set) {
+      const row = ns && this.store.getByPos(nsId, pos);
+      if (ns && row?.vector == null && row && ns.ids[pos] !== undefined) continue; // still missing
+      set.delete(pos);
+      if (!ns || !row?.vector || !ns.dense) continue;
+      const v = blobToF32(row.vector);
+      ns.dense.enqueue(pos, v, row.seq);
+      ns.rebuilding?.graph.enqueue(pos, v, row.seq);
+    }
+    if (set.size === 0) this.unsettled.delete(nsId);
+    if (this.pendingCount() > 0) this.scheduleIndexing();
   }
 
   /** What a snapshot of `ns` must match (undefined: the index has no dense part or no dimension yet). */
@@ -456,6 +665,7 @@ export class VectorIndex {
     }
     if (dim === undefined && this.dimension !== undefined && this.hasDense) this.store.setMeta('dimension', String(this.dimension));
     this.seq = Number(this.store.getMeta('seq') ?? 0);
+    this.filling = this.shared !== undefined && this.hasDense && this.store.getMeta(FILL_MARK) !== undefined;
   }
 
   /** Loads dimension, sequence number and every namespace (snapshot + replay, or rebuild). */
@@ -556,6 +766,13 @@ export class VectorIndex {
       };
       for (const r of this.store.vectors(ns.row.id)) {
         if (ns.sparse && r.sparse) ns.sparse.add(r.pos, blobToSparse(r.sparse));
+        if (rebuildDense && this.vectorPending(r.vector)) {
+          // a namespace reloaded after a rolled-back write while vectors are missing: added once read
+          let set = this.unsettled.get(ns.row.id);
+          if (!set) this.unsettled.set(ns.row.id, (set = new Set()));
+          set.add(r.pos);
+          this.settleSoon(ns.row.id);
+        }
         if (!rebuildDense || !r.vector) continue;
         if (!graph) {
           ns.dense!.add(r.pos, blobToF32(r.vector));
@@ -1017,7 +1234,14 @@ export class VectorIndex {
     if (at !== undefined && at !== row?.pos) ns.drop(id);
     if (!row) return;
     ns.put(row.pos, id, row.metadata ? (JSON.parse(row.metadata) as Metadata) : undefined);
-    if (row.vector && ns.dense) {
+    if (this.vectorPending(row.vector)) {
+      // not filled yet: the graph point stays; queued again once the vector is read (it may be
+      // another write's: a rolled-back one, or the catch-up's before the write that carries it)
+      let set = this.unsettled.get(ns.row.id);
+      if (!set) this.unsettled.set(ns.row.id, (set = new Set()));
+      set.add(row.pos);
+      this.settleSoon(ns.row.id);
+    } else if (row.vector && ns.dense) {
       const v = blobToF32(row.vector);
       ns.dense.enqueue(row.pos, v, row.seq);
       ns.rebuilding?.graph.enqueue(row.pos, v, row.seq);
@@ -1027,6 +1251,15 @@ export class VectorIndex {
     }
     if (row.sparse && ns.sparse) ns.sparse.add(row.pos, blobToSparse(row.sparse));
     else ns.sparse?.remove(row.pos);
+  }
+
+  /** Reads the vectors {@link restoreRecord} left unsettled in `nsId` (retried every {@link FILL_RETRY_MS} until done). */
+  private settleSoon(nsId: number): void {
+    setImmediate(() => {
+      const set = this.unsettled.get(nsId);
+      if (!set || this.closed || !this.shared) return;
+      this.fetchMissing(nsId, [...set]).catch(() => setTimeout(() => this.settleSoon(nsId), FILL_RETRY_MS).unref());
+    });
   }
 
   /** Namespaces and dimension in memory from SQLite after a rolled-back namespace-level write. */
@@ -1164,6 +1397,8 @@ export class VectorIndex {
       const ns = this.ns(name);
       const row = ns && ns.byId.has(u.id) ? this.store.get(ns.row.id, u.id) : undefined;
       if (!ns || !row) return 0;
+      // its vector is kept: one not filled yet is read first (the request runs again, http/routes.ts)
+      if (!u.vector && this.vectorPending(row.vector)) throw new VectorsMissing(ns.row.id, [row.pos]);
       let metadata = row.metadata ? (JSON.parse(row.metadata) as Metadata) : undefined;
       if (u.metadata !== undefined) metadata = u.patch ? (mergePatch(metadata ?? {}, u.metadata) as Metadata) : u.metadata;
       if (u.vector) this.fixDimension(u.vector.length);
@@ -1248,7 +1483,8 @@ export class VectorIndex {
       const g = ns.dense;
       if (!g) continue;
       try {
-        if (!ns.rebuilding && g.tombstones >= REBUILD_MIN && g.tombstones > g.size * REBUILD_RATIO) {
+        // (not while vectors are missing locally: a rebuild reads every vector from the local copy)
+        if (!ns.rebuilding && !this.filling && g.tombstones >= REBUILD_MIN && g.tombstones > g.size * REBUILD_RATIO) {
           ns.rebuilding = { graph: this.newGraph(ns.count), todo: [...g.labels()], at: 0 };
           this.scheduleIndexing();
         }
@@ -1322,6 +1558,8 @@ export class VectorIndex {
     await this.maintain(1, true);
     await Promise.all(this.syncing);
     await this.downloadSynced;
+    // a running fill is not waited for (its statement may wait for the fill lock): it touches the
+    // local copy only under `exclusive` after checking `closed`, and stops at its next step
     await this.store.wal.close();
     await this.store.checkpointer.close();
     this.store.close();

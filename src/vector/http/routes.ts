@@ -20,7 +20,7 @@ import { jsonTooDeep, MAX_JSON_DEPTH } from '../../http/json-depth.js';
 import type { Logger } from '../../logger.js';
 import { endRequestSpan, requestSpan, type Span } from '../../tracing.js';
 import type { VectorIndex } from '../engine/vector-index.js';
-import { errorBody, retryAfter, VECTOR_ERRORS, VectorError, vectorMessage, type VectorErrorCode, type VectorMessageArgs } from '../errors.js';
+import { errorBody, retryAfter, VECTOR_ERRORS, VectorError, VectorsMissing, vectorMessage, type VectorErrorCode, type VectorMessageArgs } from '../errors.js';
 import { HANDLERS, READONLY_ENDPOINTS, type Handler } from './handlers.js';
 import type { VectorMetrics } from '../metrics.js';
 import type { ResumableQueries } from './resumable.js';
@@ -168,6 +168,31 @@ export function answer(deps: RouteDeps, r: Routed, text: string): Answer | Promi
   return run(deps, r, body);
 }
 
+/**
+ * Runs of a request that found records' vectors not filled yet (`VectorsMissing`): each run reads
+ * them from the shared store first (`VectorIndex.fetchMissing`); past this many the 503 escapes.
+ */
+export const FILL_RUNS = 3;
+
+/**
+ * `call()`, run again after reading the vectors it found missing (`VectorsMissing`, sync or
+ * async) at most {@link FILL_RUNS} times: a handler reads them synchronously from the local copy
+ * and has no effect before it throws (a write's savepoint is rolled back). @throws what `call`
+ * throws otherwise, and `vectorsUnavailable` (503) when the database cannot be reached.
+ */
+function withVectors(index: VectorIndex, call: () => unknown, runs = 1): unknown {
+  const again = (err: unknown): Promise<unknown> => {
+    if (!(err instanceof VectorsMissing) || runs >= FILL_RUNS) throw err;
+    return index.fetchMissing(err.ns, err.positions).then(() => withVectors(index, call, runs + 1));
+  };
+  try {
+    const result = call();
+    return result instanceof Promise ? result.catch(again) : result;
+  } catch (err) {
+    return again(err);
+  }
+}
+
 /** Runs the endpoint handler on the parsed body (see {@link answer}). Never throws/rejects. */
 function run(deps: RouteDeps, r: Routed, body: unknown): Answer | Promise<Answer> {
   const fail = (err: unknown): Answer => {
@@ -179,7 +204,7 @@ function run(deps: RouteDeps, r: Routed, body: unknown): Answer | Promise<Answer
   const timer = deps.metrics.timer(r.indexName, r.endpoint);
   const start = timer === undefined ? 0 : performance.now();
   try {
-    const result = r.handler({ index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable, limits: deps.limits });
+    const result = withVectors(r.index, () => r.handler({ index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable, limits: deps.limits }));
     if (result instanceof Promise) {
       return result.then(ok, fail).finally(() => timer?.since(start));
     }

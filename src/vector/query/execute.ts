@@ -4,7 +4,7 @@
  * Output shapes are in `records.ts`.
  */
 import type { VectorIndex } from '../engine/vector-index.js';
-import { vectorError } from '../errors.js';
+import { vectorError, VectorsMissing } from '../errors.js';
 import { blobToF32 } from '../engine/float32.js';
 import { HnswDense, type Neighbor } from '../engine/dense.js';
 import type { NamespaceState } from '../engine/namespace.js';
@@ -38,12 +38,14 @@ export const NEAR_DUPLICATE_DISTANCE = 1e-6;
  * per vector, more than the whole graph search at 128-d); the result agrees with
  * {@link denseScore} on the original vectors to within a float32 rounding step. Near-duplicates
  * under COSINE are recomputed exactly ({@link NEAR_DUPLICATE_DISTANCE}). Sorted best first.
+ * @throws VectorsMissing for a near-duplicate whose vector is not filled yet (`vector-index.ts` `fill`)
  */
 function scoreHits(index: VectorIndex, ns: NamespaceState, q: number[], hits: Neighbor[], exactAll: boolean): Scored[] {
   const metric = index.def.metric;
   if (exactAll) return rescoreExact(index, ns, q, hits.map((h) => h.label));
   const out: Scored[] = new Array(hits.length);
   let qf: Float32Array | undefined;
+  let missing: number[] | undefined;
   for (let i = 0; i < hits.length; i++) {
     const { label, distance: d } = hits[i];
     let score: number;
@@ -54,10 +56,12 @@ function scoreHits(index: VectorIndex, ns: NamespaceState, q: number[], hits: Ne
       if (metric === 'COSINE' && d <= NEAR_DUPLICATE_DISTANCE) {
         const v = index.store.vectorAt(ns.row.id, label);
         if (v) score = denseScore(metric, (qf ??= Float32Array.from(q)), blobToF32(v));
+        else if (index.vectorPending(v)) (missing ??= []).push(label);
       }
     }
     out[i] = { label, score };
   }
+  if (missing) throw new VectorsMissing(ns.row.id, missing);
   return out.sort(byScore);
 }
 
@@ -65,6 +69,7 @@ function scoreHits(index: VectorIndex, ns: NamespaceState, q: number[], hits: Ne
  * Final scores of `labels` from their original vectors ({@link denseScore}, one SQLite statement):
  * used where score values feed further arithmetic (DBSF fusion), so the reference's float32
  * literals are reproduced bit for bit. Sorted best first.
+ * @throws VectorsMissing for a vector it reads that is not filled yet (`vector-index.ts` `fill`)
  */
 function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], labels: number[]): Scored[] {
   const qf = Float32Array.from(q);
@@ -73,13 +78,18 @@ function rescoreExact(index: VectorIndex, ns: NamespaceState, q: number[], label
   const metric = index.def.metric;
   const qn = metric === 'COSINE' ? norm2F32(qf) : undefined;
   let v: Float32Array | undefined;
+  let missing: number[] | undefined;
   for (const r of index.store.vectorsByPos(ns.row.id, labels)) {
-    if (!r.vector) continue;
+    if (!r.vector) {
+      if (index.vectorPending(r.vector)) (missing ??= []).push(r.pos);
+      continue;
+    }
     // one aligned buffer for every row (a BLOB's bytes need not be 4-byte aligned)
     if (v?.byteLength !== r.vector.byteLength) v = new Float32Array(r.vector.byteLength / 4);
     new Uint8Array(v.buffer).set(r.vector);
     out.push({ label: r.pos, score: denseScore(metric, qf, v, qn) });
   }
+  if (missing) throw new VectorsMissing(ns.row.id, missing);
   return out.sort(byScore);
 }
 

@@ -8,6 +8,7 @@ import type { NamespaceState } from '../engine/namespace.js';
 import type { Scored } from '../engine/scores.js';
 import { blobToSparse, type RecordRow } from '../engine/store.js';
 import { MAX_FETCH_PREFIX, type Include } from '../validate.js';
+import { VectorsMissing } from '../errors.js';
 
 /** One record as answered by query, fetch, range and random. */
 export interface OutRecord {
@@ -19,7 +20,10 @@ export interface OutRecord {
   data?: string;
 }
 
-/** A record as the wire shows it (absent keys when the field does not exist or was not asked). */
+/**
+ * A record as the wire shows it (absent keys when the field does not exist or was not asked).
+ * @throws VectorsMissing when its dense vector is asked for and not filled yet (`vector-index.ts` `fill`)
+ */
 export function formatRecord(index: VectorIndex, ns: NamespaceState, label: number, inc: Include, score?: number): OutRecord {
   const out: OutRecord = { id: ns.ids[label]! };
   if (score !== undefined) out.score = shortestFloat32(score);
@@ -27,6 +31,7 @@ export function formatRecord(index: VectorIndex, ns: NamespaceState, label: numb
   if (inc.includeVectors || inc.includeData) row = index.store.getByPos(ns.row.id, label);
   if (inc.includeVectors && row) {
     if (row.vector) out.vector = printVector(blobToF32(row.vector));
+    else if (index.vectorPending(row.vector)) throw new VectorsMissing(ns.row.id, [label]);
     if (row.sparse) {
       const s = blobToSparse(row.sparse);
       out.sparseVector = { indices: Array.from(s.indices), values: printVector(s.values) };
@@ -40,18 +45,37 @@ export function formatRecord(index: VectorIndex, ns: NamespaceState, label: numb
   return out;
 }
 
-/** Formats scored labels. */
+/**
+ * `f` of each of `items`; the positions of every record whose vector is missing gathered into one
+ * `VectorsMissing` (thrown once all were tried: one read of the database fills them all).
+ */
+function formatEach<T, R>(ns: NamespaceState, items: T[], f: (x: T) => R): R[] {
+  let missing: number[] | undefined;
+  const out = items.map((x) => {
+    try {
+      return f(x);
+    } catch (err) {
+      if (!(err instanceof VectorsMissing)) throw err;
+      (missing ??= []).push(...err.positions);
+      return undefined as R;
+    }
+  });
+  if (missing) throw new VectorsMissing(ns.row.id, missing);
+  return out;
+}
+
+/** Formats scored labels. @throws VectorsMissing (see {@link formatRecord}) */
 export function formatScored(index: VectorIndex, ns: NamespaceState | undefined, hits: Scored[], inc: Include): OutRecord[] {
   if (!ns) return [];
-  return hits.map((h) => formatRecord(index, ns, h.label, inc, h.score));
+  return formatEach(ns, hits, (h) => formatRecord(index, ns, h.label, inc, h.score));
 }
 
 /** `fetch` by ids (request order, `null` for unknown) or by prefix (≤ 1,000, position order). */
 export function fetchRecords(index: VectorIndex, nsName: string, by: { ids?: string[]; prefix?: string }, inc: Include): (OutRecord | null)[] {
   const ns = index.ns(nsName);
-  if (by.ids) return by.ids.map((id) => (ns && ns.byId.has(id) ? formatRecord(index, ns, ns.byId.get(id)!, inc) : null));
-  if (!ns) return [];
-  return index.store.range(ns.row.id, 0, MAX_FETCH_PREFIX, by.prefix).map((r) => formatRecord(index, ns, r.pos, inc));
+  if (!ns) return by.ids ? by.ids.map(() => null) : [];
+  if (by.ids) return formatEach(ns, by.ids, (id) => (ns.byId.has(id) ? formatRecord(index, ns, ns.byId.get(id)!, inc) : null));
+  return formatEach(ns, index.store.range(ns.row.id, 0, MAX_FETCH_PREFIX, by.prefix), (r) => formatRecord(index, ns, r.pos, inc));
 }
 
 /** `range`: records with position >= cursor, `limit` per page, look-ahead for `nextCursor` ("" at the end). */
@@ -60,7 +84,7 @@ export function rangeRecords(index: VectorIndex, nsName: string, cursor: number,
   if (!ns) return { nextCursor: '', vectors: [] };
   const rows = index.store.range(ns.row.id, cursor, limit + 1, prefix);
   const nextCursor = rows.length > limit ? String(rows[limit].pos) : '';
-  return { nextCursor, vectors: rows.slice(0, limit).map((r) => formatRecord(index, ns, r.pos, inc)) };
+  return { nextCursor, vectors: formatEach(ns, rows.slice(0, limit), (r) => formatRecord(index, ns, r.pos, inc)) };
 }
 
 /** `info`: totals, index size, dimension, metric, type, dense/sparse parts, namespaces. */
