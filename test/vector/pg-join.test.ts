@@ -390,6 +390,30 @@ async function loadAndPublish(dir: string, url: string, seed: number): Promise<{
   return { a, vecs };
 }
 
+/**
+ * Joins a node on `dir` to `url` with every node's fill paused (its lock held): resolves once it
+ * joined from a publication without vectors and its fill started; `release` lets the fill go on.
+ */
+async function joinWithFillPaused(dir: string, url: string): Promise<{ n: Child; release: () => Promise<void> }> {
+  const release = await holdFillLock(url);
+  const n = await node(dir, url, 0);
+  await assertJoinedVectorless(n);
+  await waitFor('the fill started (log)', () => lines(n, 'vector vectors filling from PostgreSQL').length === 1, 30_000);
+  return { n, release };
+}
+
+/** Asserts that the stopped node's local copy in `dir` holds every vector and no fill marker (and `records` records, when given). */
+function assertFilledLocally(dir: string, records?: number): void {
+  const local = new Database(path.join(dir, 'vector', 'default.sqlite'), { readonly: true });
+  try {
+    if (records !== undefined) assert.equal(local.prepare('SELECT count(*) FROM records').pluck().get(), records, 'no record of a deleted or reset namespace is left or brought back');
+    assert.equal(local.prepare('SELECT count(*) FROM records WHERE vector IS NULL').pluck().get(), 0, 'every vector filled');
+    assert.equal(local.prepare("SELECT count(*) FROM meta WHERE key = 'vectors_to_fill'").pluck().get(), 0, 'the marker removed');
+  } finally {
+    local.close();
+  }
+}
+
 test('the publication leaves out the vectors its graphs carry; a joiner fills them from PostgreSQL after ready and answers with the same vectors during and after the fill; writes meanwhile are kept', { timeout: 600_000 }, async () => {
   const url = await pg.newDatabase();
   const dirs = tempDir();
@@ -421,10 +445,7 @@ test('the publication leaves out the vectors its graphs carry; a joiner fills th
     const before = await allRecords(a, '');
 
     // the fill paused (its lock held): what the joiner serves now is read on demand
-    release = await holdFillLock(url);
-    b = await node(path.join(dirs.dir, 'b'), url, 0);
-    await assertJoinedVectorless(b);
-    await waitFor('the fill started (log)', () => lines(b!, 'vector vectors filling from PostgreSQL').length === 1, 30_000);
+    ({ n: b, release } = await joinWithFillPaused(path.join(dirs.dir, 'b'), url));
 
     // writes on the joiner before its records' vectors are filled: never overwritten by the fill
     const fresh = randomVectors(2, 8, 24);
@@ -471,13 +492,7 @@ test('the publication leaves out the vectors its graphs carry; a joiner fills th
     assert.equal((await allRecords(b, 'ns1')).size, 0);
     await sameAnswers([a, b], randomVectors(4, 8, 25));
     await stop(b);
-    const local = new Database(path.join(dirs.dir, 'b', 'vector', 'default.sqlite'), { readonly: true });
-    try {
-      assert.equal(local.prepare('SELECT count(*) FROM records WHERE vector IS NULL').pluck().get(), 0, 'every vector filled');
-      assert.equal(local.prepare("SELECT count(*) FROM meta WHERE key = 'vectors_to_fill'").pluck().get(), 0, 'the marker removed');
-    } finally {
-      local.close();
-    }
+    assertFilledLocally(path.join(dirs.dir, 'b'));
   } finally {
     await release();
     await stop(a, b);
@@ -494,9 +509,7 @@ test('a joiner restarted before its fill ends resumes it; with PostgreSQL stoppe
   let release = async () => undefined as void;
   try {
     a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 31)).a;
-    release = await holdFillLock(url);
-    c = await node(path.join(dirs.dir, 'c'), url, 0);
-    await assertJoinedVectorless(c);
+    ({ n: c, release } = await joinWithFillPaused(path.join(dirs.dir, 'c'), url));
     await waitFor('the downloaded cache synced to disk', () => lines(c!, 'vector index download synced to disk').length === 1, 60_000);
     await stop(c);
     assert.equal(lines(c, 'vector vectors filled from PostgreSQL').length, 0);
@@ -525,5 +538,40 @@ test('a joiner restarted before its fill ends resumes it; with PostgreSQL stoppe
     await stop(a, c);
     dirs.cleanup();
     await own.stop();
+  }
+});
+
+test('a namespace deleted and the default namespace reset on the serving node during the fill: the joiner applies both, the fill ends without restoring any old vector', { timeout: 600_000 }, async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  let a: Child | undefined;
+  let b: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 41)).a;
+    ({ n: b, release } = await joinWithFillPaused(path.join(dirs.dir, 'b'), url));
+
+    // while the fill waits: ns1 deleted, '' reset and two of its ids written again with new vectors
+    assert.equal(await client(a).deleteNamespace('ns1'), 'Success');
+    await client(a).reset();
+    const fresh = randomVectors(2, 8, 42);
+    await client(a).upsert([{ id: 'v5', vector: fresh[0] }, { id: 'v6', vector: fresh[1], metadata: { again: true } }]);
+    await caughtUp(b, 2);
+    assert.deepEqual((await client(b).listNamespaces()).sort(), (await client(a).listNamespaces()).sort());
+
+    await release();
+    await waitFor('the fill done (log)', () => lines(b!, 'vector vectors filled from PostgreSQL').length === 1, 120_000);
+    const got = await client(b).fetch(['v5', 'v6', 'v7'], { includeVectors: true, includeMetadata: true });
+    assert.deepEqual(got, await client(a).fetch(['v5', 'v6', 'v7'], { includeVectors: true, includeMetadata: true }));
+    assert.deepEqual(got[0]?.vector?.map(Math.fround), fresh[0].map(Math.fround), 'the new vector, not the published one');
+    assert.equal(got[2], null, 'a record of the reset namespace stays deleted');
+    assert.deepEqual(await allRecords(b, ''), await allRecords(a, ''));
+    assert.equal((await client(b).info()).vectorCount, 2);
+    await stop(b);
+    assertFilledLocally(path.join(dirs.dir, 'b'), 2);
+  } finally {
+    await release();
+    await stop(a, b);
+    dirs.cleanup();
   }
 });
