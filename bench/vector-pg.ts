@@ -7,7 +7,8 @@
  * - query QPS and p99 (top 10, 8 concurrent clients) with one node, and with two PostgreSQL nodes
  *   sharing the clients;
  * - follower lag p50/p99: a marker written on one node, polled on the other, while a writer keeps
- *   the first node busy;
+ *   the first node busy (`BENCH_SECONDS`, default 5; `BENCH_PG_LAG_TRACE=1` prints each marker's
+ *   lag and the vectors written so far to stderr);
  * - time to ready (banner) of a node joining the index from an empty data dir, and of a node
  *   restarted on its data dir (local cache and graph snapshot);
  * - joining ({@link joinRows}): with no publication (the records reloaded and the graph rebuilt),
@@ -214,6 +215,7 @@ export async function postgresRows(): Promise<string> {
         await new Promise((r) => setTimeout(r, 2));
       }
       lags.push(performance.now() - t0);
+      if (process.env.BENCH_PG_LAG_TRACE) console.error(`marker ${i} lag ${Math.round(performance.now() - t0)} ms, written so far ${w * 100}`);
     }
     writing = false;
     await writer;
