@@ -512,13 +512,14 @@ function lowerHeaders(h: Record<string, string[]> | undefined): Record<string, s
 }
 
 /**
- * The headers of a delivery as undici's flat `[name, value, name, value, ...]` list (a header
+ * The headers of a delivery as the delivery client's flat `[name, value, name, value, ...]` list
+ * (`delivery/client.ts` writes them in this order and spelling; a header
  * with several values appears once per value, in order): forwarded headers, `Svc-`/`Upstash-`
  * `Message-Id`, `Retried`, `Max-Retries`, `Signature`, `Caller-Ip`, `Topic-Name`, `Schedule-Id`,
  * `Queue-Name`, `Region`, `User-Agent: Upstash-QStash`, and the W3C `traceparent`/`tracestate` of
  * `trace` (in place of forwarded ones; `delivery/trace.ts`). A list, not an object: an object
  * with these 20-odd names was built by adding properties one at a time (hidden-class transitions
- * from V8's runtime per property) and read back by undici with megamorphic keyed loads.
+ * from V8's runtime per property) and read back with megamorphic keyed loads.
  */
 export function deliveryHeaders(m: StoredMessage, signature: string, region: string, trace?: MessageTrace): string[] {
   const h: string[] = [];

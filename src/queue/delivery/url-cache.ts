@@ -1,6 +1,6 @@
 /**
  * Parsed destination URLs, memoised: every delivery needs its URL's origin (fairness buckets in
- * the dispatcher, the undici pool key) and path, and `new URL()` per attempt showed in the bench
+ * the dispatcher, the delivery client's pool key) and path, and `new URL()` per attempt showed in the bench
  * profile, as did the publish's destination check. A bounded map (cleared when full) keyed by the
  * exact URL string; the parse is WHATWG `URL` as before, so results are identical.
  */
