@@ -204,7 +204,9 @@ function run(deps: RouteDeps, r: Routed, body: unknown): Answer | Promise<Answer
   const timer = deps.metrics.timer(r.indexName, r.endpoint);
   const start = timer === undefined ? 0 : performance.now();
   try {
-    const result = withVectors(r.index, () => r.handler({ index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable, limits: deps.limits }));
+    const ctx = { index: r.index, ns: r.ns, body, search: new URLSearchParams(r.query), resumable: deps.resumable, limits: deps.limits };
+    // (only a node still filling its vectors has records without one: no retry wrapper otherwise)
+    const result = r.index.filling ? withVectors(r.index, () => r.handler(ctx)) : r.handler(ctx);
     if (result instanceof Promise) {
       return result.then(ok, fail).finally(() => timer?.since(start));
     }
