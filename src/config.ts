@@ -202,6 +202,8 @@ export interface Config {
      * for in all (the sum of its `topK`); more is answered 400.
      */
     maxBatchResults: number;
+    /** `SVC_VECTOR_MAX_FETCH_IDS` (default 10 000): the most ids one `fetch` may name; more is answered 400. */
+    maxFetchIds: number;
   };
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
@@ -436,6 +438,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxRangeLimit: int('SVC_VECTOR_MAX_RANGE_LIMIT', 10_000, 1, 1_000_000),
       maxBatchQueries: int('SVC_VECTOR_MAX_BATCH_QUERIES', 1000, 1, 100_000),
       maxBatchResults: int('SVC_VECTOR_MAX_BATCH_RESULTS', 100_000, 1, 100_000_000),
+      maxFetchIds: int('SVC_VECTOR_MAX_FETCH_IDS', 10_000, 1, 1_000_000),
     },
     mgmt: {
       ipv4Cidrs,
