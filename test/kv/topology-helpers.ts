@@ -220,6 +220,33 @@ export async function startRedisSentinel(): Promise<RedisSentinelUnderTest> {
   }
 }
 
+/**
+ * A sentinel that lies: a real Redis Sentinel monitoring, under `masterName`, a redis-server of its
+ * own (`foreign`, a primary), so it names an address the deployment's sentinels do not.
+ */
+export async function startLyingSentinel(masterName: string): Promise<{ sentinel: RedisNode; foreign: RedisNode; close(): Promise<void> }> {
+  const tmp = tempDir('svc-liar-');
+  const all: RedisNode[] = [];
+  try {
+    const foreign = await startNode(tmp.dir, await freePort(), []);
+    all.push(foreign);
+    const sentinel = await startNode(tmp.dir, await freePort(), ['--sentinel'], `sentinel monitor ${masterName} 127.0.0.1 ${foreign.port} 1\n`);
+    all.push(sentinel);
+    return {
+      sentinel,
+      foreign,
+      close: async () => {
+        for (const n of all) await n.kill();
+        tmp.cleanup();
+      },
+    };
+  } catch (err) {
+    for (const n of all) await n.kill();
+    tmp.cleanup();
+    throw err;
+  }
+}
+
 let shared: Promise<{ env: Record<string, string>; close(): Promise<void> }> | undefined;
 
 /**
