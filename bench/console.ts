@@ -18,6 +18,7 @@ import { createContext, startSvc } from '../src/main.js';
 import { buildMessage } from '../src/queue/build.js';
 import { openSqliteQueueStore } from '../src/queue/store/sqlite.js';
 import { requirePrograms } from './lib/needs.js';
+import { adoptTempDir, onCleanup } from './lib/proc.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -56,18 +57,20 @@ async function fill(dir: string): Promise<number> {
 
 async function main(): Promise<void> {
   requirePrograms('bench:console', [{ cmd: '/usr/bin/chromium', pkg: 'chromium' }]);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-console-'));
+  const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-console-')));
   try {
     const fillMs = await fill(dir);
     const config = loadConfig({ SVC_HOST: '127.0.0.1', SVC_QUEUE_PORT: '0', SVC_KV_PORT: '0', SVC_VECTOR_PORT: '0', SVC_MGMT_PORT: '0', SVC_DATA_DIR: dir, SVC_LOG_LEVEL: 'warn', SVC_VECTOR_DIMENSION: '3' });
     const svc = await startSvc(createContext(config, { logger: createLogger('warn'), env: {} }));
-    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-chromium-'));
+    onCleanup(() => svc.close()); // Ctrl-C: svc (in this process) stops its redis-server first
+    const profile = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-chromium-')));
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: '/usr/bin/chromium',
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
       viewport: { width: 1360, height: 860 },
     });
+    onCleanup(() => context.close());
     const rows: string[] = [];
     const calls = new Map<string, number[]>();
     try {

@@ -9,9 +9,13 @@
  * Usage: `node --import tsx bench/kv-front-ab.ts <checkout A> <checkout B> [rounds=10]`, e.g.
  * `git worktree add /tmp/svc-old <commit>` for A and `.` for B. Needs `wrk`.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
+import { onCleanup } from './lib/proc.js';
+
+const execFileAsync = promisify(execFile);
 
 type Spawn = (areas: string[], env?: Record<string, string>) => Promise<{
   child: { pid?: number };
@@ -39,6 +43,7 @@ const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.len
 // each checkout is started through its own helper, so that it runs its own bin/svc.js
 const spawnOf = async (dir: string) => ((await import(path.resolve(dir, 'test/helpers/svc-process.ts'))) as { spawnSvc: Spawn }).spawnSvc;
 const svcs = { A: await (await spawnOf(a))(['kv'], { SVC_LOG_LEVEL: 'error' }), B: await (await spawnOf(b))(['kv'], { SVC_LOG_LEVEL: 'error' }) };
+for (const s of Object.values(svcs)) onCleanup(() => s.close()); // Ctrl-C: both stopped, their data dirs removed
 const rps: Record<string, number[]> = { A: [], B: [] };
 const cpu: Record<string, number[]> = { A: [], B: [] };
 try {
@@ -49,7 +54,8 @@ try {
     for (const k of r % 2 ? (['B', 'A'] as const) : (['A', 'B'] as const)) {
       const s = svcs[k];
       const before = cpuMs(s.child.pid!);
-      const out = execFileSync('wrk', ['-t1', '-c32', '-d3s', '-H', `Authorization: Bearer ${s.credentials['kv.token']}`, `http://127.0.0.1:${s.ports.kv}/get/k`]).toString();
+      // async, so a Ctrl-C / SIGTERM is handled at once (bench/lib/proc.ts stops both svc)
+      const { stdout: out } = await execFileAsync('wrk', ['-t1', '-c32', '-d3s', '-H', `Authorization: Bearer ${s.credentials['kv.token']}`, `http://127.0.0.1:${s.ports.kv}/get/k`]);
       const requests = Number(/(\d+) requests in/.exec(out)![1]);
       rps[k].push(Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]));
       cpu[k].push(((cpuMs(s.child.pid!) - before) * 1000) / requests);

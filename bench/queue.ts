@@ -40,6 +40,7 @@ import { closedLoop, now, startSink, type Sink } from './lib/queue-sink.js';
 import { benchPostgres, benchPostgresAb, formatPg } from './queue-pg.js';
 import { benchRouting } from './queue-routing.js';
 import { writeSection } from './lib/report.js';
+import { adoptChild, adoptTempDir } from './lib/proc.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN = 'bench-token';
@@ -88,11 +89,11 @@ async function startSvc(dataDir: string, extraEnv: Record<string, string> = {}, 
   const t0 = now();
   const nodeArgs = (process.env.BENCH_SVC_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
   const root = variant?.root ?? ROOT;
-  const child = spawn(variant?.node ?? process.execPath, [...nodeArgs, path.join(root, 'bin/svc.js'), 'serve'], {
+  const child = adoptChild(spawn(variant?.node ?? process.execPath, [...nodeArgs, path.join(root, 'bin/svc.js'), 'serve'], {
     cwd: root,
     env: { ...process.env, SVC_AREAS: 'queue', SVC_QUEUE_PORT: '0', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_QUEUE_TOKEN: TOKEN, ...extraEnv, ...variant?.env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }), 'svc');
   const m = await waitOutput(child, /^queue\s+(http:\/\/\S+)/m, 120_000);
   return { child, url: m[1], startMs: now() - t0 };
 }
@@ -190,10 +191,10 @@ async function bullmqWorker(redisPort: number, sinkUrl: string): Promise<void> {
 async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]> {
   const { Queue } = await importPeer('bullmq');
   const port = await freePort();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-redis-'));
-  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-redis-')));
+  const redis = adoptChild(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] }), 'redis-server');
   await waitOutput(redis, /Ready to accept connections/, 10_000);
-  const worker = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--bullmq-worker', String(port), sink.url], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const worker = adoptChild(spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--bullmq-worker', String(port), sink.url], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }), 'bullmq worker');
   const rows: Row[] = [];
   try {
     await waitOutput(worker, /worker ready/, 30_000);
@@ -225,8 +226,8 @@ async function benchBullmq(sink: Sink, runs: [number, number][]): Promise<Row[]>
 async function benchDelayed(n: number): Promise<string[]> {
   const { openSqliteQueueStore } = await import('../src/queue/store/sqlite.js');
   const { buildMessage } = await import('../src/queue/build.js');
-  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-empty-'));
-  const full = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-delayed-'));
+  const empty = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-empty-')));
+  const full = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-delayed-')));
   try {
     const store = openSqliteQueueStore(path.join(full, 'queue.sqlite'));
     const t = Date.now();
@@ -324,7 +325,7 @@ async function main(): Promise<void> {
   // svc as configured by default (fsync before every acknowledgement), then with the durability
   // of the BullMQ peer (SVC_QUEUE_FSYNC=everysec = redis-server's appendfsync everysec)
   for (const fsync of onlyPg ? [] : flag('skip-everysec') ? ['always'] : ['always', 'everysec']) {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-'));
+    const dataDir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-')));
     const svc = await startSvc(dataDir, { SVC_QUEUE_FSYNC: fsync });
     try {
       await benchSvc(sink, svc.url, 2000, 16); // warm-up (JIT), not reported
@@ -340,7 +341,7 @@ async function main(): Promise<void> {
   }
   let routingLines: string[] = [];
   if (!onlyPg && !flag('skip-routing')) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-routing-'));
+    const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-routing-')));
     const rs = await startSvc(dir);
     try {
       routingLines = await benchRouting(rs.url, TOKEN, { fanout: arg('fanout', 1000), queueN: arg('queue-n', 2000) });
@@ -418,7 +419,7 @@ async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
   const lines: string[] = [];
   try {
     for (const v of ab) {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-ab-'));
+      const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-queue-ab-')));
       dirs.push(dir);
       const svc = await startSvc(dir, {}, v);
       variants.push({ name: v.name, svc });

@@ -32,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { abOrder, cpuMs, fmtSpread, median } from './lib/ab.js';
 import { checkoutRevision, revisionBefore, shortRev } from './lib/checkout.js';
+import { adoptChild, adoptTempDir } from './lib/proc.js';
 import { closedLoop, now, startSink, type Sink } from './lib/queue-sink.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -71,7 +72,7 @@ async function startOtlpSink(): Promise<{ url: string; bytes(): number; close():
 }
 
 async function startSvc(v: Variant, dataDir: string): Promise<Running> {
-  const child = spawn(process.execPath, [path.join(v.root, 'bin/svc.js'), 'serve'], {
+  const child = adoptChild(spawn(process.execPath, [path.join(v.root, 'bin/svc.js'), 'serve'], {
     cwd: v.root,
     env: {
       ...process.env,
@@ -87,7 +88,7 @@ async function startSvc(v: Variant, dataDir: string): Promise<Running> {
       ...v.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }), `svc (${v.name})`);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -174,7 +175,7 @@ async function main(): Promise<void> {
   const results = new Map<string, number[]>(); // `${cell}|${variant}` -> µs per round
   try {
     for (const v of variants) {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-tracing-'));
+      const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-tracing-')));
       dirs.push(dir);
       const svc = await startSvc(v, dir);
       running.set(v.name, svc);

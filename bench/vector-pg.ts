@@ -38,7 +38,7 @@ import { pathToFileURL } from 'node:url';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { postgresBinDir, runPg, startTestPostgres, withPg } from '../test/helpers/postgres.js';
-import { freePort } from './lib/proc.js';
+import { adoptChild, adoptTempDir, freePort, onCleanup } from './lib/proc.js';
 import { tempDir } from '../test/helpers/env.js';
 import { randomVectors, serveVectorChild } from '../test/vector/helpers.js';
 
@@ -70,6 +70,7 @@ async function start(dir: string, dim: number, pgUrl?: string, more: Record<stri
   const env: Record<string, string> = { SVC_VECTOR_DIMENSION: String(dim), SVC_VECTOR_TOKEN: TOKEN, SVC_VECTOR_PUBLISH_MS: '0', ...more };
   if (pgUrl) Object.assign(env, { SVC_VECTOR_DATABASE_URL: pgUrl, SVC_VECTOR_DATABASE_SCHEMA: 'public' });
   const n = await serveVectorChild(dir, env, 600_000);
+  adoptChild(n.child, 'svc');
   return { ...n, token: TOKEN };
 }
 
@@ -130,11 +131,13 @@ async function queryLoad(nodes: Node[], queries: number[][], seconds = SECONDS, 
 export async function postgresRows(): Promise<string> {
   rows.length = 0;
   const dirs = tempDir('svc-bench-vpg-');
+  adoptTempDir(dirs.dir);
   console.log(`N = ${N} (128-d), ${N / 4} (768-d); ${os.cpus().length} × ${os.cpus()[0]?.model}`);
   const keep = process.env.BENCH_PG_KEEP;
   if (process.env.BENCH_PG_ONLY === 'join') {
     const kept = keep ? await keptLoad(path.resolve(keep)) : undefined;
     const pg = kept ? undefined : await startTestPostgres({ own: true });
+    if (pg) onCleanup(() => pg.stop());
     try {
       const db = kept?.url ?? (await pg!.newDatabase());
       const aDir = kept ? path.join(kept.dir, 'pa') : path.join(dirs.dir, 'pa');
@@ -156,6 +159,7 @@ export async function postgresRows(): Promise<string> {
     }
   }
   const pg = await startTestPostgres({ own: true });
+  onCleanup(() => pg.stop());
   try {
     // 1. upsert throughput, one node
     for (const [dim, n] of [[128, N], [768, N / 4]] as const) {

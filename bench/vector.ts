@@ -72,6 +72,7 @@ import { load, percentile, recallOf } from './lib/stats.js';
 import { abOrder, abRatios, abVariants, fmtSpread, type SvcVariant } from './lib/ab.js';
 import { clustered, FILTERS, latentMap } from './lib/vector-data.js';
 import { requirePrograms } from './lib/needs.js';
+import { adoptChild, adoptTempDir } from './lib/proc.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 /** Repetitions per throughput cell (median reported; in-process and HTTP interleaved). */
@@ -132,7 +133,7 @@ done = function(summary, latency, requests)
 end
 `);
   const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn('wrk', ['-t1', `-c${connections}`, `-d${SECONDS}s`, '--timeout', '10s', '-s', script, url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = adoptChild(spawn('wrk', ['-t1', `-c${connections}`, `-d${SECONDS}s`, '--timeout', '10s', '-s', script, url], { stdio: ['ignore', 'pipe', 'pipe'] }), 'wrk');
     let text = '';
     p.stdout!.on('data', (b) => (text += b));
     p.stderr!.on('data', (b) => (text += b));
@@ -186,7 +187,7 @@ async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcV
   prof.push(...(process.env.BENCH_SVC_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean));
   // --inspect: the bench forces full GCs before memory samples (bench/lib/inspector-memory.ts)
   const svcRoot = variant?.root ?? root;
-  const child = spawn(variant?.node ?? process.execPath, ['--inspect=127.0.0.1:0', ...prof, path.join(svcRoot, 'bin/svc.js'), 'serve'], {
+  const child = adoptChild(spawn(variant?.node ?? process.execPath, ['--inspect=127.0.0.1:0', ...prof, path.join(svcRoot, 'bin/svc.js'), 'serve'], {
     cwd: svcRoot,
     env: {
       ...process.env,
@@ -194,7 +195,7 @@ async function startSvc(dataDir: string, dim: number, ef: number, variant?: SvcV
       ...variant?.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }), 'svc');
   let log = '';
   const inspector = inspectorUrl(child.stderr!, (text) => (logLevel === 'warn' ? process.stderr.write(text) : (log += text)));
   let out = '';
@@ -379,7 +380,7 @@ async function runSet(n: number, d: number): Promise<void> {
   const at = INT8 ? 'int8 scan' : `ef ${efStar}`;
   /** Raw size: float32 vectors + level-0 links + labels; float32 vectors alone for int8. */
   const rawOf = (count: number) => (INT8 ? count * d * 4 : count * d * 4 + count * (2 * M * 4 + 4) + count * 8);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-bench-'));
+  const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-bench-')));
   let svc: Awaited<ReturnType<typeof startSvc>>;
   try {
     svc = await startSvc(dir, d, efStar);
@@ -505,7 +506,7 @@ async function runSet(n: number, d: number): Promise<void> {
   }
   if (PEERS.has('usearch')) await runUsearch({ data, queries, truth, efs: [16, 32, 64, 128], add: (system, what, value) => add(set, system, what, value), fmt });
   if (PEERS.has('chroma')) {
-    const wrkDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chroma-wrk-'));
+    const wrkDir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chroma-wrk-')));
     await runChroma({
       data,
       queries,
@@ -550,11 +551,11 @@ async function abRun(ab: [SvcVariant, SvcVariant]): Promise<void> {
   type Cells = { acked: number[]; build: number[]; q16: number[]; cpu16: number[]; q1: number[]; idle99: number[]; stream99: number[]; ratio: number[]; streamed: number[] };
   const cells = (): Cells => ({ acked: [], build: [], q16: [], cpu16: [], q1: [], idle99: [], stream99: [], ratio: [], streamed: [] });
   const runs = new Map<string, Cells>(ab.map((v) => [v.name, cells()]));
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-ab-'));
+  const work = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-ab-')));
   try {
     for (let round = 0; round < REPS; round++) {
       for (const v of abOrder(round, ab[0], ab[1])) {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-ab-data-'));
+        const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vector-ab-data-')));
         const svc = await startSvc(dir, d, ef, v);
         try {
           const t0 = performance.now();

@@ -117,6 +117,17 @@ export interface Config {
     workflowRetentionMs: number;
     /** How long a workflow notify that reached no waiter is kept for a later wait, in ms (0 = not kept). */
     workflowNotifyLookbackMs: number;
+    /**
+     * Most steps one workflow run may have (`SVC_QUEUE_WORKFLOW_MAX_STEPS`, default 1000, the hosted
+     * service's hard limit); a step past it fails the run.
+     */
+    workflowMaxSteps: number;
+    /**
+     * Largest context of one workflow run in bytes: its initial body plus every step's body
+     * (`SVC_QUEUE_WORKFLOW_MAX_CONTEXT_BYTES`, default 100 MiB, the hosted service's hard limit); a
+     * step past it fails the run.
+     */
+    workflowMaxContextBytes: number;
     /** Concurrent outgoing delivery requests. */
     maxConcurrentDeliveries: number;
     /**
@@ -191,6 +202,8 @@ export interface Config {
      * for in all (the sum of its `topK`); more is answered 400.
      */
     maxBatchResults: number;
+    /** `SVC_VECTOR_MAX_FETCH_IDS` (default 10 000): the most ids one `fetch` may name; more is answered 400. */
+    maxFetchIds: number;
   };
   mgmt: {
     /** Explicit sender blocks; undefined = detect from interfaces. */
@@ -401,6 +414,8 @@ export function loadConfig(env: Env = process.env): Config {
       logRetentionMs: int('SVC_QUEUE_LOG_RETENTION_MS', 7 * 86_400_000, 60_000, 3650 * 86_400_000),
       workflowRetentionMs: int('SVC_QUEUE_WORKFLOW_RETENTION_MS', 7 * 86_400_000, 1000, 3650 * 86_400_000),
       workflowNotifyLookbackMs: int('SVC_QUEUE_WORKFLOW_NOTIFY_LOOKBACK_MS', 5 * 60_000, 0, 7 * 86_400_000),
+      workflowMaxSteps: int('SVC_QUEUE_WORKFLOW_MAX_STEPS', 1000, 1, 1_000_000),
+      workflowMaxContextBytes: int('SVC_QUEUE_WORKFLOW_MAX_CONTEXT_BYTES', 100 * 1024 * 1024, 1024, 2 ** 40),
       maxConcurrentDeliveries: int('SVC_QUEUE_MAX_CONCURRENT_DELIVERIES', 256, 1, 100_000),
       fsync: oneOf('SVC_QUEUE_FSYNC', 'always', FSYNC_POLICIES),
       databaseUrl,
@@ -423,6 +438,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxRangeLimit: int('SVC_VECTOR_MAX_RANGE_LIMIT', 10_000, 1, 1_000_000),
       maxBatchQueries: int('SVC_VECTOR_MAX_BATCH_QUERIES', 1000, 1, 100_000),
       maxBatchResults: int('SVC_VECTOR_MAX_BATCH_RESULTS', 100_000, 1, 100_000_000),
+      maxFetchIds: int('SVC_VECTOR_MAX_FETCH_IDS', 10_000, 1, 1_000_000),
     },
     mgmt: {
       ipv4Cidrs,

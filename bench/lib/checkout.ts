@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { adoptTempDir } from './proc.js';
 
 /** The revision before `file` existed: the parent of the first commit that added it. @throws Error when no commit adds it. */
 export function revisionBefore(root: string, file: string): string {
@@ -22,7 +23,7 @@ export function shortRev(root: string, rev: string): string {
 
 /** `rev` unpacked into a new temporary directory with `node_modules` linked to `root`'s; returns the directory (remove it when done). */
 export function checkoutRevision(root: string, rev: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-rev-'));
+  const dir = adoptTempDir(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-rev-')));
   const tar = execFileSync('git', ['archive', '--format=tar', rev], { cwd: root, maxBuffer: 1 << 30 });
   execFileSync('tar', ['-x', '-C', dir], { input: tar });
   fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));

@@ -110,30 +110,9 @@ export async function startProcess(opts: StartOptions): Promise<ManagedProcess> 
       resolve('spawn-error');
     });
   });
-  let stopping: Promise<void> | undefined;
   let done = false;
   void exited.then(() => (done = true));
-  const proc: ManagedProcess = {
-    name: opts.name,
-    child,
-    pid: child.pid ?? -1,
-    output: () => out,
-    exited,
-    stop(signal = 'SIGTERM', graceMs = 5000) {
-      return (stopping ??= (async () => {
-        if (!done && child.pid) {
-          killGroup(child.pid, signal);
-          const timer = setTimeout(() => child.pid && killGroup(child.pid, 'SIGKILL'), graceMs);
-          await exited;
-          clearTimeout(timer);
-          // Grandchildren (e.g. a supervised redis-server) may outlive the leader: sweep the group.
-          killGroup(child.pid, 'SIGKILL');
-        }
-        running.delete(proc);
-      })());
-    },
-  };
-  running.add(proc);
+  const proc = manage(opts.name, child, exited, () => out);
   if (!child.pid) {
     await exited;
     running.delete(proc);
@@ -165,6 +144,75 @@ export async function startProcess(opts: StartOptions): Promise<ManagedProcess> 
     }
   }
   return proc;
+}
+
+/**
+ * The {@link ManagedProcess} of `child` (whose end `exited` reports), registered for the cleanup:
+ * `stop` signals its process group (the process itself when it has none of its own), SIGKILLs it
+ * after the grace period, then sweeps the group.
+ */
+function manage(name: string, child: ChildProcess, exited: Promise<number | string>, output: () => string): ManagedProcess {
+  let stopping: Promise<void> | undefined;
+  let done = false;
+  void exited.then(() => (done = true));
+  const proc: ManagedProcess = {
+    name,
+    child,
+    pid: child.pid ?? -1,
+    output,
+    exited,
+    stop(signal = 'SIGTERM', graceMs = 5000) {
+      return (stopping ??= (async () => {
+        if (!done && child.pid) {
+          killGroup(child.pid, signal);
+          const timer = setTimeout(() => child.pid && killGroup(child.pid, 'SIGKILL'), graceMs);
+          await exited;
+          clearTimeout(timer);
+          // Grandchildren (e.g. a supervised redis-server) may outlive the leader: sweep the group.
+          killGroup(child.pid, 'SIGKILL');
+        }
+        running.delete(proc);
+      })());
+    },
+  };
+  running.add(proc);
+  return proc;
+}
+
+/**
+ * Puts a child the bench spawned itself (with `node:child_process`, not {@link startProcess}) under
+ * the same cleanup: Ctrl-C, SIGTERM or an uncaught error stop it (its process group when spawned
+ * `detached`, else the process; SIGTERM, SIGKILL after 5 s) before the bench exits. Returns `child`.
+ */
+export function adoptChild<C extends ChildProcess>(child: C, name: string): C {
+  installCleanupHandlers();
+  const exited = new Promise<number | string>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode ?? child.signalCode ?? 'unknown');
+    child.once('exit', (code, sig) => resolve(code ?? sig ?? 'unknown'));
+    child.once('error', () => resolve('spawn-error'));
+  });
+  const proc = manage(name, child, exited, () => '');
+  void exited.then(() => running.delete(proc));
+  return child;
+}
+
+/** Puts a directory the bench made itself under the cleanup (removed at the end and on Ctrl-C). Returns `dir`. */
+export function adoptTempDir(dir: string): string {
+  installCleanupHandlers();
+  tempDirs.add(dir);
+  return dir;
+}
+
+const cleanups: (() => unknown)[] = [];
+
+/**
+ * Runs `fn` (awaited, errors ignored) when the bench is stopped by a signal or an uncaught error,
+ * after its processes are stopped and before the temp dirs are removed: for what the bench started
+ * through another helper (a test PostgreSQL cluster's stop).
+ */
+export function onCleanup(fn: () => unknown): void {
+  installCleanupHandlers();
+  cleanups.push(fn);
 }
 
 /** Result of {@link runToCompletion}. */
@@ -234,8 +282,46 @@ export async function waitFor(what: string, probe: () => Promise<boolean> | bool
 /** Stops every process still running (in reverse start order) and removes the temp dirs. */
 export async function cleanupAll(): Promise<void> {
   for (const p of [...running].reverse()) await p.stop();
+  for (const fn of cleanups.splice(0).reverse()) await Promise.resolve().then(fn).catch(() => undefined);
+  await stopStrayChildren();
   for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
   tempDirs.clear();
+}
+
+/** The pids of this process's children still running (Linux `/proc`; empty elsewhere). */
+function childPids(): number[] {
+  const out: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === process.pid && fields[0] !== 'Z') out.push(Number(e));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+/**
+ * The last sweep of {@link cleanupAll}: children the bench started through another helper and
+ * never handed to this module (one still starting when Ctrl-C came) get SIGTERM, then SIGKILL
+ * after 5 s. Such a child's own children (a supervised redis-server) follow it: svc's watchdog.
+ */
+async function stopStrayChildren(): Promise<void> {
+  const pids = childPids();
+  if (pids.length === 0) return;
+  for (const pid of pids) killGroup(pid, 'SIGTERM');
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline && pids.some((pid) => childPids().includes(pid))) await new Promise((r) => setTimeout(r, 50));
+  for (const pid of childPids()) if (pids.includes(pid)) killGroup(pid, 'SIGKILL');
 }
 
 /** Synchronous last resort for `process.on('exit')`: SIGKILL every group still registered. */

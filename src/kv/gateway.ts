@@ -14,7 +14,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { HistogramCell } from '../metrics.js';
 import { JSON_LIBRARY, translateJsonCommand } from './json/index.js';
-import { CommandPolicy, parseCommandTable } from './policy.js';
+import { CommandPolicy, hideProtectedPasswords, parseCommandTable } from './policy.js';
 import type { Backend } from './redis/backend.js';
 import {
   ConnectionPool,
@@ -234,6 +234,7 @@ export class KvGateway {
         if (name === undefined) return { args, write: v.write };
         if (name.startsWith('function|') && /^function\|(flush|delete|restore)$/.test(name)) this.reloadJsonSoon();
         if (name === 'acl|setuser' || name === 'acl|deluser' || name === 'acl|load') this.aclChanging(args);
+        if (name === 'acl|list' || name === 'acl|getuser') return { args, write: v.write, fix: hideProtectedPasswords(name, args, this.backend.protectedUsers) };
         const script = SCRIPT_RUNNERS.has(name) ? (name.startsWith('fcall') ? 'function' : 'eval') : undefined;
         if (!REWRITTEN.has(name)) return { args, write: v.write, script };
         const r = SCRIPT_COMMANDS.has(name) ? this.scripts.prepare(name, args) : emulate(name, args);
@@ -368,6 +369,27 @@ export class KvGateway {
     const key = scriptKey(id);
     const refused = await this.admission.enter(key);
     return refused ? { refused } : { key };
+  }
+
+  /**
+   * Deletes every ACL user of the database except svc's own ({@link Backend.protectedUsers}) and
+   * `default`: what a kv password reset does after the tokens change, so a user created or given a
+   * password with a leaked token (`ACL SETUSER`) cannot log in to the database directly, or through
+   * `ACL RESTTOKEN` with a new token, once the leak is closed. Sent as the admin user, past the
+   * daily limit (through the router, so on every node of a cluster or sentinel deployment).
+   * @returns the names deleted (empty when there were none)
+   * @throws Error when the database cannot be reached or refuses `ACL USERS` / `ACL DELUSER`
+   */
+  async deleteAclUsers(): Promise<string[]> {
+    const users = await this.adminCommand(['ACL', 'USERS']);
+    if (!Array.isArray(users)) throw new Error(`ACL USERS: ${users instanceof RespError ? users.message : 'unexpected reply'}`);
+    const names = users.map((u) => String(u)).filter((u) => u !== 'default' && !this.backend.protectedUsers.has(u));
+    if (names.length === 0) return [];
+    const del: Arg[] = ['ACL', 'DELUSER', ...names];
+    this.aclChanging(del);
+    const r = await this.adminCommand(del);
+    if (r instanceof RespError) throw new Error(`ACL DELUSER: ${r.message}`);
+    return names;
   }
 
   /** Sends one command on a new connection of the admin user (the watchdog's kills); closes it. */

@@ -74,8 +74,10 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
   let starting: Promise<void> | undefined;
   let releasing: Promise<void> | undefined;
   /** Closes what start() opened (once: after a failed start, close() comes here again). */
+  let unlistenReset: (() => void) | undefined;
   const release = () =>
     (releasing ??= (async () => {
+      unlistenReset?.();
       await workers?.close();
       await front?.close();
       await gateway?.close();
@@ -101,6 +103,15 @@ export async function createKvServer(ctx: AreaContext): Promise<KvServer> {
       onScriptKill: (key) => workers?.scriptKilled(key),
     }));
     await gw.start();
+    // a kv password reset (the management API rotates kv.aclTokenSecret with both tokens) also
+    // deletes the ACL users a leaked token may have created; the reset answers after this is done
+    unlistenReset = credentials.onChange((name) => {
+      if (name !== 'kv.aclTokenSecret') return;
+      return gw.deleteAclUsers().then(
+        (users) => logger.warn({ users }, `kv: password reset: deleted ${users.length} ACL user(s) not managed by svc`),
+        (err: Error) => logger.error({ err: err.message }, 'kv: password reset: deleting the ACL users not managed by svc failed; delete them by hand (ACL USERS, ACL DELUSER)'),
+      );
+    });
     const f = (front = createKvFront(gw, config, logger, kvMetrics));
     if (workerCount > 0) {
       const pool = (workers = new KvWorkers(workerCount, ctx, gw, backend, quota, (socket) => f.accept(socket), clockFile, aliasFile));

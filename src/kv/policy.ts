@@ -302,3 +302,37 @@ function hasBlockOption(args: readonly Arg[]): boolean {
 export function isError(r: Reply): r is RespError {
   return r instanceof RespError;
 }
+
+/** A password hash as `ACL LIST` prints it (`#` and the SHA-256 in hex). */
+const PASSWORD_HASH = /^#[0-9a-f]{64}$/i;
+
+/**
+ * The reply fix of `ACL LIST` / `ACL GETUSER <user>` (`name` `acl|list` / `acl|getuser`, `args`
+ * the command) that hides the password hashes of svc's own users (`protectedUsers`): the `#<sha256>`
+ * rules of their `ACL LIST` lines are dropped, and `ACL GETUSER` of one of them answers an empty
+ * `passwords` list. The hashes are SHA-256 of generated 256-bit passwords, so this is defence in
+ * depth: a reader of the reply (a log, a console, a leaked token) learns nothing to attack offline.
+ * Other users' lines are unchanged. Returns undefined when the command needs no fix.
+ */
+export function hideProtectedPasswords(name: string, args: readonly Arg[], protectedUsers: ReadonlySet<string>): ((r: Reply) => Reply) | undefined {
+  const text = (a: Arg | Reply): string => (typeof a === 'string' ? a : Buffer.isBuffer(a) ? a.toString('utf8') : a && typeof a === 'object' && 'value' in a ? a.value : '');
+  if (name === 'acl|list') {
+    return (r) => {
+      if (!Array.isArray(r)) return r;
+      return r.map((line) => {
+        const words = text(line).split(' ');
+        if (words[0] !== 'user' || !protectedUsers.has(words[1] ?? '')) return line;
+        return Buffer.from(words.filter((w) => !PASSWORD_HASH.test(w)).join(' '));
+      });
+    };
+  }
+  if (name === 'acl|getuser' && args.length === 3 && protectedUsers.has(text(args[2]))) {
+    return (r) => {
+      if (!Array.isArray(r)) return r;
+      const out = [...r];
+      for (let i = 0; i + 1 < out.length; i += 2) if (text(out[i]) === 'passwords') out[i + 1] = [];
+      return out;
+    };
+  }
+  return undefined;
+}

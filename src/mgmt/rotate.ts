@@ -54,7 +54,9 @@ export function rotateQueueSigningKeys(store: CredentialStore): Rotated & { curr
  * Database password reset (spec "Authentication", key-value tokens 3 and 4): new standard token
  * (`kv.token`), new read-only token (`kv.readonlyToken`) and a new `kv.aclTokenSecret`, the secret
  * the kv area verifies `ACL RESTTOKEN` tokens with — so every such token is revoked too. The
- * secret is rotated first: a token minted before the reset can never outlive it.
+ * secret is rotated first: a token minted before the reset can never outlive it. The kv area,
+ * told of that change by the store, deletes every ACL user it does not manage (the caller awaits
+ * `CredentialStore.settled()`, so the answer comes after that).
  */
 export function resetKvPassword(store: CredentialStore): Rotated & { token: string; readonlyToken: string } {
   const token = generateSecret();

@@ -81,8 +81,8 @@ export function registerRoutes(app: FastifyInstance, ctx: AreaContext, metricsBr
 
   app.post('/v2/credentials/kv/reset-password', async (_req, reply) => {
     const r = resetKvPassword(store);
-    ctx.logger.info({ credential: 'kv' }, 'management API: kv password reset (both tokens and every ACL REST token revoked)');
-    return secret(reply, r);
+    ctx.logger.info({ credential: 'kv' }, 'management API: kv password reset (both tokens and every ACL REST token revoked, ACL users not managed by svc deleted)');
+    return rotated(ctx, reply, r);
   });
 
   app.post<{ Params: { index: string } }>('/v2/credentials/vector/:index/rotate', async (req, reply) => {

@@ -168,6 +168,8 @@ export const QUEUE_ERRORS = {
   runNotActive: { status: 400, message: (runId: string) => `workflow run ${runId} is not active` },
   runFinished: { status: 400, message: (runId: string, state: string) => `workflow run ${runId} is finished (${state})` },
   runMissing: { status: 400, message: (runId: string) => `workflow run ${runId} does not exist` },
+  /** A step past `SVC_QUEUE_WORKFLOW_MAX_STEPS` / `_MAX_CONTEXT_BYTES`: the run is failed (the SDK reads 400 as "the run ended"). */
+  runLimit: { status: 400, message: (runId: string, limit: string) => `workflow run ${runId} failed: ${limit}` },
   invalidWaitBody: { status: 400, message: 'wait body must be {url, timeout, step, ...}' },
   waitBodyTooDeep: { status: 400, message: (max: number) => `wait body nests deeper than ${max} levels` },
   missingRunId: { status: 400, message: 'missing Upstash-Workflow-RunId header' },

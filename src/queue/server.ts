@@ -120,6 +120,8 @@ export async function createQueueServer(actx: AreaContext, opts: QueueServerOpti
         store,
         workflows: store.workflows(),
         notifyLookbackMs: cfg.workflowNotifyLookbackMs,
+        maxSteps: cfg.workflowMaxSteps,
+        maxContextBytes: cfg.workflowMaxContextBytes,
         maxRetries: cfg.maxRetries,
         logger: actx.logger,
         maxMessageBytes: cfg.maxMessageBytes,

@@ -81,6 +81,11 @@ export const VECTOR_ERRORS = {
     message: (queries: number, got: number, max: number) =>
       `query: ${queries} queries ask for ${got} results in all, at most ${max} are allowed (SVC_VECTOR_MAX_BATCH_RESULTS); send them in several requests or lower topK`,
   },
+  /** A `fetch` naming more ids than `SVC_VECTOR_MAX_FETCH_IDS`. */
+  tooManyIds: {
+    status: 400,
+    message: (got: number, max: number) => `fetch: ${got} ids in one request, at most ${max} are allowed (SVC_VECTOR_MAX_FETCH_IDS); fetch them in several requests, or page with range`,
+  },
   invalidWeightingStrategy: { status: 400, message: 'weightingStrategy must be IDF' },
   invalidFusion: { status: 400, message: 'fusionAlgorithm must be RRF or DBSF' },
   invalidQueryMode: { status: 400, message: 'queryMode must be HYBRID, DENSE or SPARSE' },

@@ -76,8 +76,8 @@ async function create(ctx: AreaContext): Promise<VectorServer> {
   const indexes = new Map<string, VectorIndex>();
   const resumable = new ResumableQueries();
   const metrics = new VectorMetrics(ctx.metrics, defs.map((d) => d.name), indexes);
-  const { maxTopK, maxRangeLimit, maxBatchQueries, maxBatchResults } = ctx.config.vector;
-  const limits = { maxTopK, maxRangeLimit, maxBatchQueries, maxBatchResults };
+  const { maxTopK, maxRangeLimit, maxBatchQueries, maxBatchResults, maxFetchIds } = ctx.config.vector;
+  const limits = { maxTopK, maxRangeLimit, maxBatchQueries, maxBatchResults, maxFetchIds };
   const deps = { indexes, credentials: ctx.credentials, resumable, logger: ctx.logger, bodyLimit: VECTOR_BODY_LIMIT, metrics, limits };
   // The fast HTTP/1.1 front (http/fast-front.ts on src/http/fast.ts) serves plain keep-alive requests; the raw
   // node:http server (http/routes.ts, not listening itself) serves what it hands over. Keep-alive,

@@ -27,6 +27,8 @@ export interface RequestLimits {
   maxBatchQueries: number;
   /** Most results one array of queries asks for in all, the sum of its `topK` (`SVC_VECTOR_MAX_BATCH_RESULTS`); above it: 400 `tooManyResults`. */
   maxBatchResults: number;
+  /** Most ids one `fetch` names (`SVC_VECTOR_MAX_FETCH_IDS`); above it: 400 `tooManyIds`. */
+  maxFetchIds: number;
 }
 
 export type Metadata = Record<string, unknown>;
@@ -66,6 +68,20 @@ export function parseId(x: unknown, where = 'id'): string {
   if (typeof x === 'number' && Number.isFinite(x)) return String(x);
   if (typeof x === 'string' && x.length > 0) return x;
   throw vectorError('invalidId', where);
+}
+
+/**
+ * The `ids` of a `fetch` or `delete`: one id or an array of at most `max` (a fetch's
+ * `SVC_VECTOR_MAX_FETCH_IDS`; a delete, whose answer is one number, passes Infinity). The
+ * hosted service documents a limit only for a fetch by prefix (1,000 records); by ids, the answer
+ * holds one record per id (with `includeVectors`, the whole vector), so a body of millions of
+ * short ids would make svc build an answer thousands of times its size.
+ * @throws VectorError 400 `tooManyIds` (before any id is read), `invalidId`
+ */
+export function parseIdList(x: unknown, max: number): string[] {
+  const arr = Array.isArray(x) ? x : [x];
+  if (arr.length > max) throw vectorError('tooManyIds', arr.length, max);
+  return arr.map((v) => parseId(v, 'ids[]'));
 }
 
 /** A dense vector of finite numbers (dimension checked by the index). */

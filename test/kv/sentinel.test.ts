@@ -1,13 +1,14 @@
 /**
  * kv on a real Sentinel deployment (1 primary + 1 replica + 3 sentinels started by the test):
  * the primary found through the sentinels, the SDK, transactions, the read-only token (ACL user
- * on the replica too), `SVC_KV_WAIT_REPLICAS`, and the primary SIGKILLed under load.
+ * on the replica too), `SVC_KV_WAIT_REPLICAS`, the primary SIGKILLed under load, and a sentinel
+ * that names another primary (outvoted by the others: svc never connects there).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from '@upstash/redis';
 import { call, startKv, until, type KvUnderTest } from './helpers.js';
-import { nodeCommand, startRedisSentinel, type RedisSentinelUnderTest } from './topology-helpers.js';
+import { nodeCommand, replyText, startLyingSentinel, startRedisSentinel, type RedisSentinelUnderTest } from './topology-helpers.js';
 
 let setup: RedisSentinelUnderTest;
 let kv: KvUnderTest;
@@ -41,6 +42,29 @@ describe('kv on Redis Sentinel', () => {
     // the read-only ACL user exists on the replica too (ACL rules are not replicated)
     const users = await nodeCommand(setup.replica.port, ['ACL', 'USERS']);
     assert.ok(Array.isArray(users) && users.some((u) => String(u) === 'svc-readonly'));
+  });
+
+  test('a lying sentinel listed first is outvoted: svc never uses (or connects to) the primary it names', async () => {
+    const liar = await startLyingSentinel(setup.masterName);
+    let lied: KvUnderTest | undefined;
+    try {
+      const named = await nodeCommand(liar.sentinel.port, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', setup.masterName]);
+      assert.equal(Array.isArray(named) && replyText(named[1]), String(liar.foreign.port));
+      lied = await startKv({ SVC_KV_REDIS_SENTINELS: `127.0.0.1:${liar.sentinel.port},${setup.addresses}`, SVC_KV_REDIS_SENTINEL_MASTER: setup.masterName });
+      for (let i = 0; i < 20; i++) assert.equal(await lied.redis.set(`liar:${i}`, i), 'OK');
+      assert.equal(await nodeCommand(setup.primary.port, ['EXISTS', 'liar:0', 'liar:19']), 2);
+      assert.equal(await nodeCommand(liar.foreign.port, ['DBSIZE']), 0);
+      // a token reaches the data nodes only: SENTINEL is an unknown command there
+      const sentinelCmd = await call(lied.base, '/', { method: 'POST', token: lied.token, body: JSON.stringify(['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', setup.masterName]) });
+      assert.equal(sentinelCmd.status, 400, sentinelCmd.text);
+      assert.match(sentinelCmd.json.error, /unknown command/i);
+      // no connection of svc reached the foreign node (only the lying sentinel's own and this one)
+      const clients = replyText(await nodeCommand(liar.foreign.port, ['CLIENT', 'LIST']));
+      assert.doesNotMatch(clients, /name=svc|cmd=role|cmd=acl/, clients);
+    } finally {
+      await lied?.close();
+      await liar.close();
+    }
   });
 
   test('SVC_KV_WAIT_REPLICAS=1: a write is answered once the replica has it', async () => {

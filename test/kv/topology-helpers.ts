@@ -164,14 +164,11 @@ export interface RedisSentinelUnderTest {
 
 /** Starts 1 primary + 1 replica + 3 sentinels (down after 1 s, failover timeout 5 s). */
 export async function startRedisSentinel(): Promise<RedisSentinelUnderTest> {
-  const tmp = tempDir('svc-sentinel-');
-  const all: RedisNode[] = [];
+  const g = nodeGroup('svc-sentinel-');
   const masterName = 'svcmaster';
   try {
-    const primary = await startNode(tmp.dir, await freePort(), []);
-    all.push(primary);
-    const replica = await startNode(tmp.dir, await freePort(), ['--replicaof', '127.0.0.1', String(primary.port)]);
-    all.push(replica);
+    const primary = g.add(await startNode(g.dir, await freePort(), []));
+    const replica = g.add(await startNode(g.dir, await freePort(), ['--replicaof', '127.0.0.1', String(primary.port)]));
     await waitFor('replica in sync', async () => str(await nodeCommand(replica.port, ['INFO', 'replication'])).includes('master_link_status:up'), 20_000);
     const sentinels: RedisNode[] = [];
     for (let i = 0; i < 3; i++) {
@@ -182,10 +179,7 @@ export async function startRedisSentinel(): Promise<RedisSentinelUnderTest> {
         `sentinel parallel-syncs ${masterName} 1`,
         '',
       ].join('\n');
-      const port = await freePort();
-      const s = await startNode(tmp.dir, port, ['--sentinel'], conf);
-      sentinels.push(s);
-      all.push(s);
+      sentinels.push(g.add(await startNode(g.dir, await freePort(), ['--sentinel'], conf)));
     }
     const masterPort = async () => {
       for (const s of sentinels) {
@@ -208,16 +202,42 @@ export async function startRedisSentinel(): Promise<RedisSentinelUnderTest> {
       addresses: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
       masterName,
       masterPort,
-      close: async () => {
-        for (const n of all) await n.kill();
-        tmp.cleanup();
-      },
+      close: g.close,
     };
   } catch (err) {
-    for (const n of all) await n.kill();
-    tmp.cleanup();
+    await g.close();
     throw err;
   }
+}
+
+/**
+ * A sentinel that lies: a real Redis Sentinel monitoring, under `masterName`, a redis-server of its
+ * own (`foreign`, a primary), so it names an address the deployment's sentinels do not.
+ */
+export async function startLyingSentinel(masterName: string): Promise<{ sentinel: RedisNode; foreign: RedisNode; close(): Promise<void> }> {
+  const g = nodeGroup('svc-liar-');
+  try {
+    const foreign = g.add(await startNode(g.dir, await freePort(), []));
+    const sentinel = g.add(await startNode(g.dir, await freePort(), ['--sentinel'], `sentinel monitor ${masterName} 127.0.0.1 ${foreign.port} 1\n`));
+    return { sentinel, foreign, close: g.close };
+  } catch (err) {
+    await g.close();
+    throw err;
+  }
+}
+
+/** Nodes started in one temp dir: `add` records one, `close` kills them all and removes the dir. */
+function nodeGroup(prefix: string): { dir: string; add(n: RedisNode): RedisNode; close(): Promise<void> } {
+  const tmp = tempDir(prefix);
+  const all: RedisNode[] = [];
+  return {
+    dir: tmp.dir,
+    add: (n) => (all.push(n), n),
+    close: async () => {
+      for (const n of all) await n.kill();
+      tmp.cleanup();
+    },
+  };
 }
 
 let shared: Promise<{ env: Record<string, string>; close(): Promise<void> }> | undefined;

@@ -5,7 +5,8 @@
  * `SVC_VECTOR_MAX_TOP_K` answer 400 naming the limit and the variable; a `range` `limit` above
  * `SVC_VECTOR_MAX_RANGE_LIMIT` is clamped and the SDK's loop over `nextCursor` still reads the whole
  * namespace; an array of queries longer than `SVC_VECTOR_MAX_BATCH_QUERIES`, or whose `topK` add up
- * to more than `SVC_VECTOR_MAX_BATCH_RESULTS`, answers 400; a GLOB
+ * to more than `SVC_VECTOR_MAX_BATCH_RESULTS`, answers 400; a `fetch` of more ids than
+ * `SVC_VECTOR_MAX_FETCH_IDS` answers 400 (a delete by ids is not capped); a GLOB
  * pattern over 4,096 characters answers 400. One below each limit works. The same on the
  * PostgreSQL store (resumable queries kept in the database).
  */
@@ -103,6 +104,16 @@ async function smallLimitChecks(svc: Svc): Promise<void> {
   assert.deepEqual(p2.vectors.map((v) => v.id), ['r16', 'r17', 'r18', 'r19']);
   assert.equal(p2.nextCursor, '');
 
+  // fetch by ids: 21 > 20 refused before any is read (SDK and raw), 20 answer; a delete is not capped
+  const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
+  const fetchOver = await sdkError('fetch 21 ids', () => index.fetch(ids(21), { includeVectors: true }));
+  assert.equal(fetchOver, 'fetch: 21 ids in one request, at most 20 are allowed (SVC_VECTOR_MAX_FETCH_IDS); fetch them in several requests, or page with range');
+  const rawOver = await raw(`${url}/fetch`, token, JSON.stringify({ ids: Array.from({ length: 200_000 }, (_, i) => i), includeVectors: true }));
+  assert.equal(rawOver.status, 400);
+  assert.match(rawOver.body.error, /^fetch: 200000 ids in one request, at most 20 are allowed/);
+  assert.deepEqual((await index.fetch(ids(20))).map((r) => r?.id), ids(20));
+  assert.deepEqual(await index.delete(Array.from({ length: 30 }, (_, i) => `absent-${i}`)), { deleted: 0 });
+
   // GLOB: a pattern of 4,097 characters is refused, one of 4,096 matches
   const long = `*${'?'.repeat(4096)}`;
   const globOver = await sdkError('long GLOB', () => index.query({ vector: [1, 0], topK: 5, filter: `tag GLOB '${long}'` }));
@@ -116,7 +127,7 @@ async function seed(svc: Svc): Promise<void> {
   await svc.client().upsert(Array.from({ length: 60 }, (_, i) => ({ id: `r${i}`, vector: [1, (i + 1) / 100], metadata: { tag: i === 0 ? 'x'.repeat(5000) : 'short' } })));
 }
 
-const SMALL = { SVC_VECTOR_DIMENSION: '2', SVC_VECTOR_MAX_TOP_K: '50', SVC_VECTOR_MAX_RANGE_LIMIT: '7', SVC_VECTOR_MAX_BATCH_QUERIES: '5', SVC_VECTOR_MAX_BATCH_RESULTS: '60' };
+const SMALL = { SVC_VECTOR_DIMENSION: '2', SVC_VECTOR_MAX_TOP_K: '50', SVC_VECTOR_MAX_RANGE_LIMIT: '7', SVC_VECTOR_MAX_BATCH_QUERIES: '5', SVC_VECTOR_MAX_BATCH_RESULTS: '60', SVC_VECTOR_MAX_FETCH_IDS: '20' };
 
 describe('vector request limits (SQLite store)', () => {
   let svc: Svc;

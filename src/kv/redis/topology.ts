@@ -2,7 +2,8 @@
  * Where the primaries of a distributed Redis deployment are: {@link ClusterTopology} (Redis Cluster:
  * the slot map from `CLUSTER SLOTS`, refreshed on `MOVED`, on a node's failure and every few
  * seconds) and {@link SentinelTopology} (one primary found through Redis Sentinel:
- * `SENTINEL GET-MASTER-ADDR-BY-NAME`, confirmed with `ROLE`, followed through the sentinels'
+ * `SENTINEL GET-MASTER-ADDR-BY-NAME` of every sentinel, the address a majority of those that
+ * answered names, confirmed with `ROLE`, followed through the sentinels'
  * `+switch-master` messages and on every reconnect). Nodes are named by `host:port`.
  *
  * The router (`router.ts`) asks {@link Topology.primaryFor} for each command and calls
@@ -227,6 +228,8 @@ export class SentinelTopology extends BaseTopology {
   private replicas: string[] = [];
   private sub: RedisConnection | undefined;
   private subIndex = 0;
+  /** The addresses outvoted at the last reading (comma-joined), to log a change once. */
+  private outvoted = '';
 
   constructor(private readonly settings: SentinelSettings, private readonly access: NodeAccess, logger: Logger, periodMs = 5000) {
     super(logger, periodMs);
@@ -262,17 +265,38 @@ export class SentinelTopology extends BaseTopology {
     this.sub?.close();
   }
 
+  /**
+   * Asks every sentinel at once for the primary's address and believes only an address named by
+   * more than half of the sentinels that answered, confirmed with `ROLE` on the node (a sentinel
+   * that is behind, or one that lies, is outvoted: svc never connects, with the data nodes'
+   * credentials, to an address a single sentinel among several announces). When only one answers,
+   * its address is taken (as a client of Sentinel normally does).
+   */
   protected async read(): Promise<boolean> {
-    for (const s of this.settings.sentinels) {
-      let r: Reply;
-      try {
-        r = await ask(this.access, s, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.settings.masterName], this.settings.sentinelUser);
-      } catch {
-        continue;
-      }
-      if (!Array.isArray(r) || r.length < 2) continue;
-      const addr = joinAddr(str(r[0]), Number(r[1]));
-      // the sentinel may be behind: the node must say it is a primary
+    const named = await Promise.all(
+      this.settings.sentinels.map((s) =>
+        ask(this.access, s, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.settings.masterName], this.settings.sentinelUser).then(
+          (r) => (Array.isArray(r) && r.length >= 2 ? joinAddr(str(r[0]), Number(r[1])) : undefined),
+          () => undefined,
+        ),
+      ),
+    );
+    const votes = new Map<string, number>();
+    let answered = 0;
+    for (const a of named) {
+      if (a === undefined) continue;
+      answered++;
+      votes.set(a, (votes.get(a) ?? 0) + 1);
+    }
+    const outvoted = [...votes].filter(([, n]) => n * 2 <= answered).map(([a]) => a);
+    const seen = outvoted.sort().join(',');
+    if (seen !== this.outvoted) {
+      this.outvoted = seen; // logged once per change, not at every periodic reading
+      if (seen) this.logger.warn({ outvoted, answered }, 'kv: a minority of the sentinels names another primary; not believed');
+    }
+    for (const [addr, n] of votes) {
+      if (n * 2 <= answered) continue;
+      // the sentinels may be behind: the node must say it is a primary
       let role: Reply;
       try {
         role = await ask(this.access, addr, ['ROLE']);

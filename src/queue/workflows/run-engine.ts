@@ -101,6 +101,27 @@ export interface WorkflowEngineOptions {
   notifyLookbackMs?: number;
   /** Largest `Retries` of a restart/resume override (`SVC_QUEUE_MAX_RETRIES`; default 20). */
   maxRetries?: number;
+  /** Most steps of one run (`SVC_QUEUE_WORKFLOW_MAX_STEPS`; default {@link DEFAULT_MAX_STEPS}). */
+  maxSteps?: number;
+  /** Largest context of one run in bytes (`SVC_QUEUE_WORKFLOW_MAX_CONTEXT_BYTES`; default {@link DEFAULT_MAX_CONTEXT_BYTES}). */
+  maxContextBytes?: number;
+}
+
+/** The hosted service's hard limits of one workflow run: 1000 steps, 100 MiB of context. */
+export const DEFAULT_MAX_STEPS = 1000;
+export const DEFAULT_MAX_CONTEXT_BYTES = 100 * 1024 * 1024;
+
+/**
+ * The byte length of `JSON.stringify(rawSteps(run, steps, triggerMessageId))`, computed without
+ * building it (base64 lengths from the body lengths): a step list over the message limit is not
+ * sent, so building it would be wasted work that grows with the run.
+ */
+export function rawStepsBytes(run: WorkflowRun, steps: WorkflowStep[], triggerMessageId: string): number {
+  const item = (messageId: string, bodyBytes: number, callType: string): number =>
+    '{"messageId":,"body":"","callType":}'.length + Buffer.byteLength(JSON.stringify(messageId)) + 4 * Math.ceil(bodyBytes / 3) + Buffer.byteLength(JSON.stringify(callType));
+  let n = 2 + steps.length + item(triggerMessageId, run.initialBody.length, 'step'); // brackets and commas
+  for (const s of steps) n += item(s.messageId, s.body.length, s.callType);
+  return n;
 }
 
 export class WorkflowEngine {
@@ -185,8 +206,7 @@ export class WorkflowEngine {
     if (m.failureCallback && m.failureCallbackOptions) {
       m.failureCallbackOptions = { ...m.failureCallbackOptions, headers: wf(m.failureCallbackOptions.headers) };
     }
-    const list = Buffer.from(JSON.stringify(rawSteps(run, steps, triggerMessageId)));
-    m.body = list.length > this.o.maxMessageBytes ? Buffer.alloc(0) : list;
+    m.body = rawStepsBytes(run, steps, triggerMessageId) > this.o.maxMessageBytes ? Buffer.alloc(0) : Buffer.from(JSON.stringify(rawSteps(run, steps, triggerMessageId)));
     if (!headerOf(m.headers, 'content-type')) m.headers['Content-Type'] = ['application/json'];
     m.workflow = this.messageInfo(run);
   }
@@ -332,7 +352,39 @@ export class WorkflowEngine {
     this.applyConfig(m, run.config, p.explicit);
     inheritTrace(m, run.config);
     await this.o.workflows.addStep(run.seq, m.id, p.callType ?? 'step', m.body, now);
-    this.decorate(m, run, stepsUpTo(await this.o.workflows.steps(run.seq), m.id), triggerId(run));
+    const steps = stepsUpTo(await this.o.workflows.steps(run.seq), m.id);
+    const over = this.overLimit(run, steps);
+    if (over !== undefined) {
+      await this.failOverLimit(run, m, over, now);
+      throw queueError('runLimit', p.runId, over);
+    }
+    this.decorate(m, run, steps, triggerId(run));
+  }
+
+  /**
+   * Which limit of one run `steps` (the run's steps up to the new one, itself included) exceed:
+   * more than `maxSteps` steps, or a context (initial body + step bodies) over `maxContextBytes`;
+   * undefined when within both. The hosted service's hard limits (1000 steps, 100 MiB).
+   */
+  private overLimit(run: WorkflowRun, steps: WorkflowStep[]): string | undefined {
+    const maxSteps = this.o.maxSteps ?? DEFAULT_MAX_STEPS;
+    if (steps.length > maxSteps) return `more than ${maxSteps} steps (SVC_QUEUE_WORKFLOW_MAX_STEPS)`;
+    const maxBytes = this.o.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;
+    let bytes = run.initialBody.length;
+    for (const s of steps) bytes += s.body.length;
+    if (bytes > maxBytes) return `its context (initial body and step results) exceeds ${maxBytes} bytes (SVC_QUEUE_WORKFLOW_MAX_CONTEXT_BYTES)`;
+    return undefined;
+  }
+
+  /**
+   * Ends `run` RUN_FAILED because step message `m` went past a limit: `m` (stored in the step
+   * list, never delivered) becomes the failed step, its error the limit. No DLQ entry, no failure
+   * callback: nothing was delivered (as {@link failStart}).
+   */
+  private async failOverLimit(run: WorkflowRun, m: NewMessage, limit: string, now: number): Promise<void> {
+    const next = { messageId: m.id, state: 'STEP_FAILED' as const, retries: 0, errors: [{ error: `workflow run failed: ${limit}`, time: now }] };
+    await this.o.workflows.updateRun(run.seq, now, { next });
+    if (await this.finish({ ...run, next }, 'RUN_FAILED', now)) this.o.logger.warn({ runId: run.runId, limit }, 'queue: workflow run failed at its limit');
   }
 
   /**

@@ -8,7 +8,7 @@ import { HYBRID_DEPTH, runQuery, type ResolvedQuery } from '../query/execute.js'
 import { fetchRecords, formatScored, info, randomRecord, rangeRecords } from '../query/records.js';
 import type { ResumableQueries } from './resumable.js';
 import {
-  asList, isObj, parseCursor, parseFilter, parseId, parseInclude, parseQuery, parseSparse, parseUpsert,
+  asList, isObj, parseCursor, parseFilter, parseId, parseIdList, parseInclude, parseQuery, parseSparse, parseUpsert,
   parseUpsertData, parseVector, checkTopK, type QueryRequest, type RequestLimits, type UpsertItem,
 } from '../validate.js';
 
@@ -108,11 +108,6 @@ function obj(body: unknown, what: string): Record<string, unknown> {
   return body;
 }
 
-function idList(x: unknown): string[] {
-  const arr = Array.isArray(x) ? x : [x];
-  return arr.map((v) => parseId(v, 'ids[]'));
-}
-
 export const HANDLERS: Record<string, Handler> = {
   upsert: (c) => c.index.upsert(c.ns, parseUpsert(c.body)),
   'upsert-data': async (c) => c.index.upsert(c.ns, await embedItems(c.index, parseUpsertData(c.body))),
@@ -125,14 +120,14 @@ export const HANDLERS: Record<string, Handler> = {
     if (hasIds && hasPrefix) throw vectorError('fetchOneOf');
     if (!hasIds && !hasPrefix) throw vectorError('fetchNeedsIdsOrPrefix');
     if (hasPrefix && typeof b.prefix !== 'string') throw vectorError('prefixNotString');
-    return fetchRecords(c.index, c.ns, hasIds ? { ids: idList(b.ids) } : { prefix: b.prefix as string }, parseInclude(b));
+    return fetchRecords(c.index, c.ns, hasIds ? { ids: parseIdList(b.ids, c.limits.maxFetchIds) } : { prefix: b.prefix as string }, parseInclude(b));
   },
   delete: async (c) => {
     const b = Array.isArray(c.body) ? { ids: c.body } : obj(c.body, 'delete');
     const given = ['ids', 'prefix', 'filter'].filter((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
     if (given.length !== 1) throw vectorError('deleteOneOf');
     if (given[0] === 'prefix' && typeof b.prefix !== 'string') throw vectorError('prefixNotString');
-    const by = given[0] === 'ids' ? { ids: idList(b.ids) } : given[0] === 'prefix' ? { prefix: b.prefix as string } : { filter: parseFilter(b.filter) };
+    const by = given[0] === 'ids' ? { ids: parseIdList(b.ids, Number.POSITIVE_INFINITY) } : given[0] === 'prefix' ? { prefix: b.prefix as string } : { filter: parseFilter(b.filter) };
     return { deleted: await c.index.delete(c.ns, by) };
   },
   range: (c) => {
