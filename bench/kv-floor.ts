@@ -15,13 +15,13 @@
  *
  * wrk, 1 thread, keep-alive, at `BENCH_CONNECTIONS` (default `1`), `BENCH_REPEAT` (default 5)
  * interleaved rounds of `BENCH_SECONDS` (default 3) per gateway; the median round per gateway is
- * reported (req/s, p50, p99, and the gateway process's user + system CPU per request from
- * `/proc`, all its threads) with the load average at start and end: wall-clock numbers on a
+ * reported (req/s, p50, p99, and the gateway process's user and system CPU per request from
+ * `/proc`, all its threads, in 10 ms ticks) with the load average at start and end: wall-clock numbers on a
  * shared 2-core machine, to be read next to the load.
  */
 import os from 'node:os';
 import { defaultKvWorkers } from '../src/config.js';
-import { cpuMs } from './lib/ab.js';
+import fs from 'node:fs';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import { cleanupAll, freePort, installCleanupHandlers, makeTempDir, runToCompletion, startProcess, waitFor } from './lib/proc.js';
 import { startRedisServer, startWebdis } from './lib/redis.js';
@@ -70,6 +70,13 @@ net.createServer({ noDelay: true }, (s) => {
   });
 }).listen(Number(httpPort), '127.0.0.1', () => console.log('floor ready'));
 `;
+
+/** User and system CPU ms of process `pid` so far (`/proc/<pid>/stat` utime, stime; all its threads). */
+function cpuSplitMs(pid: number): [number, number] {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [(Number(fields[11]) * 1000) / 100, (Number(fields[12]) * 1000) / 100];
+}
 
 interface Gw {
   name: string;
@@ -125,20 +132,21 @@ async function main(): Promise<void> {
   }
   const rows: string[][] = [];
   for (const c of CONNS) {
-    const runs = new Map<string, (WrkResult & { cpuUs: number })[]>();
+    const runs = new Map<string, (WrkResult & { userUs: number; sysUs: number })[]>();
     for (let round = 0; round < REPEAT; round++) {
       for (const g of gws) {
-        const cpu0 = cpuMs(g.pid);
+        const [u0, s0] = cpuSplitMs(g.pid);
         const w = await runWrk(g.req, { connections: c, durationS: SECONDS, workDir: work });
-        const r = { ...w, cpuUs: ((cpuMs(g.pid) - cpu0) * 1000) / w.requests };
+        const [u1, s1] = cpuSplitMs(g.pid);
+        const r = { ...w, userUs: ((u1 - u0) * 1000) / w.requests, sysUs: ((s1 - s0) * 1000) / w.requests };
         runs.set(g.name, [...(runs.get(g.name) ?? []), r]);
-        console.error(`[bench:kv-floor] ${g.name} c=${c} round ${round + 1}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms.toFixed(3)} ms, CPU ${r.cpuUs.toFixed(1)} µs/req`);
+        console.error(`[bench:kv-floor] ${g.name} c=${c} round ${round + 1}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms.toFixed(3)} ms, CPU ${r.userUs.toFixed(1)} user + ${r.sysUs.toFixed(1)} system µs/req`);
       }
     }
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     for (const g of gws) {
       const rs = runs.get(g.name)!;
-      rows.push([g.name, String(c), Math.round(med(rs.map((r) => r.rps))).toLocaleString('en-US'), med(rs.map((r) => r.p50Ms)).toFixed(3), med(rs.map((r) => r.p99Ms)).toFixed(2), med(rs.map((r) => r.cpuUs)).toFixed(1), rs.map((r) => r.p50Ms.toFixed(3)).join(' / ')]);
+      rows.push([g.name, String(c), Math.round(med(rs.map((r) => r.rps))).toLocaleString('en-US'), med(rs.map((r) => r.p50Ms)).toFixed(3), med(rs.map((r) => r.p99Ms)).toFixed(2), med(rs.map((r) => r.userUs)).toFixed(1), med(rs.map((r) => r.sysUs)).toFixed(1), rs.map((r) => r.p50Ms.toFixed(3)).join(' / ')]);
     }
   }
   const loadEnd = os.loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -146,7 +154,7 @@ async function main(): Promise<void> {
   console.log(`wrk 1 thread, keep-alive, ${REPEAT} interleaved rounds of ${SECONDS} s per gateway, median round; value 100 bytes.\n`);
   console.log(
     markdownTable(
-      [{ header: 'gateway' }, { header: 'conns', align: 'right' }, { header: 'req/s', align: 'right' }, { header: 'p50 ms', align: 'right' }, { header: 'p99 ms', align: 'right' }, { header: 'CPU µs/req', align: 'right' }, { header: 'p50 per round' }],
+      [{ header: 'gateway' }, { header: 'conns', align: 'right' }, { header: 'req/s', align: 'right' }, { header: 'p50 ms', align: 'right' }, { header: 'p99 ms', align: 'right' }, { header: 'user µs/req', align: 'right' }, { header: 'system µs/req', align: 'right' }, { header: 'p50 per round' }],
       rows,
     ),
   );
