@@ -9,7 +9,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { createFastServer, parseHead, type FastHandler } from '../../src/http/fast.js';
+import { createFastServer, parseHead, readWithoutStream, type FastHandler } from '../../src/http/fast.js';
 import { isStreamPath } from '../../src/kv/routes.js';
 import { startTestSvc } from '../helpers/env.js';
 
@@ -376,6 +376,40 @@ describe('reads of accepted sockets', () => {
       assert.deepEqual(onread, [true, true, true], 'each accepted socket reads with onread');
     } finally {
       server.closeAll();
+      server.close();
+    }
+  });
+});
+
+describe('readWithoutStream', () => {
+  test('leaves a socket on its stream when its onread fields are set or its stream already holds bytes', async () => {
+    const held: net.Socket[] = [];
+    const server = net.createServer((s) => {
+      s.pause();
+      held.push(s);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const p = (server.address() as net.AddressInfo).port;
+    const client = net.connect({ port: p, host: '127.0.0.1', onread: { buffer: Buffer.alloc(16), callback: () => true } });
+    try {
+      await new Promise<void>((r) => client.once('connect', r));
+      assert.equal(readWithoutStream(client), false, 'a socket opened with onread keeps it');
+      client.write('hello');
+      const accepted = await new Promise<net.Socket>((resolve) => {
+        const poll = () => (held.length > 0 && held[0].readableLength > 0 ? resolve(held[0]) : setTimeout(poll, 10));
+        poll();
+      });
+      assert.equal(readWithoutStream(accepted), false, 'bytes already in the stream: left on it');
+      const got: Buffer[] = [];
+      accepted.on('data', (c: Buffer) => got.push(c));
+      accepted.resume();
+      client.write(' world');
+      const deadline = Date.now() + 60_000;
+      while (Buffer.concat(got).toString() !== 'hello world' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(Buffer.concat(got).toString(), 'hello world', 'read through its stream, in order');
+    } finally {
+      client.destroy();
+      for (const s of held) s.destroy();
       server.close();
     }
   });
