@@ -347,6 +347,92 @@ export function parseHead(buf: Buffer, end: number, bodyMax: number, handler: Fa
   return { method, url, headers, bodyLength, headLength: end + 4, auth: undefined };
 }
 
+/** Node's private `net.Socket` fields behind its `onread` option (found by their descriptions), or null when absent. */
+interface OnreadFields {
+  buffer: symbol;
+  callback: symbol;
+  generator: symbol;
+}
+let onreadFields: OnreadFields | null | undefined;
+/** The read buffer of every accepted socket that {@link readWithoutStream} set up (see there). */
+let clientReadBuffer: Buffer | undefined;
+/** Bytes libuv reads at most at once into {@link clientReadBuffer} (Node's own read size). */
+const CLIENT_READ_BYTES = 64 * 1024;
+
+/** The socket's `onread` fields, by their descriptions, when each is there once and unset (null). */
+function findOnreadFields(socket: net.Socket): OnreadFields | null {
+  const found = new Map<string, symbol[]>();
+  for (const sym of Object.getOwnPropertySymbols(socket)) {
+    const d = sym.description ?? '';
+    if (d === 'kBuffer' || d === 'kBufferCb' || d === 'kBufferGen') found.set(d, [...(found.get(d) ?? []), sym]);
+  }
+  const one = (d: string) => (found.get(d)?.length === 1 ? found.get(d)![0] : undefined);
+  const buffer = one('kBuffer');
+  const callback = one('kBufferCb');
+  const generator = one('kBufferGen');
+  if (buffer === undefined || callback === undefined || generator === undefined) return null;
+  return { buffer, callback, generator };
+}
+
+/**
+ * The `onread` callback of an accepted socket (`this`): copies the `n` bytes read into a buffer of
+ * their own (`Buffer.allocUnsafe`: a slice of Node's pool when small), since the read buffer is
+ * shared, and emits them as the socket's `'data'` event.
+ */
+function onClientRead(this: net.Socket, n: number, buf: Uint8Array): boolean {
+  const chunk = Buffer.allocUnsafe(n);
+  chunk.set(n === buf.length ? buf : buf.subarray(0, n));
+  this.emit('data', chunk);
+  return true;
+}
+
+/**
+ * Makes an accepted socket read as a socket opened with `net.Socket`'s documented `onread` option
+ * does (Node's `net.Server` offers no such option for the sockets it accepts): libuv reads into
+ * one 64 KiB buffer shared by every such socket of the process (reads run one at a time on the
+ * event loop, and each is copied out before the next: {@link onClientRead}), and each read is
+ * given to the socket's `'data'` listeners straight away. Against Node's stream path this saves,
+ * per read, Node's 64 KiB read buffer (allocated, then shrunk to the bytes read) and the
+ * `Readable` stream's work (`push`, its buffer, a `process.nextTick` to read ahead). Everything
+ * else is the socket's own: `pause()`/`resume()` stop and restart the handle's reading (what Node
+ * does for an `onread` socket), `'end'`, `'close'`, `'error'`, timeouts, writes and the server's
+ * connection count are untouched, and a connection handed to the Node `http` server gets its bytes
+ * as `'data'` events as before (its parser does not read the handle itself once a `'data'`
+ * listener is added, see {@link HandedOff}).
+ *
+ * This sets Node's private fields of the `onread` option (`kBuffer`, `kBufferCb`, found by their
+ * descriptions on the socket) and calls the handle's `useUserBuffer`, which is what
+ * `new net.Socket({ onread })` does: internals of Node's `lib/net.js` (checked on Node 20 and 24).
+ * Only a socket in the state Node's `onread` needs is changed: a plain TCP `net.Socket` with a
+ * handle that has `useUserBuffer`, no `onread` set yet and nothing read into its stream buffer;
+ * otherwise (another Node with other internals, a socket passed between processes that already
+ * read) it is left as it is and read through its stream. False then.
+ */
+export function readWithoutStream(socket: net.Socket): boolean {
+  if (onreadFields === undefined) onreadFields = findOnreadFields(socket);
+  const f = onreadFields;
+  if (f === null) return false;
+  const handle = (socket as net.Socket & { _handle?: { useUserBuffer?: unknown } | null })._handle;
+  const own = socket as unknown as Record<symbol, unknown>;
+  if (
+    handle == null ||
+    typeof handle.useUserBuffer !== 'function' ||
+    own[f.buffer] !== null ||
+    own[f.callback] !== null ||
+    own[f.generator] !== null ||
+    socket.readableLength !== 0 ||
+    socket.readableEnded ||
+    socket.destroyed
+  ) {
+    return false;
+  }
+  clientReadBuffer ??= Buffer.allocUnsafe(CLIENT_READ_BYTES);
+  own[f.buffer] = clientReadBuffer;
+  own[f.callback] = onClientRead;
+  (handle.useUserBuffer as (this: object, buf: Uint8Array) => void).call(handle, clientReadBuffer);
+  return true;
+}
+
 /** Answer of a request whose head or body did not arrive in time (the bytes `node:http` sends). */
 const TIMEOUT_RESPONSE = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
 /** One client connection while it is on the fast path. */
@@ -527,9 +613,11 @@ class FastConnection implements FastResponse {
       return { method: last.method, url: last.url, headers: last.headers, bodyLength: last.bodyLength, headLength: last.headLength, auth: undefined };
     }
     const h = parseHead(buf, end, Number.MAX_SAFE_INTEGER, this.handler);
-    if (h !== undefined && this.handler.sharedHeaders === true && buf.buffer.byteLength <= HEAD_CACHE_MAX) {
+    if (h !== undefined && this.handler.sharedHeaders === true && end <= HEAD_CACHE_MAX) {
       this.lastHead = h;
-      this.lastHeadBuf = buf;
+      // the received buffer itself when its memory is small (no copy), else a copy of the head: a
+      // read by `readWithoutStream` is a slice of Node's 8 KiB buffer pool, which must not be held
+      this.lastHeadBuf = buf.buffer.byteLength <= HEAD_CACHE_MAX ? buf : Buffer.copyBytesFrom(buf, 0, end);
       this.lastHeadEnd = end;
     } else {
       this.lastHead = undefined;
@@ -901,6 +989,7 @@ export function createFastServer(handler: FastHandler, fallback: http.Server, op
   const server = net.createServer(FAST_SERVER_OPTIONS, (socket) => {
     if (pool.conns.size >= opts.maxConnections) return closeWith(socket, busy);
     pool.conns.add(socket);
+    readWithoutStream(socket);
     new FastConnection(socket, handler, pool);
   });
   const timer = setInterval(() => {

@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { createFastServer, parseHead, type FastHandler } from '../../src/http/fast.js';
+import { createFastServer, parseHead, readWithoutStream, type FastHandler } from '../../src/http/fast.js';
 import { isStreamPath } from '../../src/kv/routes.js';
 import { startTestSvc } from '../helpers/env.js';
 
@@ -274,10 +275,12 @@ describe('identical heads on one connection', () => {
       const a = req('one', 'abc');
       // the same head again (alone, pipelined, split inside the head), then heads that differ in a
       // header value, the body length, the target, and the first head once more
-      // last, twice the same head with a 5,000-byte body: a buffer that large is not kept
+      // then twice the same head with a 5,000-byte body (the head is kept, copied out of the large
+      // buffer), and last, twice a head of 5,000 bytes: a head that large is not kept
       const big = req('one', 'x'.repeat(5000));
-      const pieces = [a, a, a + a, a.slice(0, 20), a.slice(20), req('onf', 'abc'), req('one', 'abcd'), req('one', 'abc', '/u'), a, big, big];
-      const bodies = await send(p, pieces, 11);
+      const longHead = req('v'.repeat(5000), 'abc');
+      const pieces = [a, a, a + a, a.slice(0, 20), a.slice(20), req('onf', 'abc'), req('one', 'abcd'), req('one', 'abc', '/u'), a, big, big, longHead, longHead];
+      const bodies = await send(p, pieces, 13);
       assert.deepEqual(
         bodies.map((b) => JSON.parse(b) as unknown),
         [
@@ -288,13 +291,16 @@ describe('identical heads on one connection', () => {
           { x: 'one', url: '/t', body: 'abc', auth: 9 },
           { x: 'one', url: '/t', body: 'x'.repeat(5000), auth: 10 },
           { x: 'one', url: '/t', body: 'x'.repeat(5000), auth: 11 },
+          { x: 'v'.repeat(5000), url: '/t', body: 'abc', auth: 12 },
+          { x: 'v'.repeat(5000), url: '/t', body: 'abc', auth: 13 },
         ],
       );
       // requests 1-5 share the first parse; each change is a new one; the last head is parsed again
       for (let i = 1; i < 5; i++) assert.equal(seen[i].headers, seen[0].headers, `request ${i + 1} shares the first head's headers`);
       for (let i = 5; i < 9; i++) for (let k = 0; k < i; k++) assert.notEqual(seen[i].headers, seen[k].headers, `request ${i + 1} is parsed anew`);
-      assert.notEqual(seen[10].headers, seen[9].headers, 'a head received in a buffer above 4 KiB is parsed each time');
-      assert.deepEqual(seen.map((s) => s.bodyLength), [3, 3, 3, 3, 3, 3, 4, 3, 3, 5000, 5000]);
+      assert.equal(seen[10].headers, seen[9].headers, 'a small head received in a buffer above 4 KiB is kept (a copy)');
+      assert.notEqual(seen[12].headers, seen[11].headers, 'a head above 4 KiB is parsed each time');
+      assert.deepEqual(seen.map((s) => s.bodyLength), [3, 3, 3, 3, 3, 3, 4, 3, 3, 5000, 5000, 3, 3]);
     } finally {
       server.closeAll();
       server.close();
@@ -310,6 +316,100 @@ describe('identical heads on one connection', () => {
       assert.notEqual(seen[2].headers, seen[1].headers);
     } finally {
       server.closeAll();
+      server.close();
+    }
+  });
+});
+
+describe('reads of accepted sockets', () => {
+  test('go through one shared buffer with onread, each read copied out; pause, resume, end and hand-off keep working', async () => {
+    const handler: FastHandler = {
+      accepts: () => true,
+      handle: (h, body, out) => {
+        // slow answers: the client's next requests pile up and reading pauses (READ_AHEAD_MAX)
+        setTimeout(() => out.send(200, 'text/plain', `${h.url} ${body?.length ?? 0} ${createHash('sha256').update(body ?? Buffer.alloc(0)).digest('hex')}`, ''), 2);
+      },
+    };
+    const node = http.createServer((req, res) => {
+      let n = 0;
+      req.on('data', (c: Buffer) => (n += c.length));
+      req.on('end', () => res.end(`node ${req.url} ${n}`));
+    });
+    const server = createFastServer(handler, node, { keepAliveMs: 60_000, bodyLimit: 1 << 20, headersTimeoutMs: 60_000, requestTimeoutMs: 300_000, maxConnections: 100, busyBody: '{}' });
+    const onread: boolean[] = [];
+    server.on('connection', (s: net.Socket) => {
+      const field = Object.getOwnPropertySymbols(s).find((k) => k.description === 'kBuffer');
+      onread.push(field !== undefined && Buffer.isBuffer((s as unknown as Record<symbol, unknown>)[field]));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const p = (server.address() as net.AddressInfo).port;
+    try {
+      // three connections at once, each: 6 requests with bodies of 1-1,000,000 bytes of its own
+      // pattern, pipelined in one write (more than the read-ahead limit: reading pauses and resumes),
+      // then a chunked request (handed to the Node server) and a plain one after it, then half-close
+      const conn = (k: number) =>
+        new Promise<{ got: string; want: string }>((resolve, reject) => {
+          const sizes = [1, 70_000, 1_000_000, 100, 900_000, 5];
+          const bodies = sizes.map((n, i) => Buffer.alloc(n, `${k}${i}abcdefgh`.repeat(3)));
+          const want: string[] = [];
+          const out: Buffer[] = [];
+          bodies.forEach((b, i) => {
+            out.push(Buffer.from(`POST /c${k}/${i} HTTP/1.1\r\nHost: x\r\nContent-Length: ${b.length}\r\n\r\n`), b);
+            want.push(`/c${k}/${i} ${b.length} ${createHash('sha256').update(b).digest('hex')}`);
+          });
+          out.push(Buffer.from(`POST /n${k} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nPOST /m${k} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nxy`));
+          want.push(`node /n${k} 3`, `node /m${k} 2`);
+          const s = net.connect(p, '127.0.0.1');
+          const chunks: Buffer[] = [];
+          const timer = setTimeout(() => reject(new Error(`timed out: ${Buffer.concat(chunks).toString('latin1').slice(0, 2000)}`)), 120_000);
+          s.on('data', (c: Buffer) => chunks.push(c));
+          s.on('error', reject);
+          s.on('close', () => {
+            clearTimeout(timer);
+            const got = parseResponses(Buffer.concat(chunks)).map((r) => r.body);
+            resolve({ got: got.join('\n'), want: want.join('\n') });
+          });
+          s.end(Buffer.concat(out));
+        });
+      const results = await Promise.all([0, 1, 2].map(conn));
+      for (const r of results) assert.equal(r.got, r.want);
+      assert.deepEqual(onread, [true, true, true], 'each accepted socket reads with onread');
+    } finally {
+      server.closeAll();
+      server.close();
+    }
+  });
+});
+
+describe('readWithoutStream', () => {
+  test('leaves a socket on its stream when its onread fields are set or its stream already holds bytes', async () => {
+    const held: net.Socket[] = [];
+    const server = net.createServer((s) => {
+      s.pause();
+      held.push(s);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const p = (server.address() as net.AddressInfo).port;
+    const client = net.connect({ port: p, host: '127.0.0.1', onread: { buffer: Buffer.alloc(16), callback: () => true } });
+    try {
+      await new Promise<void>((r) => client.once('connect', r));
+      assert.equal(readWithoutStream(client), false, 'a socket opened with onread keeps it');
+      client.write('hello');
+      const accepted = await new Promise<net.Socket>((resolve) => {
+        const poll = () => (held.length > 0 && held[0].readableLength > 0 ? resolve(held[0]) : setTimeout(poll, 10));
+        poll();
+      });
+      assert.equal(readWithoutStream(accepted), false, 'bytes already in the stream: left on it');
+      const got: Buffer[] = [];
+      accepted.on('data', (c: Buffer) => got.push(c));
+      accepted.resume();
+      client.write(' world');
+      const deadline = Date.now() + 60_000;
+      while (Buffer.concat(got).toString() !== 'hello world' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(Buffer.concat(got).toString(), 'hello world', 'read through its stream, in order');
+    } finally {
+      client.destroy();
+      for (const s of held) s.destroy();
       server.close();
     }
   });
