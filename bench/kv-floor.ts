@@ -1,5 +1,5 @@
 /**
- * `node scripts/with-node.mjs tsx bench/kv-floor.ts` — the floor of a Node.js gateway at one connection: what a round trip
+ * `npm run bench:kv-floor` — the floor of a Node.js gateway at one connection: what a round trip
  * costs when the gateway does next to nothing, against svc and webdis in the same run.
  *
  * Three HTTP gateways in front of one redis-server (no persistence), each answering
