@@ -24,6 +24,7 @@
  *        --pg-ab (with BENCH_AB_ROOT=<checkout>: svc on PostgreSQL, that checkout vs this one, interleaved: {@link pgAbRun})
  *        --metrics-ab [--repeat <rounds>] (only svc with SVC_METRICS=false vs true, interleaved: {@link abRun};
  *        with BENCH_AB_NODE=<node> BENCH_AB_ROOT=<checkout> instead: this Node.js vs that one, `lib/ab.ts`). Internal: --bullmq-worker <redisPort> <sinkUrl> (the worker child).
+ *        --syscalls (svc's system calls per delivered message in each svc cell, printed to stderr: {@link syscallCounter})
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -116,6 +117,35 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
+/** System calls {@link syscallCounter} counts (the socket, WAL, lock and wake-up calls of a delivered message). */
+const SYSCALLS = ['read', 'write', 'writev', 'pwrite64', 'pread64', 'fdatasync', 'fsync', 'fcntl', 'futex', 'epoll_pwait'];
+
+/**
+ * `--syscalls`: counts process `pid`'s system calls from now until the returned function is
+ * called, with `perf stat` on the kernel's `syscalls:sys_enter_<name>` tracepoints (Linux `perf`;
+ * root, or `kernel.perf_event_paranoid` <= 1). The function stops the count and resolves to the
+ * calls by name. Tracepoints count every call of every thread (libuv's pool included) at a small
+ * cost per call; a count does not depend on the machine's load, only on the batching it causes.
+ */
+function syscallCounter(pid: number): () => Promise<Record<string, number>> {
+  const out = path.join(os.tmpdir(), `svc-bench-syscalls-${pid}-${Date.now()}.csv`);
+  const events = SYSCALLS.map((name) => `syscalls:sys_enter_${name}`).join(',');
+  const perf = spawn('perf', ['stat', '-x', ',', '-o', out, '-e', events, '-p', String(pid)], { stdio: 'ignore' });
+  return async () => {
+    const exited = new Promise((r) => perf.once('exit', r));
+    perf.kill('SIGINT');
+    await exited;
+    const counts: Record<string, number> = {};
+    for (const line of fs.readFileSync(out, 'utf8').split('\n')) {
+      const [value, , event] = line.split(',');
+      const name = event?.replace('syscalls:sys_enter_', '');
+      if (name && SYSCALLS.includes(name)) counts[name] = Number(value);
+    }
+    fs.rmSync(out, { force: true });
+    return counts;
+  };
+}
+
 interface Row {
   system: string;
   publishers: number;
@@ -132,6 +162,8 @@ interface Row {
 
 // ---------------------------------------------------------------- svc
 async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: number): Promise<Row> {
+  const syscalls = pid && flag('syscalls') ? syscallCounter(pid) : undefined;
+  if (syscalls) await new Promise((r) => setTimeout(r, 300)); // perf attaches before the cell starts
   const server = pid ? cpuMeter([pid]) : undefined;
   const load = cpuMeter([process.pid]);
   const pool = new Pool(url, { connections: conc, pipelining: 1 });
@@ -152,6 +184,11 @@ async function benchSvc(sink: Sink, url: string, n: number, conc: number, pid?: 
   const cpuUs = server?.(n);
   const loadCpuUs = load(n);
   await pool.close();
+  if (syscalls) {
+    const counts = await syscalls();
+    const per = Object.entries(counts).map(([name, c]) => `${name} ${(c / n).toFixed(3)}`);
+    process.stderr.write(`[bench:queue] svc system calls per delivered message, ${conc} publishers, ${n} messages: ${per.join(', ')}\n`);
+  }
   return { system: 'svc', publishers: conc, n, accepted: n / (pubMs / 1000), delivered: n / ((lastAt - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuUs, loadCpuUs };
 }
 

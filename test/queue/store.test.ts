@@ -18,6 +18,18 @@ import { tempDir } from '../helpers/env.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { storeConformance } from './store-conformance.js';
 
+/** Commits in a WAL file: frames of the current WAL generation (its header's salts) that end a transaction. */
+function walCommits(walFile: string): number {
+  const wal = fs.readFileSync(walFile);
+  const pageSize = wal.readUInt32BE(8);
+  let commits = 0;
+  for (let off = 32; off + 24 + pageSize <= wal.length; off += 24 + pageSize) {
+    if (wal.readUInt32BE(off + 8) !== wal.readUInt32BE(16) || wal.readUInt32BE(off + 12) !== wal.readUInt32BE(20)) break;
+    if (wal.readUInt32BE(off + 4) !== 0) commits++;
+  }
+  return commits;
+}
+
 storeConformance('sqlite', async () => {
   const tmp = tempDir('svc-qstore-');
   const file = path.join(tmp.dir, 'queue.sqlite');
@@ -98,6 +110,32 @@ describe('SQLite store specifics', () => {
     } finally {
       (fs as { fdatasync: typeof fs.fdatasync }).fdatasync = realSync;
     }
+  });
+
+  test('group commit: bookkeeping queued right after an fsync acknowledged publishes shares the next publish commit', async () => {
+    const tmp = tempDir('svc-gc-ack-');
+    cleanups.push(tmp.cleanup);
+    const file = path.join(tmp.dir, 'g.sqlite');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE t (k TEXT PRIMARY KEY)');
+    const gc = new GroupCommitter(db, `${file}-wal`);
+    const ins = db.prepare('INSERT INTO t (k) VALUES (?)');
+    // a durable write whose commit and fsync take longer than the relaxed wait (2 ms), as under load
+    await gc.run(() => {
+      ins.run('a');
+      const t = performance.now();
+      while (performance.now() - t < 5);
+    });
+    const before = walCommits(`${file}-wal`);
+    // acknowledged: a delivery outcome (relaxed) arrives first, the publisher's next publish a turn later
+    const relaxed = gc.run(() => ins.run('r'), false);
+    await new Promise((r) => setImmediate(r));
+    const durable = gc.run(() => ins.run('b'));
+    await Promise.all([relaxed, durable]);
+    assert.equal(walCommits(`${file}-wal`) - before, 1, 'the outcome waited for the publish and shared its transaction');
+    await gc.close();
+    db.close();
   });
 
   test('sqlite: WAL, partial due index used, version check', async () => {

@@ -407,10 +407,11 @@ export class Dispatcher {
     // tracing on: the attempt's span is the parent the destination (and the callbacks) continue
     const span = tracingOn() ? startAttemptSpan(m) : undefined;
     const trace: MessageTrace | undefined = span ? spanTraceContext(span) : m.trace;
-    const headers = deliveryHeaders(m, signDelivery(this.o.signingKey(), m.url, m.body, start), this.o.region, trace);
+    const signature = signDelivery(this.o.signingKey(), m.url, m.body, start);
+    const headers = deliveryHeaders(m, signature, this.o.region, trace);
     const timeoutMs = m.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const sentAt = performance.now();
-    const outcome = await this.o.sender.send({ url: m.url, method: m.method, headers, body: m.body, timeoutMs });
+    const outcome = await this.o.sender.send({ url: m.url, method: m.method, headers, trusted: signature, body: m.body, timeoutMs });
     const metrics = this.o.metrics;
     metrics?.duration.since(sentAt);
     if (this.abandoned) {

@@ -14,7 +14,7 @@
  */
 import dns from 'node:dns';
 import type { AttemptOutcome } from '../model.js';
-import { DeliveryClient } from './client.js';
+import { DeliveryClient, type ClientRequest } from './client.js';
 import { blockedHost, publicOnlyLookup } from '../../private-address.js';
 import { splitUrl } from './url-cache.js';
 
@@ -43,6 +43,8 @@ export interface OutgoingRequest {
   method: string;
   /** Flat `[name, value, ...]` list, written in this order and spelling (a name repeats for each of its values). */
   headers: string[];
+  /** A value of `headers` svc built from valid field-value characters (the signature), not scanned again ({@link ClientRequest.trusted}). */
+  trusted?: string;
   /** Sent for every method but GET and HEAD (as before). */
   body: Buffer;
   /** The whole attempt's limit (ms). */
@@ -78,6 +80,7 @@ export class HttpSender {
           path: target.path,
           method: req.method,
           headers: req.headers,
+          trusted: req.trusted,
           body: req.method === 'GET' || req.method === 'HEAD' ? null : req.body,
           timeoutMs: req.timeoutMs,
         },

@@ -33,11 +33,19 @@ import { WalSyncer } from '../../sqlite-wal-sync.js';
 const MAX_BATCH = 2000;
 /**
  * Longest wait (ms) of a batch holding only relaxed writes for a durable write to share its
- * commit, applied only while durable writes are flowing (one was queued within this time). Under
- * load publishes arrive every turn, so delivery bookkeeping rides along with them (in the bench
- * nearly half of all commits held only bookkeeping); without publishes (a paused queue being
- * drained, retries) relaxed writes commit at the next turn as before, so a chain of dependent
- * bookkeeping steps (outcome -> admission round -> claim) pays no timer per step.
+ * commit, applied only while durable writes are flowing: one was queued within this time, or an
+ * fsync acknowledged some and nothing was committed since. Under load publishes arrive every turn,
+ * so delivery bookkeeping rides along with them; without publishes (a paused queue being drained,
+ * retries) relaxed writes commit at the next turn as before, so a chain of dependent bookkeeping
+ * steps (outcome -> admission round -> claim) pays no timer per step.
+ *
+ * The acknowledgement counts as flowing because publishers that wait for their answer send the
+ * next publish right after it: between an fsync's end and those publishes, delivery outcomes
+ * arrive (the publish -> delivery hand-off does not wait for the fsync), and when the commit and
+ * the fsync had taken more than this time they were committed alone (`npm run bench:queue`, 64
+ * publishers, 40,000 messages, loaded machine: 1,427-1,594 of 3,119-3,483 commits held only
+ * bookkeeping; 559-633 of 2,321-2,445 with the acknowledgement counted;
+ * `docs/readme/queue-bench.md` "Seventh pass").
  */
 const RELAXED_DELAY_MS = 2;
 
@@ -99,6 +107,9 @@ export class GroupCommitter {
         this.deferred = false;
         this.flush();
       }
+      // the durable writes this fsync covered are acknowledged now: publishers answered now
+      // publish again within a turn or two, so relaxed writes wait for those (RELAXED_DELAY_MS)
+      if (this.waitForSync) this.acknowledged = true;
     };
     db.pragma('synchronous = NORMAL');
     this.sql = {
@@ -121,7 +132,7 @@ export class GroupCommitter {
       this.queue.push({ fn, durable, resolve: resolve as (v: unknown) => void, reject });
       if (durable) this.lastDurableAt = performance.now();
       if (this.scheduled || this.deferred) return;
-      if (durable || performance.now() - this.lastDurableAt > RELAXED_DELAY_MS) {
+      if (durable || (!this.acknowledged && performance.now() - this.lastDurableAt > RELAXED_DELAY_MS)) {
         // a durable write, or none lately (a relaxed write would wait for nothing): next turn
         if (this.relaxedTimer) clearTimeout(this.relaxedTimer);
         this.relaxedTimer = undefined;
@@ -135,6 +146,13 @@ export class GroupCommitter {
 
   /** When the last durable write was queued (`performance.now()` ms). */
   private lastDurableAt = -Infinity;
+  /**
+   * An fsync acknowledged durable writes and nothing was committed since: durable writes count as
+   * flowing (a relaxed write waits up to {@link RELAXED_DELAY_MS} for the next one) however long
+   * the commit and the fsync took. A flag rather than a time, so that a process descheduled for a
+   * while right after the acknowledgement does not commit the bookkeeping alone.
+   */
+  private acknowledged = false;
   /** Pending timer of a relaxed-only batch ({@link RELAXED_DELAY_MS}). */
   private relaxedTimer: NodeJS.Timeout | undefined;
   private readonly flushRelaxed = (): void => {
@@ -167,6 +185,7 @@ export class GroupCommitter {
 
   /** Runs and commits everything queued now (also used by close). */
   flush(): void {
+    this.acknowledged = false;
     while (this.queue.length) {
       const batch = this.queue.splice(0, MAX_BATCH);
       const results = this.runBatch(batch);
