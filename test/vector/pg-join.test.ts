@@ -14,6 +14,8 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Index } from '@upstash/vector';
@@ -686,5 +688,53 @@ test('a joiner restarted mid-fill without a usable graph for its namespaces fill
     await release();
     await stop(a, c);
     dirs.cleanup();
+  }
+});
+
+test('query-data and resumable-query-data on a joiner that finds vectors not filled yet run again without embedding the text again', { timeout: 600_000 }, async () => {
+  // an OpenAI-compatible embedder served here (8-d, hashed characters), counting its calls
+  const calls: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const input = (JSON.parse(body) as { input: string[] }).input;
+      calls.push(...input);
+      const embed = (t: string) => Array.from({ length: 8 }, (_, d) => 1 + [...t].reduce((n, ch, i) => n + ((ch.charCodeAt(0) * (i + 1) * (d + 3)) % 17), 0));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'list', data: input.map((t, index) => ({ object: 'embedding', index, embedding: embed(t) })) }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  const file = path.join(dirs.dir, 'indexes.json');
+  const dense = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/embeddings`, model: 'counted' };
+  fs.writeFileSync(file, JSON.stringify([{ name: 'default', dimension: 8, embedder: { dense } }]));
+  const env = { SVC_VECTOR_INDEXES: file };
+  let a: Child | undefined;
+  let b: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 71, env)).a;
+    ({ n: b, release } = await joinWithFillPaused(path.join(dirs.dir, 'b'), url, env));
+
+    // the records' vectors are not filled yet (the fill waits): each request reads them and runs again
+    const calledFor = (text: string) => calls.filter((t) => t === text).length;
+    const got = await client(b).query({ data: 'the first probe', topK: 20, includeVectors: true, includeMetadata: true });
+    assert.equal(got.length, 20);
+    assert.equal(calledFor('the first probe'), 1, 'embedded once');
+    assert.deepEqual(got, await client(a).query({ data: 'the first probe', topK: 20, includeVectors: true, includeMetadata: true }));
+    const r = await client(b).resumableQuery({ data: 'a second probe', topK: 40, includeVectors: true, maxIdle: 60 });
+    await r.stop();
+    assert.equal(r.result.length, 40);
+    assert.ok(r.result.every((x) => x.vector?.length === 8));
+    assert.equal(calledFor('a second probe'), 1, 'embedded once');
+    assert.equal(lines(b, 'vector vectors filled from PostgreSQL').length, 0, 'the fill is still paused: the vectors were read on demand');
+  } finally {
+    await release();
+    await stop(a, b);
+    dirs.cleanup();
+    await new Promise((r) => server.close(r));
   }
 });
