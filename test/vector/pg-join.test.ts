@@ -25,6 +25,7 @@ import { FILL_LOCK_CLASS, PUBLISH_LOCK_CLASS } from '../../src/vector/engine/sto
 import { startTestPostgres, withPg, type TestPostgres } from '../helpers/postgres.js';
 import { startTestSvc, tempDir } from '../helpers/env.js';
 import { mgmt } from '../mgmt/helpers.js';
+import { postBackup } from '../ops/backup-helpers.js';
 import { waitFor } from '../helpers/wait.js';
 import { randomVectors, serveVectorChild } from './helpers.js';
 
@@ -736,5 +737,39 @@ test('query-data and resumable-query-data on a joiner that finds vectors not fil
     await stop(a, b);
     dirs.cleanup();
     await new Promise((r) => server.close(r));
+  }
+});
+
+test('a backup of a node whose vector store is PostgreSQL, taken while it fills: the vector part is skipped (pg_dump\'s job), the fill goes on unchanged', { timeout: 600_000 }, async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  let a: Child | undefined;
+  let b: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 81)).a;
+    const creds = { 'mgmt.user': 'ops', 'mgmt.password': 'backup-test-password' };
+    const env = { SVC_AREAS: 'vector,mgmt', SVC_MGMT_PORT: '0', SVC_MGMT_USER: creds['mgmt.user'], SVC_MGMT_PASSWORD: creds['mgmt.password'] };
+    ({ n: b, release } = await joinWithFillPaused(path.join(dirs.dir, 'b'), url, env));
+    const mgmtUrl = /^mgmt\s+(http:\/\/\S+)/m.exec(b.stdout())?.[1];
+    assert.ok(mgmtUrl, b.stdout());
+
+    const dir = path.join(dirs.dir, 'backup');
+    const r = await postBackup(mgmtUrl, creds, { dir });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { files: { path: string }[]; skipped: { store: string; note: string }[] };
+    assert.deepEqual(manifest.files.map((f) => f.path), ['credentials.json'], 'no file of the local cache (it lacks vectors)');
+    assert.match(manifest.skipped.find((s) => s.store === 'vector')?.note ?? '', /PostgreSQL.*pg_dump/);
+    assert.equal(fs.existsSync(path.join(dir, 'vector')), false);
+
+    assert.equal(lines(b, 'vector vectors filled from PostgreSQL').length, 0, 'still paused');
+    await release();
+    await waitFor('the fill done (log)', () => lines(b!, 'vector vectors filled from PostgreSQL').length === 1, 120_000);
+    await caughtUp(b, 799);
+    await sameRecords(a, b, 'after the fill');
+  } finally {
+    await release();
+    await stop(a, b);
+    dirs.cleanup();
   }
 });
