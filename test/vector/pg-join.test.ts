@@ -383,11 +383,11 @@ async function assertJoinedVectorless(n: Child, index = 'default'): Promise<void
   assert.ok(Number(lines(n, 'vector index loaded', index)[0].fromSnapshot) >= 1, n.log());
 }
 
-/** Loads 600 + 200 vectors on a new node publishing every 300 ms, and waits for a publication made once they are all in its graphs. */
-async function loadAndPublish(dir: string, url: string, seed: number, env: Record<string, string> = {}): Promise<{ a: Child; vecs: number[][] }> {
+/** Loads 600 + 200 vectors (ids `<prefix><i>`) on a new node publishing every 300 ms, and waits for a publication made once they are all in its graphs. */
+async function loadAndPublish(dir: string, url: string, seed: number, env: Record<string, string> = {}, prefix = 'v'): Promise<{ a: Child; vecs: number[][] }> {
   const a = await node(dir, url, 300, env);
   const vecs = randomVectors(600, 8, seed);
-  await write(a, vecs, 'v');
+  await write(a, vecs, prefix);
   await caughtUp(a, 598 + 200);
   await indexed(a);
   // one more write: the next publication's graphs cover every record but (perhaps) this one
@@ -747,7 +747,8 @@ test('a backup of a node whose vector store is PostgreSQL, taken while it fills:
   let b: Child | undefined;
   let release = async () => undefined as void;
   try {
-    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 81)).a;
+    // ids the fill's statement must quote (it names them as literals): quotes, a backslash, non-ASCII
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 81, {}, `it's \\ "v" ☃ 𝄞 `)).a;
     const creds = { 'mgmt.user': 'ops', 'mgmt.password': 'backup-test-password' };
     const env = { SVC_AREAS: 'vector,mgmt', SVC_MGMT_PORT: '0', SVC_MGMT_USER: creds['mgmt.user'], SVC_MGMT_PASSWORD: creds['mgmt.password'] };
     ({ n: b, release } = await joinWithFillPaused(path.join(dirs.dir, 'b'), url, env));
