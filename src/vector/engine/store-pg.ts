@@ -631,20 +631,20 @@ export class PgIndexLog implements SharedLog {
   }
 
   /**
-   * Dense vectors of the records of namespace `ns` with the ids `ids` (`positions`: at those
-   * positions instead), with the id, sequence number and position of the write they belong to,
+   * Dense vectors of the records of namespace `ns` at positions `from` <= pos < `to` (`positions`:
+   * at those positions instead), with the id and sequence number of the write they belong to,
    * read with a binary COPY (`pg-copy.ts`: the vectors as their bytes, not as hex text; positions
-   * are integers, written into the statement, ids and the index name as escaped literals).
+   * are integers, written into the statement, the index name as an escaped literal).
    * `pausable`: the statement first takes the shared {@link FILL_LOCK_CLASS} lock of the index (the
    * background fill), held until it ends. Limited to {@link QUERY_TIMEOUT_MS}.
    * @throws the database error (the connection is not reused).
    */
-  async vectorsAt(ns: number, at: { ids: string[] } | { positions: number[] }, pausable = false): Promise<{ id: string; seq: number; pos: number; vector: Buffer }[]> {
-    const ints = 'positions' in at ? [ns, ...at.positions] : [ns];
+  async vectorsAt(ns: number, at: { from: number; to: number } | { positions: number[] }, pausable = false): Promise<{ id: string; seq: number; pos: number; vector: Buffer }[]> {
+    const ints = 'positions' in at ? [ns, ...at.positions] : [ns, at.from, at.to];
     if (!ints.every(Number.isSafeInteger)) throw new Error('vectorsAt: positions must be integers');
+    const where = 'positions' in at ? `r.pos = ANY('{${at.positions.join(',')}}'::bigint[])` : `r.pos >= ${at.from} AND r.pos < ${at.to}`;
     const out: { id: string; seq: number; pos: number; vector: Buffer }[] = [];
     await withConnection(this.db.pool, async (c) => {
-      const where = 'positions' in at ? `r.pos = ANY('{${at.positions.join(',')}}'::bigint[])` : `r.id = ANY(ARRAY[${at.ids.map((id) => c.escapeLiteral(id)).join(',')}]::text[])`;
       const name = c.escapeLiteral(this.name);
       const lock = pausable ? `CROSS JOIN (SELECT pg_advisory_xact_lock_shared(${FILL_LOCK_CLASS}, hashtext(${name}))) l` : '';
       await copyRows(

@@ -216,9 +216,9 @@ export class VectorStore {
       clearMeta: p('DELETE FROM meta'),
       putNs: p('INSERT INTO namespaces (id, name, next_pos, generation) VALUES (?, ?, ?, ?)'),
       pageInfo: p('SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size()) AS size'),
-      unfilled: p('SELECT id FROM records WHERE ns = ? AND id > ? AND vector IS NULL ORDER BY id LIMIT ?').pluck(),
-      unfilledOf: p('SELECT count(*) FROM records WHERE ns = ? AND id IN (SELECT value FROM json_each(?)) AND vector IS NULL').pluck(),
+      unfilled: p('SELECT pos FROM records WHERE ns = ? AND pos >= ? AND pos < ? AND vector IS NULL').pluck(),
       fill: p('UPDATE records SET vector = ? WHERE ns = ? AND id = ? AND seq = ? AND vector IS NULL'),
+      maxPos: p('SELECT max(pos) FROM records WHERE ns = ?').pluck(),
     };
   }
 
@@ -376,16 +376,15 @@ export class VectorStore {
     return this.st.range.all(ns, from, limit) as RecordRow[];
   }
   /**
-   * The first `limit` ids after `after` (in the table's order: `records` is clustered by `(ns,
-   * id)`) of the records of namespace `ns` whose dense vector is not filled yet (a copy published
-   * without them, {@link FILL_MARK}); one range of the table (ids are never empty: `''` starts it).
+   * Positions in `[from, to)` of namespace `ns` whose dense vector is not filled yet (a copy
+   * published without them, {@link FILL_MARK}); one range of the position index, a row read each.
    */
-  unfilled(ns: number, after: string, limit: number): string[] {
-    return this.st.unfilled.all(ns, after, limit) as string[];
+  unfilled(ns: number, from: number, to: number): number[] {
+    return this.st.unfilled.all(ns, from, to) as number[];
   }
-  /** How many of the records `ids` of namespace `ns` still have no dense vector. */
-  unfilledOf(ns: number, ids: string[]): number {
-    return this.st.unfilledOf.get(ns, JSON.stringify(ids)) as number;
+  /** Highest position of a record of `ns` (undefined: none). */
+  maxPos(ns: number): number | undefined {
+    return (this.st.maxPos.get(ns) as number | null) ?? undefined;
   }
   /**
    * Fills the dense vectors of `rows` (as the shared store has them) into records of `ns` that

@@ -83,7 +83,7 @@ export const PENDING_LIMIT = 256_000;
  */
 export const BATCH_ELEMENTS = PENDING_LIMIT / 4;
 /**
- * Records per batch of the background fill of dense vectors ({@link VectorIndex.fill}): one
+ * Positions per batch of the background fill of dense vectors ({@link VectorIndex.fill}): one
  * PostgreSQL statement each (~0.5 MB of 128-d vectors).
  */
 export const FILL_BATCH = 1000;
@@ -514,14 +514,14 @@ export class VectorIndex {
   }
 
   /**
-   * The background fill: passes over every namespace in id order ({@link fillNamespace},
-   * batches of {@link FILL_BATCH} records, each batch's statement pausable by the
+   * The background fill: passes over every namespace in position order ({@link fillNamespace},
+   * batches of {@link FILL_BATCH} positions, each batch's statement pausable by the
    * `FILL_LOCK_CLASS` lock, `store-pg.ts`), until a pass finds no record without its vector; then
    * the marker {@link FILL_MARK} is removed (in the same order in the WAL as the fills, so a
    * crash never leaves the marker removed before them). A record whose vector the database has
    * for another write (this node is behind) is left to the catch-up, run between passes; a
    * failure (the database unreachable) is retried after {@link FILL_RETRY_MS}. A restart before
-   * the end finds the marker and starts again with the records still without their vector. Ends (logged)
+   * the end finds the marker and starts again, skipping the batches already filled. Ends (logged)
    * once the index is closed (the node stopping or the index deleted). Never rejects.
    */
   private async fill(): Promise<void> {
@@ -566,11 +566,8 @@ export class VectorIndex {
 
   /**
    * Fills the dense vectors of namespace `ns` missing in the local copy from the shared store, in
-   * id order — the order of the local table (`store.ts`: `records` is clustered by `(ns, id)`),
-   * so the rows grown by their vectors are neighbours, 6× less CPU than in position order
-   * (`docs/readme/vector-bench.md`, "Fill") — in windows of the next {@link FILL_BATCH} records
-   * without their vector (a filled record costs a step of the local range and no statement; the
-   * next window's statement runs while one is written), each written only into a record that still holds the same write
+   * windows of {@link FILL_BATCH} positions (a window with none missing costs one local index
+   * range and no statement; the next window's statement runs while one is written), each written only into a record that still holds the same write
    * (`store.ts` `fillVectors`: a write, delete or reset applied meanwhile is never overwritten),
    * under {@link exclusive} (never inside a group commit's open transaction). Resolves to the
    * vectors filled and the records still without one (behind the database, or not there any
@@ -580,23 +577,25 @@ export class VectorIndex {
     let filled = 0;
     let left = 0;
     if (this.closed) return { filled, left };
-    /** The next {@link FILL_BATCH} records after id `after` without their vector, their statement started (undefined: none). */
-    const window = (after: string) => {
-      const ids = this.store.unfilled(ns.row.id, after, FILL_BATCH);
-      if (ids.length === 0) return undefined;
-      const rows = this.shared!.vectorsAt(ns.row.id, { ids }, pausable);
-      rows.catch(() => undefined); // (awaited below, unless the fill stops first)
-      return { ids, rows };
+    const top = this.store.maxPos(ns.row.id);
+    /** The next window from `from` with vectors missing, its statement started (undefined: none). */
+    const window = (from: number) => {
+      for (; top !== undefined && from <= top; from += FILL_BATCH) {
+        const to = from + FILL_BATCH;
+        const missing = this.store.unfilled(ns.row.id, from, to).length;
+        if (missing === 0) continue;
+        const rows = this.shared!.vectorsAt(ns.row.id, { from, to }, pausable);
+        rows.catch(() => undefined); // (awaited below, unless the fill stops first)
+        return { from, to, missing, rows };
+      }
+      return undefined;
     };
-    for (let w = window(''); w; ) {
+    for (let w = window(0); w; ) {
       const rows = await w.rows;
       if (this.closed || this.namespaces.get(ns.name) !== ns) break; // closing, or the namespace deleted
       // the next window is read while this one is written (the database's work beside this thread's)
-      const { ids } = w;
-      w = ids.length < FILL_BATCH ? undefined : window(ids[ids.length - 1]);
-      // written in the table's order (ids in UTF-16 order, as SQLite's BINARY for all but astral
-      // characters): neighbouring leaf pages, not pages spread over the whole table
-      rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const { from, to, missing } = w;
+      w = window(to);
       let n = 0;
       for (let i = 0; i < rows.length && !this.closed; i += FILL_APPLY) {
         await this.exclusive(async () => {
@@ -606,8 +605,8 @@ export class VectorIndex {
       }
       filled += n;
       // (read again only when some were not filled here: on demand meanwhile, or behind the database)
-      if (n < ids.length && !this.closed) {
-        left += await this.exclusive(async () => (this.closed ? 0 : this.store.unfilledOf(ns.row.id, ids)));
+      if (n < missing && !this.closed) {
+        left += await this.exclusive(async () => (this.closed ? 0 : this.store.unfilled(ns.row.id, from, to).length));
       }
       if (this.unsettled.has(ns.row.id) && !this.closed) await this.exclusive(async () => this.regraph(ns.row.id));
     }
