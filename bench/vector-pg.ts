@@ -321,7 +321,7 @@ const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) |
  * resolves to its duration (ms, from the line) and the CPU time `n` used from the call (right
  * after ready) to then (s, polled every 100 ms: the fill's work and whatever else the node does
  * meanwhile), or undefined when `n` fills nothing (a publication with every vector, or a node of
- * an earlier release). The CPU time, unlike the duration, barely depends on the machine's load.
+ * an earlier release). The CPU time depends on the machine's load much less than the duration.
  */
 async function fillDone(n: Node): Promise<{ ms: number; cpuS: number } | undefined> {
   const line = (msg: string) => n.log().split('\n').find((l) => l.includes(`"msg":"${msg}"`));
