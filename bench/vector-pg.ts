@@ -16,7 +16,7 @@
  *   snapshot the joiner then has; the time the publication took and its size; the serving node's
  *   query latency p50/p99 (2 clients) while idle and during each of them; for a publication
  *   without the vectors the graph carries (`vectorless.ts`), the joiner's background fill of them
- *   after ready (its duration from the joiner's log) and the serving node's p50/p99 during it
+ *   after ready (its duration from the joiner's log, the joiner's CPU time meanwhile) and the serving node's p50/p99 during it
  *   (the restart is measured after the fill). With `BENCH_PG_REBUILD=0` the serving node is
  *   restarted as the publisher and the previous publication deleted, so each run measures a
  *   publication made by the code under test (a kept load made by an older release included).
@@ -313,16 +313,26 @@ function phases(what: string, n: Node): void {
   }
 }
 
+/** CPU time (user + system, s) process `pid` used so far (`/proc/<pid>/stat`, clock ticks of `getconf CLK_TCK`). */
+function cpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
 /**
  * Waits for the end of `n`'s background fill of vectors (`vector-index.ts` `fill`, its log line);
- * resolves to its duration (ms, from the line), or undefined when `n` fills nothing (a publication
- * with every vector, or a node of an earlier release).
+ * resolves to its duration (ms, from the line) and the CPU time `n` used from the call (right
+ * after ready) to then (s, polled every 100 ms: the fill's work and whatever else the node does
+ * meanwhile), or undefined when `n` fills nothing (a publication with every vector, or a node of
+ * an earlier release). The CPU time depends on the machine's load much less than the duration.
  */
-async function fillDone(n: Node): Promise<{ ms: number } | undefined> {
+async function fillDone(n: Node): Promise<{ ms: number; cpuS: number } | undefined> {
   const line = (msg: string) => n.log().split('\n').find((l) => l.includes(`"msg":"${msg}"`));
+  const cpu0 = cpuSeconds(n.child.pid!);
   for (let waited = 0; ; waited += 100) {
     const done = line('vector vectors filled from PostgreSQL');
-    if (done) return { ms: Number(JSON.parse(done).ms) };
+    if (done) return { ms: Number(JSON.parse(done).ms), cpuS: cpuSeconds(n.child.pid!) - cpu0 };
     // the fill starts once the index is loaded (before the banner): no line by then, none comes
     if (waited >= 2000 && !line('vector vectors filling from PostgreSQL')) return undefined;
     await new Promise((r) => setTimeout(r, 100));
@@ -397,6 +407,7 @@ async function joinRows(db: string, a: Node, aDir: string, dir: string, queries:
     const filled = await fill;
     if (filled) {
       add('vectors filled from PostgreSQL after ready (background), ms', '—', fmt(filled.ms));
+      add('joiner CPU from ready to the end of the fill, s', '—', fmt(filled.cpuS, 2));
       add('query p50 / p99 ms on the serving node during the fill', '—', lat(duringFill));
     }
     await waitIndexed(join.node, Number(count));

@@ -14,6 +14,8 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Index } from '@upstash/vector';
@@ -21,7 +23,9 @@ import pgLib from 'pg';
 import Database from 'better-sqlite3';
 import { FILL_LOCK_CLASS, PUBLISH_LOCK_CLASS } from '../../src/vector/engine/store-pg.js';
 import { startTestPostgres, withPg, type TestPostgres } from '../helpers/postgres.js';
-import { tempDir } from '../helpers/env.js';
+import { startTestSvc, tempDir } from '../helpers/env.js';
+import { mgmt } from '../mgmt/helpers.js';
+import { postBackup } from '../ops/backup-helpers.js';
 import { waitFor } from '../helpers/wait.js';
 import { randomVectors, serveVectorChild } from './helpers.js';
 
@@ -36,8 +40,8 @@ after(async () => {
 const TOKEN = 'join-test-token';
 type Child = Awaited<ReturnType<typeof serveVectorChild>>;
 
-/** A node on database `url` (dimension 8, info logs), publishing every `publishMs` (0 = never). */
-function node(dir: string, url: string, publishMs: number): Promise<Child> {
+/** A node on database `url` (dimension 8, info logs), publishing every `publishMs` (0 = never); `env` added. */
+function node(dir: string, url: string, publishMs: number, env: Record<string, string> = {}): Promise<Child> {
   return serveVectorChild(
     dir,
     {
@@ -47,6 +51,7 @@ function node(dir: string, url: string, publishMs: number): Promise<Child> {
       SVC_VECTOR_TOKEN: TOKEN,
       SVC_VECTOR_PUBLISH_MS: String(publishMs),
       SVC_LOG_LEVEL: 'info',
+      ...env,
     },
     120_000,
   );
@@ -64,13 +69,14 @@ function lines(n: Child, msg: string, index = 'default'): Record<string, unknown
     .filter((l) => l.msg === msg && l.index === index);
 }
 
-/** Waits until the database holds a publication of `default` covering the index's sequence number. */
-async function published(url: string): Promise<number> {
+/** Waits until the database holds a publication of `index` covering the index's sequence number. */
+async function published(url: string, index = 'default'): Promise<number> {
   let seq = 0;
   await waitFor('a publication covering every change', () =>
     withPg(url, async (c) => {
       const r = await c.query<{ p: string | null; s: string }>(
-        "SELECT (SELECT p.seq FROM vector_publications p WHERE p.index_name = i.name AND p.incarnation = i.incarnation) AS p, i.seq AS s FROM vector_indexes i WHERE i.name = 'default'",
+        'SELECT (SELECT p.seq FROM vector_publications p WHERE p.index_name = i.name AND p.incarnation = i.incarnation) AS p, i.seq AS s FROM vector_indexes i WHERE i.name = $1',
+        [index],
       );
       seq = Number(r.rows[0].p ?? -1);
       return r.rows[0].p !== null && Number(r.rows[0].p) >= Number(r.rows[0].s);
@@ -130,12 +136,12 @@ async function holdPublishLock(url: string): Promise<() => Promise<void>> {
   return () => (ended ??= c.end());
 }
 
-/** Holds the fill lock of index `default` (every node's background fill of vectors pauses) until the returned function is called. */
-async function holdFillLock(url: string): Promise<() => Promise<void>> {
+/** Holds the fill lock of `index` (every node's background fill of its vectors pauses) until the returned function is called. */
+async function holdFillLock(url: string, index = 'default'): Promise<() => Promise<void>> {
   const c = new pgLib.Client({ connectionString: url });
   c.on('error', () => undefined); // the cluster stopped by the test
   await c.connect();
-  await c.query("SELECT pg_advisory_lock($1, hashtext('default'))", [FILL_LOCK_CLASS]);
+  await c.query('SELECT pg_advisory_lock($1, hashtext($2))', [FILL_LOCK_CLASS, index]);
   let ended: Promise<void> | undefined;
   return () => (ended ??= c.end().catch(() => undefined));
 }
@@ -369,19 +375,19 @@ async function indexed(n: Child): Promise<void> {
  * one graph loaded (a namespace whose snapshot was being rewritten when the publisher staged its
  * files is published without a graph, and with its vectors: rebuilt, as before).
  */
-async function assertJoinedVectorless(n: Child): Promise<void> {
-  await waitFor('the index loaded (log)', () => lines(n, 'vector index loaded').length > 0, 30_000);
-  const fetched = lines(n, 'vector index fetched from the published snapshot');
+async function assertJoinedVectorless(n: Child, index = 'default'): Promise<void> {
+  await waitFor('the index loaded (log)', () => lines(n, 'vector index loaded', index).length > 0, 30_000);
+  const fetched = lines(n, 'vector index fetched from the published snapshot', index);
   assert.equal(fetched.length, 1, n.log());
   assert.equal(fetched[0].vectorless, true, JSON.stringify(fetched[0]));
-  assert.ok(Number(lines(n, 'vector index loaded')[0].fromSnapshot) >= 1, n.log());
+  assert.ok(Number(lines(n, 'vector index loaded', index)[0].fromSnapshot) >= 1, n.log());
 }
 
-/** Loads 600 + 200 vectors on a new node publishing every 300 ms, and waits for a publication made once they are all in its graphs. */
-async function loadAndPublish(dir: string, url: string, seed: number): Promise<{ a: Child; vecs: number[][] }> {
-  const a = await node(dir, url, 300);
+/** Loads 600 + 200 vectors (ids `<prefix><i>`) on a new node publishing every 300 ms, and waits for a publication made once they are all in its graphs. */
+async function loadAndPublish(dir: string, url: string, seed: number, env: Record<string, string> = {}, prefix = 'v'): Promise<{ a: Child; vecs: number[][] }> {
+  const a = await node(dir, url, 300, env);
   const vecs = randomVectors(600, 8, seed);
-  await write(a, vecs, 'v');
+  await write(a, vecs, prefix);
   await caughtUp(a, 598 + 200);
   await indexed(a);
   // one more write: the next publication's graphs cover every record but (perhaps) this one
@@ -394,9 +400,9 @@ async function loadAndPublish(dir: string, url: string, seed: number): Promise<{
  * Joins a node on `dir` to `url` with every node's fill paused (its lock held): resolves once it
  * joined from a publication without vectors and its fill started; `release` lets the fill go on.
  */
-async function joinWithFillPaused(dir: string, url: string): Promise<{ n: Child; release: () => Promise<void> }> {
+async function joinWithFillPaused(dir: string, url: string, env: Record<string, string> = {}): Promise<{ n: Child; release: () => Promise<void> }> {
   const release = await holdFillLock(url);
-  const n = await node(dir, url, 0);
+  const n = await node(dir, url, 0, env);
   await assertJoinedVectorless(n);
   await waitFor('the fill started (log)', () => lines(n, 'vector vectors filling from PostgreSQL').length === 1, 30_000);
   return { n, release };
@@ -569,6 +575,199 @@ test('a namespace deleted and the default namespace reset on the serving node du
     assert.equal((await client(b).info()).vectorCount, 2);
     await stop(b);
     assertFilledLocally(path.join(dirs.dir, 'b'), 2);
+  } finally {
+    await release();
+    await stop(a, b);
+    dirs.cleanup();
+  }
+});
+
+test('an index deleted through the management API during a joiner\'s paused fill: the joiner drops it, its fill ends without an error, a lock or a file left', { timeout: 600_000 }, async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  const a = await startTestSvc(['vector', 'mgmt'], {
+    env: { SVC_VECTOR_DATABASE_URL: url, SVC_VECTOR_DATABASE_SCHEMA: 'public', SVC_VECTOR_DIMENSION: '8', SVC_VECTOR_PUBLISH_MS: '300' },
+    dataDir: path.join(dirs.dir, 'a'),
+  });
+  let b: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    const made = await mgmt(a, '/v2/vector/index', { method: 'POST', body: JSON.stringify({ name: 'docs', similarity_function: 'COSINE', dimension_count: 8 }) });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const { id, token, endpoint } = made.body as { id: string; token: string; endpoint: string };
+    const onA = new Index({ url: endpoint, token, retry: false, enableTelemetry: false });
+    const vecs = randomVectors(400, 8, 51);
+    for (let i = 0; i < vecs.length; i += 50) await onA.upsert(vecs.slice(i, i + 50).map((v, j) => ({ id: `d${i + j}`, vector: v })));
+    await waitFor('the graph of docs built', async () => {
+      const r = await fetch(`${endpoint}/info`, { headers: { authorization: `Bearer ${token}` } });
+      return ((await r.json()) as { result: { indexingVectorCount: number } }).result.indexingVectorCount === 0;
+    }, 60_000);
+    await onA.upsert({ id: 'last', vector: vecs[0] });
+    await published(url, id);
+
+    release = await holdFillLock(url, id);
+    b = await node(path.join(dirs.dir, 'b'), url, 0);
+    await assertJoinedVectorless(b, id);
+    await waitFor('the fill started (log)', () => lines(b!, 'vector vectors filling from PostgreSQL', id).length === 1, 30_000);
+    const onB = new Index({ url: `${b.url}/${id}`, token, retry: false, enableTelemetry: false });
+    assert.equal((await onB.info()).vectorCount, 401);
+    const vectorDir = path.join(dirs.dir, 'b', 'vector');
+    assert.ok(fs.readdirSync(vectorDir).some((n) => n.startsWith(id)));
+
+    // deleted while the joiner's fill statement waits for the lock
+    assert.equal((await mgmt(a, `/v2/vector/index/${id}`, { method: 'DELETE' })).status, 200);
+    await waitFor('the deleted index gone on the joiner', () => onB.info().then(() => undefined, (err: Error) => (/Index not found/.test(err.message) ? true : undefined)), 30_000);
+    await waitFor('its cache files removed on the joiner', () => !fs.readdirSync(vectorDir).some((n) => n.startsWith(id)), 30_000);
+    assert.equal(lines(b, 'vector vectors fill stopped: the index closed', id).length, 0, 'the statement still waits');
+
+    // the lock let go: the statement ends, the fill with it, writing nothing and retrying nothing
+    await release();
+    await waitFor('the fill stopped (log)', () => lines(b!, 'vector vectors fill stopped: the index closed', id).length === 1, 60_000);
+    assert.equal(lines(b, 'vector vectors fill stopped: the index closed', id)[0].filled, 0);
+    assert.equal(lines(b, 'vector vectors filled from PostgreSQL', id).length, 0);
+    assert.doesNotMatch(b.log(), /filling the vectors failed/);
+    assert.ok(!fs.readdirSync(vectorDir).some((n) => n.startsWith(id)), 'no file of the deleted index brought back');
+    const held = await withPg(url, (c) => c.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2", [FILL_LOCK_CLASS]));
+    assert.equal(held.rows[0].n, 0, 'no fill lock held or awaited');
+    // the joiner serves on and stops cleanly (no timer of the fill left running)
+    assert.equal((await client(b).info()).vectorCount, 0);
+    b.child.kill('SIGTERM');
+    await b.exited();
+    assert.equal(b.child.exitCode, 0, b.log());
+    assert.doesNotMatch(b.log(), /filling the vectors failed/);
+  } finally {
+    await release();
+    await stop(b);
+    await a.close();
+    dirs.cleanup();
+  }
+});
+
+test('a joiner restarted mid-fill without a usable graph for its namespaces fills their vectors from PostgreSQL before rebuilding the graphs, before ready, with the fill lock held', { timeout: 600_000 }, async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  let a: Child | undefined;
+  let c: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 61)).a;
+    ({ n: c, release } = await joinWithFillPaused(path.join(dirs.dir, 'c'), url));
+    await waitFor('the downloaded cache synced to disk', () => lines(c!, 'vector index download synced to disk').length === 1, 60_000);
+    await stop(c);
+    // the local graph snapshots: one namespace's header removed (no graph), the other's claiming a
+    // sequence number ahead of the local copy's (not usable)
+    const snapshots = path.join(dirs.dir, 'c', 'vector', 'default.snapshots');
+    const headers = fs.readdirSync(snapshots).filter((f) => /^ns-\d+\.json$/.test(f)).sort();
+    assert.equal(headers.length, 2, fs.readdirSync(snapshots).join(' '));
+    fs.rmSync(path.join(snapshots, headers[0]));
+    const h = JSON.parse(fs.readFileSync(path.join(snapshots, headers[1]), 'utf8')) as { seq: number };
+    fs.writeFileSync(path.join(snapshots, headers[1]), JSON.stringify({ ...h, seq: h.seq + 1_000_000 }));
+    const local = new Database(path.join(dirs.dir, 'c', 'vector', 'default.sqlite'), { readonly: true });
+    const unfilled = local.prepare('SELECT count(*) FROM records WHERE vector IS NULL').pluck().get() as number;
+    local.close();
+    assert.ok(unfilled >= 100, `vectors left to fill: ${unfilled}`);
+
+    // the lock still held: the background fill would wait; the fill before the rebuild does not
+    c = await node(path.join(dirs.dir, 'c'), url, 0);
+    await waitFor('the index loaded (log)', () => lines(c!, 'vector index loaded').length > 0, 30_000);
+    assert.equal(lines(c, 'vector index loaded')[0].rebuilt, 2, c.log());
+    const filledFirst = lines(c, 'vector vectors of a namespace without a usable graph filled from PostgreSQL before rebuilding it');
+    assert.equal(filledFirst.length, 2, c.log());
+    assert.equal(filledFirst.reduce((n, l) => n + Number(l.filled), 0), unfilled);
+    assert.ok(filledFirst.every((l) => l.left === 0), JSON.stringify(filledFirst));
+    // nothing left for the background fill: it ends without a statement (the lock is still held)
+    await waitFor('the fill done (log)', () => lines(c!, 'vector vectors filled from PostgreSQL').length === 1, 60_000);
+    assert.equal(lines(c, 'vector vectors filled from PostgreSQL')[0].filled, 0);
+    // the rebuilt graphs hold every record: the same answers as the serving node
+    await caughtUp(c, 799);
+    await indexed(c);
+    await sameAnswers([a, c], randomVectors(6, 8, 62));
+    await sameRecords(a, c, 'after the rebuild');
+    await stop(c);
+    assertFilledLocally(path.join(dirs.dir, 'c'));
+  } finally {
+    await release();
+    await stop(a, c);
+    dirs.cleanup();
+  }
+});
+
+test('query-data and resumable-query-data on a joiner that finds vectors not filled yet run again without embedding the text again', { timeout: 600_000 }, async () => {
+  // an OpenAI-compatible embedder served here (8-d, hashed characters), counting its calls
+  const calls: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const input = (JSON.parse(body) as { input: string[] }).input;
+      calls.push(...input);
+      const embed = (t: string) => Array.from({ length: 8 }, (_, d) => 1 + [...t].reduce((n, ch, i) => n + ((ch.charCodeAt(0) * (i + 1) * (d + 3)) % 17), 0));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'list', data: input.map((t, index) => ({ object: 'embedding', index, embedding: embed(t) })) }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  const file = path.join(dirs.dir, 'indexes.json');
+  const dense = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/embeddings`, model: 'counted' };
+  fs.writeFileSync(file, JSON.stringify([{ name: 'default', dimension: 8, embedder: { dense } }]));
+  const env = { SVC_VECTOR_INDEXES: file };
+  let a: Child | undefined;
+  let b: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 71, env)).a;
+    ({ n: b, release } = await joinWithFillPaused(path.join(dirs.dir, 'b'), url, env));
+
+    // the records' vectors are not filled yet (the fill waits): each request reads them and runs again
+    const calledFor = (text: string) => calls.filter((t) => t === text).length;
+    const got = await client(b).query({ data: 'the first probe', topK: 20, includeVectors: true, includeMetadata: true });
+    assert.equal(got.length, 20);
+    assert.equal(calledFor('the first probe'), 1, 'embedded once');
+    assert.deepEqual(got, await client(a).query({ data: 'the first probe', topK: 20, includeVectors: true, includeMetadata: true }));
+    const r = await client(b).resumableQuery({ data: 'a second probe', topK: 40, includeVectors: true, maxIdle: 60 });
+    await r.stop();
+    assert.equal(r.result.length, 40);
+    assert.ok(r.result.every((x) => x.vector?.length === 8));
+    assert.equal(calledFor('a second probe'), 1, 'embedded once');
+    assert.equal(lines(b, 'vector vectors filled from PostgreSQL').length, 0, 'the fill is still paused: the vectors were read on demand');
+  } finally {
+    await release();
+    await stop(a, b);
+    dirs.cleanup();
+    await new Promise((r) => server.close(r));
+  }
+});
+
+test('a backup of a node whose vector store is PostgreSQL, taken while it fills: the vector part is skipped (pg_dump\'s job), the fill goes on unchanged', { timeout: 600_000 }, async () => {
+  const url = await pg.newDatabase();
+  const dirs = tempDir();
+  let a: Child | undefined;
+  let b: Child | undefined;
+  let release = async () => undefined as void;
+  try {
+    // ids the fill's statement must quote (it names them as literals): quotes, a backslash, non-ASCII
+    a = (await loadAndPublish(path.join(dirs.dir, 'a'), url, 81, {}, `it's \\ "v" ☃ 𝄞 `)).a;
+    const creds = { 'mgmt.user': 'ops', 'mgmt.password': 'backup-test-password' };
+    const env = { SVC_AREAS: 'vector,mgmt', SVC_MGMT_PORT: '0', SVC_MGMT_USER: creds['mgmt.user'], SVC_MGMT_PASSWORD: creds['mgmt.password'] };
+    ({ n: b, release } = await joinWithFillPaused(path.join(dirs.dir, 'b'), url, env));
+    const mgmtUrl = /^mgmt\s+(http:\/\/\S+)/m.exec(b.stdout())?.[1];
+    assert.ok(mgmtUrl, b.stdout());
+
+    const dir = path.join(dirs.dir, 'backup');
+    const r = await postBackup(mgmtUrl, creds, { dir });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { files: { path: string }[]; skipped: { store: string; note: string }[] };
+    assert.deepEqual(manifest.files.map((f) => f.path), ['credentials.json'], 'no file of the local cache (it lacks vectors)');
+    assert.match(manifest.skipped.find((s) => s.store === 'vector')?.note ?? '', /PostgreSQL.*pg_dump/);
+    assert.equal(fs.existsSync(path.join(dir, 'vector')), false);
+
+    assert.equal(lines(b, 'vector vectors filled from PostgreSQL').length, 0, 'still paused');
+    await release();
+    await waitFor('the fill done (log)', () => lines(b!, 'vector vectors filled from PostgreSQL').length === 1, 120_000);
+    await caughtUp(b, 799);
+    await sameRecords(a, b, 'after the fill');
   } finally {
     await release();
     await stop(a, b);

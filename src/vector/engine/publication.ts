@@ -6,7 +6,7 @@
  * instead of rebuilding them (`vector-index.ts` `open`), each as soon as its file is downloaded. Used through `store-pg.ts` `PgIndexLog`.
  *
  * The download reads the chunks as raw bytes: `COPY (SELECT no, data ...) TO STDOUT (FORMAT
- * binary)` through {@link CopyChunks} (node-postgres parses every field of a result row as UTF-8
+ * binary)` through {@link copyChunks} (node-postgres parses every field of a result row as UTF-8
  * text, so bytea could only come as hex or base64 text, which the server encodes and this process
  * decodes: 2-3 passes over every byte and 1.33-2× the bytes on the wire). Ranges of
  * {@link DOWNLOAD_RANGE} chunks are fetched on {@link DOWNLOAD_STREAMS} connections at once, all
@@ -19,6 +19,7 @@ import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { VECTORLESS_FILE } from './vectorless.js';
+import { copyRows, withConnection } from './pg-copy.js';
 
 /** Class (first key) of the per-index publication locks (session locks); the second key is `hashtext(index name)`. */
 export const PUBLISH_LOCK_CLASS = 73_164_522;
@@ -76,24 +77,6 @@ export interface PublicationTarget {
 function rank(name: string): number {
   if (name === 'cache.sqlite' || name === VECTORLESS_FILE) return 2;
   return name.endsWith('.json') ? 1 : 0;
-}
-
-/** Runs `fn` on a connection of `pool` and releases it (dropped when it failed). */
-async function withConnection<T>(pool: pg.Pool, fn: (c: pg.PoolClient, failed: () => Error | undefined) => Promise<T>): Promise<T> {
-  const c = await pool.connect();
-  let broken: Error | undefined;
-  const lost = (err: Error) => (broken = err);
-  c.on('error', lost);
-  try {
-    return await fn(c, () => broken);
-  } catch (err) {
-    broken ??= err as Error;
-    throw err;
-  } finally {
-    c.off('error', lost);
-    // a connection that failed is dropped (which also ends its session locks and transactions)
-    c.release(broken);
-  }
 }
 
 /**
@@ -184,134 +167,17 @@ export async function publish(
   });
 }
 
-/** Signature of the COPY binary format's header (PostgreSQL docs, "COPY", Binary Format). */
-const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
-
 /**
- * A `COPY (SELECT no, data ...) TO STDOUT (FORMAT binary)` run on a node-postgres connection (a
- * `Submittable`): the rows of an int4 and a non-null bytea column, parsed from the CopyData
- * messages whatever their boundaries, each passed to `onRow` with the bytea as a Buffer of its own.
- * `done` is called once: with the error (server error, malformed stream, connection lost, timeout)
- * or without when the statement completed.
+ * Runs `text`, a binary `COPY (SELECT no, data ...) TO STDOUT` of an int4 and a non-null bytea
+ * column (`pg-copy.ts` {@link copyRows}), on `c`: `onRow` for every row, the bytea as a Buffer
+ * that stays valid. @throws the database error, or an Error for another row layout.
  */
-export class CopyChunks implements pg.Submittable {
-  /** node-postgres's statement limit for this statement (ms); its timer ends with {@link callback}. */
-  readonly query_timeout = RANGE_TIMEOUT_MS;
-  /** Called by node-postgres on a timeout, and by this class when done (node-postgres wraps it). */
-  callback: (err?: Error | null) => void;
-  private state: 'header' | 'count' | 'fields' | 'end' = 'header';
-  private readonly acc = Buffer.alloc(19);
-  private accLen = 0;
-  private want = 19;
-  private data: Buffer | undefined;
-  private filled = 0;
-  private no = 0;
-  private error: Error | undefined;
-
-  constructor(
-    private readonly text: string,
-    private readonly onRow: (no: number, data: Buffer) => void,
-    done: (err?: Error) => void,
-  ) {
-    let settled = false;
-    this.callback = (err) => {
-      if (settled) return;
-      settled = true;
-      done(err ?? undefined);
-    };
-  }
-
-  submit(connection: pg.Connection): void {
-    (connection as unknown as { query(text: string): void }).query(this.text);
-  }
-
-  /** One CopyData message (`msg.chunk` is a view of the driver's buffer: copied before returning). */
-  handleCopyData(msg: { chunk: Buffer }): void {
-    const b = msg.chunk;
-    for (let i = 0; i < b.length && !this.error; ) {
-      if (this.data) {
-        const n = Math.min(b.length - i, this.data.length - this.filled);
-        b.copy(this.data, this.filled, i, i + n);
-        this.filled += n;
-        i += n;
-        if (this.filled === this.data.length) this.row();
-        continue;
-      }
-      if (this.state === 'end') {
-        this.error = new Error('COPY: data after the trailer');
-        break;
-      }
-      const n = Math.min(this.want - this.accLen, b.length - i);
-      b.copy(this.acc, this.accLen, i, i + n);
-      this.accLen += n;
-      i += n;
-      if (this.accLen === this.want) {
-        this.accLen = 0;
-        this.step();
-      }
-    }
-  }
-
-  /** Interprets the `want` bytes gathered in `acc`. */
-  private step(): void {
-    const a = this.acc;
-    if (this.state === 'header') {
-      if (!a.subarray(0, 11).equals(COPY_SIGNATURE) || a.readInt32BE(15) !== 0) this.error = new Error('COPY: unexpected binary header');
-      this.state = 'count';
-      this.want = 2;
-    } else if (this.state === 'count') {
-      const fields = a.readInt16BE(0);
-      if (fields === -1) this.state = 'end';
-      else if (fields !== 2) this.error = new Error(`COPY: ${fields} fields, 2 expected`);
-      else {
-        this.state = 'fields';
-        this.want = 12;
-      }
-    } else if (this.state === 'fields') {
-      const len = a.readInt32BE(8);
-      if (a.readInt32BE(0) !== 4 || len < 0) {
-        this.error = new Error('COPY: unexpected row layout');
-        return;
-      }
-      this.no = a.readInt32BE(4);
-      this.data = Buffer.allocUnsafe(len);
-      this.filled = 0;
-      if (len === 0) this.row();
-    }
-  }
-
-  private row(): void {
-    const data = this.data!;
-    this.data = undefined;
-    this.state = 'count';
-    this.want = 2;
-    try {
-      this.onRow(this.no, data);
-    } catch (err) {
-      this.error = err as Error;
-    }
-  }
-
-  handleError(err: Error): void {
-    this.callback(err);
-  }
-  handleReadyForQuery(): void {
-    this.callback(this.error ?? (this.state === 'end' ? undefined : new Error('COPY: the stream ended before its trailer')));
-  }
-  handleCommandComplete(): void {}
-  handleRowDescription(): void {}
-  handleDataRow(): void {}
-  handleEmptyQuery(): void {}
-  handlePortalSuspended(): void {}
-  handleCopyInResponse(): void {
-    this.callback(new Error('COPY: unexpected COPY FROM'));
-  }
-}
-
-/** Runs `text` (a {@link CopyChunks} statement) on `c`, `onRow` for every row. */
 function copyChunks(c: pg.PoolClient, text: string, onRow: (no: number, data: Buffer) => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    c.query(new CopyChunks(text, onRow, (err) => (err ? reject(err) : resolve())));
+  return copyRows(c, text, RANGE_TIMEOUT_MS, (f) => {
+    if (f.length !== 2) throw new Error(`COPY: ${f.length} fields, 2 expected`);
+    const [no, data] = f;
+    if (no?.length !== 4 || !data) throw new Error('COPY: unexpected row layout');
+    onRow(no.readInt32BE(0), data);
   });
 }
 
@@ -366,7 +232,7 @@ class FileDownload {
  * An exception thrown by `onFile` rejects the download. The row and the chunks are read in one
  * REPEATABLE READ snapshot: the first connection exports it (`pg_export_snapshot`) and
  * {@link DOWNLOAD_STREAMS} - 1 more join it, so a publication replaced meanwhile is still read
- * whole (`streams` connections in all); each reads ranges of {@link DOWNLOAD_RANGE} chunks with a binary COPY ({@link CopyChunks}).
+ * whole (`streams` connections in all); each reads ranges of {@link DOWNLOAD_RANGE} chunks with a binary COPY ({@link copyChunks}).
  * The files are not fsynced (the caller does it off the critical path). Resolves to undefined,
  * with nothing written, when there is no publication; to `{ rejected }` (nothing left) when it
  * belongs to another incarnation of the index (deleted and created again), or it is incomplete or

@@ -38,6 +38,7 @@ import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
 import type { ChangeRow, NamespaceRow, VectorStore } from './store.js';
 import { download, publish, type PublicationTarget } from './publication.js';
+import { copyRows, int8, withConnection } from './pg-copy.js';
 export { PUBLISH_CHUNK, PUBLISH_LOCK_CLASS } from './publication.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -631,19 +632,30 @@ export class PgIndexLog implements SharedLog {
 
   /**
    * Dense vectors of the records of namespace `ns` at positions `from` <= pos < `to` (`positions`:
-   * at those positions instead), with the id and sequence number of the write they belong to.
+   * at those positions instead), with the id and sequence number of the write they belong to,
+   * read with a binary COPY (`pg-copy.ts`: the vectors as their bytes, not as hex text; positions
+   * are integers, written into the statement, the index name as an escaped literal).
    * `pausable`: the statement first takes the shared {@link FILL_LOCK_CLASS} lock of the index (the
-   * background fill). @throws the database error.
+   * background fill), held until it ends. Limited to {@link QUERY_TIMEOUT_MS}.
+   * @throws the database error (the connection is not reused).
    */
   async vectorsAt(ns: number, at: { from: number; to: number } | { positions: number[] }, pausable = false): Promise<{ id: string; seq: number; pos: number; vector: Buffer }[]> {
-    const where = 'positions' in at ? 'r.pos = ANY($3::bigint[])' : 'r.pos >= $3 AND r.pos < $4';
-    const params: unknown[] = 'positions' in at ? [this.name, ns, at.positions] : [this.name, ns, at.from, at.to];
-    const lock = pausable ? `CROSS JOIN (SELECT pg_advisory_xact_lock_shared(${FILL_LOCK_CLASS}, hashtext($1))) l` : '';
-    const r = await this.db.query<{ id: string; seq: string; pos: string; vector: Buffer }>(
-      `SELECT r.id, r.seq, r.pos, r.vector FROM vector_records r ${lock} WHERE r.index_name = $1 AND r.ns = $2 AND ${where} AND r.vector IS NOT NULL`,
-      params,
-    );
-    return r.rows.map((x) => ({ id: x.id, seq: Number(x.seq), pos: Number(x.pos), vector: x.vector }));
+    const ints = 'positions' in at ? [ns, ...at.positions] : [ns, at.from, at.to];
+    if (!ints.every(Number.isSafeInteger)) throw new Error('vectorsAt: positions must be integers');
+    const where = 'positions' in at ? `r.pos = ANY('{${at.positions.join(',')}}'::bigint[])` : `r.pos >= ${at.from} AND r.pos < ${at.to}`;
+    const out: { id: string; seq: number; pos: number; vector: Buffer }[] = [];
+    await withConnection(this.db.pool, async (c) => {
+      const name = c.escapeLiteral(this.name);
+      const lock = pausable ? `CROSS JOIN (SELECT pg_advisory_xact_lock_shared(${FILL_LOCK_CLASS}, hashtext(${name}))) l` : '';
+      await copyRows(
+        c,
+        `COPY (SELECT r.id, r.seq, r.pos, r.vector FROM vector_records r ${lock} WHERE r.index_name = ${name} AND r.ns = ${ns} AND ${where} AND r.vector IS NOT NULL) TO STDOUT (FORMAT binary)`,
+        QUERY_TIMEOUT_MS,
+        ([id, seq, pos, vector]) => out.push({ id: id!.toString('utf8'), seq: int8(seq!), pos: int8(pos!), vector: vector! }),
+      );
+    });
+    this.db.lastContact = Date.now();
+    return out;
   }
 
   /** Downloads this index's current publication into `dir`: `publication.ts` {@link download}. */

@@ -521,7 +521,8 @@ export class VectorIndex {
    * crash never leaves the marker removed before them). A record whose vector the database has
    * for another write (this node is behind) is left to the catch-up, run between passes; a
    * failure (the database unreachable) is retried after {@link FILL_RETRY_MS}. A restart before
-   * the end finds the marker and starts again, skipping the batches already filled. Never rejects.
+   * the end finds the marker and starts again, skipping the batches already filled. Ends (logged)
+   * once the index is closed (the node stopping or the index deleted). Never rejects.
    */
   private async fill(): Promise<void> {
     const t0 = Date.now();
@@ -537,14 +538,15 @@ export class VectorIndex {
           const r = await this.fillNamespace(ns, true);
           filled += r.filled;
           left += r.left;
-          if (this.closed) return;
+          if (this.closed) break;
         }
       } catch (err) {
-        if (this.closed) return;
+        if (this.closed) break;
         this.shared!.warn(err, 'filling the vectors failed (retried)');
         await pause();
         continue;
       }
+      if (this.closed) break;
       if (left === 0) {
         await this.exclusive(async () => {
           if (this.closed) return;
@@ -558,12 +560,14 @@ export class VectorIndex {
       await this.catchUp().catch(() => undefined); // the records left are behind the database's
       await pause();
     }
+    // closed (stopping, or the index deleted): its statement done, nothing written after the close
+    if (this.closed) this.logger.info({ index: this.def.name, filled, passes, ms: Date.now() - t0 }, 'vector vectors fill stopped: the index closed');
   }
 
   /**
    * Fills the dense vectors of namespace `ns` missing in the local copy from the shared store, in
    * windows of {@link FILL_BATCH} positions (a window with none missing costs one local index
-   * range and no statement), each written only into a record that still holds the same write
+   * range and no statement; the next window's statement runs while one is written), each written only into a record that still holds the same write
    * (`store.ts` `fillVectors`: a write, delete or reset applied meanwhile is never overwritten),
    * under {@link exclusive} (never inside a group commit's open transaction). Resolves to the
    * vectors filled and the records still without one (behind the database, or not there any
@@ -574,12 +578,24 @@ export class VectorIndex {
     let left = 0;
     if (this.closed) return { filled, left };
     const top = this.store.maxPos(ns.row.id);
-    for (let from = 0; top !== undefined && from <= top; from += FILL_BATCH) {
+    /** The next window from `from` with vectors missing, its statement started (undefined: none). */
+    const window = (from: number) => {
+      for (; top !== undefined && from <= top; from += FILL_BATCH) {
+        const to = from + FILL_BATCH;
+        const missing = this.store.unfilled(ns.row.id, from, to).length;
+        if (missing === 0) continue;
+        const rows = this.shared!.vectorsAt(ns.row.id, { from, to }, pausable);
+        rows.catch(() => undefined); // (awaited below, unless the fill stops first)
+        return { from, to, missing, rows };
+      }
+      return undefined;
+    };
+    for (let w = window(0); w; ) {
+      const rows = await w.rows;
       if (this.closed || this.namespaces.get(ns.name) !== ns) break; // closing, or the namespace deleted
-      const to = from + FILL_BATCH;
-      const missing = this.store.unfilled(ns.row.id, from, to).length;
-      if (missing === 0) continue;
-      const rows = await this.shared!.vectorsAt(ns.row.id, { from, to }, pausable);
+      // the next window is read while this one is written (the database's work beside this thread's)
+      const { from, to, missing } = w;
+      w = window(to);
       let n = 0;
       for (let i = 0; i < rows.length && !this.closed; i += FILL_APPLY) {
         await this.exclusive(async () => {
@@ -592,7 +608,7 @@ export class VectorIndex {
       if (n < missing && !this.closed) {
         left += await this.exclusive(async () => (this.closed ? 0 : this.store.unfilled(ns.row.id, from, to).length));
       }
-      if (this.unsettled.has(ns.row.id)) await this.exclusive(async () => this.regraph(ns.row.id));
+      if (this.unsettled.has(ns.row.id) && !this.closed) await this.exclusive(async () => this.regraph(ns.row.id));
     }
     return { filled, left };
   }

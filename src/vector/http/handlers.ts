@@ -21,6 +21,12 @@ export interface HandlerContext {
   resumable: ResumableQueries;
   /** Bounds on what one request may compute and send (`SVC_VECTOR_MAX_*`). */
   limits: RequestLimits;
+  /**
+   * The queries of a `query-data` / `resumable-query-data` request as its first run embedded them
+   * (set by the handler): a run again after reading vectors not filled yet (`routes.ts`
+   * `withVectors`, the same context) reuses them instead of calling the embedder again.
+   */
+  embedded?: Promise<ResolvedQuery[]>;
 }
 
 export type Handler = (c: HandlerContext) => unknown | Promise<unknown>;
@@ -94,12 +100,13 @@ function query(c: HandlerContext, data: boolean): unknown {
     if (total > c.limits.maxBatchResults) throw vectorError('tooManyResults', parsed.length, total, c.limits.maxBatchResults);
   }
   if (!data) return run(parsed);
-  return Promise.all(parsed.map((q) => resolve(c.index, q))).then(run);
+  return (c.embedded ??= Promise.all(parsed.map((q) => resolve(c.index, q)))).then(run);
 }
 
 async function resumableStart(c: HandlerContext, data: boolean): Promise<unknown> {
   if (!isObj(c.body)) throw vectorError('bodyNotObject', 'resumable-query');
-  const q = await resolve(c.index, parseQuery(c.body, data, c.limits.maxTopK));
+  const parsed = parseQuery(c.body, data, c.limits.maxTopK);
+  const [q] = await (c.embedded ??= resolve(c.index, parsed).then((r) => [r]));
   return c.resumable.startQuery(c.index, c.ns, q, c.body.maxIdle);
 }
 

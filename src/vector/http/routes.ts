@@ -177,7 +177,8 @@ export const FILL_RUNS = 3;
 /**
  * `call()`, run again after reading the vectors it found missing (`VectorsMissing`, sync or
  * async) at most {@link FILL_RUNS} times: a handler reads them synchronously from the local copy
- * and has no effect before it throws (a write's savepoint is rolled back). @throws what `call`
+ * and has no effect before it throws (a write's savepoint is rolled back); what a run embedded is
+ * kept on the request's context for the next (`handlers.ts` `HandlerContext.embedded`). @throws what `call`
  * throws otherwise, and `vectorsUnavailable` (503) when the database cannot be reached.
  */
 function withVectors(index: VectorIndex, call: () => unknown, runs = 1): unknown {
