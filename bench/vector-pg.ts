@@ -10,8 +10,10 @@
  *   the first node busy (`BENCH_SECONDS`, default 5; `BENCH_PG_LAG_TRACE=1` prints each marker's
  *   time, lag and the vectors written so far to stderr; `BENCH_PG_LAG_DIAG=<dir>` records
  *   PostgreSQL's view of that step into `<dir>` ({@link lagDiagnosis}) and runs the follower at
- *   log level trace (its notifications and catch-up pages in `<dir>/b.log`); `BENCH_PG_ONLY=lag`
- *   runs the steps up to this one and stops);
+ *   log level trace (its notifications and catch-up pages in `<dir>/b.log`), and with
+ *   `BENCH_PG_NO_AUTOVACUUM=1` turns autovacuum off (the tables keep no statistics, as in a fresh
+ *   database's first minute, whatever the machine's speed); `BENCH_PG_ONLY=lag` runs the steps up
+ *   to this one and stops);
  * - time to ready (banner) of a node joining the index from an empty data dir, and of a node
  *   restarted on its data dir (local cache and graph snapshot);
  * - joining ({@link joinRows}): with no publication (the records reloaded and the graph rebuilt),
@@ -312,6 +314,8 @@ async function lagDiagnosis(adminUrl: string, dir: string) {
     ['auto_explain.log_buffers', 'on'],
     ['log_line_prefix', '%m [%p] %a '],
     ['log_autovacuum_min_duration', '0'],
+    // BENCH_PG_NO_AUTOVACUUM=1: no ANALYZE at all, as on a fresh database in its first minute
+    ...(process.env.BENCH_PG_NO_AUTOVACUUM ? [['autovacuum', 'off'] as [string, string]] : []),
   ];
   const dataDir = await withPg(adminUrl, async (c) => {
     await c.query("LOAD 'auto_explain'"); // its settings are known once loaded
