@@ -8,7 +8,12 @@
  *   sharing the clients;
  * - follower lag p50/p99: a marker written on one node, polled on the other, while a writer keeps
  *   the first node busy (`BENCH_SECONDS`, default 5; `BENCH_PG_LAG_TRACE=1` prints each marker's
- *   lag and the vectors written so far to stderr);
+ *   time, lag and the vectors written so far to stderr; `BENCH_PG_LAG_DIAG=<dir>` records
+ *   PostgreSQL's view of that step into `<dir>` ({@link lagDiagnosis}) and runs the follower at
+ *   log level trace (its notifications and catch-up pages in `<dir>/b.log`), and with
+ *   `BENCH_PG_NO_AUTOVACUUM=1` turns autovacuum off (the tables keep no statistics, as in a fresh
+ *   database's first minute, whatever the machine's speed); `BENCH_PG_ONLY=lag` runs the steps up
+ *   to this one and stops);
  * - time to ready (banner) of a node joining the index from an empty data dir, and of a node
  *   restarted on its data dir (local cache and graph snapshot);
  * - joining ({@link joinRows}): with no publication (the records reloaded and the graph rebuilt),
@@ -160,9 +165,11 @@ export async function postgresRows(): Promise<string> {
   }
   const pg = await startTestPostgres({ own: true });
   onCleanup(() => pg.stop());
+  const diag = process.env.BENCH_PG_LAG_DIAG ? await lagDiagnosis(pg.adminUrl, path.resolve(process.env.BENCH_PG_LAG_DIAG)) : undefined;
+  const lagOnly = process.env.BENCH_PG_ONLY === 'lag';
   try {
     // 1. upsert throughput, one node
-    for (const [dim, n] of [[128, N], [768, N / 4]] as const) {
+    for (const [dim, n] of lagOnly ? [] : ([[128, N], [768, N / 4]] as const)) {
       const vecs = randomVectors(n, dim, dim);
       const s = await start(path.join(dirs.dir, `s${dim}`), dim);
       const sq = await upsertAll(s, vecs);
@@ -191,7 +198,7 @@ export async function postgresRows(): Promise<string> {
 
     // 3. time to ready of a node joining from an empty data dir
     let t = performance.now();
-    const b = await start(path.join(dirs.dir, 'pb'), 128, db);
+    const b = await start(path.join(dirs.dir, 'pb'), 128, db, diag ? { SVC_LOG_LEVEL: 'trace' } : {});
     const joinEmpty = performance.now() - t;
     await waitIndexed(b, N);
     const pq2 = await queryLoad([a, b], queries);
@@ -207,6 +214,7 @@ export async function postgresRows(): Promise<string> {
         w++;
       }
     })();
+    const sampling = diag?.sample(db, { a: a.child.pid!, b: b.child.pid! });
     const lags: number[] = [];
     const marker = randomVectors(1, 128, 4)[0];
     const until = performance.now() + SECONDS * 1000;
@@ -219,12 +227,17 @@ export async function postgresRows(): Promise<string> {
         await new Promise((r) => setTimeout(r, 2));
       }
       lags.push(performance.now() - t0);
-      if (process.env.BENCH_PG_LAG_TRACE) console.error(`marker ${i} lag ${Math.round(performance.now() - t0)} ms, written so far ${w * 100}`);
+      if (process.env.BENCH_PG_LAG_TRACE) console.error(`${new Date().toISOString()} marker ${i} lag ${Math.round(performance.now() - t0)} ms, written so far ${w * 100}`);
     }
     writing = false;
     await writer;
+    await sampling?.stop({ a: a.log(), b: b.log() });
     const loadRate = (w * 100) / SECONDS;
     add(`follower lag p50 / p99 ms (markers while ~${fmt(loadRate)} vectors/s are written)`, '—', `${fmt(pct(lags, 50), 1)} / ${fmt(pct(lags, 99), 1)} (${lags.length} markers)`);
+    if (lagOnly) {
+      await Promise.all([stop(a), stop(b)]);
+      return table();
+    }
 
     // 5. time to ready: a node restarted on its data dir (local cache + snapshot)
     await stop(b);
@@ -282,6 +295,72 @@ async function keptLoad(dir: string): Promise<{ dir: string; url: string; loaded
     loaded,
     markLoaded: () => fs.writeFileSync(marker, want),
     stop: () => runPg(pgctl, ['stop', '-m', 'fast', '-t', '300', '-D', data]),
+  };
+}
+
+/**
+ * `BENCH_PG_LAG_DIAG=<dir>`: PostgreSQL's own view of the lag step. Sets (ALTER SYSTEM, reload)
+ * statement logging past 100 ms, `auto_explain` (analyzed plans past 100 ms) and lock-wait logging;
+ * `sample` then records `pg_stat_activity` (each backend's state, wait event, statement and age,
+ * and which svc node holds its connection, from `ss`) and the ungranted `pg_locks` every 100 ms
+ * into `<dir>/activity.jsonl` until `stop`, which also writes both nodes' logs (`a.log`, `b.log`)
+ * and the server's log (`pg.log`).
+ */
+async function lagDiagnosis(adminUrl: string, dir: string) {
+  fs.mkdirSync(dir, { recursive: true });
+  const settings: [string, string][] = [
+    ['log_min_duration_statement', '100'],
+    ['log_lock_waits', 'on'],
+    ['deadlock_timeout', '100'],
+    ['session_preload_libraries', 'auto_explain'],
+    ['auto_explain.log_min_duration', '100'],
+    ['auto_explain.log_analyze', 'on'],
+    ['auto_explain.log_buffers', 'on'],
+    ['log_line_prefix', '%m [%p] %a '],
+    ['log_autovacuum_min_duration', '0'],
+    // BENCH_PG_NO_AUTOVACUUM=1: no ANALYZE at all, as on a fresh database in its first minute
+    ...(process.env.BENCH_PG_NO_AUTOVACUUM ? [['autovacuum', 'off'] as [string, string]] : []),
+  ];
+  const dataDir = await withPg(adminUrl, async (c) => {
+    await c.query("LOAD 'auto_explain'"); // its settings are known once loaded
+    for (const [k, v] of settings) await c.query(`ALTER SYSTEM SET ${k} = '${v}'`);
+    await c.query('SELECT pg_reload_conf()');
+    return (await c.query<{ data_directory: string }>('SHOW data_directory')).rows[0].data_directory;
+  });
+  const pgPort = new URL(adminUrl).port;
+  return {
+    sample(db: string, nodes: Record<string, number>) {
+      let on = true;
+      const out = fs.createWriteStream(path.join(dir, 'activity.jsonl'));
+      const byPid = new Map(Object.entries(nodes).map(([k, v]) => [v, k]));
+      const loop = withPg(db, async (c) => {
+        while (on) {
+          const t = new Date().toISOString();
+          const owner = new Map<number, string>();
+          for (const l of execFileSync('ss', ['-tnpH', 'dst', `127.0.0.1:${pgPort}`]).toString().split('\n')) {
+            const m = /127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:\d+.*pid=(\d+)/.exec(l);
+            if (m) owner.set(Number(m[1]), byPid.get(Number(m[2])) ?? m[2]);
+          }
+          const act = await c.query(
+            `SELECT pid, client_port, state, wait_event_type AS wt, wait_event AS we, round(extract(epoch FROM clock_timestamp() - query_start) * 1000) AS ms,
+                    left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS q
+               FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+          );
+          const locks = await c.query(`SELECT pid, locktype, mode, objid FROM pg_locks WHERE NOT granted`);
+          out.write(JSON.stringify({ t, act: act.rows.map((r) => ({ node: owner.get(r.client_port) ?? '?', ...r })), waiting: locks.rows }) + '\n');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      });
+      return {
+        async stop(logs: Record<string, string>) {
+          on = false;
+          await loop;
+          out.end();
+          for (const [k, v] of Object.entries(logs)) fs.writeFileSync(path.join(dir, `${k}.log`), v);
+          fs.copyFileSync(path.join(dataDir, '..', 'log'), path.join(dir, 'pg.log'));
+        },
+      };
+    },
   };
 }
 

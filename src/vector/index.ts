@@ -281,7 +281,11 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
     const p = (async () => {
       do {
         again.delete(idx);
-        await idx.catchUp();
+        const t0 = Date.now();
+        const from = idx.seq;
+        ctx.logger.trace({ index: idx.def.name, from }, 'vector catch-up starts');
+        const applied = await idx.catchUp();
+        ctx.logger.trace({ index: idx.def.name, from, applied, seq: idx.seq, ms: Date.now() - t0 }, 'vector catch-up done');
       } while (again.has(idx));
     })()
       .catch((err: unknown) => db.warn(err, `catching up index ${idx.def.name} failed (retried)`))
@@ -291,6 +295,7 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
   };
   const created = () => void followCreated().catch((err: unknown) => db.warn(err, 'following the created indexes failed (retried)'));
   const unsubscribe = db.onChange((name, seq) => {
+    ctx.logger.trace({ index: name, seq }, 'vector change notified');
     if (name && !indexes.has(name)) created(); // an index another node created (or deleted)
     for (const idx of name ? [indexes.get(name)] : indexes.values()) if (idx && idx.seq < seq) void follow(idx);
   });

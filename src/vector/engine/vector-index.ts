@@ -1159,9 +1159,12 @@ export class VectorIndex {
     return this.exclusive(async () => {
       let n = 0;
       while (!this.closed && this.shared) {
+        const t0 = performance.now();
         const page = await this.shared.changesSince(this.seq);
+        const t1 = performance.now();
         if (page.length) this.applyRemote(page);
         n += page.length;
+        this.logger.trace({ index: this.def.name, changes: page.length, readMs: Math.round(t1 - t0), applyMs: Math.round(performance.now() - t1) }, 'vector catch-up page');
         if (page.length < CHANGES_PAGE) break;
       }
       return n;
