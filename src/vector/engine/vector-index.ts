@@ -1090,12 +1090,17 @@ export class VectorIndex {
           continue;
         }
         const mark = changes.length;
+        const seqMark = this.seq;
         const j = (this.journal = newJournal());
         try {
           results.push({ ok: true, v: this.store.transaction(op.fn) });
         } catch (err) {
           results.push({ ok: false, v: isDiskFull(err) ? vectorError('diskFull') : err });
-          changes.length = mark; // its savepoint was rolled back: so are its changes and memory
+          // its savepoint was rolled back: so are its changes, memory and the sequence numbers it
+          // took (the index's sequence number and the changes stay gap-free, so followers and this
+          // node's next `begin` agree with the database)
+          changes.length = mark;
+          this.seq = seqMark;
           this.undo(j);
         } finally {
           this.journal = undefined;
