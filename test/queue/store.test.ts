@@ -45,16 +45,19 @@ describe('SQLite store specifics', () => {
     const file = path.join(tmp.dir, 'queue.sqlite');
     return { store: openSqliteQueueStore(file), reopen: () => openSqliteQueueStore(file), file };
   };
-
-  test('group commit: a failing write rolls back alone, the others commit', async () => {
-    const tmp = tempDir('svc-gc-');
+  /** A group committer over a fresh WAL database with one table `t (k TEXT PRIMARY KEY)`, and its insert. */
+  const openCommitter = (prefix: string) => {
+    const tmp = tempDir(prefix);
     cleanups.push(tmp.cleanup);
     const file = path.join(tmp.dir, 'g.sqlite');
     const db = new Database(file);
     db.pragma('journal_mode = WAL');
     db.exec('CREATE TABLE t (k TEXT PRIMARY KEY)');
-    const gc = new GroupCommitter(db, `${file}-wal`);
-    const ins = db.prepare('INSERT INTO t (k) VALUES (?)');
+    return { file, db, gc: new GroupCommitter(db, `${file}-wal`), ins: db.prepare('INSERT INTO t (k) VALUES (?)') };
+  };
+
+  test('group commit: a failing write rolls back alone, the others commit', async () => {
+    const { file, db, gc, ins } = openCommitter('svc-gc-');
     const results = await Promise.allSettled([
       gc.run(() => ins.run('a')),
       gc.run(() => {
@@ -113,14 +116,7 @@ describe('SQLite store specifics', () => {
   });
 
   test('group commit: bookkeeping queued right after an fsync acknowledged publishes shares the next publish commit', async () => {
-    const tmp = tempDir('svc-gc-ack-');
-    cleanups.push(tmp.cleanup);
-    const file = path.join(tmp.dir, 'g.sqlite');
-    const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.exec('CREATE TABLE t (k TEXT PRIMARY KEY)');
-    const gc = new GroupCommitter(db, `${file}-wal`);
-    const ins = db.prepare('INSERT INTO t (k) VALUES (?)');
+    const { file, db, gc, ins } = openCommitter('svc-gc-ack-');
     // a durable write whose commit and fsync take longer than the relaxed wait (2 ms), as under load
     await gc.run(() => {
       ins.run('a');
