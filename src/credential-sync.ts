@@ -52,8 +52,10 @@ export interface SharedCredentials {
  * Seeds the shared credentials `names` from this node's and starts following them; `area` names
  * the area in log lines. `follows` (optional) admits more names, not seeded: credentials made
  * while running (the tokens of a vector index created through the management API) are written
- * to the database and taken from it like `names`.
- * @throws the database error when the first seed fails (start-up error).
+ * to the database and taken from it like `names`; those already stored are read before this
+ * resolves, so a node that starts serving such an index knows its tokens (else the first re-read,
+ * up to `REREAD_MS` later, would bring them and the index would answer 401 until then).
+ * @throws the database error when the first seed or read fails (start-up error).
  */
 export async function startCredentialSync(
   names: readonly string[],
@@ -62,10 +64,10 @@ export async function startCredentialSync(
   logger: Logger,
   now: () => number,
   area: string,
-  follows: (name: string) => boolean = () => false,
+  follows?: (name: string) => boolean,
 ): Promise<{ stop(): void }> {
   const NAMES = names;
-  const shares = (name: string) => NAMES.includes(name) || follows(name);
+  const shares = (name: string) => NAMES.includes(name) || (follows?.(name) ?? false);
   credentials.markShared([...NAMES]);
   /** Values this node knows to be stored. */
   const known = new Map<string, string>();
@@ -103,6 +105,7 @@ export async function startCredentialSync(
       now(),
     ),
   );
+  if (follows) apply(await shared.read());
 
   const unlisten = credentials.onChange((name, value) => {
     if (stopped || !shares(name) || known.get(name) === value) return;

@@ -84,7 +84,7 @@ function procInfo(pid: number): { cmd: string; dataDir: string; cwd: string } {
  * Starts `args` (a bench), waits until `svcCount` svc processes run under it (and, when given,
  * until its stdout matches `after`), sends `signal`, and checks: exit 128 + the signal number,
  * every process it had started gone, the svc data dirs and the temp dirs under the OS temp dir the
- * svc processes ran in removed, no stack trace.
+ * svc processes ran in removed (not this checkout, which may itself sit under the temp dir), no stack trace.
  */
 async function interruptBench(args: string[], svcCount: number, signal: 'SIGINT' | 'SIGTERM', after?: RegExp): Promise<void> {
   const bench = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -101,7 +101,7 @@ async function interruptBench(args: string[], svcCount: number, signal: 'SIGINT'
     }, 180_000);
     if (after) await waitFor(`${after} in the bench's output`, () => after.test(stdout), 180_000);
     started = descendants(bench.pid!);
-    const dirs = [...new Set(svcs.flatMap((p) => [p.dataDir, p.cwd]))].filter((d) => d.startsWith(os.tmpdir() + path.sep));
+    const dirs = [...new Set(svcs.flatMap((p) => [p.dataDir, p.cwd]))].filter((d) => d.startsWith(os.tmpdir() + path.sep) && d !== ROOT && !ROOT.startsWith(d + path.sep));
     assert.ok(dirs.length >= svcCount, JSON.stringify(svcs));
     bench.kill(signal);
     const end = await exited;

@@ -100,8 +100,12 @@ export function routeRequest(deps: RouteDeps, method: string, rawUrl: string, he
 
   const token = rawRequestToken(headers, undefined);
   const presented = token !== undefined ? secretDigest(token) : undefined;
-  const isFull = presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.token`));
-  const isRo = !isFull && presented !== undefined && secrets.same(token!, presented, deps.credentials.get(`vector.${indexName}.readonlyToken`));
+  // peek, never get: a token this node does not hold yet (an index another node created, before
+  // the shared credentials are read) matches nothing, and is never generated here
+  const full = deps.credentials.peek(`vector.${indexName}.token`);
+  const readonly = deps.credentials.peek(`vector.${indexName}.readonlyToken`);
+  const isFull = presented !== undefined && full !== undefined && secrets.same(token!, presented, full);
+  const isRo = !isFull && presented !== undefined && readonly !== undefined && secrets.same(token!, presented, readonly);
   if (!isFull && !isRo) return errorAnswer('unauthorized');
 
   const endpoint = segments[0] ?? '';
