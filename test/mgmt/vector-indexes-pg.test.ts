@@ -93,24 +93,3 @@ test('two PostgreSQL nodes: create, rename, reset tokens and delete on one node 
     keepA.cleanup();
   }
 });
-
-test('a node started after an index was created through the API accepts that index\'s tokens as soon as it is ready', { timeout: 300_000 }, async () => {
-  const url = await pg.newDatabase();
-  const env = { SVC_VECTOR_DATABASE_URL: url, SVC_VECTOR_DATABASE_SCHEMA: 'public', SVC_VECTOR_DIMENSION: '2' };
-  const a = await startTestSvc(['vector', 'mgmt'], { env });
-  let b: Awaited<ReturnType<typeof startTestSvc>> | undefined;
-  try {
-    const made = await mgmt(a, '/v2/vector/index', post({ name: 'docs', similarity_function: 'COSINE', dimension_count: 2 }));
-    assert.equal(made.status, 200, JSON.stringify(made.body));
-    const { id, token, read_only_token: readonlyToken } = made.body;
-    await client(made.body.endpoint, token).upsert([{ id: 'p', vector: [1, 0] }]);
-    // the tokens are stored before the node serves the index: its first answers are 200, not 401
-    // until the shared credentials' next re-read (every 2 s)
-    b = await startTestSvc(['vector', 'mgmt'], { env });
-    assert.equal((await client(`${b.urls.vector}/${id}`, token).info()).vectorCount, 1);
-    assert.equal((await client(`${b.urls.vector}/${id}`, readonlyToken).fetch(['p'])).length, 1);
-  } finally {
-    await b?.close();
-    await a.close();
-  }
-});
