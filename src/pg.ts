@@ -281,6 +281,30 @@ async function migrate(c: pg.PoolClient, plan: PgSchemaPlan): Promise<[number, n
 }
 
 /**
+ * Runs `fn` on a connection of `pool` and releases it, dropped when it failed (which also ends its
+ * session locks and transactions; a COPY that failed may have left it mid-stream). `failed()`
+ * tells whether the connection was lost meanwhile. Unlike {@link inTransaction}, a connection
+ * whose `fn` threw is never reused (a COPY that failed may have left it mid-stream).
+ * @throws what `fn` throws.
+ */
+export async function withConnection<T>(pool: pg.Pool, fn: (c: pg.PoolClient, failed: () => Error | undefined) => Promise<T>): Promise<T> {
+  const c = await pool.connect();
+  let broken: Error | undefined;
+  const lost = (err: Error) => (broken = err);
+  c.on('error', lost);
+  try {
+    return await fn(c, () => broken);
+  } catch (err) {
+    broken ??= err as Error;
+    throw err;
+  } finally {
+    c.off('error', lost);
+    // a connection that failed is dropped (which also ends its session locks and transactions)
+    c.release(broken);
+  }
+}
+
+/**
  * Runs `fn` in a transaction on a pooled connection: COMMIT when it resolves, ROLLBACK when it
  * throws (the error is rethrown). A connection lost meanwhile is not reused.
  */

@@ -7,7 +7,7 @@
  * Binary Format: an 11-byte signature, int32 flags, int32 header-extension length, then per row an
  * int16 field count and per field an int32 length, -1 for NULL, and the bytes; an int16 -1 ends
  * the data). Used by the publication download (`publication.ts`) and the background fill of
- * dense vectors (`store-pg.ts` `vectorsAt`), each on a connection of its own ({@link withConnection}).
+ * dense vectors (`store-pg.ts` `vectorsAt`), each on a connection of its own (`src/pg.ts` `withConnection`).
  */
 import type pg from 'pg';
 
@@ -126,26 +126,4 @@ export function copyRows(c: pg.ClientBase, text: string, timeoutMs: number, onRo
 /** A binary int8 field as a number (every value svc stores is below 2^53). */
 export function int8(b: Buffer): number {
   return b.readInt32BE(0) * 2 ** 32 + b.readUInt32BE(4);
-}
-
-/**
- * Runs `fn` on a connection of `pool` and releases it, dropped when it failed (which also ends its
- * session locks and transactions; a COPY that failed may have left it mid-stream). `failed()`
- * tells whether the connection was lost meanwhile. @throws what `fn` throws.
- */
-export async function withConnection<T>(pool: pg.Pool, fn: (c: pg.PoolClient, failed: () => Error | undefined) => Promise<T>): Promise<T> {
-  const c = await pool.connect();
-  let broken: Error | undefined;
-  const lost = (err: Error) => (broken = err);
-  c.on('error', lost);
-  try {
-    return await fn(c, () => broken);
-  } catch (err) {
-    broken ??= err as Error;
-    throw err;
-  } finally {
-    c.off('error', lost);
-    // a connection that failed is dropped (which also ends its session locks and transactions)
-    c.release(broken);
-  }
 }

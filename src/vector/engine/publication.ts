@@ -19,7 +19,8 @@ import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { VECTORLESS_FILE } from './vectorless.js';
-import { copyRows, withConnection } from './pg-copy.js';
+import { copyRows } from './pg-copy.js';
+import { withConnection } from '../../pg.js';
 
 /** Class (first key) of the per-index publication locks (session locks); the second key is `hashtext(index name)`. */
 export const PUBLISH_LOCK_CLASS = 73_164_522;

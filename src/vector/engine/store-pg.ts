@@ -32,13 +32,13 @@
  */
 import type pg from 'pg';
 import fs from 'node:fs';
-import { createPgClient, createPgPool, describePgError, inTransaction, PgListener, PgStartupError, preparePgSchema, redactUrl, urlPassword } from '../../pg.js';
+import { createPgClient, createPgPool, describePgError, inTransaction, PgListener, PgStartupError, preparePgSchema, redactUrl, urlPassword, withConnection } from '../../pg.js';
 import { PgSharedCredentials } from '../../credential-sync.js';
 import type { Logger } from '../../logger.js';
 import type { IndexDefinition } from '../definitions.js';
 import type { ChangeRow, NamespaceRow, VectorStore } from './store.js';
 import { download, publish, type PublicationTarget } from './publication.js';
-import { copyRows, int8, withConnection } from './pg-copy.js';
+import { copyRows, int8 } from './pg-copy.js';
 export { PUBLISH_CHUNK, PUBLISH_LOCK_CLASS } from './publication.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
