@@ -283,7 +283,6 @@ async function openShared(ctx: AreaContext, defs: IndexDefinition[], indexes: Ma
         again.delete(idx);
         const t0 = Date.now();
         const from = idx.seq;
-        ctx.logger.trace({ index: idx.def.name, from }, 'vector catch-up starts');
         const applied = await idx.catchUp();
         ctx.logger.trace({ index: idx.def.name, from, applied, seq: idx.seq, ms: Date.now() - t0 }, 'vector catch-up done');
       } while (again.has(idx));
